@@ -1,0 +1,12 @@
+/*
+ * cli_placement.h - `ringkv placement ...`: offline placement tools that need
+ * no running node: check a vector file, simulate balance and movement,
+ * explain where a key goes.
+ */
+#ifndef RINGKV_CLI_PLACEMENT_H
+#define RINGKV_CLI_PLACEMENT_H
+
+/* Entry point for `ringkv placement VERB ...`; argv[0] is "placement". */
+int cli_placement(int argc, char **argv);
+
+#endif

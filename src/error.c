@@ -1,0 +1,28 @@
+/*
+ * error.c - phrases for the codes of error.h.
+ */
+#include "error.h"
+
+#include <stddef.h>
+
+static const char *const rk_error_text[] = {
+    [0] = "success",
+    [-RK_ENOMEM] = "out of memory",
+    [-RK_EINVAL] = "invalid value",
+    [-RK_ERANGE] = "value out of range",
+    [-RK_EEMPTY] = "the ring is empty",
+    [-RK_EDUP] = "duplicate name",
+    [-RK_ESYNTAX] = "malformed input",
+    [-RK_EIO] = "input/output error",
+    [-RK_ENOTFOUND] = "not found",
+    [-RK_EMISMATCH] = "inputs do not match",
+    [-RK_ETOOBIG] = "limit exceeded",
+};
+
+const char *rk_strerror(int err)
+{
+    if (err > 0 || err < RK_ERROR_MIN || rk_error_text[-err] == NULL) {
+        return "unknown error";
+    }
+    return rk_error_text[-err];
+}

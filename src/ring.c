@@ -1,0 +1,871 @@
+/*
+ * ring.c - placement: tokens, owners, preference lists, ring differences.
+ *
+ * This file implements PLACEMENT.md (contract version 1) and nothing else;
+ * the contract is the spec and tests/vectors/placement-v1.txt proves it.
+ *
+ * Building a ring
+ *   Every member m contributes tokens H(seed, id "#" i), i = 0 .. t-1.  Tokens
+ *   are generated member by member (members sorted by id) and index by index,
+ *   then sorted by position with a stable LSD radix sort, which leaves them in
+ *   (position, id, index) order: the total order of section 4, ties included.
+ *
+ * The preference table
+ *   The preference list of a key depends only on the token it lands on, so
+ *   it is computed once per token at build time.  Section 5's walk from token
+ *   s chooses, for every rack, the first node of that rack it meets, in the
+ *   order met (call that list D), and sets aside every other node in the order
+ *   met (S).  The list for rf is the first min(rf, N) entries of D ++ S: when
+ *   rf <= |D| the walk stops inside D, otherwise it appends from S.  So the
+ *   table stores, per token, the first W = min(N, RING_RF_MAX) entries of
+ *   D ++ S, and a lookup for any rf is a binary search plus a copy.
+ *
+ *   D and S follow from the order in which racks and nodes first occur on
+ *   the walk.  Sweeping the tokens backwards, twice around the circle, and
+ *   moving each token's node to the front of a node list and its rack to the
+ *   front of a rack list keeps both lists ordered by next occurrence at or
+ *   after the current token.  At token s, D is the nodes found at the next
+ *   occurrence of the first racks of the rack list, and S is the node list
+ *   without D.  Cost: O(T * W) time, T * W * 2 bytes, with T tokens.
+ *
+ *   ring_preflist_walk() is the literal section-5 walk; unit tests check the
+ *   table against it over many random rings.
+ *
+ * Arcs
+ *   Token k owns the arc (pos[k-1], pos[k]]; token 0 owns (pos[T-1], 2^64) and
+ *   [0, pos[0]], so its arc is the whole circle when all tokens share one
+ *   position.  Tokens that share a position with an earlier token own an
+ *   empty arc.
+ */
+#include "ring.h"
+
+#include <assert.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+const uint8_t ring_default_seed[RING_SEED_LEN] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+};
+
+struct ring_node {
+    char id[RING_NAME_MAX + 1];
+    char rack[RING_NAME_MAX + 1];
+    uint8_t id_len;
+    uint32_t tokens;
+    uint32_t rack_index;
+};
+
+struct ring {
+    uint8_t seed[RING_SEED_LEN];
+    size_t n_members;
+    size_t n_racks;
+    size_t n_tokens;
+    struct ring_node *nodes; /* sorted by id */
+    uint64_t *pos;           /* token positions, ring order */
+    uint32_t *tok_member;    /* member index of each token */
+    uint32_t *tok_index;     /* token index within its member */
+    size_t pref_width;       /* W = min(n_members, RING_RF_MAX) */
+    uint16_t *pref;          /* n_tokens x pref_width member indices */
+};
+
+uint64_t ring_hash(const uint8_t seed[RING_SEED_LEN], const void *data, size_t len)
+{
+    unsigned char out[crypto_shorthash_siphash24_BYTES];
+    uint64_t h = 0;
+
+    crypto_shorthash_siphash24(out, data, len, seed);
+    for (int i = 7; i >= 0; i--) {
+        h = (h << 8) | out[i];
+    }
+    return h;
+}
+
+bool ring_name_valid(const char *name, size_t len)
+{
+    if (name == NULL || len < 1 || len > RING_NAME_MAX) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == ':' || c == '-';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int ring_member_check(const struct ring_member *m, const char **what)
+{
+    const char *bad = NULL;
+    int err = 0;
+
+    if (m->id == NULL || !ring_name_valid(m->id, strnlen(m->id, RING_NAME_MAX + 1))) {
+        bad = "id";
+        err = RK_EINVAL;
+    } else if (m->rack == NULL || !ring_name_valid(m->rack, strnlen(m->rack, RING_NAME_MAX + 1))) {
+        bad = "rack";
+        err = RK_EINVAL;
+    } else if (m->tokens < RING_TOKENS_MIN || m->tokens > RING_TOKENS_MAX) {
+        bad = "tokens";
+        err = RK_ERANGE;
+    }
+    if (what != NULL) {
+        *what = bad;
+    }
+    return err;
+}
+
+/* Section 4's id order: bytes, a shorter id that is a prefix of a longer one first. */
+static int id_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+
+    if (c != 0) {
+        return c;
+    }
+    return (alen > blen) - (alen < blen);
+}
+
+int ring_token_order(uint64_t pos_a, const char *id_a, uint32_t index_a, uint64_t pos_b,
+                     const char *id_b, uint32_t index_b)
+{
+    int c;
+
+    if (pos_a != pos_b) {
+        return pos_a < pos_b ? -1 : 1;
+    }
+    c = id_cmp(id_a, strlen(id_a), id_b, strlen(id_b));
+    if (c != 0) {
+        return c;
+    }
+    return (index_a > index_b) - (index_a < index_b);
+}
+
+static int node_cmp(const void *pa, const void *pb)
+{
+    const struct ring_node *a = pa;
+    const struct ring_node *b = pb;
+
+    return id_cmp(a->id, a->id_len, b->id, b->id_len);
+}
+
+static int str_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* Copy, validate and sort the members; give each a rack index. */
+static int ring_load_members(struct ring *r, const struct ring_member *members, size_t n)
+{
+    const char **racks;
+    size_t n_racks = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int err = ring_member_check(&members[i], NULL);
+        if (err != 0) {
+            return err;
+        }
+        struct ring_node *node = &r->nodes[i];
+        node->id_len = (uint8_t)strlen(members[i].id);
+        memcpy(node->id, members[i].id, node->id_len + 1u);
+        memcpy(node->rack, members[i].rack, strlen(members[i].rack) + 1);
+        node->tokens = members[i].tokens;
+    }
+    qsort(r->nodes, n, sizeof(*r->nodes), node_cmp);
+    for (size_t i = 1; i < n; i++) {
+        if (node_cmp(&r->nodes[i - 1], &r->nodes[i]) == 0) {
+            return RK_EDUP;
+        }
+    }
+
+    racks = malloc((n ? n : 1) * sizeof(*racks));
+    if (racks == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        racks[i] = r->nodes[i].rack;
+    }
+    qsort(racks, n, sizeof(*racks), str_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (n_racks == 0 || strcmp(racks[n_racks - 1], racks[i]) != 0) {
+            racks[n_racks++] = racks[i];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char **hit =
+            bsearch(&(const char *){r->nodes[i].rack}, racks, n_racks, sizeof(*racks), str_cmp);
+        r->nodes[i].rack_index = (uint32_t)(hit - racks);
+    }
+    r->n_racks = n_racks;
+    free(racks);
+    return 0;
+}
+
+/* Write the decimal form of v to buf (no leading zeros); return its length. */
+static size_t put_decimal(char *buf, uint32_t v)
+{
+    char tmp[10];
+    size_t n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = tmp[n - 1 - i];
+    }
+    return n;
+}
+
+/*
+ * Stable LSD radix sort of (pos, member, index) triples by pos, 16 bits a
+ * pass.  Stability keeps the (member, index) generation order among equal
+ * positions, which is section 4's tie-break because members are sorted by id.
+ */
+static int sort_tokens(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+{
+    uint64_t *pos2 = malloc(n * sizeof(*pos2));
+    uint32_t *mem2 = malloc(n * sizeof(*mem2));
+    uint32_t *idx2 = malloc(n * sizeof(*idx2));
+    size_t *count = malloc(65536 * sizeof(*count));
+    int err = RK_ENOMEM;
+
+    if (pos2 == NULL || mem2 == NULL || idx2 == NULL || count == NULL) {
+        goto out_free;
+    }
+    for (unsigned shift = 0; shift < 64; shift += 16) {
+        size_t sum = 0;
+        memset(count, 0, 65536 * sizeof(*count));
+        for (size_t i = 0; i < n; i++) {
+            count[(pos[i] >> shift) & 0xffff]++;
+        }
+        for (size_t b = 0; b < 65536; b++) {
+            size_t c = count[b];
+            count[b] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t to = count[(pos[i] >> shift) & 0xffff]++;
+            pos2[to] = pos[i];
+            mem2[to] = mem[i];
+            idx2[to] = idx[i];
+        }
+        memcpy(pos, pos2, n * sizeof(*pos));
+        memcpy(mem, mem2, n * sizeof(*mem));
+        memcpy(idx, idx2, n * sizeof(*idx));
+    }
+    err = 0;
+out_free:
+    free(pos2);
+    free(mem2);
+    free(idx2);
+    free(count);
+    return err;
+}
+
+static int ring_build_tokens(struct ring *r)
+{
+    size_t t = 0;
+    char buf[RING_NAME_MAX + 1 + 10];
+
+    for (size_t m = 0; m < r->n_members; m++) {
+        t += r->nodes[m].tokens;
+    }
+    r->n_tokens = t;
+    r->pos = malloc((t ? t : 1) * sizeof(*r->pos));
+    r->tok_member = malloc((t ? t : 1) * sizeof(*r->tok_member));
+    r->tok_index = malloc((t ? t : 1) * sizeof(*r->tok_index));
+    if (r->pos == NULL || r->tok_member == NULL || r->tok_index == NULL) {
+        return RK_ENOMEM;
+    }
+    t = 0;
+    for (uint32_t m = 0; m < r->n_members; m++) {
+        const struct ring_node *node = &r->nodes[m];
+        memcpy(buf, node->id, node->id_len);
+        buf[node->id_len] = '#';
+        for (uint32_t i = 0; i < node->tokens; i++, t++) {
+            size_t len = node->id_len + 1u + put_decimal(buf + node->id_len + 1, i);
+            r->pos[t] = ring_hash(r->seed, buf, len);
+            r->tok_member[t] = m;
+            r->tok_index[t] = i;
+        }
+    }
+    return sort_tokens(r->pos, r->tok_member, r->tok_index, r->n_tokens);
+}
+
+/* An intrusive doubly linked list over 0..n-1, for move-to-front. */
+struct mtf_list {
+    uint32_t *prev;
+    uint32_t *next;
+    uint32_t head;
+};
+
+#define MTF_NONE UINT32_MAX
+
+static int mtf_init(struct mtf_list *l, size_t n)
+{
+    l->prev = malloc(n * sizeof(*l->prev));
+    l->next = malloc(n * sizeof(*l->next));
+    if (l->prev == NULL || l->next == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        l->prev[i] = i == 0 ? MTF_NONE : (uint32_t)(i - 1);
+        l->next[i] = i + 1 == n ? MTF_NONE : (uint32_t)(i + 1);
+    }
+    l->head = 0;
+    return 0;
+}
+
+static void mtf_deinit(struct mtf_list *l)
+{
+    free(l->prev);
+    free(l->next);
+}
+
+static void mtf_front(struct mtf_list *l, uint32_t x)
+{
+    if (l->head == x) {
+        return;
+    }
+    l->next[l->prev[x]] = l->next[x];
+    if (l->next[x] != MTF_NONE) {
+        l->prev[l->next[x]] = l->prev[x];
+    }
+    l->prev[x] = MTF_NONE;
+    l->next[x] = l->head;
+    l->prev[l->head] = x;
+    l->head = x;
+}
+
+/* Fill the preference row of token s from the two ordered lists (file header). */
+static void pref_fill_row(struct ring *r, size_t s, const struct mtf_list *nodes,
+                          const struct mtf_list *racks, const uint32_t *rack_tok, uint32_t *stamp)
+{
+    uint16_t *row = r->pref + s * r->pref_width;
+    size_t k = 0;
+    uint32_t mark = (uint32_t)s + 1;
+
+    for (uint32_t rk = racks->head; rk != MTF_NONE && k < r->pref_width; rk = racks->next[rk]) {
+        uint32_t m = r->tok_member[rack_tok[rk]];
+        row[k++] = (uint16_t)m;
+        stamp[m] = mark;
+    }
+    for (uint32_t m = nodes->head; m != MTF_NONE && k < r->pref_width; m = nodes->next[m]) {
+        if (stamp[m] != mark) {
+            row[k++] = (uint16_t)m;
+        }
+    }
+    assert(k == r->pref_width && "preference row must be full");
+}
+
+static int ring_build_pref(struct ring *r)
+{
+    struct mtf_list nodes = {0}, racks = {0};
+    uint32_t *rack_tok = calloc(r->n_racks, sizeof(*rack_tok));
+    uint32_t *stamp = calloc(r->n_members, sizeof(*stamp));
+    size_t t = r->n_tokens;
+    int err = RK_ENOMEM;
+
+    r->pref_width = r->n_members < RING_RF_MAX ? r->n_members : RING_RF_MAX;
+    r->pref = malloc(t * r->pref_width * sizeof(*r->pref));
+    if (rack_tok == NULL || stamp == NULL || r->pref == NULL ||
+        mtf_init(&nodes, r->n_members) != 0 || mtf_init(&racks, r->n_racks) != 0) {
+        goto out_free;
+    }
+    for (size_t j = 2 * t; j-- > 0;) {
+        size_t s = j % t;
+        uint32_t m = r->tok_member[s];
+        uint32_t rk = r->nodes[m].rack_index;
+        mtf_front(&nodes, m);
+        mtf_front(&racks, rk);
+        rack_tok[rk] = (uint32_t)s;
+        if (j < t) {
+            pref_fill_row(r, s, &nodes, &racks, rack_tok, stamp);
+        }
+    }
+    err = 0;
+out_free:
+    mtf_deinit(&nodes);
+    mtf_deinit(&racks);
+    free(rack_tok);
+    free(stamp);
+    return err;
+}
+
+int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
+                const struct ring_member *members, size_t n)
+{
+    struct ring *r;
+    int err;
+
+    *out = NULL;
+    if (n > RING_MEMBERS_MAX) {
+        return RK_ETOOBIG;
+    }
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return RK_ENOMEM;
+    }
+    memcpy(r->seed, seed, RING_SEED_LEN);
+    r->n_members = n;
+    r->nodes = calloc(n ? n : 1, sizeof(*r->nodes));
+    if (r->nodes == NULL) {
+        err = RK_ENOMEM;
+        goto out_destroy;
+    }
+    err = ring_load_members(r, members, n);
+    if (err != 0) {
+        goto out_destroy;
+    }
+    err = ring_build_tokens(r);
+    if (err != 0) {
+        goto out_destroy;
+    }
+    if (n > 0) {
+        err = ring_build_pref(r);
+        if (err != 0) {
+            goto out_destroy;
+        }
+    }
+    *out = r;
+    return 0;
+out_destroy:
+    ring_destroy(r);
+    return err;
+}
+
+void ring_destroy(struct ring *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    free(r->nodes);
+    free(r->pos);
+    free(r->tok_member);
+    free(r->tok_index);
+    free(r->pref);
+    free(r);
+}
+
+const uint8_t *ring_seed(const struct ring *r)
+{
+    return r->seed;
+}
+
+size_t ring_member_count(const struct ring *r)
+{
+    return r->n_members;
+}
+
+size_t ring_rack_count(const struct ring *r)
+{
+    return r->n_racks;
+}
+
+size_t ring_token_count(const struct ring *r)
+{
+    return r->n_tokens;
+}
+
+const char *ring_member_id(const struct ring *r, uint32_t member)
+{
+    assert(member < r->n_members && "ring_member_id: member index out of range");
+    return r->nodes[member].id;
+}
+
+const char *ring_member_rack(const struct ring *r, uint32_t member)
+{
+    assert(member < r->n_members && "ring_member_rack: member index out of range");
+    return r->nodes[member].rack;
+}
+
+uint32_t ring_member_tokens(const struct ring *r, uint32_t member)
+{
+    assert(member < r->n_members && "ring_member_tokens: member index out of range");
+    return r->nodes[member].tokens;
+}
+
+int ring_member_find(const struct ring *r, const char *id)
+{
+    size_t len = strnlen(id, RING_NAME_MAX + 1);
+    size_t lo = 0, hi = r->n_members;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = id_cmp(r->nodes[mid].id, r->nodes[mid].id_len, id, len);
+        if (c == 0) {
+            return (int)mid;
+        }
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return RK_ENOTFOUND;
+}
+
+struct ring_token ring_token_at(const struct ring *r, size_t i)
+{
+    assert(i < r->n_tokens && "ring_token_at: token index out of range");
+    return (struct ring_token){r->pos[i], r->tok_member[i], r->tok_index[i]};
+}
+
+uint64_t ring_key_position(const struct ring *r, const void *key, size_t len)
+{
+    return ring_hash(r->seed, key, len);
+}
+
+/* First token with position >= pos, or n_tokens when there is none. */
+static size_t lower_bound(const uint64_t *a, size_t n, uint64_t pos)
+{
+    const uint64_t *base = a;
+
+    while (n > 1) {
+        size_t half = n / 2;
+        base = base[half] < pos ? base + half : base;
+        n -= half;
+    }
+    return (size_t)(base - a) + (*base < pos);
+}
+
+int ring_owner_token(const struct ring *r, uint64_t pos, size_t *token, bool *wrapped)
+{
+    size_t t;
+
+    if (r->n_tokens == 0) {
+        return RK_EEMPTY;
+    }
+    t = lower_bound(r->pos, r->n_tokens, pos);
+    if (wrapped != NULL) {
+        *wrapped = t == r->n_tokens;
+    }
+    *token = t == r->n_tokens ? 0 : t;
+    return 0;
+}
+
+int ring_preflist(const struct ring *r, uint64_t pos, unsigned rf, uint32_t *out, size_t *n)
+{
+    size_t t, k;
+    const uint16_t *row;
+
+    if (rf < 1 || rf > RING_RF_MAX) {
+        return RK_ERANGE;
+    }
+    if (ring_owner_token(r, pos, &t, NULL) != 0) {
+        return RK_EEMPTY;
+    }
+    k = rf < r->pref_width ? rf : r->pref_width;
+    row = r->pref + t * r->pref_width;
+    for (size_t i = 0; i < k; i++) {
+        out[i] = row[i];
+    }
+    *n = k;
+    return 0;
+}
+
+static void step_none(void *ctx, enum ring_step step, size_t token, uint32_t member)
+{
+    (void)ctx;
+    (void)step;
+    (void)token;
+    (void)member;
+}
+
+int ring_preflist_walk(const struct ring *r, uint64_t pos, unsigned rf, uint32_t *out, size_t *n,
+                       ring_step_fn step, void *ctx)
+{
+    uint8_t *seen, *rack_used;
+    size_t *aside, start, k = 0, n_aside = 0;
+
+    if (rf < 1 || rf > RING_RF_MAX) {
+        return RK_ERANGE;
+    }
+    if (ring_owner_token(r, pos, &start, NULL) != 0) {
+        return RK_EEMPTY;
+    }
+    step = step != NULL ? step : step_none;
+    seen = calloc(r->n_members, 1);
+    rack_used = calloc(r->n_racks, 1);
+    aside = malloc(r->n_members * sizeof(*aside));
+    if (seen == NULL || rack_used == NULL || aside == NULL) {
+        free(seen);
+        free(rack_used);
+        free(aside);
+        return RK_ENOMEM;
+    }
+    for (size_t s = 0; s < r->n_tokens && k < rf; s++) {
+        size_t t = (start + s) % r->n_tokens;
+        uint32_t m = r->tok_member[t];
+        uint32_t rk = r->nodes[m].rack_index;
+        if (seen[m]) {
+            step(ctx, RING_STEP_SEEN, t, m);
+            continue;
+        }
+        seen[m] = 1;
+        if (!rack_used[rk]) {
+            rack_used[rk] = 1;
+            out[k++] = m;
+            step(ctx, RING_STEP_CHOSEN, t, m);
+        } else {
+            aside[n_aside++] = t;
+            step(ctx, RING_STEP_SET_ASIDE, t, m);
+        }
+    }
+    for (size_t i = 0; i < n_aside && k < rf; i++) {
+        out[k++] = r->tok_member[aside[i]];
+        step(ctx, RING_STEP_APPENDED, aside[i], r->tok_member[aside[i]]);
+    }
+    *n = k;
+    free(seen);
+    free(rack_used);
+    free(aside);
+    return 0;
+}
+
+/* Length of the arc owned by token t (file header, "Arcs"). */
+static ring_len token_arc(const uint64_t *pos, size_t n, size_t t)
+{
+    if (t > 0) {
+        return pos[t] - pos[t - 1];
+    }
+    return RING_CIRCLE - pos[n - 1] + pos[0];
+}
+
+int ring_ownership(const struct ring *r, unsigned rf, ring_len *own)
+{
+    size_t k;
+
+    if (rf < 1 || rf > RING_RF_MAX) {
+        return RK_ERANGE;
+    }
+    if (r->n_tokens == 0) {
+        return RK_EEMPTY;
+    }
+    k = rf < r->pref_width ? rf : r->pref_width;
+    for (size_t m = 0; m < r->n_members; m++) {
+        own[m] = 0;
+    }
+    for (size_t t = 0; t < r->n_tokens; t++) {
+        ring_len len = token_arc(r->pos, r->n_tokens, t);
+        const uint16_t *row = r->pref + t * r->pref_width;
+        for (size_t i = 0; i < k; i++) {
+            own[row[i]] += len;
+        }
+    }
+    return 0;
+}
+
+double ring_len_fraction(ring_len len)
+{
+    return (double)len / 18446744073709551616.0;
+}
+
+/* The state ring_diff() carries while it walks the merged boundaries. */
+struct diff_walk {
+    const struct ring *old_ring, *new_ring;
+    size_t k_old, k_new;
+    int *new_to_old; /* new member index -> old member index, or -1 */
+    struct ring_diff *out;
+    size_t cap;
+};
+
+static const uint16_t *pref_row_at(const struct ring *r, uint64_t pos)
+{
+    size_t t;
+
+    (void)ring_owner_token(r, pos, &t, NULL);
+    return r->pref + t * r->pref_width;
+}
+
+static bool lists_equal(const struct diff_walk *w, const uint16_t *o, const uint16_t *n)
+{
+    if (w->k_old != w->k_new) {
+        return false;
+    }
+    for (size_t i = 0; i < w->k_old; i++) {
+        if (w->new_to_old[n[i]] != (int)o[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool move_same_lists(const struct ring_move *a, const struct ring_move *b)
+{
+    if (a->n_old != b->n_old || a->n_new != b->n_new) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n_old; i++) {
+        if (a->old_list[i] != b->old_list[i]) {
+            return false;
+        }
+    }
+    for (size_t i = 0; i < a->n_new; i++) {
+        if (a->new_list[i] != b->new_list[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool list_has(const uint16_t *l, size_t n, int m)
+{
+    for (size_t i = 0; i < n; i++) {
+        if ((int)l[i] == m) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void move_fill(const struct diff_walk *w, struct ring_move *mv, const uint16_t *o,
+                      const uint16_t *n)
+{
+    const struct ring *ro = w->old_ring, *rn = w->new_ring;
+
+    mv->n_old = (uint8_t)w->k_old;
+    mv->n_new = (uint8_t)w->k_new;
+    mv->n_lose = mv->n_gain = 0;
+    for (size_t i = 0; i < w->k_old; i++) {
+        mv->old_list[i] = ro->nodes[o[i]].id;
+        bool kept = false;
+        for (size_t j = 0; j < w->k_new; j++) {
+            kept = kept || w->new_to_old[n[j]] == (int)o[i];
+        }
+        if (!kept) {
+            mv->lose[mv->n_lose++] = ro->nodes[o[i]].id;
+        }
+    }
+    for (size_t j = 0; j < w->k_new; j++) {
+        mv->new_list[j] = rn->nodes[n[j]].id;
+        int m = w->new_to_old[n[j]];
+        if (m < 0 || !list_has(o, w->k_old, m)) {
+            mv->gain[mv->n_gain++] = rn->nodes[n[j]].id;
+        }
+    }
+}
+
+/* Record arc (start, end] if its lists differ, merging with the previous move. */
+static int diff_arc(struct diff_walk *w, uint64_t start, uint64_t end, ring_len len)
+{
+    const uint16_t *o = pref_row_at(w->old_ring, end);
+    const uint16_t *n = pref_row_at(w->new_ring, end);
+    struct ring_diff *d = w->out;
+    struct ring_move mv;
+
+    if (len == 0 || lists_equal(w, o, n)) {
+        return 0;
+    }
+    mv.start = start;
+    mv.end = end;
+    mv.len = len;
+    move_fill(w, &mv, o, n);
+    d->changed += len;
+    d->moved += (mv.n_lose + mv.n_gain) > 0 ? len : 0;
+    d->copies += len * mv.n_gain;
+    if (d->n_moves > 0 && d->moves[d->n_moves - 1].end == start &&
+        move_same_lists(&d->moves[d->n_moves - 1], &mv)) {
+        d->moves[d->n_moves - 1].end = end;
+        d->moves[d->n_moves - 1].len += len;
+        return 0;
+    }
+    if (d->n_moves == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        struct ring_move *m = realloc(d->moves, cap * sizeof(*m));
+        if (m == NULL) {
+            return RK_ENOMEM;
+        }
+        d->moves = m;
+        w->cap = cap;
+    }
+    d->moves[d->n_moves++] = mv;
+    return 0;
+}
+
+/* The merged, de-duplicated token positions of both rings. */
+static uint64_t *merged_bounds(const struct ring *a, const struct ring *b, size_t *n)
+{
+    uint64_t *m = malloc((a->n_tokens + b->n_tokens) * sizeof(*m));
+    size_t i = 0, j = 0, k = 0;
+
+    if (m == NULL) {
+        return NULL;
+    }
+    while (i < a->n_tokens || j < b->n_tokens) {
+        uint64_t v;
+        if (j == b->n_tokens || (i < a->n_tokens && a->pos[i] <= b->pos[j])) {
+            v = a->pos[i++];
+        } else {
+            v = b->pos[j++];
+        }
+        if (k == 0 || m[k - 1] != v) {
+            m[k++] = v;
+        }
+    }
+    *n = k;
+    return m;
+}
+
+int ring_diff(const struct ring *old_ring, const struct ring *new_ring, unsigned rf,
+              struct ring_diff *out)
+{
+    struct diff_walk w = {.old_ring = old_ring, .new_ring = new_ring, .out = out};
+    uint64_t *b;
+    size_t nb;
+    int err = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (rf < 1 || rf > RING_RF_MAX) {
+        return RK_ERANGE;
+    }
+    if (memcmp(old_ring->seed, new_ring->seed, RING_SEED_LEN) != 0) {
+        return RK_EMISMATCH;
+    }
+    if (old_ring->n_tokens == 0 || new_ring->n_tokens == 0) {
+        return RK_EEMPTY;
+    }
+    w.k_old = rf < old_ring->pref_width ? rf : old_ring->pref_width;
+    w.k_new = rf < new_ring->pref_width ? rf : new_ring->pref_width;
+    w.new_to_old = malloc(new_ring->n_members * sizeof(*w.new_to_old));
+    b = merged_bounds(old_ring, new_ring, &nb);
+    if (w.new_to_old == NULL || b == NULL) {
+        err = RK_ENOMEM;
+        goto out_free;
+    }
+    for (size_t m = 0; m < new_ring->n_members; m++) {
+        int o = ring_member_find(old_ring, new_ring->nodes[m].id);
+        w.new_to_old[m] = o >= 0 ? o : -1;
+    }
+    for (size_t i = 0; i < nb && err == 0; i++) {
+        err = diff_arc(&w, i ? b[i - 1] : b[nb - 1], b[i], token_arc(b, nb, i));
+    }
+    /* The wrap arc comes first; join it to a matching last move. */
+    if (err == 0 && out->n_moves > 1) {
+        struct ring_move *first = &out->moves[0], *last = &out->moves[out->n_moves - 1];
+        if (last->end == first->start && move_same_lists(first, last)) {
+            first->start = last->start;
+            first->len += last->len;
+            out->n_moves--;
+        }
+    }
+out_free:
+    free(w.new_to_old);
+    free(b);
+    if (err != 0) {
+        ring_diff_free(out);
+    }
+    return err;
+}
+
+void ring_diff_free(struct ring_diff *d)
+{
+    free(d->moves);
+    memset(d, 0, sizeof(*d));
+}

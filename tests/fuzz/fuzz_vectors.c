@@ -1,0 +1,16 @@
+/*
+ * fuzz_vectors.c - fuzz target for the placement vector file checker, which
+ * reads files a user hands to `ringkv placement check`.
+ */
+#include <stdio.h>
+
+#include "fuzz.h"
+#include "vectors.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct vectors_result res;
+
+    (void)vectors_check((const char *)data, size, "fuzz", NULL, &res);
+    return 0;
+}

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Run every fuzz target briefly: its seed corpus, then a bounded number of
+# mutated inputs (driver build) or of libFuzzer runs (--enable-fuzzing).
+# Part of `make check`; `make fuzz` runs the same targets for longer.
+set -eu
+: "${top_srcdir:?}" "${top_builddir:?}" "${FUZZ_TARGETS:?}"
+runs=${FUZZ_SMOKE_RUNS:-20000}
+for t in $FUZZ_TARGETS; do
+    name=$(basename "$t" | sed 's/^fuzz_//')
+    corpus="$top_srcdir/tests/fuzz/corpus/$name"
+    bin="$top_builddir/$t"
+    if "$bin" -help=1 2>&1 | grep -q libFuzzer; then
+        "$bin" -runs="$runs" -max_total_time=60 "$corpus"
+    else
+        "$bin" -n "$runs" -t 60 -s "${FUZZ_SEED:-12345}" "$corpus"
+    fi
+    echo "fuzz smoke: $name ok"
+done
