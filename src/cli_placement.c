@@ -51,6 +51,9 @@ static int placement_check(int argc, char **argv)
 
 static const struct cli_verb placement_verbs[] = {
     {"check", placement_check, "[--quiet] FILE   verify a placement vector file"},
+    {"explain", cli_placement_explain,
+     "[--rf N] [--seed HEX32] [--hex] [--json] (--node ID,RACK,TOKENS ... | --members FILE) KEY"
+     "   where a key lives, step by step"},
 };
 
 int cli_placement(int argc, char **argv)

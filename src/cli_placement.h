@@ -9,4 +9,10 @@
 /* Entry point for `ringkv placement VERB ...`; argv[0] is "placement". */
 int cli_placement(int argc, char **argv);
 
+/* `ringkv placement sim ...` (src/cli_sim.c); argv[0] is "sim". */
+int cli_placement_sim(int argc, char **argv);
+
+/* `ringkv placement explain ...` (src/cli_explain.c); argv[0] is "explain". */
+int cli_placement_explain(int argc, char **argv);
+
 #endif
