@@ -40,6 +40,7 @@
 #include "ring.h"
 
 #include <assert.h>
+#include <endian.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,21 @@ const uint8_t ring_default_seed[RING_SEED_LEN] = {
     0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
 };
 
+/*
+ * Entries of a preference row kept in the hot table.  Lookups for rf up to
+ * this many touch 8 bytes per token instead of the whole row; rf 3, the
+ * usual setting, and rf 4 fit.  Measured at N = 100 x 256 tokens: reading a
+ * 32-byte row was a quarter of the lookup time, its cache misses.
+ */
+#define RING_PREF_HEAD 4
+/*
+ * The bucket index has about one bucket per token (the next power of two),
+ * capped at 2^20 buckets (4 MiB); beyond that buckets hold several tokens and
+ * the scan inside one falls back to binary search.
+ */
+#define RING_BUCKET_BITS_MAX 20
+#define RING_BUCKET_SCAN_MAX 8
+
 struct ring_node {
     char id[RING_NAME_MAX + 1];
     char rack[RING_NAME_MAX + 1];
@@ -58,29 +74,37 @@ struct ring_node {
     uint32_t rack_index;
 };
 
+/*
+ * A token's position with the first entries of its preference row: a lookup
+ * compares the position and, on the token it stops at, reads the row from
+ * the same 16 bytes, one cache line fetch instead of two dependent ones.
+ */
+struct ring_slot {
+    uint64_t pos;
+    uint16_t head[RING_PREF_HEAD];
+};
+
 struct ring {
     uint8_t seed[RING_SEED_LEN];
     size_t n_members;
     size_t n_racks;
     size_t n_tokens;
     struct ring_node *nodes; /* sorted by id */
-    uint64_t *pos;           /* token positions, ring order */
+    struct ring_slot *slot;  /* token positions and hot preference entries, ring order */
     uint32_t *tok_member;    /* member index of each token */
     uint32_t *tok_index;     /* token index within its member */
     size_t pref_width;       /* W = min(n_members, RING_RF_MAX) */
-    uint16_t *pref;          /* n_tokens x pref_width member indices */
+    uint16_t *pref_tail;     /* n_tokens x (W - RING_PREF_HEAD) when W > RING_PREF_HEAD */
+    unsigned bucket_shift;   /* 64 - log2(number of buckets) */
+    uint32_t *bucket;        /* bucket b: first token with position >= b << bucket_shift */
 };
 
 uint64_t ring_hash(const uint8_t seed[RING_SEED_LEN], const void *data, size_t len)
 {
-    unsigned char out[crypto_shorthash_siphash24_BYTES];
-    uint64_t h = 0;
+    uint64_t le;
 
-    crypto_shorthash_siphash24(out, data, len, seed);
-    for (int i = 7; i >= 0; i--) {
-        h = (h << 8) | out[i];
-    }
-    return h;
+    crypto_shorthash_siphash24((unsigned char *)&le, data, len, seed);
+    return le64toh(le);
 }
 
 bool ring_name_valid(const char *name, size_t len)
@@ -272,15 +296,19 @@ static int ring_build_tokens(struct ring *r)
 {
     size_t t = 0;
     char buf[RING_NAME_MAX + 1 + 10];
+    uint64_t *pos;
+    int err;
 
     for (size_t m = 0; m < r->n_members; m++) {
         t += r->nodes[m].tokens;
     }
     r->n_tokens = t;
-    r->pos = malloc((t ? t : 1) * sizeof(*r->pos));
+    pos = malloc((t ? t : 1) * sizeof(*pos));
+    r->slot = calloc(t ? t : 1, sizeof(*r->slot));
     r->tok_member = malloc((t ? t : 1) * sizeof(*r->tok_member));
     r->tok_index = malloc((t ? t : 1) * sizeof(*r->tok_index));
-    if (r->pos == NULL || r->tok_member == NULL || r->tok_index == NULL) {
+    if (pos == NULL || r->slot == NULL || r->tok_member == NULL || r->tok_index == NULL) {
+        free(pos);
         return RK_ENOMEM;
     }
     t = 0;
@@ -290,12 +318,17 @@ static int ring_build_tokens(struct ring *r)
         buf[node->id_len] = '#';
         for (uint32_t i = 0; i < node->tokens; i++, t++) {
             size_t len = node->id_len + 1u + put_decimal(buf + node->id_len + 1, i);
-            r->pos[t] = ring_hash(r->seed, buf, len);
+            pos[t] = ring_hash(r->seed, buf, len);
             r->tok_member[t] = m;
             r->tok_index[t] = i;
         }
     }
-    return sort_tokens(r->pos, r->tok_member, r->tok_index, r->n_tokens);
+    err = sort_tokens(pos, r->tok_member, r->tok_index, r->n_tokens);
+    for (size_t i = 0; err == 0 && i < r->n_tokens; i++) {
+        r->slot[i].pos = pos[i];
+    }
+    free(pos);
+    return err;
 }
 
 /* An intrusive doubly linked list over 0..n-1, for move-to-front. */
@@ -343,11 +376,40 @@ static void mtf_front(struct mtf_list *l, uint32_t x)
     l->head = x;
 }
 
+/* Store row (pref_width entries) as the preference row of token s. */
+static void pref_store(struct ring *r, size_t s, const uint16_t *row)
+{
+    size_t w = r->pref_width;
+    size_t head = w < RING_PREF_HEAD ? w : RING_PREF_HEAD;
+
+    memcpy(r->slot[s].head, row, head * sizeof(*row));
+    if (w > RING_PREF_HEAD) {
+        memcpy(r->pref_tail + s * (w - RING_PREF_HEAD), row + RING_PREF_HEAD,
+               (w - RING_PREF_HEAD) * sizeof(*row));
+    }
+}
+
+/* The first k (<= pref_width) entries of token t's preference row. */
+static void pref_load(const struct ring *r, size_t t, uint16_t *out, size_t k)
+{
+    const uint16_t *head = r->slot[t].head;
+
+    for (size_t i = 0; i < k && i < RING_PREF_HEAD; i++) {
+        out[i] = head[i];
+    }
+    if (k > RING_PREF_HEAD) {
+        const uint16_t *tail = r->pref_tail + t * (r->pref_width - RING_PREF_HEAD);
+        for (size_t i = RING_PREF_HEAD; i < k; i++) {
+            out[i] = tail[i - RING_PREF_HEAD];
+        }
+    }
+}
+
 /* Fill the preference row of token s from the two ordered lists (file header). */
 static void pref_fill_row(struct ring *r, size_t s, const struct mtf_list *nodes,
                           const struct mtf_list *racks, const uint32_t *rack_tok, uint32_t *stamp)
 {
-    uint16_t *row = r->pref + s * r->pref_width;
+    uint16_t row[RING_RF_MAX];
     size_t k = 0;
     uint32_t mark = (uint32_t)s + 1;
 
@@ -362,6 +424,7 @@ static void pref_fill_row(struct ring *r, size_t s, const struct mtf_list *nodes
         }
     }
     assert(k == r->pref_width && "preference row must be full");
+    pref_store(r, s, row);
 }
 
 static int ring_build_pref(struct ring *r)
@@ -373,8 +436,11 @@ static int ring_build_pref(struct ring *r)
     int err = RK_ENOMEM;
 
     r->pref_width = r->n_members < RING_RF_MAX ? r->n_members : RING_RF_MAX;
-    r->pref = malloc(t * r->pref_width * sizeof(*r->pref));
-    if (rack_tok == NULL || stamp == NULL || r->pref == NULL ||
+    if (r->pref_width > RING_PREF_HEAD) {
+        r->pref_tail = malloc(t * (r->pref_width - RING_PREF_HEAD) * sizeof(*r->pref_tail));
+    }
+    if (rack_tok == NULL || stamp == NULL ||
+        (r->pref_width > RING_PREF_HEAD && r->pref_tail == NULL) ||
         mtf_init(&nodes, r->n_members) != 0 || mtf_init(&racks, r->n_racks) != 0) {
         goto out_free;
     }
@@ -396,6 +462,37 @@ out_free:
     free(rack_tok);
     free(stamp);
     return err;
+}
+
+/*
+ * The bucket index: the circle cut into 2^bits equal buckets, and for each
+ * the first token at or after its start.  A lookup reads one bucket entry
+ * and scans the few tokens of that bucket, instead of a binary search whose
+ * every step is a dependent cache miss on large rings.
+ */
+static int ring_build_buckets(struct ring *r)
+{
+    unsigned bits = 1;
+    size_t n, t = 0;
+
+    while (bits < RING_BUCKET_BITS_MAX && ((size_t)1 << bits) < r->n_tokens) {
+        bits++;
+    }
+    n = (size_t)1 << bits;
+    r->bucket_shift = 64 - bits;
+    r->bucket = malloc((n + 1) * sizeof(*r->bucket));
+    if (r->bucket == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t b = 0; b < n; b++) {
+        uint64_t start = (uint64_t)b << r->bucket_shift;
+        while (t < r->n_tokens && r->slot[t].pos < start) {
+            t++;
+        }
+        r->bucket[b] = (uint32_t)t;
+    }
+    r->bucket[n] = (uint32_t)r->n_tokens;
+    return 0;
 }
 
 int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
@@ -429,6 +526,9 @@ int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
     }
     if (n > 0) {
         err = ring_build_pref(r);
+        if (err == 0) {
+            err = ring_build_buckets(r);
+        }
         if (err != 0) {
             goto out_destroy;
         }
@@ -446,10 +546,11 @@ void ring_destroy(struct ring *r)
         return;
     }
     free(r->nodes);
-    free(r->pos);
+    free(r->slot);
     free(r->tok_member);
     free(r->tok_index);
-    free(r->pref);
+    free(r->pref_tail);
+    free(r->bucket);
     free(r);
 }
 
@@ -514,7 +615,7 @@ int ring_member_find(const struct ring *r, const char *id)
 struct ring_token ring_token_at(const struct ring *r, size_t i)
 {
     assert(i < r->n_tokens && "ring_token_at: token index out of range");
-    return (struct ring_token){r->pos[i], r->tok_member[i], r->tok_index[i]};
+    return (struct ring_token){r->slot[i].pos, r->tok_member[i], r->tok_index[i]};
 }
 
 uint64_t ring_key_position(const struct ring *r, const void *key, size_t len)
@@ -522,17 +623,32 @@ uint64_t ring_key_position(const struct ring *r, const void *key, size_t len)
     return ring_hash(r->seed, key, len);
 }
 
-/* First token with position >= pos, or n_tokens when there is none. */
-static size_t lower_bound(const uint64_t *a, size_t n, uint64_t pos)
+/* First of a[0..n) (n >= 1) whose position is >= pos, or n when there is none. */
+static size_t lower_bound(const struct ring_slot *a, size_t n, uint64_t pos)
 {
-    const uint64_t *base = a;
+    const struct ring_slot *base = a;
 
     while (n > 1) {
         size_t half = n / 2;
-        base = base[half] < pos ? base + half : base;
+        base = base[half].pos < pos ? base + half : base;
         n -= half;
     }
-    return (size_t)(base - a) + (*base < pos);
+    return (size_t)(base - a) + (base->pos < pos);
+}
+
+/* First token with position >= pos, or n_tokens: the bucket, then its tokens. */
+static size_t token_lower_bound(const struct ring *r, uint64_t pos)
+{
+    size_t b = (size_t)(pos >> r->bucket_shift);
+    size_t lo = r->bucket[b], hi = r->bucket[b + 1];
+
+    if (hi - lo > RING_BUCKET_SCAN_MAX) {
+        return lo + lower_bound(r->slot + lo, hi - lo, pos);
+    }
+    while (lo < hi && r->slot[lo].pos < pos) {
+        lo++;
+    }
+    return lo;
 }
 
 int ring_owner_token(const struct ring *r, uint64_t pos, size_t *token, bool *wrapped)
@@ -542,7 +658,7 @@ int ring_owner_token(const struct ring *r, uint64_t pos, size_t *token, bool *wr
     if (r->n_tokens == 0) {
         return RK_EEMPTY;
     }
-    t = lower_bound(r->pos, r->n_tokens, pos);
+    t = token_lower_bound(r, pos);
     if (wrapped != NULL) {
         *wrapped = t == r->n_tokens;
     }
@@ -552,8 +668,8 @@ int ring_owner_token(const struct ring *r, uint64_t pos, size_t *token, bool *wr
 
 int ring_preflist(const struct ring *r, uint64_t pos, unsigned rf, uint32_t *out, size_t *n)
 {
+    uint16_t row[RING_RF_MAX];
     size_t t, k;
-    const uint16_t *row;
 
     if (rf < 1 || rf > RING_RF_MAX) {
         return RK_ERANGE;
@@ -562,7 +678,7 @@ int ring_preflist(const struct ring *r, uint64_t pos, unsigned rf, uint32_t *out
         return RK_EEMPTY;
     }
     k = rf < r->pref_width ? rf : r->pref_width;
-    row = r->pref + t * r->pref_width;
+    pref_load(r, t, row, k);
     for (size_t i = 0; i < k; i++) {
         out[i] = row[i];
     }
@@ -629,13 +745,16 @@ int ring_preflist_walk(const struct ring *r, uint64_t pos, unsigned rf, uint32_t
     return 0;
 }
 
-/* Length of the arc owned by token t (file header, "Arcs"). */
-static ring_len token_arc(const uint64_t *pos, size_t n, size_t t)
+/* Length of the arc (prev, cur] that ends at the first of n positions when first. */
+static ring_len arc_len(uint64_t prev, uint64_t cur, bool first)
 {
-    if (t > 0) {
-        return pos[t] - pos[t - 1];
-    }
-    return RING_CIRCLE - pos[n - 1] + pos[0];
+    return first ? RING_CIRCLE - prev + cur : (ring_len)(cur - prev);
+}
+
+/* Length of the arc owned by token t (file header, "Arcs"). */
+static ring_len token_arc(const struct ring *r, size_t t)
+{
+    return arc_len(r->slot[t ? t - 1 : r->n_tokens - 1].pos, r->slot[t].pos, t == 0);
 }
 
 int ring_ownership(const struct ring *r, unsigned rf, ring_len *own)
@@ -653,8 +772,9 @@ int ring_ownership(const struct ring *r, unsigned rf, ring_len *own)
         own[m] = 0;
     }
     for (size_t t = 0; t < r->n_tokens; t++) {
-        ring_len len = token_arc(r->pos, r->n_tokens, t);
-        const uint16_t *row = r->pref + t * r->pref_width;
+        ring_len len = token_arc(r, t);
+        uint16_t row[RING_RF_MAX];
+        pref_load(r, t, row, k);
         for (size_t i = 0; i < k; i++) {
             own[row[i]] += len;
         }
@@ -676,12 +796,12 @@ struct diff_walk {
     size_t cap;
 };
 
-static const uint16_t *pref_row_at(const struct ring *r, uint64_t pos)
+/* The first k preference entries of the token owning pos (ring not empty). */
+static void pref_row_at(const struct ring *r, uint64_t pos, uint16_t *out, size_t k)
 {
-    size_t t;
+    size_t t = token_lower_bound(r, pos);
 
-    (void)ring_owner_token(r, pos, &t, NULL);
-    return r->pref + t * r->pref_width;
+    pref_load(r, t == r->n_tokens ? 0 : t, out, k);
 }
 
 static bool lists_equal(const struct diff_walk *w, const uint16_t *o, const uint16_t *n)
@@ -755,11 +875,12 @@ static void move_fill(const struct diff_walk *w, struct ring_move *mv, const uin
 /* Record arc (start, end] if its lists differ, merging with the previous move. */
 static int diff_arc(struct diff_walk *w, uint64_t start, uint64_t end, ring_len len)
 {
-    const uint16_t *o = pref_row_at(w->old_ring, end);
-    const uint16_t *n = pref_row_at(w->new_ring, end);
+    uint16_t o[RING_RF_MAX], n[RING_RF_MAX];
     struct ring_diff *d = w->out;
     struct ring_move mv;
 
+    pref_row_at(w->old_ring, end, o, w->k_old);
+    pref_row_at(w->new_ring, end, n, w->k_new);
     if (len == 0 || lists_equal(w, o, n)) {
         return 0;
     }
@@ -800,10 +921,10 @@ static uint64_t *merged_bounds(const struct ring *a, const struct ring *b, size_
     }
     while (i < a->n_tokens || j < b->n_tokens) {
         uint64_t v;
-        if (j == b->n_tokens || (i < a->n_tokens && a->pos[i] <= b->pos[j])) {
-            v = a->pos[i++];
+        if (j == b->n_tokens || (i < a->n_tokens && a->slot[i].pos <= b->slot[j].pos)) {
+            v = a->slot[i++].pos;
         } else {
-            v = b->pos[j++];
+            v = b->slot[j++].pos;
         }
         if (k == 0 || m[k - 1] != v) {
             m[k++] = v;
@@ -844,7 +965,8 @@ int ring_diff(const struct ring *old_ring, const struct ring *new_ring, unsigned
         w.new_to_old[m] = o >= 0 ? o : -1;
     }
     for (size_t i = 0; i < nb && err == 0; i++) {
-        err = diff_arc(&w, i ? b[i - 1] : b[nb - 1], b[i], token_arc(b, nb, i));
+        uint64_t prev = b[i ? i - 1 : nb - 1];
+        err = diff_arc(&w, prev, b[i], arc_len(prev, b[i], i == 0));
     }
     /* The wrap arc comes first; join it to a matching last move. */
     if (err == 0 && out->n_moves > 1) {
