@@ -54,6 +54,9 @@ static const struct cli_verb placement_verbs[] = {
     {"explain", cli_placement_explain,
      "[--rf N] [--seed HEX32] [--hex] [--json] (--node ID,RACK,TOKENS ... | --members FILE) KEY"
      "   where a key lives, step by step"},
+    {"sim", cli_placement_sim,
+     "[--nodes N] [--tokens T[,T...]] [--racks R] [--rf K] [--seeds S] [--seed HEX32] [--keys M]"
+     " [--json]   balance and movement of the ring vs other schemes"},
 };
 
 int cli_placement(int argc, char **argv)
