@@ -17,6 +17,8 @@ static const char *const rk_error_text[] = {
     [-RK_ENOTFOUND] = "not found",
     [-RK_EMISMATCH] = "inputs do not match",
     [-RK_ETOOBIG] = "limit exceeded",
+    [-RK_ENOSPC] = "no space left: the store or its disk is full",
+    [-RK_ECLOSED] = "shutting down",
 };
 
 const char *rk_strerror(int err)

@@ -21,7 +21,9 @@ enum rk_error {
     RK_ENOTFOUND = -8, /* the named thing does not exist */
     RK_EMISMATCH = -9, /* two inputs that must agree do not */
     RK_ETOOBIG = -10,  /* input exceeds a configured limit */
-    RK_ERROR_MIN = -10
+    RK_ENOSPC = -11,   /* the store or its disk is full: writes fail, reads work */
+    RK_ECLOSED = -12,  /* the store or connection is shutting down */
+    RK_ERROR_MIN = -12
 };
 
 /* A static, human-readable phrase for err; never NULL, also for unknown codes. */

@@ -1,0 +1,144 @@
+/*
+ * record.h - the stored value of one key: its siblings, their versions,
+ * and the rules that merge a new version into them.  Pure: no I/O.
+ *
+ * A record holds one or more siblings.  Each sibling is a write (or a
+ * delete: a tombstone) with its vector clock, the HLC timestamp of the
+ * write and the id of the node that coordinated it.  Siblings of one
+ * record are pairwise concurrent: none descends from another.
+ *
+ * Merge rules (DESIGN.md, "Versions"):
+ *   siblings mode (the default): applying version v drops every sibling v
+ *     descends from, and ignores v when a sibling descends from or equals
+ *     v; otherwise v joins the siblings.  Exceeding the sibling cap is an
+ *     error and the record is left unchanged: no write is silently dropped.
+ *   lww mode: one sibling is kept: the one with the highest (hlc, node id);
+ *     its clock becomes the merge of both clocks, so the result descends
+ *     from everything it replaced and replicas converge in any order.
+ *
+ * On-disk and on-wire layout, format 1 (big-endian):
+ *
+ *   u8  format                 1
+ *   u8  flags                  0 (reserved; non-zero is an error)
+ *   u16 n                      siblings, 1 .. RECORD_SIBLINGS_MAX
+ *   n times:
+ *     clock                    vclock.h encoded form
+ *     u64 hlc                  timestamp of the write
+ *     u8  node_len             1 .. 64
+ *     node_len bytes node      coordinator id, [A-Za-z0-9._:-]
+ *     u8  sflags               bit 0: tombstone; other bits 0
+ *     u32 value_len            0 for a tombstone
+ *     value_len bytes value
+ *
+ * A record must be consumed exactly: trailing bytes are an error.
+ */
+#ifndef RINGKV_RECORD_H
+#define RINGKV_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring.h"
+#include "vclock.h"
+
+#define RECORD_FORMAT 1
+/* Decoder bound; the configured cap (max-siblings) is lower. */
+#define RECORD_SIBLINGS_MAX 4096
+#define RECORD_VALUE_MAX (512u * 1024 * 1024) /* Redis's string limit */
+#define RECORD_SIBLING_TOMBSTONE 0x01
+
+enum record_conflicts {
+    RECORD_SIBLINGS, /* keep concurrent writes as siblings */
+    RECORD_LWW,      /* last writer wins by (hlc, node id) */
+};
+
+struct sibling {
+    struct vclock clock;
+    uint64_t hlc;
+    char node[RING_NAME_MAX + 1];
+    bool tombstone;
+    uint8_t *value; /* owned; NULL when value_len is 0 */
+    size_t value_len;
+};
+
+/* A record; siblings owned by it.  Zero-initialised or record_init() is empty. */
+struct record {
+    struct sibling *s;
+    size_t n;
+    size_t cap;
+};
+
+void sibling_init(struct sibling *s);
+void sibling_deinit(struct sibling *s);
+/* dst = an independent copy of src. RK_ENOMEM. */
+int sibling_copy(struct sibling *dst, const struct sibling *src);
+/*
+ * Fill s as a new write: clock copied, value copied (value may be NULL
+ * when len is 0), node id copied.  RK_EINVAL for an invalid node id,
+ * RK_ETOOBIG for a value over RECORD_VALUE_MAX, RK_ENOMEM.
+ */
+int sibling_set(struct sibling *s, const struct vclock *clock, uint64_t hlc, const char *node,
+                bool tombstone, const void *value, size_t len);
+
+void record_init(struct record *r);
+void record_deinit(struct record *r);
+/* Append a copy of s. RK_ENOMEM. */
+int record_push(struct record *r, const struct sibling *s);
+
+/* True when every sibling is a tombstone (and the record is not empty). */
+bool record_all_tombstones(const struct record *r);
+/* The newest hlc among the siblings (0 for an empty record). */
+uint64_t record_max_hlc(const struct record *r);
+
+/*
+ * The causal context of a record: the merge of its siblings' clocks.  A
+ * write made with this context supersedes every sibling the record holds.
+ */
+int record_context(const struct record *r, struct vclock *out);
+
+/*
+ * Apply version v to r under the merge rules above.  *changed (when not
+ * NULL) says whether r changed, so an unchanged record need not be written
+ * back.  Errors: RK_ETOOBIG when siblings mode would exceed max_siblings
+ * (r unchanged), RK_ENOMEM.  v is borrowed.
+ */
+int record_apply(struct record *r, const struct sibling *v, enum record_conflicts mode,
+                 size_t max_siblings, bool *changed);
+
+/*
+ * A write coordinated by this node: build the new version in out and apply
+ * it to r.  Its clock is context (or, when context is NULL, the record's
+ * own context: a blind write supersedes everything it can see) with node's
+ * counter raised above every counter of node in r or context, so the new
+ * version descends from all it supersedes and from every earlier write
+ * node coordinated.  Siblings the context did not see stay, as siblings.
+ * hlc is the write's timestamp (from hlc_now()).  out must be initialised;
+ * the caller owns it afterwards.  Errors as record_apply().
+ */
+int record_write_local(struct record *r, const char *node, uint64_t hlc,
+                       const struct vclock *context, bool tombstone, const void *value, size_t len,
+                       enum record_conflicts mode, size_t max_siblings, struct sibling *out);
+
+/* Prune every sibling's clock (vclock_prune()); returns entries dropped. */
+size_t record_prune(struct record *r, size_t keep, uint64_t now_ms, uint64_t min_age_ms);
+
+/* Bytes record_encode() writes. */
+size_t record_encoded_size(const struct record *r);
+/* Write r (n >= 1) to out, record_encoded_size(r) bytes; returns bytes written. */
+size_t record_encode(const struct record *r, uint8_t *out);
+/*
+ * Decode buf[0..len) into r (emptied first).  Every count is checked
+ * against its bound and against the bytes left before anything is
+ * allocated.  Errors: RK_ESYNTAX (truncated, trailing bytes, bad field,
+ * unknown flags), RK_EMISMATCH (unknown format version), RK_ETOOBIG
+ * (a count over its bound), RK_ENOMEM.
+ */
+int record_decode(const uint8_t *buf, size_t len, struct record *r);
+
+/* Encoded form of a single sibling (the sibling part of the layout above). */
+size_t sibling_encoded_size(const struct sibling *s);
+size_t sibling_encode(const struct sibling *s, uint8_t *out);
+int sibling_decode(const uint8_t *buf, size_t len, size_t *used, struct sibling *s);
+
+#endif

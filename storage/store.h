@@ -1,0 +1,277 @@
+/*
+ * store.h - a node's data directory: one LMDB environment holding the
+ * data, the node's metadata, hints and handoff checkpoints.  The on-disk
+ * layout is specified in the header comment of store.c.
+ *
+ * Reads run in the caller's thread, each in its own short LMDB read
+ * transaction, and see every write acknowledged before they started.
+ *
+ * Writes are operations (struct store_op) that the caller fills in and
+ * submits; a writer thread executes every operation queued since its last
+ * commit in one LMDB transaction and commits it once (group commit): with
+ * `sync always` many concurrent writes share one fsync.  An operation
+ * completes only after its transaction committed under the sync setting in
+ * force, never before.  Completion is reported either
+ *   - by store_wait(), for operations submitted with done == NULL (threads
+ *     that block, tests, tools), or
+ *   - by calling op->done from store_dispatch(), which the owner calls in
+ *     its own thread when store_event_fd() becomes readable (the node's
+ *     event loop watches that descriptor).
+ * The caller owns the operation and everything it points to until it
+ * completes: the store never allocates or frees an operation (libev's rule
+ * for watchers).
+ *
+ * Full disks: when LMDB's map fills, the store grows it (doubling) up to
+ * map_max; at map_max, or when the file system itself is full, writes fail
+ * with RK_ENOSPC while reads go on, and writes succeed again as soon as
+ * there is room (deleted pages are reused), without a restart.
+ */
+#ifndef RINGKV_STORE_H
+#define RINGKV_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+#include "ring.h"
+#include "vclock.h"
+
+/* LMDB's default maximum key is 511 bytes; 8 of them are the position. */
+#define STORE_KEY_MAX 503
+#define STORE_CLUSTER_ID_MAX 64
+
+enum store_sync {
+    STORE_SYNC_ALWAYS, /* fsync before a write completes; group commit */
+    STORE_SYNC_BATCH,  /* fsync at least every batch_ms */
+    STORE_SYNC_NONE,   /* leave flushing to the operating system */
+};
+
+struct store_config {
+    const char *path;            /* data directory; created when missing */
+    const char *node_id;         /* this node's id; recorded on first open */
+    const uint8_t *cluster_id;   /* opaque cluster identity; recorded on first open */
+    size_t cluster_id_len;       /* 1 .. STORE_CLUSTER_ID_MAX */
+    uint8_t seed[RING_SEED_LEN]; /* ring seed: positions depend on it; recorded */
+    enum store_sync sync;
+    uint32_t batch_ms;   /* STORE_SYNC_BATCH: the fsync interval */
+    size_t map_initial;  /* bytes of LMDB map to start with */
+    size_t map_max;      /* the map grows up to this, then RK_ENOSPC */
+    size_t batch_max;    /* operations in one transaction at most */
+    size_t max_siblings; /* sibling cap per key */
+    enum record_conflicts conflicts;
+    size_t prune_keep; /* vclock pruning (vclock.h) */
+    uint64_t prune_min_age_ms;
+    /* Wall clock in ms for HLC timestamps; NULL means CLOCK_REALTIME. */
+    uint64_t (*wall_ms)(void *ctx);
+    void *wall_ctx;
+};
+
+/*
+ * Defaults: sync always, batch_ms 10, map 64 MiB growing to 64 GiB,
+ * batch_max 1024, max_siblings 100 (Riak's max_siblings), siblings mode,
+ * pruning per vclock.h, the default ring seed.  path, node_id and
+ * cluster_id must still be set.
+ */
+void store_config_defaults(struct store_config *cfg);
+
+struct store;
+
+/*
+ * Open (creating when new) the store at cfg->path.  On a store created
+ * before, the recorded format version, node id, cluster id and ring seed
+ * must match: otherwise RK_EMISMATCH.  On any error, err (when not NULL)
+ * receives one line naming the problem, e.g. "data directory /d belongs to
+ * node 'n1', not 'n2'".  cfg is copied.
+ */
+int store_open(struct store **out, const struct store_config *cfg, char *err, size_t err_len);
+
+/*
+ * Stop accepting operations (later submits fail with RK_ECLOSED), let the
+ * writer finish everything already queued, sync, and close LMDB.
+ * Completions not yet dispatched are dispatched first.
+ */
+void store_close(struct store *s);
+
+/* --- reads ---------------------------------------------------------- */
+
+/* The position of key in this store's ring: H(seed, key). */
+uint64_t store_position(const struct store *s, const void *key, size_t len);
+
+/*
+ * The record of key, decoded into out (emptied first; the caller owns it).
+ * RK_ENOTFOUND when absent, RK_ETOOBIG for a key over STORE_KEY_MAX,
+ * RK_ESYNTAX when the stored record does not decode (logged data damage).
+ */
+int store_get(struct store *s, const void *key, size_t len, struct record *out);
+
+/* A resumable position in a scan: where the previous call stopped. */
+struct store_cursor {
+    uint8_t last[8 + STORE_KEY_MAX]; /* the last LMDB key visited */
+    size_t last_len;
+    bool started;
+    bool done; /* the range is exhausted */
+};
+void store_cursor_init(struct store_cursor *c);
+
+/* One key of a scan; every pointer is valid only during the callback. */
+struct store_item {
+    uint64_t pos;
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *record; /* encoded, record.h layout */
+    size_t record_len;
+};
+
+/* Called per key; a non-zero return stops the scan and is returned by it. */
+typedef int (*store_scan_fn)(void *ctx, const struct store_item *item);
+
+/*
+ * Visit the keys whose positions lie on the arc (start, end], in position
+ * order, beginning after the cursor: the arc wraps past 2^64-1 when
+ * start >= end, and start == end is the whole circle.  At most max_items
+ * keys and about max_bytes of record bytes per call (0: no bound), in one
+ * read transaction; the cursor then says where to resume, and cur->done
+ * when the arc is exhausted.  Returns 0, a callback's non-zero value, or
+ * an error.
+ */
+int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_cursor *cur,
+               size_t max_items, size_t max_bytes, store_scan_fn fn, void *ctx);
+
+/* Keys and stored bytes (key plus record) on the arc (start, end]. */
+int store_arc_stats(struct store *s, uint64_t start, uint64_t end, uint64_t *keys, uint64_t *bytes);
+
+/* A value of the metadata or handoff table (see store.c); RK_ENOTFOUND. */
+enum store_table {
+    STORE_TABLE_META,
+    STORE_TABLE_HANDOFF,
+};
+int store_table_get(struct store *s, enum store_table t, const void *key, size_t key_len, void *buf,
+                    size_t cap, size_t *len);
+
+/* One hint: a version kept for a replica that was unreachable. */
+struct store_hint {
+    uint64_t seq;       /* per-store sequence, the order hints were taken */
+    const char *target; /* the replica it is for */
+    uint64_t pos;
+    const uint8_t *key; /* valid during the callback only */
+    size_t key_len;
+    struct sibling version; /* decoded; valid during the callback only */
+};
+typedef int (*store_hint_fn)(void *ctx, const struct store_hint *hint);
+
+/*
+ * Visit the hints kept for target, oldest first, after the cursor, at most
+ * max_items per call (0: no bound).  Returns 0, a callback's non-zero
+ * value, or an error.
+ */
+int store_hint_scan(struct store *s, const char *target, struct store_cursor *cur, size_t max_items,
+                    store_hint_fn fn, void *ctx);
+
+struct store_stats {
+    uint64_t keys;          /* entries in the data table */
+    uint64_t hints;         /* entries in the hints table */
+    uint64_t map_size;      /* bytes of the LMDB map now */
+    uint64_t map_used;      /* bytes of pages in use */
+    uint64_t commits;       /* write transactions committed */
+    uint64_t syncs;         /* fsyncs issued */
+    uint64_t ops;           /* operations completed */
+    uint64_t ops_failed;    /* operations completed with an error */
+    uint64_t enospc;        /* operations refused for lack of space */
+    uint64_t map_grows;     /* times the map was grown */
+    uint64_t decode_errors; /* stored records that failed to decode */
+};
+void store_get_stats(struct store *s, struct store_stats *st);
+
+/* --- writes ------------------------------------------------------------- */
+
+enum store_op_type {
+    /* A write this node coordinates: record_write_local() on the key. */
+    STORE_OP_WRITE,
+    /* A replicated version: record_apply() on the key. */
+    STORE_OP_APPLY,
+    /* Delete up to `limit` keys of the arc (start, end] from the cursor. */
+    STORE_OP_DELETE_RANGE,
+    /*
+     * Collect tombstones on the arc (start, end] from the cursor, looking
+     * at up to `limit` keys: a record whose siblings are all tombstones,
+     * the newest older than grace_ms by the store's clock, and for which
+     * op->collect (when not NULL) returns true, is deleted.
+     */
+    STORE_OP_COLLECT,
+    /* Keep `version` of key as a hint for replica `target`. */
+    STORE_OP_HINT_PUT,
+    /* Drop the hint `seq` of `target`. */
+    STORE_OP_HINT_DELETE,
+    /* Set (value != NULL) or delete a key of a table (store_table_get()). */
+    STORE_OP_TABLE_PUT,
+};
+
+struct store_op;
+typedef void (*store_done_fn)(struct store_op *op, void *ctx);
+/*
+ * The collection predicate of STORE_OP_COLLECT, called in the writer
+ * thread with the key, its position and its decoded record.
+ */
+typedef bool (*store_collect_fn)(void *ctx, uint64_t pos, const uint8_t *key, size_t key_len,
+                                 const struct record *r);
+
+struct store_op {
+    enum store_op_type type;
+    /* inputs (borrowed until completion) */
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *value; /* WRITE, TABLE_PUT (NULL deletes) */
+    size_t value_len;
+    bool tombstone;                /* WRITE: a delete */
+    const struct vclock *context;  /* WRITE: what it supersedes; NULL = all */
+    const struct sibling *version; /* APPLY, HINT_PUT */
+    const char *target;            /* HINT_PUT, HINT_DELETE */
+    uint64_t seq;                  /* HINT_DELETE */
+    enum store_table table;        /* TABLE_PUT */
+    uint64_t start, end;           /* DELETE_RANGE, COLLECT */
+    struct store_cursor *cursor;   /* DELETE_RANGE, COLLECT: updated */
+    size_t limit;                  /* DELETE_RANGE, COLLECT: keys per operation */
+    uint64_t grace_ms;             /* COLLECT */
+    store_collect_fn collect;      /* COLLECT, may be NULL */
+    void *collect_ctx;
+    /* completion */
+    store_done_fn done; /* NULL: the submitter calls store_wait() */
+    void *ctx;
+    /* results, valid after completion */
+    int result;
+    struct sibling written; /* WRITE: the version created; the caller deinits it */
+    bool changed;           /* APPLY: the stored record changed */
+    size_t count;           /* DELETE_RANGE, COLLECT: keys deleted */
+    /* private to the store */
+    struct store_op *next_;
+    bool finished_;
+};
+
+/* Zero op and make it ready to fill in. */
+void store_op_init(struct store_op *op, enum store_op_type type);
+
+/*
+ * Queue op for the writer.  Returns 0, or at once: RK_ECLOSED when the
+ * store is closing, RK_ETOOBIG for a key over STORE_KEY_MAX, RK_EINVAL
+ * for a malformed operation.  From any thread.
+ */
+int store_submit(struct store *s, struct store_op *op);
+
+/* Block until op (submitted with done == NULL) completes; returns op->result. */
+int store_wait(struct store *s, struct store_op *op);
+
+/* A descriptor that is readable while completions wait for store_dispatch(). */
+int store_event_fd(const struct store *s);
+
+/* Call the done callback of every completed operation; in the owner's thread. */
+void store_dispatch(struct store *s);
+
+/* Submit and wait: a write (WRITE or, with tombstone, a delete). */
+int store_write(struct store *s, const void *key, size_t len, const void *value, size_t value_len,
+                bool tombstone, const struct vclock *context, struct sibling *written);
+/* Submit and wait: apply a replicated version. */
+int store_apply(struct store *s, const void *key, size_t len, const struct sibling *v,
+                bool *changed);
+
+#endif
