@@ -75,15 +75,16 @@ void sibling_deinit(struct sibling *s);
 int sibling_copy(struct sibling *dst, const struct sibling *src);
 /*
  * Fill s as a new write: clock copied, value copied (value may be NULL
- * when len is 0), node id copied.  RK_EINVAL for an invalid node id,
- * RK_ETOOBIG for a value over RECORD_VALUE_MAX, RK_ENOMEM.
+ * when len is 0), node id copied.  RK_EINVAL for an invalid node id or a
+ * tombstone with a value, RK_ETOOBIG for a value over RECORD_VALUE_MAX,
+ * RK_ENOMEM.
  */
 int sibling_set(struct sibling *s, const struct vclock *clock, uint64_t hlc, const char *node,
                 bool tombstone, const void *value, size_t len);
 
 void record_init(struct record *r);
 void record_deinit(struct record *r);
-/* Append a copy of s. RK_ENOMEM. */
+/* Append a copy of s. RK_ETOOBIG past RECORD_SIBLINGS_MAX, RK_ENOMEM. */
 int record_push(struct record *r, const struct sibling *s);
 
 /* True when every sibling is a tombstone (and the record is not empty). */
@@ -94,14 +95,18 @@ uint64_t record_max_hlc(const struct record *r);
 /*
  * The causal context of a record: the merge of its siblings' clocks.  A
  * write made with this context supersedes every sibling the record holds.
+ * out must be initialised; its entries are replaced.  RK_ENOMEM, or
+ * RK_ETOOBIG when the merge exceeds VCLOCK_ENTRIES_MAX.
  */
 int record_context(const struct record *r, struct vclock *out);
 
 /*
  * Apply version v to r under the merge rules above.  *changed (when not
  * NULL) says whether r changed, so an unchanged record need not be written
- * back.  Errors: RK_ETOOBIG when siblings mode would exceed max_siblings
- * (r unchanged), RK_ENOMEM.  v is borrowed.
+ * back.  Equal clocks are one version: v is ignored when a sibling has
+ * v's clock, whatever the contents.  LWW mode keeps one sibling and
+ * ignores max_siblings.  Errors: RK_ETOOBIG when siblings mode would
+ * exceed max_siblings (r unchanged), RK_ENOMEM.  v is borrowed.
  */
 int record_apply(struct record *r, const struct sibling *v, enum record_conflicts mode,
                  size_t max_siblings, bool *changed);
@@ -114,13 +119,23 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
  * version descends from all it supersedes and from every earlier write
  * node coordinated.  Siblings the context did not see stay, as siblings.
  * hlc is the write's timestamp (from hlc_now()).  out must be initialised;
- * the caller owns it afterwards.  Errors as record_apply().
+ * the caller owns it afterwards.  Errors as record_apply(), and RK_EINVAL
+ * (bad node id, tombstone with a value), RK_ERANGE (node's counter at
+ * UINT64_MAX), and RK_EMISMATCH in siblings mode when the new clock would
+ * supersede a sibling that context has not seen (a write node coordinated
+ * after the client read): vector clocks cannot keep both, so the write is
+ * refused rather than that sibling dropped; the client re-reads and
+ * retries.  An empty context is a write that saw nothing, unlike NULL.
  */
 int record_write_local(struct record *r, const char *node, uint64_t hlc,
                        const struct vclock *context, bool tombstone, const void *value, size_t len,
                        enum record_conflicts mode, size_t max_siblings, struct sibling *out);
 
-/* Prune every sibling's clock (vclock_prune()); returns entries dropped. */
+/*
+ * Prune every sibling's clock (vclock_prune()); returns entries dropped.
+ * A clock stays whole when its pruned form would no longer be concurrent
+ * with every other sibling.
+ */
 size_t record_prune(struct record *r, size_t keep, uint64_t now_ms, uint64_t min_age_ms);
 
 /* Bytes record_encode() writes. */
@@ -139,6 +154,7 @@ int record_decode(const uint8_t *buf, size_t len, struct record *r);
 /* Encoded form of a single sibling (the sibling part of the layout above). */
 size_t sibling_encoded_size(const struct sibling *s);
 size_t sibling_encode(const struct sibling *s, uint8_t *out);
+/* s must be initialised and is emptied first; *used = bytes read.  Errors as record_decode(). */
 int sibling_decode(const uint8_t *buf, size_t len, size_t *used, struct sibling *s);
 
 #endif

@@ -1,0 +1,785 @@
+/*
+ * record.c - the siblings of one key, the merge rules of record.h and the
+ * record codec whose layout record.h specifies.
+ *
+ * Invariants.  Every function that changes a record or a sibling either
+ * succeeds or leaves it exactly as it was: it checks every bound, allocates
+ * everything the result needs, and only then moves siblings.  That is what
+ * makes "RK_ETOOBIG, r unchanged" true, and RK_ENOMEM harmless to retry.
+ * In siblings mode record_apply() keeps the siblings pairwise concurrent
+ * (given that they were), and record_prune() does not break that.
+ *
+ * Decisions the merge rules leave open, taken here:
+ *   - A clock names a version.  Two versions with equal clocks are the same
+ *     version even if their contents differ, so the second one applied is
+ *     ignored.  Different contents under one clock can only come from a
+ *     node reusing its counter (record_write_local() never does: it raises
+ *     the node's counter above every counter of that node it can see).
+ *   - The effective sibling cap is min(max_siblings, RECORD_SIBLINGS_MAX):
+ *     a record that could not be encoded is never built.
+ *   - LWW orders versions by (hlc, node id in ring order, tombstone over
+ *     value, value bytes).  The last two keys only separate versions that
+ *     no correct node produces (one node, one hlc, two contents), but they
+ *     make the order total, so the winner of a set of versions, and with
+ *     the clock merge the whole result, is independent of the order in
+ *     which the versions arrive.  A delete wins a tie, as in Cassandra.
+ *   - The stamp of the entry a local write increments is the write's full
+ *     HLC timestamp, as vclock.h specifies; vclock_prune() compares its
+ *     physical part with now_ms.
+ *   - Version vectors with one entry per coordinating node cannot express
+ *     two concurrent writes of one coordinator: any clock node gives a new
+ *     write covers node's earlier writes.  So when a local write's context
+ *     misses a sibling that the new clock would supersede (a write this
+ *     node coordinated after the client read), record_write_local() refuses
+ *     with RK_EMISMATCH instead of silently dropping that sibling.  A blind
+ *     write (NULL context) sees every sibling and is never refused.
+ */
+#include "record.h"
+
+#include <assert.h>
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+/* The fixed record head: format, flags, u16 sibling count. */
+#define RECORD_HEAD_BYTES 4
+/* The fixed part of a sibling after its clock: hlc, node_len, sflags, value_len. */
+#define RECORD_SIBLING_FIXED_BYTES (8 + 1 + 1 + 4)
+/* The smallest encoded sibling: an empty clock (its u16 count) and a 1-byte node id. */
+#define RECORD_SIBLING_MIN_BYTES (2 + RECORD_SIBLING_FIXED_BYTES + 1)
+/* First capacity of a growing record: most keys hold one sibling, some two. */
+#define RECORD_CAP_MIN 2
+
+static uint8_t *record_put_u64(uint8_t *p, uint64_t v)
+{
+    uint64_t be = htobe64(v);
+
+    memcpy(p, &be, sizeof(be));
+    return p + sizeof(be);
+}
+
+static uint8_t *record_put_u32(uint8_t *p, uint32_t v)
+{
+    uint32_t be = htobe32(v);
+
+    memcpy(p, &be, sizeof(be));
+    return p + sizeof(be);
+}
+
+static uint64_t record_get_u64(const uint8_t *p)
+{
+    uint64_t be;
+
+    memcpy(&be, p, sizeof(be));
+    return be64toh(be);
+}
+
+static uint32_t record_get_u32(const uint8_t *p)
+{
+    uint32_t be;
+
+    memcpy(&be, p, sizeof(be));
+    return be32toh(be);
+}
+
+/* *out = a fresh copy of value[0..len), NULL when len is 0. */
+static int record_dup_value(uint8_t **out, const void *value, size_t len)
+{
+    *out = NULL;
+    if (len == 0) {
+        return 0;
+    }
+    *out = malloc(len);
+    if (*out == NULL) {
+        return RK_ENOMEM;
+    }
+    memcpy(*out, value, len);
+    return 0;
+}
+
+void sibling_init(struct sibling *s)
+{
+    *s = (struct sibling){0};
+    vclock_init(&s->clock);
+}
+
+void sibling_deinit(struct sibling *s)
+{
+    vclock_deinit(&s->clock);
+    free(s->value);
+    sibling_init(s);
+}
+
+int sibling_copy(struct sibling *dst, const struct sibling *src)
+{
+    struct sibling tmp;
+    int err;
+
+    sibling_init(&tmp);
+    err = vclock_copy(&tmp.clock, &src->clock);
+    if (err != 0) {
+        goto out_deinit_tmp;
+    }
+    err = record_dup_value(&tmp.value, src->value, src->value_len);
+    if (err != 0) {
+        goto out_deinit_tmp;
+    }
+    tmp.hlc = src->hlc;
+    memcpy(tmp.node, src->node, sizeof(tmp.node));
+    tmp.tombstone = src->tombstone;
+    tmp.value_len = src->value_len;
+    sibling_deinit(dst);
+    *dst = tmp;
+    return 0;
+
+out_deinit_tmp:
+    sibling_deinit(&tmp);
+    return err;
+}
+
+int sibling_set(struct sibling *s, const struct vclock *clock, uint64_t hlc, const char *node,
+                bool tombstone, const void *value, size_t len)
+{
+    size_t node_len = node != NULL ? strnlen(node, RING_NAME_MAX + 1) : 0;
+    struct sibling tmp;
+    int err;
+
+    assert((value != NULL || len == 0) && "sibling_set: NULL value with a non-zero length");
+    if (!ring_name_valid(node, node_len) || (tombstone && len != 0)) {
+        return RK_EINVAL;
+    }
+    if (len > RECORD_VALUE_MAX) {
+        return RK_ETOOBIG;
+    }
+    sibling_init(&tmp);
+    err = vclock_copy(&tmp.clock, clock);
+    if (err != 0) {
+        goto out_deinit_tmp;
+    }
+    err = record_dup_value(&tmp.value, value, len);
+    if (err != 0) {
+        goto out_deinit_tmp;
+    }
+    tmp.hlc = hlc;
+    memcpy(tmp.node, node, node_len);
+    tmp.node[node_len] = '\0';
+    tmp.tombstone = tombstone;
+    tmp.value_len = len;
+    sibling_deinit(s);
+    *s = tmp;
+    return 0;
+
+out_deinit_tmp:
+    sibling_deinit(&tmp);
+    return err;
+}
+
+void record_init(struct record *r)
+{
+    *r = (struct record){0};
+}
+
+void record_deinit(struct record *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        sibling_deinit(&r->s[i]);
+    }
+    free(r->s);
+    record_init(r);
+}
+
+/* Make room for `need` siblings in all; the siblings already there stay. */
+static int record_reserve(struct record *r, size_t need)
+{
+    size_t cap = r->cap < RECORD_CAP_MIN ? RECORD_CAP_MIN : r->cap;
+    struct sibling *s;
+
+    if (need <= r->cap) {
+        return 0;
+    }
+    while (cap < need) {
+        cap *= 2;
+    }
+    s = realloc(r->s, cap * sizeof(*s));
+    if (s == NULL) {
+        return RK_ENOMEM;
+    }
+    r->s = s;
+    r->cap = cap;
+    return 0;
+}
+
+int record_push(struct record *r, const struct sibling *s)
+{
+    int err;
+
+    if (r->n >= RECORD_SIBLINGS_MAX) {
+        return RK_ETOOBIG;
+    }
+    err = record_reserve(r, r->n + 1);
+    if (err != 0) {
+        return err;
+    }
+    sibling_init(&r->s[r->n]);
+    err = sibling_copy(&r->s[r->n], s);
+    if (err != 0) {
+        return err;
+    }
+    r->n++;
+    return 0;
+}
+
+bool record_all_tombstones(const struct record *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!r->s[i].tombstone) {
+            return false;
+        }
+    }
+    return r->n > 0;
+}
+
+uint64_t record_max_hlc(const struct record *r)
+{
+    uint64_t max = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        max = r->s[i].hlc > max ? r->s[i].hlc : max;
+    }
+    return max;
+}
+
+int record_context(const struct record *r, struct vclock *out)
+{
+    struct vclock ctx;
+    int err = 0;
+
+    vclock_init(&ctx);
+    for (size_t i = 0; i < r->n; i++) {
+        err = vclock_merge(&ctx, &r->s[i].clock);
+        if (err != 0) {
+            goto out_deinit_ctx;
+        }
+    }
+    vclock_deinit(out);
+    *out = ctx;
+    return 0;
+
+out_deinit_ctx:
+    vclock_deinit(&ctx);
+    return err;
+}
+
+/*
+ * Siblings mode.  One pass classifies every sibling against v before
+ * anything moves, so an ignored v, the cap and a failed allocation all
+ * leave r as it was.  v is ignored when any sibling covers it, even if it
+ * would supersede others: a version already seen adds nothing.
+ */
+static int record_apply_siblings(struct record *r, const struct sibling *v, size_t max_siblings,
+                                 bool *changed)
+{
+    size_t cap = max_siblings < RECORD_SIBLINGS_MAX ? max_siblings : RECORD_SIBLINGS_MAX;
+    size_t dropped = 0, kept = 0;
+    struct sibling copy;
+    int err;
+
+    for (size_t i = 0; i < r->n; i++) {
+        enum vclock_order o = vclock_compare(&v->clock, &r->s[i].clock);
+        if (o == VCLOCK_EQUAL || o == VCLOCK_BEFORE) {
+            return 0;
+        }
+        dropped += o == VCLOCK_AFTER;
+    }
+    if (r->n - dropped + 1 > cap) {
+        return RK_ETOOBIG;
+    }
+    err = record_reserve(r, r->n - dropped + 1);
+    if (err != 0) {
+        return err;
+    }
+    sibling_init(&copy);
+    err = sibling_copy(&copy, v);
+    if (err != 0) {
+        return err;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        if (vclock_compare(&v->clock, &r->s[i].clock) == VCLOCK_AFTER) {
+            sibling_deinit(&r->s[i]);
+        } else {
+            r->s[kept++] = r->s[i];
+        }
+    }
+    r->s[kept++] = copy;
+    r->n = kept;
+    *changed = true;
+    return 0;
+}
+
+/* Ring order of node ids (PLACEMENT.md): memcmp, a shorter prefix first. */
+static int record_node_cmp(const char *a, const char *b)
+{
+    size_t a_len = strlen(a), b_len = strlen(b);
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+
+    if (c != 0) {
+        return c;
+    }
+    return (a_len > b_len) - (a_len < b_len);
+}
+
+static int record_value_cmp(const struct sibling *a, const struct sibling *b)
+{
+    size_t len = a->value_len < b->value_len ? a->value_len : b->value_len;
+    int c = len > 0 ? memcmp(a->value, b->value, len) : 0;
+
+    if (c != 0) {
+        return c;
+    }
+    return (a->value_len > b->value_len) - (a->value_len < b->value_len);
+}
+
+/* The LWW order (see the top of this file): > 0 when a wins over b. */
+static int record_lww_cmp(const struct sibling *a, const struct sibling *b)
+{
+    int c;
+
+    if (a->hlc != b->hlc) {
+        return a->hlc > b->hlc ? 1 : -1;
+    }
+    c = record_node_cmp(a->node, b->node);
+    if (c != 0) {
+        return c;
+    }
+    if (a->tombstone != b->tombstone) {
+        return a->tombstone ? 1 : -1;
+    }
+    return record_value_cmp(a, b);
+}
+
+/* Equal entry by entry, stamps included: what decides whether bytes on disk change. */
+static bool record_clock_same(const struct vclock *a, const struct vclock *b)
+{
+    if (a->n != b->n) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const struct vclock_entry *x = &a->e[i], *y = &b->e[i];
+        if (strcmp(x->id, y->id) != 0 || x->counter != y->counter || x->stamp != y->stamp) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool record_sibling_same(const struct sibling *a, const struct sibling *b)
+{
+    return a->hlc == b->hlc && strcmp(a->node, b->node) == 0 && a->tombstone == b->tombstone &&
+           record_value_cmp(a, b) == 0 && record_clock_same(&a->clock, &b->clock);
+}
+
+/*
+ * next = the LWW result of r's siblings and v: the winner under the total
+ * order, carrying the merge of every clock.  It is a function of the set of
+ * versions, not of their order (merge is commutative, associative and
+ * idempotent), and the merged clock makes it descend from everything it
+ * replaced, so replicas holding it ignore those versions when they arrive.
+ */
+static int record_lww_result(const struct record *r, const struct sibling *v, struct sibling *next)
+{
+    const struct sibling *win = v;
+    struct vclock merged;
+    int err;
+
+    vclock_init(&merged);
+    err = vclock_copy(&merged, &v->clock);
+    for (size_t i = 0; i < r->n && err == 0; i++) {
+        err = vclock_merge(&merged, &r->s[i].clock);
+        win = record_lww_cmp(&r->s[i], win) > 0 ? &r->s[i] : win;
+    }
+    if (err == 0) {
+        err = sibling_copy(next, win);
+    }
+    if (err != 0) {
+        goto out_deinit_merged;
+    }
+    vclock_deinit(&next->clock);
+    next->clock = merged;
+    return 0;
+
+out_deinit_merged:
+    vclock_deinit(&merged);
+    return err;
+}
+
+/* LWW mode: r becomes the one sibling record_lww_result() builds. */
+static int record_apply_lww(struct record *r, const struct sibling *v, bool *changed)
+{
+    struct sibling next;
+    int err;
+
+    sibling_init(&next);
+    err = record_reserve(r, 1);
+    if (err == 0) {
+        err = record_lww_result(r, v, &next);
+    }
+    if (err != 0 || (r->n == 1 && record_sibling_same(&r->s[0], &next))) {
+        sibling_deinit(&next);
+        return err;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        sibling_deinit(&r->s[i]);
+    }
+    r->s[0] = next;
+    r->n = 1;
+    *changed = true;
+    return 0;
+}
+
+int record_apply(struct record *r, const struct sibling *v, enum record_conflicts mode,
+                 size_t max_siblings, bool *changed)
+{
+    bool ignored;
+
+    assert((mode == RECORD_SIBLINGS || mode == RECORD_LWW) && "record_apply: unknown mode");
+    if (changed == NULL) {
+        changed = &ignored;
+    }
+    *changed = false;
+    if (mode == RECORD_LWW) {
+        return record_apply_lww(r, v, changed);
+    }
+    return record_apply_siblings(r, v, max_siblings, changed);
+}
+
+/*
+ * Turn base into the clock of a new write by node: node's counter raised
+ * to the largest counter of node in base or in any sibling of r, then
+ * incremented with the write's hlc as stamp.  Raising above the siblings,
+ * not only above base, is what keeps a node from giving two different
+ * writes the same counter when a client's context is older than the node.
+ */
+static int record_write_clock(const struct record *r, const char *node, uint64_t hlc,
+                              struct vclock *base)
+{
+    struct vclock_entry top = {.counter = vclock_get(base, node)};
+    struct vclock raise = {.e = &top, .n = 1, .cap = 1};
+    int err;
+
+    for (size_t i = 0; i < r->n; i++) {
+        uint64_t c = vclock_get(&r->s[i].clock, node);
+        top.counter = c > top.counter ? c : top.counter;
+    }
+    if (top.counter > vclock_get(base, node)) {
+        top.id_len = (uint8_t)strlen(node);
+        memcpy(top.id, node, top.id_len + 1u);
+        err = vclock_merge(base, &raise);
+        if (err != 0) {
+            return err;
+        }
+    }
+    return vclock_increment(base, node, hlc);
+}
+
+/*
+ * True when clock would supersede a sibling of r that context has not
+ * seen: the one case in which version vectors would drop a write that its
+ * writer's client never saw (see the top of this file).
+ */
+static bool record_context_misses(const struct record *r, const struct vclock *context,
+                                  const struct vclock *clock)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const struct vclock *s = &r->s[i].clock;
+        if (vclock_descends(clock, s) && !vclock_descends(context, s)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int record_write_local(struct record *r, const char *node, uint64_t hlc,
+                       const struct vclock *context, bool tombstone, const void *value, size_t len,
+                       enum record_conflicts mode, size_t max_siblings, struct sibling *out)
+{
+    struct vclock clock;
+    struct sibling v;
+    int err;
+
+    if (node == NULL || !ring_name_valid(node, strnlen(node, RING_NAME_MAX + 1))) {
+        return RK_EINVAL;
+    }
+    vclock_init(&clock);
+    sibling_init(&v);
+    err = context != NULL ? vclock_copy(&clock, context) : record_context(r, &clock);
+    if (err == 0) {
+        err = record_write_clock(r, node, hlc, &clock);
+    }
+    if (err == 0 && mode == RECORD_SIBLINGS && context != NULL &&
+        record_context_misses(r, context, &clock)) {
+        err = RK_EMISMATCH;
+    }
+    if (err == 0) {
+        err = sibling_set(&v, &clock, hlc, node, tombstone, value, len);
+    }
+    if (err == 0) {
+        err = record_apply(r, &v, mode, max_siblings, NULL);
+    }
+    if (err != 0) {
+        goto out_deinit;
+    }
+    sibling_deinit(out);
+    *out = v;
+    sibling_init(&v);
+
+out_deinit:
+    sibling_deinit(&v);
+    vclock_deinit(&clock);
+    return err;
+}
+
+/* True when clock, in place of sibling i's, is concurrent with every other sibling. */
+static bool record_prune_keeps_siblings(const struct record *r, size_t i,
+                                        const struct vclock *clock)
+{
+    for (size_t j = 0; j < r->n; j++) {
+        if (j != i && vclock_compare(clock, &r->s[j].clock) != VCLOCK_CONCURRENT) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Pruning makes a clock look older.  Beside a concurrent sibling that can
+ * make it look covered by (or equal to) that sibling, and the next merge of
+ * this record elsewhere would drop it.  So each clock is pruned in a copy,
+ * and the copy replaces it only when it stays concurrent with every other
+ * sibling; a clock left whole is only larger than necessary.  For the same
+ * reason an allocation failure just leaves that clock unpruned.
+ */
+size_t record_prune(struct record *r, size_t keep, uint64_t now_ms, uint64_t min_age_ms)
+{
+    size_t dropped = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        struct vclock c;
+        size_t d;
+
+        if (r->s[i].clock.n <= keep) {
+            continue;
+        }
+        vclock_init(&c);
+        if (vclock_copy(&c, &r->s[i].clock) != 0) {
+            continue;
+        }
+        d = vclock_prune(&c, keep, now_ms, min_age_ms);
+        if (d > 0 && record_prune_keeps_siblings(r, i, &c)) {
+            vclock_deinit(&r->s[i].clock);
+            r->s[i].clock = c;
+            vclock_init(&c);
+            dropped += d;
+        }
+        vclock_deinit(&c);
+    }
+    return dropped;
+}
+
+size_t sibling_encoded_size(const struct sibling *s)
+{
+    return vclock_encoded_size(&s->clock) + RECORD_SIBLING_FIXED_BYTES + strlen(s->node) +
+           s->value_len;
+}
+
+size_t record_encoded_size(const struct record *r)
+{
+    size_t size = RECORD_HEAD_BYTES;
+
+    for (size_t i = 0; i < r->n; i++) {
+        size += sibling_encoded_size(&r->s[i]);
+    }
+    return size;
+}
+
+size_t sibling_encode(const struct sibling *s, uint8_t *out)
+{
+    size_t node_len = strlen(s->node);
+    uint8_t *p = out;
+
+    assert(ring_name_valid(s->node, node_len) && "sibling_encode: invalid node id");
+    assert(s->value_len <= RECORD_VALUE_MAX && "sibling_encode: value over RECORD_VALUE_MAX");
+    assert((!s->tombstone || s->value_len == 0) && "sibling_encode: tombstone with a value");
+    p += vclock_encode(&s->clock, p);
+    p = record_put_u64(p, s->hlc);
+    *p++ = (uint8_t)node_len;
+    memcpy(p, s->node, node_len);
+    p += node_len;
+    *p++ = s->tombstone ? RECORD_SIBLING_TOMBSTONE : 0;
+    p = record_put_u32(p, (uint32_t)s->value_len);
+    if (s->value_len > 0) {
+        memcpy(p, s->value, s->value_len);
+    }
+    return (size_t)(p - out) + s->value_len;
+}
+
+size_t record_encode(const struct record *r, uint8_t *out)
+{
+    uint8_t *p = out;
+
+    assert(r->n >= 1 && r->n <= RECORD_SIBLINGS_MAX &&
+           "record_encode: sibling count outside 1 .. RECORD_SIBLINGS_MAX");
+    *p++ = RECORD_FORMAT;
+    *p++ = 0;
+    *p++ = (uint8_t)(r->n >> 8);
+    *p++ = (uint8_t)r->n;
+    for (size_t i = 0; i < r->n; i++) {
+        p += sibling_encode(&r->s[i], p);
+    }
+    return (size_t)(p - out);
+}
+
+/* Read hlc, node_len and the node id at buf[*pos..len) into s; advance *pos. */
+static int sibling_decode_origin(const uint8_t *buf, size_t len, size_t *pos, struct sibling *s)
+{
+    size_t p = *pos;
+    size_t node_len;
+
+    if (len - p < 8 + 1) {
+        return RK_ESYNTAX;
+    }
+    s->hlc = record_get_u64(&buf[p]);
+    node_len = buf[p + 8];
+    p += 8 + 1;
+    /* ring_name_valid() bounds node_len by RING_NAME_MAX before the copy. */
+    if (len - p < node_len || !ring_name_valid((const char *)&buf[p], node_len)) {
+        return RK_ESYNTAX;
+    }
+    memcpy(s->node, &buf[p], node_len);
+    s->node[node_len] = '\0';
+    *pos = p + node_len;
+    return 0;
+}
+
+/* Read sflags, value_len and the value at buf[*pos..len) into s; advance *pos. */
+static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, struct sibling *s)
+{
+    size_t p = *pos;
+    uint8_t sflags;
+    uint32_t value_len;
+    int err;
+
+    if (len - p < 1 + 4) {
+        return RK_ESYNTAX;
+    }
+    sflags = buf[p];
+    value_len = record_get_u32(&buf[p + 1]);
+    p += 1 + 4;
+    if ((sflags & ~RECORD_SIBLING_TOMBSTONE) != 0) {
+        return RK_ESYNTAX;
+    }
+    if (value_len > RECORD_VALUE_MAX) {
+        return RK_ETOOBIG;
+    }
+    if ((sflags != 0 && value_len != 0) || value_len > len - p) {
+        return RK_ESYNTAX;
+    }
+    err = record_dup_value(&s->value, &buf[p], value_len);
+    if (err != 0) {
+        return err;
+    }
+    s->tombstone = sflags != 0;
+    s->value_len = value_len;
+    *pos = p + value_len;
+    return 0;
+}
+
+int sibling_decode(const uint8_t *buf, size_t len, size_t *used, struct sibling *s)
+{
+    size_t pos = 0;
+    int err;
+
+    sibling_deinit(s);
+    err = vclock_decode(buf, len, &pos, &s->clock);
+    if (err == 0) {
+        err = sibling_decode_origin(buf, len, &pos, s);
+    }
+    if (err == 0) {
+        err = sibling_decode_value(buf, len, &pos, s);
+    }
+    if (err != 0) {
+        goto out_deinit;
+    }
+    *used = pos;
+    return 0;
+
+out_deinit:
+    sibling_deinit(s);
+    return err;
+}
+
+/*
+ * Check the record head and read its sibling count.  The format byte is
+ * checked first, alone: a later format may have a different head, so an
+ * unknown one is reported as such even when it is short.  The count is
+ * checked against the bytes left before the caller allocates for it.
+ */
+static int record_decode_head(const uint8_t *buf, size_t len, size_t *n)
+{
+    if (len < 1) {
+        return RK_ESYNTAX;
+    }
+    if (buf[0] != RECORD_FORMAT) {
+        return RK_EMISMATCH;
+    }
+    if (len < RECORD_HEAD_BYTES || buf[1] != 0) {
+        return RK_ESYNTAX;
+    }
+    *n = (size_t)buf[2] << 8 | buf[3];
+    if (*n == 0) {
+        return RK_ESYNTAX;
+    }
+    if (*n > RECORD_SIBLINGS_MAX) {
+        return RK_ETOOBIG;
+    }
+    if (*n > (len - RECORD_HEAD_BYTES) / RECORD_SIBLING_MIN_BYTES) {
+        return RK_ESYNTAX;
+    }
+    return 0;
+}
+
+int record_decode(const uint8_t *buf, size_t len, struct record *r)
+{
+    size_t n, used, pos = RECORD_HEAD_BYTES;
+    int err;
+
+    record_deinit(r);
+    err = record_decode_head(buf, len, &n);
+    if (err != 0) {
+        return err;
+    }
+    /* calloc's zeroed siblings are initialised ones (record.h, vclock.h). */
+    r->s = calloc(n, sizeof(*r->s));
+    if (r->s == NULL) {
+        return RK_ENOMEM;
+    }
+    r->cap = n;
+    for (size_t i = 0; i < n; i++) {
+        err = sibling_decode(&buf[pos], len - pos, &used, &r->s[i]);
+        if (err != 0) {
+            goto out_deinit;
+        }
+        r->n++;
+        pos += used;
+    }
+    if (pos != len) {
+        err = RK_ESYNTAX;
+        goto out_deinit;
+    }
+    return 0;
+
+out_deinit:
+    record_deinit(r);
+    return err;
+}

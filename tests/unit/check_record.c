@@ -1,0 +1,912 @@
+/*
+ * check_record.c - unit tests of siblings, merge rules and the record codec
+ * (storage/record.c).
+ *
+ * Versions are built from a small clock notation, "a:2 b:1" (node id, then
+ * counter; each entry's stamp is 1000 times its counter), so every test
+ * states the causal history it is about.  Random records come from a
+ * xorshift generator whose seed is printed, so a failure can be replayed
+ * with RINGKV_TEST_SEED=<seed>.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "hlc.h"
+#include "record.h"
+#include "vclock.h"
+
+/* A cap no test reaches unless it means to. */
+#define CAP_WIDE 100
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+static uint32_t rng_below(uint32_t n)
+{
+    return (uint32_t)(rng_next() % n);
+}
+
+static void rng_setup(void)
+{
+    const char *s = getenv("RINGKV_TEST_SEED");
+    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
+    if (rng_state == 0) {
+        rng_state = 1;
+    }
+    fprintf(stderr, "check_record: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+}
+
+/* Raise id's entry in vc to (counter, stamp). */
+static void clock_put(struct vclock *vc, const char *id, uint64_t counter, uint64_t stamp)
+{
+    struct vclock_entry e = {.counter = counter, .stamp = stamp};
+    struct vclock one = {.e = &e, .n = 1, .cap = 1};
+
+    e.id_len = (uint8_t)strlen(id);
+    memcpy(e.id, id, e.id_len + 1u);
+    ck_assert_int_eq(vclock_merge(vc, &one), 0);
+}
+
+/* vc = the clock written as "a:2 b:1" ("" is the empty clock). */
+static void clock_parse(struct vclock *vc, const char *spec)
+{
+    char buf[256], *save = NULL;
+
+    vclock_deinit(vc);
+    snprintf(buf, sizeof(buf), "%s", spec);
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *colon = strrchr(tok, ':');
+        uint64_t c;
+        ck_assert_ptr_nonnull(colon);
+        *colon = '\0';
+        c = strtoull(colon + 1, NULL, 10);
+        clock_put(vc, tok, c, c * 1000);
+    }
+}
+
+/* s = a version with clock spec; value NULL makes a tombstone. */
+static void sib_make(struct sibling *s, const char *spec, uint64_t hlc, const char *node,
+                     const char *value)
+{
+    struct vclock vc;
+
+    vclock_init(&vc);
+    clock_parse(&vc, spec);
+    ck_assert_int_eq(
+        sibling_set(s, &vc, hlc, node, value == NULL, value, value ? strlen(value) : 0), 0);
+    vclock_deinit(&vc);
+}
+
+/* Apply a version given in clock notation; returns record_apply()'s result. */
+static int apply(struct record *r, const char *spec, uint64_t hlc, const char *node,
+                 const char *value, enum record_conflicts mode, size_t cap, bool *changed)
+{
+    struct sibling s;
+    int err;
+
+    sibling_init(&s);
+    sib_make(&s, spec, hlc, node, value);
+    err = record_apply(r, &s, mode, cap, changed);
+    sibling_deinit(&s);
+    return err;
+}
+
+/* Index of the sibling holding value (NULL: the tombstone), or -1. */
+static int find_value(const struct record *r, const char *value)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const struct sibling *s = &r->s[i];
+        if (value == NULL ? s->tombstone
+                          : (!s->tombstone && s->value_len == strlen(value) &&
+                             memcmp(s->value, value, s->value_len) == 0)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Whether the sibling holding value has exactly the clock spec. */
+static bool has_clock(const struct record *r, const char *value, const char *spec)
+{
+    struct vclock vc;
+    int i = find_value(r, value);
+    bool same;
+
+    ck_assert_int_ge(i, 0);
+    vclock_init(&vc);
+    clock_parse(&vc, spec);
+    same = vclock_compare(&r->s[i].clock, &vc) == VCLOCK_EQUAL;
+    vclock_deinit(&vc);
+    return same;
+}
+
+/* A malloc'd encoding of r; *len its size. */
+static uint8_t *encode(const struct record *r, size_t *len)
+{
+    uint8_t *buf;
+
+    *len = record_encoded_size(r);
+    buf = malloc(*len);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(record_encode(r, buf), *len);
+    return buf;
+}
+
+static bool same_bytes(const struct record *a, const struct record *b)
+{
+    size_t la, lb;
+    uint8_t *ea = encode(a, &la), *eb = encode(b, &lb);
+    bool same = la == lb && memcmp(ea, eb, la) == 0;
+
+    free(ea);
+    free(eb);
+    return same;
+}
+
+static void assert_empty(const struct record *r)
+{
+    ck_assert_uint_eq(r->n, 0);
+    ck_assert_ptr_null(r->s);
+}
+
+START_TEST(test_concurrent_kept)
+{
+    struct record r;
+    bool changed;
+
+    record_init(&r);
+    ck_assert_int_eq(apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, &changed), 0);
+    ck_assert(changed);
+    ck_assert_int_eq(apply(&r, "b:1", 11, "b", "y", RECORD_SIBLINGS, CAP_WIDE, &changed), 0);
+    ck_assert(changed);
+    ck_assert_int_eq(apply(&r, "a:1 c:1", 12, "c", "z", RECORD_SIBLINGS, CAP_WIDE, &changed), 0);
+    ck_assert(changed);
+    /* "a:1 c:1" supersedes "a:1" but not "b:1". */
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_int_ge(find_value(&r, "y"), 0);
+    ck_assert_int_ge(find_value(&r, "z"), 0);
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_dominated_dropped)
+{
+    struct record r;
+    bool changed;
+
+    record_init(&r);
+    apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&r, "b:1", 11, "b", "y", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&r, "c:1", 12, "c", "z", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    ck_assert_uint_eq(r.n, 3);
+    ck_assert_int_eq(apply(&r, "a:2 b:1 c:1", 13, "a", "w", RECORD_SIBLINGS, CAP_WIDE, &changed),
+                     0);
+    ck_assert(changed);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert(has_clock(&r, "w", "a:2 b:1 c:1"));
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_older_or_equal_ignored)
+{
+    struct record r, before;
+    bool changed = true;
+
+    record_init(&r);
+    record_init(&before);
+    apply(&r, "a:2 b:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    ck_assert_int_eq(record_push(&before, &r.s[0]), 0);
+    ck_assert_int_eq(apply(&r, "a:1", 5, "a", "old", RECORD_SIBLINGS, CAP_WIDE, &changed), 0);
+    ck_assert(!changed);
+    ck_assert(same_bytes(&r, &before));
+    /* The same clock with other contents is the same version: ignored. */
+    changed = true;
+    ck_assert_int_eq(apply(&r, "a:2 b:1", 99, "b", "other", RECORD_SIBLINGS, CAP_WIDE, &changed),
+                     0);
+    ck_assert(!changed);
+    ck_assert(same_bytes(&r, &before));
+    record_deinit(&r);
+    record_deinit(&before);
+}
+END_TEST
+
+START_TEST(test_full_context_replaces)
+{
+    struct record r;
+    struct vclock ctx;
+    struct sibling out;
+
+    record_init(&r);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&r, "b:1", 11, "b", "y", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_int_eq(
+        record_write_local(&r, "c", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert(has_clock(&r, "z", "a:1 b:1 c:1"));
+    ck_assert_uint_eq(out.hlc, 20);
+    ck_assert_str_eq(out.node, "c");
+    ck_assert_int_eq(vclock_compare(&out.clock, &r.s[0].clock), VCLOCK_EQUAL);
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_stale_context_keeps_concurrent)
+{
+    struct record r;
+    struct vclock ctx;
+    struct sibling out;
+
+    record_init(&r);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    /* The client read "a:1"; then b's write "b:1" arrived concurrently. */
+    apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    clock_parse(&ctx, "a:1");
+    apply(&r, "b:1", 11, "b", "y", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_int_lt(find_value(&r, "x"), 0);
+    ck_assert(has_clock(&r, "y", "b:1"));
+    ck_assert(has_clock(&r, "z", "a:2"));
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_stale_context_same_node_refused)
+{
+    struct record r, before;
+    struct vclock ctx;
+    struct sibling out;
+
+    record_init(&r);
+    record_init(&before);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    /* A client that read nothing writes through a, which already wrote "a:1". */
+    apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    record_push(&before, &r.s[0]);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        RK_EMISMATCH);
+    ck_assert(same_bytes(&r, &before));
+    ck_assert_uint_eq(out.value_len, 0);
+    /* Through another coordinator the two writes are representable: siblings. */
+    ck_assert_int_eq(
+        record_write_local(&r, "b", 21, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert(has_clock(&r, "z", "b:1"));
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+    record_deinit(&before);
+}
+END_TEST
+
+START_TEST(test_blind_write_supersedes)
+{
+    struct record r;
+    struct sibling out;
+    const char *nodes[] = {"a", "b", "c"};
+
+    record_init(&r);
+    sibling_init(&out);
+    for (size_t i = 0; i < 3; i++) {
+        char spec[8];
+        snprintf(spec, sizeof(spec), "%s:1", nodes[i]);
+        apply(&r, spec, 10 + i, nodes[i], nodes[i], RECORD_SIBLINGS, CAP_WIDE, NULL);
+    }
+    ck_assert_uint_eq(r.n, 3);
+    ck_assert_int_eq(
+        record_write_local(&r, "d", 20, NULL, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert(has_clock(&r, "w", "a:1 b:1 c:1 d:1"));
+    sibling_deinit(&out);
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_local_writes_raise_counter)
+{
+    struct record r;
+    struct vclock ctx;
+    struct sibling out;
+
+    record_init(&r);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    for (uint64_t i = 1; i <= 5; i++) {
+        ck_assert_int_eq(record_write_local(&r, "a", 100 + i, NULL, false, "v", 1, RECORD_SIBLINGS,
+                                            CAP_WIDE, &out),
+                         0);
+        ck_assert_uint_eq(vclock_get(&out.clock, "a"), i);
+        ck_assert_uint_eq(out.clock.e[0].stamp, 100 + i);
+        ck_assert_uint_eq(r.n, 1);
+    }
+    /*
+     * A sibling a:7 c:1 that the context b:1 did not see stays (its c:1 keeps
+     * it concurrent), and the new write counts past a's 7, not from the
+     * context's 0: a's counter never repeats.
+     */
+    apply(&r, "a:7 c:1", 200, "c", "other", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    clock_parse(&ctx, "b:1");
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 300, &ctx, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+    ck_assert_uint_eq(vclock_get(&out.clock, "a"), 8);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert(has_clock(&r, "other", "a:7 c:1"));
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_tombstone_siblings)
+{
+    struct record r, back;
+    struct sibling out;
+    size_t len;
+    uint8_t *buf;
+
+    record_init(&r);
+    record_init(&back);
+    sibling_init(&out);
+    apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&r, "b:1", 11, "b", NULL, RECORD_SIBLINGS, CAP_WIDE, NULL);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert(!record_all_tombstones(&r));
+    ck_assert_ptr_null(r.s[find_value(&r, NULL)].value);
+    buf = encode(&r, &len);
+    ck_assert_int_eq(record_decode(buf, len, &back), 0);
+    ck_assert(back.s[find_value(&back, NULL)].tombstone);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 20, NULL, true, NULL, 0, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert(record_all_tombstones(&r));
+    ck_assert(has_clock(&r, NULL, "a:2 b:1"));
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 21, NULL, true, "v", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        RK_EINVAL);
+    ck_assert_int_eq(sibling_set(&out, &out.clock, 1, "a", true, "v", 1), RK_EINVAL);
+    free(buf);
+    sibling_deinit(&out);
+    record_deinit(&r);
+    record_deinit(&back);
+}
+END_TEST
+
+START_TEST(test_sibling_cap)
+{
+    struct record r, before;
+    struct sibling out;
+    struct vclock none;
+    bool changed = true;
+
+    record_init(&r);
+    record_init(&before);
+    sibling_init(&out);
+    vclock_init(&none);
+    apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, 2, NULL);
+    apply(&r, "b:1", 11, "b", "y", RECORD_SIBLINGS, 2, NULL);
+    record_push(&before, &r.s[0]);
+    record_push(&before, &r.s[1]);
+    ck_assert_int_eq(apply(&r, "c:1", 12, "c", "z", RECORD_SIBLINGS, 2, &changed), RK_ETOOBIG);
+    ck_assert(!changed);
+    ck_assert(same_bytes(&r, &before));
+    ck_assert_int_eq(
+        record_write_local(&r, "c", 13, &none, false, "z", 1, RECORD_SIBLINGS, 2, &out),
+        RK_ETOOBIG);
+    ck_assert(same_bytes(&r, &before));
+    /* The cap counts the result: superseding one of two leaves two. */
+    ck_assert_int_eq(apply(&r, "a:2 c:1", 14, "c", "z", RECORD_SIBLINGS, 2, &changed), 0);
+    ck_assert(changed);
+    ck_assert_uint_eq(r.n, 2);
+    sibling_deinit(&out);
+    vclock_deinit(&none);
+    record_deinit(&r);
+    record_deinit(&before);
+}
+END_TEST
+
+START_TEST(test_lww_highest_hlc)
+{
+    struct record r;
+    bool changed;
+
+    record_init(&r);
+    apply(&r, "b:1", 20, "b", "late", RECORD_LWW, 1, NULL);
+    ck_assert_int_eq(apply(&r, "a:1", 10, "a", "early", RECORD_LWW, 1, &changed), 0);
+    /* The loser changes the clock only: the result descends from it too. */
+    ck_assert(changed);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert(has_clock(&r, "late", "a:1 b:1"));
+    ck_assert_uint_eq(r.s[0].hlc, 20);
+    ck_assert_int_eq(apply(&r, "a:1", 10, "a", "early", RECORD_LWW, 1, &changed), 0);
+    ck_assert(!changed);
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_lww_node_tiebreak)
+{
+    struct record r;
+
+    /* One hlc: ids in ring order a < ab < b, a shorter prefix first. */
+    record_init(&r);
+    apply(&r, "ab:1", 50, "ab", "ab", RECORD_LWW, 1, NULL);
+    apply(&r, "b:1", 50, "b", "b", RECORD_LWW, 1, NULL);
+    apply(&r, "a:1", 50, "a", "a", RECORD_LWW, 1, NULL);
+    ck_assert_str_eq(r.s[0].node, "b");
+    ck_assert(has_clock(&r, "b", "a:1 ab:1 b:1"));
+    record_deinit(&r);
+    record_init(&r);
+    apply(&r, "node10:1", 50, "node10", "long", RECORD_LWW, 1, NULL);
+    apply(&r, "node1:1", 50, "node1", "short", RECORD_LWW, 1, NULL);
+    ck_assert_str_eq(r.s[0].node, "node10");
+    record_deinit(&r);
+    /* One hlc and one node (no correct node does this): the delete wins. */
+    record_init(&r);
+    apply(&r, "a:1", 50, "a", NULL, RECORD_LWW, 1, NULL);
+    apply(&r, "a:2", 50, "a", "value", RECORD_LWW, 1, NULL);
+    ck_assert(r.s[0].tombstone);
+    ck_assert(has_clock(&r, NULL, "a:2"));
+    record_deinit(&r);
+}
+END_TEST
+
+/* Heap's algorithm: call visit for every permutation of idx[0..k). */
+static void permute(size_t *idx, size_t k, void (*visit)(const size_t *, void *), void *ctx)
+{
+    if (k <= 1) {
+        visit(idx, ctx);
+        return;
+    }
+    permute(idx, k - 1, visit, ctx);
+    for (size_t i = 0; i + 1 < k; i++) {
+        size_t j = k % 2 == 0 ? i : 0, t = idx[j];
+        idx[j] = idx[k - 1];
+        idx[k - 1] = t;
+        permute(idx, k - 1, visit, ctx);
+    }
+}
+
+struct lww_run {
+    struct sibling v[4];
+    struct record first;
+    size_t visits;
+    bool seen[4 * 4 * 4 * 4];
+};
+
+static void lww_visit(const size_t *idx, void *ctx)
+{
+    struct lww_run *run = ctx;
+    struct record r;
+    size_t order = idx[0] * 64 + idx[1] * 16 + idx[2] * 4 + idx[3];
+
+    ck_assert(!run->seen[order]);
+    run->seen[order] = true;
+    record_init(&r);
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(record_apply(&r, &run->v[idx[i]], RECORD_LWW, 1, NULL), 0);
+    }
+    if (run->visits++ == 0) {
+        run->first = r;
+        return;
+    }
+    ck_assert(same_bytes(&r, &run->first));
+    record_deinit(&r);
+}
+
+START_TEST(test_lww_converges)
+{
+    struct lww_run run = {.visits = 0};
+    size_t idx[4] = {0, 1, 2, 3};
+
+    /* Two concurrent pairs, equal hlcs across them, a tombstone among them. */
+    for (size_t i = 0; i < 4; i++) {
+        sibling_init(&run.v[i]);
+    }
+    sib_make(&run.v[0], "a:1", 30, "a", "a1");
+    sib_make(&run.v[1], "a:1 b:2", 40, "b", "b2");
+    sib_make(&run.v[2], "c:3", 40, "c", NULL);
+    sib_make(&run.v[3], "a:2 c:1", 35, "a", "a2");
+    record_init(&run.first);
+    permute(idx, 4, lww_visit, &run);
+    ck_assert_uint_eq(run.visits, 24);
+    ck_assert_uint_eq(run.first.n, 1);
+    ck_assert(run.first.s[0].tombstone);
+    ck_assert_str_eq(run.first.s[0].node, "c");
+    ck_assert(has_clock(&run.first, NULL, "a:2 b:2 c:3"));
+    record_deinit(&run.first);
+    for (size_t i = 0; i < 4; i++) {
+        sibling_deinit(&run.v[i]);
+    }
+}
+END_TEST
+
+/* A random valid sibling: up to 4 clock entries, maybe a tombstone, up to 40 value bytes. */
+static void rand_sibling(struct sibling *s)
+{
+    static const char *ids[] = {"a", "n1", "n10", "n2", "node-7.rack:3", "Z_z"};
+    uint8_t value[40];
+    size_t len = rng_below(sizeof(value) + 1);
+    bool tomb = rng_below(4) == 0;
+    struct vclock vc;
+
+    vclock_init(&vc);
+    for (uint32_t k = rng_below(5); k > 0; k--) {
+        clock_put(&vc, ids[rng_below(6)], 1 + rng_next() % UINT64_MAX, rng_next());
+    }
+    for (size_t i = 0; i < len; i++) {
+        value[i] = (uint8_t)rng_next();
+    }
+    ck_assert_int_eq(
+        sibling_set(s, &vc, rng_next(), ids[rng_below(6)], tomb, value, tomb ? 0 : len), 0);
+    vclock_deinit(&vc);
+}
+
+START_TEST(test_codec_round_trip)
+{
+    for (int round = 0; round < 500; round++) {
+        struct record r, back;
+        struct sibling s;
+        size_t len;
+        uint8_t *buf;
+
+        record_init(&r);
+        record_init(&back);
+        sibling_init(&s);
+        for (uint32_t n = 1 + rng_below(5); n > 0; n--) {
+            rand_sibling(&s);
+            ck_assert_int_eq(record_push(&r, &s), 0);
+        }
+        buf = encode(&r, &len);
+        ck_assert_int_eq(record_decode(buf, len, &back), 0);
+        ck_assert_uint_eq(back.n, r.n);
+        for (size_t i = 0; i < r.n; i++) {
+            ck_assert_int_eq(vclock_compare(&back.s[i].clock, &r.s[i].clock), VCLOCK_EQUAL);
+            ck_assert_uint_eq(back.s[i].hlc, r.s[i].hlc);
+            ck_assert_str_eq(back.s[i].node, r.s[i].node);
+            ck_assert_int_eq(back.s[i].tombstone, r.s[i].tombstone);
+            ck_assert_uint_eq(back.s[i].value_len, r.s[i].value_len);
+        }
+        ck_assert(same_bytes(&r, &back));
+        free(buf);
+        sibling_deinit(&s);
+        record_deinit(&r);
+        record_deinit(&back);
+    }
+}
+END_TEST
+
+/*
+ * Two siblings: {a:1 stamp 2} hlc 0x0102030405060708 "n1" value "hi", and
+ * a tombstone {b:3 stamp 0x0a} hlc 9 "n2", per record.h and vclock.h.
+ */
+static const uint8_t golden[] = {
+    0x01, 0x00, 0x00, 0x02,                         /* format 1, flags 0, n 2 */
+    0x00, 0x01,                                     /* clock: 1 entry */
+    0x01, 'a',                                      /* id "a" */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, /* counter 1 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, /* stamp 2 */
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* hlc */
+    0x02, 'n',  '1',                                /* node "n1" */
+    0x00,                                           /* sflags */
+    0x00, 0x00, 0x00, 0x02, 'h',  'i',              /* value "hi" */
+    0x00, 0x01,                                     /* clock: 1 entry */
+    0x01, 'b',                                      /* id "b" */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, /* counter 3 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, /* stamp 10 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09, /* hlc 9 */
+    0x02, 'n',  '2',                                /* node "n2" */
+    0x01,                                           /* sflags: tombstone */
+    0x00, 0x00, 0x00, 0x00,                         /* value_len 0 */
+};
+
+START_TEST(test_golden_bytes)
+{
+    struct record r, back;
+    struct sibling s;
+    struct vclock vc;
+    uint8_t *buf;
+    size_t len;
+
+    record_init(&r);
+    record_init(&back);
+    sibling_init(&s);
+    vclock_init(&vc);
+    clock_put(&vc, "a", 1, 2);
+    ck_assert_int_eq(sibling_set(&s, &vc, 0x0102030405060708ull, "n1", false, "hi", 2), 0);
+    record_push(&r, &s);
+    clock_parse(&vc, "");
+    clock_put(&vc, "b", 3, 10);
+    ck_assert_int_eq(sibling_set(&s, &vc, 9, "n2", true, NULL, 0), 0);
+    record_push(&r, &s);
+    buf = encode(&r, &len);
+    ck_assert_uint_eq(len, sizeof(golden));
+    ck_assert_mem_eq(buf, golden, sizeof(golden));
+    ck_assert_int_eq(record_decode(golden, sizeof(golden), &back), 0);
+    ck_assert(same_bytes(&r, &back));
+    ck_assert(back.s[1].tombstone);
+    ck_assert_uint_eq(back.s[0].clock.e[0].stamp, 2);
+    free(buf);
+    vclock_deinit(&vc);
+    sibling_deinit(&s);
+    record_deinit(&r);
+    record_deinit(&back);
+}
+END_TEST
+
+/* Decode buf[0..len) into a record that held something; expect err and an empty record. */
+static void expect_reject(const uint8_t *buf, size_t len, int err)
+{
+    struct record r;
+
+    record_init(&r);
+    ck_assert_int_eq(record_decode(golden, sizeof(golden), &r), 0);
+    ck_assert_int_eq(record_decode(buf, len, &r), err);
+    assert_empty(&r);
+}
+
+/* A copy of golden with byte at set to v. */
+static void golden_with(uint8_t *buf, size_t at, uint8_t v)
+{
+    memcpy(buf, golden, sizeof(golden));
+    buf[at] = v;
+}
+
+START_TEST(test_decode_truncated)
+{
+    for (size_t len = 0; len < sizeof(golden); len++) {
+        expect_reject(golden, len, RK_ESYNTAX);
+    }
+}
+END_TEST
+
+START_TEST(test_decode_trailing)
+{
+    uint8_t buf[sizeof(golden) + 1];
+
+    memcpy(buf, golden, sizeof(golden));
+    buf[sizeof(golden)] = 0;
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+}
+END_TEST
+
+START_TEST(test_decode_bad_format)
+{
+    uint8_t buf[sizeof(golden)];
+
+    golden_with(buf, 0, 0);
+    expect_reject(buf, sizeof(buf), RK_EMISMATCH);
+    golden_with(buf, 0, 2);
+    expect_reject(buf, sizeof(buf), RK_EMISMATCH);
+    expect_reject(buf, 1, RK_EMISMATCH);
+}
+END_TEST
+
+START_TEST(test_decode_bad_flags)
+{
+    uint8_t buf[sizeof(golden)];
+
+    golden_with(buf, 1, 0x01);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+    golden_with(buf, 1, 0x80);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+    /* The first sibling's sflags (offset 35): unknown bits. */
+    golden_with(buf, 35, 0x02);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+    golden_with(buf, 35, 0x81);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+}
+END_TEST
+
+START_TEST(test_decode_zero_siblings)
+{
+    static const uint8_t zero[] = {0x01, 0x00, 0x00, 0x00};
+    uint8_t buf[sizeof(golden)];
+
+    expect_reject(zero, sizeof(zero), RK_ESYNTAX);
+    golden_with(buf, 3, 0);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+}
+END_TEST
+
+START_TEST(test_decode_tombstone_with_value)
+{
+    uint8_t buf[sizeof(golden)];
+
+    /* The first sibling, which holds "hi", marked a tombstone (sflags, offset 35). */
+    golden_with(buf, 35, 0x01);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+}
+END_TEST
+
+START_TEST(test_decode_bad_node)
+{
+    uint8_t buf[sizeof(golden)];
+
+    /* The first node id "n1": node_len at offset 32, its bytes at 33 and 34. */
+    golden_with(buf, 34, ' ');
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+    golden_with(buf, 32, 0);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+    golden_with(buf, 32, RING_NAME_MAX + 1);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+}
+END_TEST
+
+START_TEST(test_decode_oversized_counts)
+{
+    static const uint8_t too_many[] = {0x01, 0x00, 0x10, 0x01};
+    static const uint8_t many_short[] = {0x01, 0x00, 0x10, 0x00, 0x00, 0x00};
+    uint8_t buf[sizeof(golden)];
+
+    /* 4097 siblings is over the bound; 4096 is within it but the bytes are not there. */
+    expect_reject(too_many, sizeof(too_many), RK_ETOOBIG);
+    expect_reject(many_short, sizeof(many_short), RK_ESYNTAX);
+    /* The first value_len (offsets 36..39): over RECORD_VALUE_MAX, then past the input. */
+    golden_with(buf, 36, 0xff);
+    expect_reject(buf, sizeof(buf), RK_ETOOBIG);
+    golden_with(buf, 39, 0x40);
+    expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+    /* The first clock's entry count (offset 4): over VCLOCK_ENTRIES_MAX. */
+    golden_with(buf, 4, 0xff);
+    expect_reject(buf, sizeof(buf), RK_ETOOBIG);
+}
+END_TEST
+
+START_TEST(test_context_and_summaries)
+{
+    struct record r;
+    struct vclock ctx;
+
+    record_init(&r);
+    vclock_init(&ctx);
+    ck_assert(!record_all_tombstones(&r));
+    ck_assert_uint_eq(record_max_hlc(&r), 0);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_uint_eq(ctx.n, 0);
+    apply(&r, "a:2 b:1", 10, "a", NULL, RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&r, "a:1 c:4", 30, "c", NULL, RECORD_SIBLINGS, CAP_WIDE, NULL);
+    ck_assert(record_all_tombstones(&r));
+    ck_assert_uint_eq(record_max_hlc(&r), 30);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_uint_eq(vclock_get(&ctx, "a"), 2);
+    ck_assert_uint_eq(vclock_get(&ctx, "b"), 1);
+    ck_assert_uint_eq(vclock_get(&ctx, "c"), 4);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
+/* Pruning runs at day 10 with a one-day minimum age. */
+#define PRUNE_DAY_MS (24ull * 3600 * 1000)
+#define PRUNE_NOW_MS (10 * PRUNE_DAY_MS)
+
+/* Push a version with clock {id1:c1, id2:c2}; an old entry was last raised on day 0. */
+static void push_aged(struct record *r, const char *value, const char *id1, uint64_t c1, bool old1,
+                      const char *id2, uint64_t c2, bool old2)
+{
+    struct vclock vc;
+    struct sibling s;
+
+    vclock_init(&vc);
+    sibling_init(&s);
+    clock_put(&vc, id1, c1, hlc_make(old1 ? 1 : PRUNE_NOW_MS, 0));
+    clock_put(&vc, id2, c2, hlc_make(old2 ? 1 : PRUNE_NOW_MS, 0));
+    ck_assert_int_eq(sibling_set(&s, &vc, 1, id1, false, value, strlen(value)), 0);
+    ck_assert_int_eq(record_push(r, &s), 0);
+    sibling_deinit(&s);
+    vclock_deinit(&vc);
+}
+
+START_TEST(test_prune_drops_old_entries)
+{
+    struct record r;
+
+    /* x = {a:1 old, b:5}, y = {a:2, c:1 old}: pruned to {b:5} and {a:2}, still concurrent. */
+    record_init(&r);
+    push_aged(&r, "x", "a", 1, true, "b", 5, false);
+    push_aged(&r, "y", "a", 2, false, "c", 1, true);
+    ck_assert_uint_eq(record_prune(&r, 2, PRUNE_NOW_MS, PRUNE_DAY_MS), 0);
+    ck_assert_uint_eq(record_prune(&r, 1, PRUNE_NOW_MS, 20 * PRUNE_DAY_MS), 0);
+    ck_assert_uint_eq(record_prune(&r, 1, PRUNE_NOW_MS, PRUNE_DAY_MS), 2);
+    ck_assert(has_clock(&r, "x", "b:5"));
+    ck_assert(has_clock(&r, "y", "a:2"));
+    record_deinit(&r);
+}
+END_TEST
+
+START_TEST(test_prune_keeps_concurrency)
+{
+    struct record r;
+
+    /*
+     * p = {a:3, b:1 old}, q = {a:3, c:1}: pruned, p would be {a:3}, which q
+     * covers, and the next merge of this record elsewhere would drop p.
+     */
+    record_init(&r);
+    push_aged(&r, "p", "a", 3, false, "b", 1, true);
+    push_aged(&r, "q", "a", 3, false, "c", 1, false);
+    ck_assert_uint_eq(record_prune(&r, 1, PRUNE_NOW_MS, PRUNE_DAY_MS), 0);
+    ck_assert(has_clock(&r, "p", "a:3 b:1"));
+    ck_assert(has_clock(&r, "q", "a:3 c:1"));
+    record_deinit(&r);
+}
+END_TEST
+
+static Suite *record_suite(void)
+{
+    Suite *s = suite_create("record");
+    struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"concurrent_kept", test_concurrent_kept},
+        {"dominated_dropped", test_dominated_dropped},
+        {"older_or_equal_ignored", test_older_or_equal_ignored},
+        {"full_context_replaces", test_full_context_replaces},
+        {"stale_context_keeps_concurrent", test_stale_context_keeps_concurrent},
+        {"stale_context_same_node_refused", test_stale_context_same_node_refused},
+        {"blind_write_supersedes", test_blind_write_supersedes},
+        {"local_writes_raise_counter", test_local_writes_raise_counter},
+        {"tombstone_siblings", test_tombstone_siblings},
+        {"sibling_cap", test_sibling_cap},
+        {"lww_highest_hlc", test_lww_highest_hlc},
+        {"lww_node_tiebreak", test_lww_node_tiebreak},
+        {"lww_converges", test_lww_converges},
+        {"codec_round_trip", test_codec_round_trip},
+        {"golden_bytes", test_golden_bytes},
+        {"decode_truncated", test_decode_truncated},
+        {"decode_trailing", test_decode_trailing},
+        {"decode_bad_format", test_decode_bad_format},
+        {"decode_bad_flags", test_decode_bad_flags},
+        {"decode_zero_siblings", test_decode_zero_siblings},
+        {"decode_tombstone_with_value", test_decode_tombstone_with_value},
+        {"decode_bad_node", test_decode_bad_node},
+        {"decode_oversized_counts", test_decode_oversized_counts},
+        {"context_and_summaries", test_context_and_summaries},
+        {"prune_drops_old_entries", test_prune_drops_old_entries},
+        {"prune_keeps_concurrency", test_prune_keeps_concurrency},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, rng_setup, NULL);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(record_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
