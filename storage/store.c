@@ -1,0 +1,1551 @@
+/*
+ * store.c - the LMDB store of one node: layout, identity, reads, arc scans
+ * and the group-committing writer.
+ *
+ * On-disk layout, format 1
+ * ------------------------
+ * A data directory holds one LMDB environment (data.mdb, lock.mdb) and a
+ * file LOCK.  LOCK is held with flock() by the one process that has the
+ * store open, and holds that process's pid as text, so a second process
+ * is refused instead of sharing the environment.  The environment is
+ * opened without MDB_WRITEMAP, so a full disk is an error from a write
+ * call, never a SIGBUS, and with MDB_NOSYNC unless `sync always`.  Named
+ * databases:
+ *
+ *   data     key   u64 position (big-endian) || key bytes (0..503 bytes)
+ *            value a record, record.h format 1
+ *            Position order makes every arc of the ring one or two
+ *            contiguous cursor ranges.
+ *
+ *   meta     key   a name in ASCII; value per name:
+ *            format      u32  1; any other value is refused at open
+ *            node_id     the node id the directory belongs to
+ *            cluster_id  opaque cluster identity (1..64 bytes)
+ *            seed        16 bytes, the ring seed positions were hashed with
+ *            created_ms  u64  wall-clock ms when the directory was created
+ *            hint_seq    u64  the last hint sequence number handed out
+ *            Other names belong to higher layers (STORE_OP_TABLE_PUT);
+ *            the names above are reserved.  Integers are big-endian.
+ *
+ *   hints    key   u64 target tag || u64 seq    (both big-endian)
+ *            value u8 target_len, target id, u64 position, u16 key_len,
+ *                  key bytes, then one sibling (record.h sibling layout)
+ *            The tag is H(seed, target id), so a target's hints are one
+ *            contiguous range in the order they were taken; the id in
+ *            the value rules out tag collisions.
+ *
+ *   handoff  key and value are opaque to the store: handoff checkpoints
+ *            written by the handoff layer (STORE_OP_TABLE_PUT).
+ *
+ * Recovery is LMDB's: a transaction is either wholly in the file after a
+ * crash or not at all; with `sync always` a write completes only after
+ * its transaction is on disk.
+ *
+ * The writer
+ * ----------
+ * One thread runs every write.  It takes all queued operations (up to
+ * batch_max), executes them in one transaction and commits once, then
+ * completes them.  While it waits for an fsync new operations queue up
+ * and ride the next commit, so the number of fsyncs follows the disk's
+ * speed, not the number of writers (group commit).  An operation that
+ * fails on its own terms (sibling cap, bad input) fails alone before it
+ * changes anything; a failed commit fails every operation of the batch.
+ *
+ * Map growth: MDB_MAP_FULL aborts the batch, the map doubles (up to
+ * map_max) and the batch runs again.  Resizing needs every transaction of
+ * the process closed, so readers hold a shared lock for the length of one
+ * read transaction and the writer takes it exclusively to resize.  A batch
+ * of pure deletions may grow the map STORE_DELETE_RESERVE past map_max, so
+ * a full store can always be emptied.
+ */
+#include "store.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "hlc.h"
+
+#define STORE_FORMAT 1
+#define STORE_MIB (1024ull * 1024)
+/* Room past map_max that only deletions may use: enough for thousands of
+ * copy-on-write page paths, small next to any useful map. */
+#define STORE_DELETE_RESERVE (8 * STORE_MIB)
+
+static const char *const store_reserved_meta[] = {"format", "node_id",    "cluster_id",
+                                                  "seed",   "created_ms", "hint_seq"};
+
+struct store {
+    struct store_config cfg;
+    char *path;
+    char node_id[RING_NAME_MAX + 1];
+    uint8_t cluster_id[STORE_CLUSTER_ID_MAX];
+    int lock_fd;
+    MDB_env *env;
+    MDB_dbi dbi_data, dbi_meta, dbi_hints, dbi_handoff;
+    size_t map_size;
+    /* readers share it for one read transaction; the writer resizes under it */
+    pthread_rwlock_t resize_lock;
+
+    pthread_mutex_t mu; /* guards everything below up to the writer's own state */
+    pthread_cond_t work;
+    pthread_cond_t finished;
+    struct store_op *queue_head, *queue_tail;
+    struct store_op *done_head, *done_tail;
+    bool closing;
+    pthread_t writer;
+    bool writer_started;
+    struct store_op **batch_ops; /* the writer's batch, batch_max entries */
+    int event_fd;
+
+    /* the writer's own state */
+    struct hlc hlc;
+    uint64_t hint_seq;
+    bool unsynced;
+    uint64_t last_sync_ms;
+
+    struct {
+        atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, decode_errors;
+    } stat;
+};
+
+/* --- small helpers -------------------------------------------------------- */
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t store_wall_ms(const struct store *s)
+{
+    struct timespec ts;
+
+    if (s->cfg.wall_ms != NULL) {
+        return s->cfg.wall_ms(s->cfg.wall_ctx);
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Map an LMDB or errno code to the project's codes. */
+static int store_err(int rc)
+{
+    switch (rc) {
+    case 0:
+        return 0;
+    case MDB_NOTFOUND:
+        return RK_ENOTFOUND;
+    case MDB_MAP_FULL:
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+        return RK_ENOSPC;
+    case ENOMEM:
+        return RK_ENOMEM;
+    case MDB_BAD_VALSIZE:
+        return RK_ETOOBIG;
+    default:
+        return RK_EIO;
+    }
+}
+
+void store_config_defaults(struct store_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    memcpy(cfg->seed, ring_default_seed, RING_SEED_LEN);
+    cfg->sync = STORE_SYNC_ALWAYS;
+    cfg->batch_ms = 10;
+    cfg->map_initial = 64 * STORE_MIB;
+    cfg->map_max = 64 * 1024 * STORE_MIB;
+    cfg->batch_max = 1024;
+    cfg->max_siblings = 100;
+    cfg->conflicts = RECORD_SIBLINGS;
+    cfg->prune_keep = VCLOCK_PRUNE_KEEP_DEFAULT;
+    cfg->prune_min_age_ms = VCLOCK_PRUNE_MIN_AGE_MS_DEFAULT;
+}
+
+uint64_t store_position(const struct store *s, const void *key, size_t len)
+{
+    return ring_hash(s->cfg.seed, key, len);
+}
+
+/* The data-table key of (pos, key): 8 + len bytes written to out. */
+static size_t data_key(uint8_t *out, uint64_t pos, const void *key, size_t len)
+{
+    put_be64(out, pos);
+    if (len > 0) {
+        memcpy(out + 8, key, len);
+    }
+    return 8 + len;
+}
+
+/* --- opening: lock file, environment, identity ----------------------------- */
+
+static int store_lock_dir(struct store *s, char *err, size_t err_len)
+{
+    char p[4096], pid[32];
+    int n;
+
+    snprintf(p, sizeof(p), "%s/LOCK", s->path);
+    s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (s->lock_fd < 0) {
+        snprintf(err, err_len, "cannot open %s: %s", p, strerror(errno));
+        return RK_EIO;
+    }
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        n = (int)pread(s->lock_fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        snprintf(err, err_len, "data directory %s is in use by another process (pid %s)", s->path,
+                 n > 0 ? pid : "unknown");
+        return RK_EMISMATCH;
+    }
+    n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(s->lock_fd, 0) != 0 || pwrite(s->lock_fd, pid, (size_t)n, 0) != n) {
+        snprintf(err, err_len, "cannot write %s: %s", p, strerror(errno));
+        return RK_EIO;
+    }
+    return 0;
+}
+
+static int store_env_open(struct store *s, char *err, size_t err_len)
+{
+    unsigned flags = MDB_NOTLS | (s->cfg.sync == STORE_SYNC_ALWAYS ? 0 : MDB_NOSYNC);
+    MDB_envinfo info;
+    int rc;
+
+    rc = mdb_env_create(&s->env);
+    if (rc == 0) {
+        rc = mdb_env_set_maxdbs(s->env, 4);
+    }
+    if (rc == 0) {
+        rc = mdb_env_set_mapsize(s->env, s->cfg.map_initial);
+    }
+    if (rc == 0) {
+        rc = mdb_env_open(s->env, s->path, flags, 0600);
+    }
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot open LMDB environment in %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
+    }
+    if (mdb_env_get_maxkeysize(s->env) < 8 + STORE_KEY_MAX) {
+        snprintf(err, err_len, "LMDB was built with a key limit of %d bytes; ringkv needs %d",
+                 mdb_env_get_maxkeysize(s->env), 8 + STORE_KEY_MAX);
+        return RK_EMISMATCH;
+    }
+    mdb_env_info(s->env, &info);
+    s->map_size = info.me_mapsize;
+    return 0;
+}
+
+static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *name, const void *v, size_t len)
+{
+    MDB_val k = {strlen(name), (void *)name}, d = {len, (void *)v};
+    return mdb_put(txn, dbi, &k, &d, 0);
+}
+
+static int meta_get(MDB_txn *txn, MDB_dbi dbi, const char *name, MDB_val *out)
+{
+    MDB_val k = {strlen(name), (void *)name};
+    return mdb_get(txn, dbi, &k, out);
+}
+
+static int store_create_identity(struct store *s, MDB_txn *txn)
+{
+    uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT}, created[8], seq[8] = {0};
+    int rc;
+
+    put_be64(created, store_wall_ms(s));
+    rc = meta_put(txn, s->dbi_meta, "format", fmt, 4);
+    rc = rc ? rc : meta_put(txn, s->dbi_meta, "node_id", s->node_id, strlen(s->node_id));
+    rc = rc ? rc : meta_put(txn, s->dbi_meta, "cluster_id", s->cluster_id, s->cfg.cluster_id_len);
+    rc = rc ? rc : meta_put(txn, s->dbi_meta, "seed", s->cfg.seed, RING_SEED_LEN);
+    rc = rc ? rc : meta_put(txn, s->dbi_meta, "created_ms", created, 8);
+    rc = rc ? rc : meta_put(txn, s->dbi_meta, "hint_seq", seq, 8);
+    return rc;
+}
+
+/* Compare one recorded identity field with the configured one. */
+static bool meta_matches(MDB_txn *txn, MDB_dbi dbi, const char *name, const void *want, size_t len,
+                         MDB_val *got)
+{
+    return meta_get(txn, dbi, name, got) == 0 && got->mv_size == len &&
+           memcmp(got->mv_data, want, len) == 0;
+}
+
+static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t err_len)
+{
+    MDB_val v;
+    uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT};
+
+    if (!meta_matches(txn, s->dbi_meta, "format", fmt, 4, &v)) {
+        unsigned long f = 0;
+        for (size_t i = 0; i < v.mv_size && i < 4; i++) {
+            f = f << 8 | ((uint8_t *)v.mv_data)[i];
+        }
+        snprintf(err, err_len, "data directory %s has format %lu; this build reads format %d",
+                 s->path, f, STORE_FORMAT);
+        return RK_EMISMATCH;
+    }
+    if (!meta_matches(txn, s->dbi_meta, "node_id", s->node_id, strlen(s->node_id), &v)) {
+        snprintf(err, err_len, "data directory %s belongs to node '%.*s', not '%s'", s->path,
+                 (int)(v.mv_size > RING_NAME_MAX ? RING_NAME_MAX : v.mv_size),
+                 (const char *)v.mv_data, s->node_id);
+        return RK_EMISMATCH;
+    }
+    if (!meta_matches(txn, s->dbi_meta, "cluster_id", s->cluster_id, s->cfg.cluster_id_len, &v)) {
+        snprintf(err, err_len,
+                 "data directory %s belongs to another cluster (its cluster id "
+                 "differs from this node's cluster key)",
+                 s->path);
+        return RK_EMISMATCH;
+    }
+    if (!meta_matches(txn, s->dbi_meta, "seed", s->cfg.seed, RING_SEED_LEN, &v)) {
+        snprintf(err, err_len, "data directory %s was written with another ring seed", s->path);
+        return RK_EMISMATCH;
+    }
+    if (meta_get(txn, s->dbi_meta, "hint_seq", &v) == 0 && v.mv_size == 8) {
+        s->hint_seq = get_be64(v.mv_data);
+    }
+    return 0;
+}
+
+static int store_open_tables(struct store *s, char *err, size_t err_len)
+{
+    MDB_txn *txn;
+    MDB_stat st;
+    MDB_val v;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+
+    rc = rc ? rc : mdb_dbi_open(txn, "data", MDB_CREATE, &s->dbi_data);
+    rc = rc ? rc : mdb_dbi_open(txn, "meta", MDB_CREATE, &s->dbi_meta);
+    rc = rc ? rc : mdb_dbi_open(txn, "hints", MDB_CREATE, &s->dbi_hints);
+    rc = rc ? rc : mdb_dbi_open(txn, "handoff", MDB_CREATE, &s->dbi_handoff);
+    if (rc != 0) {
+        snprintf(err, err_len, "data directory %s does not hold a ringkv store: %s", s->path,
+                 mdb_strerror(rc));
+        goto out_abort;
+    }
+    if (meta_get(txn, s->dbi_meta, "format", &v) == MDB_NOTFOUND) {
+        mdb_stat(txn, s->dbi_data, &st);
+        rc = st.ms_entries == 0 ? store_create_identity(s, txn) : MDB_INCOMPATIBLE;
+        if (rc != 0) {
+            snprintf(err, err_len, "data directory %s has data but no identity", s->path);
+            goto out_abort;
+        }
+    } else {
+        int e = store_check_identity(s, txn, err, err_len);
+        if (e != 0) {
+            mdb_txn_abort(txn);
+            return e;
+        }
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot initialise %s: %s", s->path, mdb_strerror(rc));
+    }
+    return store_err(rc);
+out_abort:
+    mdb_txn_abort(txn);
+    return store_err(rc) == RK_EIO ? RK_EMISMATCH : store_err(rc);
+}
+
+static int store_check_config(const struct store_config *cfg, char *err, size_t err_len)
+{
+    if (cfg->path == NULL || cfg->path[0] == '\0') {
+        snprintf(err, err_len, "no data directory given");
+    } else if (cfg->node_id == NULL || !ring_name_valid(cfg->node_id, strlen(cfg->node_id))) {
+        snprintf(err, err_len, "invalid node id for the store");
+    } else if (cfg->cluster_id == NULL || cfg->cluster_id_len < 1 ||
+               cfg->cluster_id_len > STORE_CLUSTER_ID_MAX) {
+        snprintf(err, err_len, "cluster id must be 1 to %d bytes", STORE_CLUSTER_ID_MAX);
+    } else if (cfg->map_initial < STORE_MIB || cfg->map_max < cfg->map_initial) {
+        snprintf(err, err_len, "map sizes must be at least 1 MiB with max >= initial");
+    } else if (cfg->batch_max < 1 || cfg->max_siblings < 1 ||
+               (cfg->sync == STORE_SYNC_BATCH && cfg->batch_ms < 1)) {
+        snprintf(err, err_len, "batch_max, max_siblings and batch_ms must be at least 1");
+    } else {
+        return 0;
+    }
+    return RK_EINVAL;
+}
+
+static void *store_writer_main(void *arg);
+
+static int store_init_sync(struct store *s)
+{
+    pthread_rwlockattr_t ra;
+    pthread_condattr_t ca;
+
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&s->resize_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->work, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&s->finished, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    s->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return s->event_fd < 0 ? RK_EIO : 0;
+}
+
+static struct store *store_alloc(const struct store_config *cfg)
+{
+    struct store *s = calloc(1, sizeof(*s));
+
+    if (s == NULL) {
+        return NULL;
+    }
+    s->path = strdup(cfg->path);
+    s->batch_ops = calloc(cfg->batch_max, sizeof(*s->batch_ops));
+    if (s->path == NULL || s->batch_ops == NULL) {
+        free(s->path);
+        free(s->batch_ops);
+        free(s);
+        return NULL;
+    }
+    s->cfg = *cfg;
+    s->lock_fd = -1;
+    s->event_fd = -1;
+    snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
+    memcpy(s->cluster_id, cfg->cluster_id, cfg->cluster_id_len);
+    hlc_init(&s->hlc);
+    s->last_sync_ms = mono_ms();
+    return s;
+}
+
+int store_open(struct store **out, const struct store_config *cfg, char *err, size_t err_len)
+{
+    char scratch[8];
+    struct store *s;
+    int rc;
+
+    *out = NULL;
+    if (err == NULL) {
+        err = scratch;
+        err_len = sizeof(scratch);
+    }
+    err[0] = '\0';
+    rc = store_check_config(cfg, err, err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    s = store_alloc(cfg);
+    if (s == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    if (mkdir(s->path, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, err_len, "cannot create data directory %s: %s", s->path, strerror(errno));
+        rc = RK_EIO;
+        goto out_close;
+    }
+    rc = store_init_sync(s);
+    rc = rc ? rc : store_lock_dir(s, err, err_len);
+    rc = rc ? rc : store_env_open(s, err, err_len);
+    rc = rc ? rc : store_open_tables(s, err, err_len);
+    if (rc == 0 && pthread_create(&s->writer, NULL, store_writer_main, s) != 0) {
+        snprintf(err, err_len, "cannot start the writer thread");
+        rc = RK_ENOMEM;
+    }
+    if (rc != 0) {
+        goto out_close;
+    }
+    s->writer_started = true;
+    *out = s;
+    return 0;
+out_close:
+    store_close(s);
+    return rc;
+}
+
+void store_close(struct store *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    if (s->writer_started) {
+        pthread_mutex_lock(&s->mu);
+        s->closing = true;
+        pthread_cond_signal(&s->work);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->writer, NULL);
+        store_dispatch(s);
+    }
+    if (s->env != NULL) {
+        if (s->cfg.sync != STORE_SYNC_NONE) {
+            mdb_env_sync(s->env, 1);
+        }
+        mdb_env_close(s->env);
+    }
+    if (s->lock_fd >= 0) {
+        close(s->lock_fd);
+    }
+    if (s->event_fd >= 0) {
+        close(s->event_fd);
+        pthread_rwlock_destroy(&s->resize_lock);
+        pthread_cond_destroy(&s->work);
+        pthread_cond_destroy(&s->finished);
+        pthread_mutex_destroy(&s->mu);
+    }
+    free(s->batch_ops);
+    free(s->path);
+    free(s);
+}
+
+/* --- reads ------------------------------------------------------------------ */
+
+/* Begin a read transaction under the shared resize lock. */
+static int read_begin(struct store *s, MDB_txn **txn)
+{
+    int rc;
+
+    pthread_rwlock_rdlock(&s->resize_lock);
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
+    if (rc != 0) {
+        pthread_rwlock_unlock(&s->resize_lock);
+    }
+    return store_err(rc);
+}
+
+static void read_end(struct store *s, MDB_txn *txn)
+{
+    mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&s->resize_lock);
+}
+
+int store_get(struct store *s, const void *key, size_t len, struct record *out)
+{
+    uint8_t k[8 + STORE_KEY_MAX];
+    MDB_val mk, mv;
+    MDB_txn *txn;
+    int rc;
+
+    record_deinit(out);
+    if (len > STORE_KEY_MAX) {
+        return RK_ETOOBIG;
+    }
+    mk.mv_size = data_key(k, store_position(s, key, len), key, len);
+    mk.mv_data = k;
+    rc = read_begin(s, &txn);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_get(txn, s->dbi_data, &mk, &mv);
+    if (rc == 0) {
+        rc = record_decode(mv.mv_data, mv.mv_size, out);
+        if (rc != 0) {
+            atomic_fetch_add(&s->stat.decode_errors, 1);
+            rc = RK_ESYNTAX;
+        }
+    } else {
+        rc = store_err(rc);
+    }
+    read_end(s, txn);
+    return rc;
+}
+
+void store_cursor_init(struct store_cursor *c)
+{
+    memset(c, 0, sizeof(*c));
+}
+
+/* The arc (start, end] as at most two inclusive position ranges. */
+struct arc_ranges {
+    uint64_t lo[2], hi[2];
+    int n;
+};
+
+static void arc_split(uint64_t start, uint64_t end, struct arc_ranges *a)
+{
+    a->n = 0;
+    if (start < end) {
+        a->lo[0] = start + 1;
+        a->hi[0] = end;
+        a->n = 1;
+        return;
+    }
+    if (start != UINT64_MAX) {
+        a->lo[a->n] = start + 1;
+        a->hi[a->n++] = UINT64_MAX;
+    }
+    a->lo[a->n] = 0;
+    a->hi[a->n++] = end;
+}
+
+/*
+ * Walk the keys of an arc from a cursor with an LMDB cursor, calling visit
+ * per key, until visit returns non-zero (returned) or the arc ends (cursor
+ * marked done).  Shared by scans, range deletes and tombstone collection;
+ * visit may delete the current key with mdb_cursor_del().
+ */
+typedef int (*arc_visit_fn)(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v);
+
+/* Position c at the first key of [lo, hi] after the cursor, when the cursor lies in it. */
+static int arc_seek(MDB_cursor *c, const struct store_cursor *cur, uint64_t lo, uint64_t hi,
+                    MDB_val *k, MDB_val *v)
+{
+    uint8_t buf[8];
+    int rc;
+
+    if (cur->started && cur->last_len >= 8 && get_be64(cur->last) >= lo &&
+        get_be64(cur->last) <= hi) {
+        k->mv_size = cur->last_len;
+        k->mv_data = (void *)cur->last;
+        rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE);
+        if (rc == 0 && k->mv_size == cur->last_len &&
+            memcmp(k->mv_data, cur->last, cur->last_len) == 0) {
+            rc = mdb_cursor_get(c, k, v, MDB_NEXT);
+        }
+        return rc;
+    }
+    put_be64(buf, lo);
+    k->mv_size = 8;
+    k->mv_data = buf;
+    return mdb_cursor_get(c, k, v, MDB_SET_RANGE);
+}
+
+static int arc_walk(MDB_cursor *c, uint64_t start, uint64_t end, struct store_cursor *cur,
+                    arc_visit_fn visit, void *ctx)
+{
+    struct arc_ranges a;
+    MDB_val k, v;
+    int first = 0, rc = 0;
+
+    arc_split(start, end, &a);
+    if (cur->started && cur->last_len >= 8 && a.n == 2 && get_be64(cur->last) <= a.hi[1] &&
+        get_be64(cur->last) < a.lo[0]) {
+        first = 1; /* the cursor is in the second range already */
+    }
+    for (int i = first; i < a.n; i++) {
+        int mrc = arc_seek(c, cur, a.lo[i], a.hi[i], &k, &v);
+        while (mrc == 0 && k.mv_size >= 8 && get_be64(k.mv_data) <= a.hi[i]) {
+            memcpy(cur->last, k.mv_data, k.mv_size);
+            cur->last_len = k.mv_size;
+            cur->started = true;
+            rc = visit(ctx, c, &k, &v);
+            if (rc != 0) {
+                return rc;
+            }
+            mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+        }
+        if (mrc != 0 && mrc != MDB_NOTFOUND) {
+            return store_err(mrc);
+        }
+    }
+    cur->done = true;
+    return 0;
+}
+
+/* A stop signal of the walkers themselves, never returned to callers. */
+#define ARC_LIMIT 1
+
+struct scan_ctx {
+    store_scan_fn fn;
+    void *ctx;
+    size_t max_items, max_bytes, items, bytes;
+    int stopped; /* the callback's non-zero return */
+};
+
+static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
+{
+    struct scan_ctx *sc = ctx;
+    struct store_item it = {get_be64(k->mv_data), (const uint8_t *)k->mv_data + 8, k->mv_size - 8,
+                            v->mv_data, v->mv_size};
+    int rc;
+
+    (void)c;
+    rc = sc->fn(sc->ctx, &it);
+    if (rc != 0) {
+        sc->stopped = rc;
+        return ARC_LIMIT;
+    }
+    sc->items++;
+    sc->bytes += v->mv_size;
+    if ((sc->max_items && sc->items >= sc->max_items) ||
+        (sc->max_bytes && sc->bytes >= sc->max_bytes)) {
+        return ARC_LIMIT;
+    }
+    return 0;
+}
+
+int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_cursor *cur,
+               size_t max_items, size_t max_bytes, store_scan_fn fn, void *ctx)
+{
+    struct scan_ctx sc = {fn, ctx, max_items, max_bytes, 0, 0, 0};
+    MDB_cursor *c;
+    MDB_txn *txn;
+    int rc;
+
+    if (cur->done) {
+        return 0;
+    }
+    rc = read_begin(s, &txn);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_open(txn, s->dbi_data, &c);
+    if (rc != 0) {
+        read_end(s, txn);
+        return store_err(rc);
+    }
+    rc = arc_walk(c, start, end, cur, scan_visit, &sc);
+    mdb_cursor_close(c);
+    read_end(s, txn);
+    if (rc == ARC_LIMIT) {
+        return sc.stopped;
+    }
+    return rc;
+}
+
+struct stats_ctx {
+    uint64_t keys, bytes;
+};
+
+static int stats_visit(void *ctx, const struct store_item *it)
+{
+    struct stats_ctx *st = ctx;
+    st->keys++;
+    st->bytes += 8 + it->key_len + it->record_len;
+    return 0;
+}
+
+/* Chunk size of arc statistics: bounds how long one read transaction lives. */
+#define STORE_STATS_CHUNK 4096
+
+int store_arc_stats(struct store *s, uint64_t start, uint64_t end, uint64_t *keys, uint64_t *bytes)
+{
+    struct stats_ctx st = {0, 0};
+    struct store_cursor cur;
+    int rc = 0;
+
+    store_cursor_init(&cur);
+    while (!cur.done && rc == 0) {
+        rc = store_scan(s, start, end, &cur, STORE_STATS_CHUNK, 0, stats_visit, &st);
+    }
+    *keys = st.keys;
+    *bytes = st.bytes;
+    return rc;
+}
+
+int store_table_get(struct store *s, enum store_table t, const void *key, size_t key_len, void *buf,
+                    size_t cap, size_t *len)
+{
+    MDB_val k = {key_len, (void *)key}, v;
+    MDB_txn *txn;
+    int rc = read_begin(s, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_get(txn, t == STORE_TABLE_META ? s->dbi_meta : s->dbi_handoff, &k, &v);
+    if (rc == 0) {
+        *len = v.mv_size;
+        memcpy(buf, v.mv_data, v.mv_size < cap ? v.mv_size : cap);
+        rc = v.mv_size <= cap ? 0 : RK_ETOOBIG;
+    } else {
+        rc = store_err(rc);
+    }
+    read_end(s, txn);
+    return rc;
+}
+
+/* --- hints ---------------------------------------------------------------- */
+
+/* Hint keys: the target's tag then the sequence number. */
+static void hint_key(const struct store *s, const char *target, uint64_t seq, uint8_t out[16])
+{
+    put_be64(out, ring_hash(s->cfg.seed, target, strlen(target)));
+    put_be64(out + 8, seq);
+}
+
+/* Parse a hint value (layout in the file header); the sibling is decoded. */
+static int hint_parse(const MDB_val *v, struct store_hint *h, char *target)
+{
+    const uint8_t *p = v->mv_data, *end = p + v->mv_size;
+    size_t tlen, klen, used;
+
+    if (v->mv_size < 1 || (size_t)(end - p) < 1u + p[0] + 8 + 2 || p[0] > RING_NAME_MAX) {
+        return RK_ESYNTAX;
+    }
+    tlen = p[0];
+    memcpy(target, p + 1, tlen);
+    target[tlen] = '\0';
+    p += 1 + tlen;
+    h->pos = get_be64(p);
+    klen = (size_t)p[8] << 8 | p[9];
+    p += 10;
+    if ((size_t)(end - p) < klen) {
+        return RK_ESYNTAX;
+    }
+    h->key = p;
+    h->key_len = klen;
+    p += klen;
+    if (sibling_decode(p, (size_t)(end - p), &used, &h->version) != 0 ||
+        used != (size_t)(end - p)) {
+        return RK_ESYNTAX;
+    }
+    return 0;
+}
+
+struct hint_scan_ctx {
+    struct store *s;
+    const char *target;
+    uint8_t tag[8];
+    store_hint_fn fn;
+    void *ctx;
+    size_t max_items, items;
+    int stopped;
+};
+
+static int hint_visit(struct hint_scan_ctx *hc, const MDB_val *k, const MDB_val *v)
+{
+    char target[RING_NAME_MAX + 1];
+    struct store_hint h = {.seq = get_be64((const uint8_t *)k->mv_data + 8), .target = target};
+    int rc;
+
+    sibling_init(&h.version);
+    if (hint_parse(v, &h, target) != 0) {
+        atomic_fetch_add(&hc->s->stat.decode_errors, 1);
+    } else if (strcmp(target, hc->target) == 0) {
+        rc = hc->fn(hc->ctx, &h);
+        if (rc != 0) {
+            hc->stopped = rc;
+        }
+        hc->items++;
+    }
+    sibling_deinit(&h.version);
+    return hc->stopped;
+}
+
+static int hint_walk(struct hint_scan_ctx *hc, MDB_cursor *c, struct store_cursor *cur)
+{
+    MDB_val k, v;
+    uint8_t start[16];
+    int rc;
+
+    memcpy(start, hc->tag, 8);
+    memset(start + 8, 0, 8);
+    k.mv_size = cur->started ? cur->last_len : 16;
+    k.mv_data = cur->started ? cur->last : start;
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    if (rc == 0 && cur->started && k.mv_size == cur->last_len &&
+        memcmp(k.mv_data, cur->last, k.mv_size) == 0) {
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    while (rc == 0 && k.mv_size == 16 && memcmp(k.mv_data, hc->tag, 8) == 0) {
+        memcpy(cur->last, k.mv_data, 16);
+        cur->last_len = 16;
+        cur->started = true;
+        if (hint_visit(hc, &k, &v) != 0 || (hc->max_items && hc->items >= hc->max_items)) {
+            return 0;
+        }
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        return store_err(rc);
+    }
+    cur->done = true;
+    return 0;
+}
+
+int store_hint_scan(struct store *s, const char *target, struct store_cursor *cur, size_t max_items,
+                    store_hint_fn fn, void *ctx)
+{
+    struct hint_scan_ctx hc = {
+        .s = s, .target = target, .fn = fn, .ctx = ctx, .max_items = max_items};
+    MDB_cursor *c;
+    MDB_txn *txn;
+    int rc;
+
+    if (cur->done) {
+        return 0;
+    }
+    put_be64(hc.tag, ring_hash(s->cfg.seed, target, strlen(target)));
+    rc = read_begin(s, &txn);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_open(txn, s->dbi_hints, &c);
+    if (rc == 0) {
+        rc = hint_walk(&hc, c, cur);
+        mdb_cursor_close(c);
+    } else {
+        rc = store_err(rc);
+    }
+    read_end(s, txn);
+    return rc != 0 ? rc : hc.stopped;
+}
+
+void store_get_stats(struct store *s, struct store_stats *st)
+{
+    MDB_envinfo info;
+    MDB_stat ms;
+    MDB_txn *txn;
+
+    memset(st, 0, sizeof(*st));
+    if (read_begin(s, &txn) == 0) {
+        mdb_stat(txn, s->dbi_data, &ms);
+        st->keys = ms.ms_entries;
+        mdb_stat(txn, s->dbi_hints, &ms);
+        st->hints = ms.ms_entries;
+        mdb_env_info(s->env, &info);
+        mdb_env_stat(s->env, &ms);
+        st->map_size = info.me_mapsize;
+        st->map_used = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+        read_end(s, txn);
+    }
+    st->commits = atomic_load(&s->stat.commits);
+    st->syncs = atomic_load(&s->stat.syncs);
+    st->ops = atomic_load(&s->stat.ops);
+    st->ops_failed = atomic_load(&s->stat.ops_failed);
+    st->enospc = atomic_load(&s->stat.enospc);
+    st->map_grows = atomic_load(&s->stat.map_grows);
+    st->decode_errors = atomic_load(&s->stat.decode_errors);
+}
+
+/* --- operations, run by the writer inside its transaction ------------------- */
+
+/* What one batch's transaction carries while its operations run. */
+struct batch {
+    struct store *s;
+    MDB_txn *txn;
+    uint64_t wall_ms;
+    int mdb_rc; /* an LMDB error that poisons the transaction (MDB_MAP_FULL ...) */
+};
+
+/* Record an LMDB failure: the op's code, and the transaction-level poison. */
+static int batch_fail(struct batch *b, int rc)
+{
+    if (rc == MDB_MAP_FULL || rc == MDB_TXN_FULL || rc == ENOSPC || rc == EIO || rc == ENOMEM ||
+        rc == EFBIG || rc == EDQUOT) {
+        b->mdb_rc = rc;
+    }
+    return store_err(rc);
+}
+
+/* Read and decode the record of an LMDB data key; an absent key is empty. */
+static int batch_load(struct batch *b, const MDB_val *k, struct record *r)
+{
+    MDB_val v;
+    int rc = mdb_get(b->txn, b->s->dbi_data, (MDB_val *)k, &v);
+
+    if (rc == MDB_NOTFOUND) {
+        return 0;
+    }
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    if (record_decode(v.mv_data, v.mv_size, r) != 0) {
+        atomic_fetch_add(&b->s->stat.decode_errors, 1);
+        return RK_ESYNTAX;
+    }
+    return 0;
+}
+
+/* Prune, encode into LMDB's own page (MDB_RESERVE) and store. */
+static int batch_store(struct batch *b, const MDB_val *k, struct record *r)
+{
+    MDB_val v;
+    int rc;
+
+    record_prune(r, b->s->cfg.prune_keep, b->wall_ms, b->s->cfg.prune_min_age_ms);
+    v.mv_size = record_encoded_size(r);
+    rc = mdb_put(b->txn, b->s->dbi_data, (MDB_val *)k, &v, MDB_RESERVE);
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    record_encode(r, v.mv_data);
+    return 0;
+}
+
+static int op_write(struct batch *b, struct store_op *op)
+{
+    uint8_t kb[8 + STORE_KEY_MAX];
+    MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
+                 kb};
+    struct record r;
+    int rc;
+
+    record_init(&r);
+    rc = batch_load(b, &k, &r);
+    if (rc == 0) {
+        uint64_t hlc = hlc_now(&b->s->hlc, b->wall_ms);
+        rc = record_write_local(&r, b->s->node_id, hlc, op->context, op->tombstone, op->value,
+                                op->value_len, b->s->cfg.conflicts, b->s->cfg.max_siblings,
+                                &op->written);
+    }
+    if (rc == 0) {
+        rc = batch_store(b, &k, &r);
+    }
+    record_deinit(&r);
+    return rc;
+}
+
+static int op_apply(struct batch *b, struct store_op *op)
+{
+    uint8_t kb[8 + STORE_KEY_MAX];
+    MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
+                 kb};
+    struct record r;
+    int rc;
+
+    /* A clock far ahead is not taken in, but the version is kept: no write is lost. */
+    (void)hlc_update(&b->s->hlc, op->version->hlc, b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
+    record_init(&r);
+    rc = batch_load(b, &k, &r);
+    if (rc == 0) {
+        rc = record_apply(&r, op->version, b->s->cfg.conflicts, b->s->cfg.max_siblings,
+                          &op->changed);
+    }
+    if (rc == 0 && op->changed) {
+        rc = batch_store(b, &k, &r);
+    }
+    record_deinit(&r);
+    return rc;
+}
+
+struct range_ctx {
+    struct batch *b;
+    struct store_op *op;
+    size_t seen;
+};
+
+static int range_delete_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
+{
+    struct range_ctx *rc = ctx;
+    int e;
+
+    (void)k;
+    (void)v;
+    e = mdb_cursor_del(c, 0);
+    if (e != 0) {
+        return batch_fail(rc->b, e);
+    }
+    rc->op->count++;
+    return ++rc->seen >= rc->op->limit ? ARC_LIMIT : 0;
+}
+
+/* Is the record at (k, v) a collectable set of tombstones? */
+static bool collectable(struct range_ctx *rc, const MDB_val *k, const MDB_val *v)
+{
+    struct record r;
+    bool yes = false;
+
+    record_init(&r);
+    if (record_decode(v->mv_data, v->mv_size, &r) != 0) {
+        atomic_fetch_add(&rc->b->s->stat.decode_errors, 1);
+    } else if (record_all_tombstones(&r) &&
+               hlc_physical(record_max_hlc(&r)) + rc->op->grace_ms < rc->b->wall_ms) {
+        yes = rc->op->collect == NULL ||
+              rc->op->collect(rc->op->collect_ctx, get_be64(k->mv_data),
+                              (const uint8_t *)k->mv_data + 8, k->mv_size - 8, &r);
+    }
+    record_deinit(&r);
+    return yes;
+}
+
+static int collect_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
+{
+    struct range_ctx *rc = ctx;
+
+    if (collectable(rc, k, v)) {
+        int e = mdb_cursor_del(c, 0);
+        if (e != 0) {
+            return batch_fail(rc->b, e);
+        }
+        rc->op->count++;
+    }
+    return ++rc->seen >= rc->op->limit ? ARC_LIMIT : 0;
+}
+
+static int op_range(struct batch *b, struct store_op *op)
+{
+    struct range_ctx ctx = {b, op, 0};
+    arc_visit_fn visit = op->type == STORE_OP_DELETE_RANGE ? range_delete_visit : collect_visit;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(b->txn, b->s->dbi_data, &c);
+
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    op->count = 0;
+    rc = arc_walk(c, op->start, op->end, op->cursor, visit, &ctx);
+    mdb_cursor_close(c);
+    return rc == ARC_LIMIT ? 0 : rc;
+}
+
+static int op_hint_put(struct batch *b, struct store_op *op)
+{
+    size_t tlen = strlen(op->target);
+    uint8_t kb[16], seq[8];
+    MDB_val k = {16, kb}, v;
+    uint8_t *p;
+    int rc;
+
+    hint_key(b->s, op->target, b->s->hint_seq + 1, kb);
+    v.mv_size = 1 + tlen + 8 + 2 + op->key_len + sibling_encoded_size(op->version);
+    rc = mdb_put(b->txn, b->s->dbi_hints, &k, &v, MDB_RESERVE);
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    p = v.mv_data;
+    p[0] = (uint8_t)tlen;
+    memcpy(p + 1, op->target, tlen);
+    p += 1 + tlen;
+    put_be64(p, store_position(b->s, op->key, op->key_len));
+    p[8] = (uint8_t)(op->key_len >> 8);
+    p[9] = (uint8_t)op->key_len;
+    if (op->key_len > 0) {
+        memcpy(p + 10, op->key, op->key_len);
+    }
+    sibling_encode(op->version, p + 10 + op->key_len);
+    put_be64(seq, b->s->hint_seq + 1);
+    rc = meta_put(b->txn, b->s->dbi_meta, "hint_seq", seq, 8);
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    b->s->hint_seq++;
+    op->seq = b->s->hint_seq;
+    return 0;
+}
+
+static int op_hint_delete(struct batch *b, struct store_op *op)
+{
+    uint8_t kb[16];
+    MDB_val k = {16, kb};
+    int rc;
+
+    hint_key(b->s, op->target, op->seq, kb);
+    rc = mdb_del(b->txn, b->s->dbi_hints, &k, NULL);
+    if (rc == MDB_NOTFOUND) {
+        return RK_ENOTFOUND;
+    }
+    return rc ? batch_fail(b, rc) : 0;
+}
+
+static bool meta_reserved(const struct store_op *op)
+{
+    for (size_t i = 0; i < sizeof(store_reserved_meta) / sizeof(store_reserved_meta[0]); i++) {
+        size_t n = strlen(store_reserved_meta[i]);
+        if (op->key_len == n && memcmp(op->key, store_reserved_meta[i], n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int op_table_put(struct batch *b, struct store_op *op)
+{
+    MDB_dbi dbi = op->table == STORE_TABLE_META ? b->s->dbi_meta : b->s->dbi_handoff;
+    MDB_val k = {op->key_len, (void *)op->key}, v = {op->value_len, (void *)op->value};
+    int rc;
+
+    if (op->table == STORE_TABLE_META && meta_reserved(op)) {
+        return RK_EINVAL;
+    }
+    rc = op->value != NULL ? mdb_put(b->txn, dbi, &k, &v, 0) : mdb_del(b->txn, dbi, &k, NULL);
+    if (rc == MDB_NOTFOUND) {
+        return 0;
+    }
+    return rc ? batch_fail(b, rc) : 0;
+}
+
+typedef int (*op_fn)(struct batch *b, struct store_op *op);
+
+static const op_fn op_table[] = {
+    [STORE_OP_WRITE] = op_write,         [STORE_OP_APPLY] = op_apply,
+    [STORE_OP_DELETE_RANGE] = op_range,  [STORE_OP_COLLECT] = op_range,
+    [STORE_OP_HINT_PUT] = op_hint_put,   [STORE_OP_HINT_DELETE] = op_hint_delete,
+    [STORE_OP_TABLE_PUT] = op_table_put,
+};
+
+static bool op_is_deletion(const struct store_op *op)
+{
+    return op->type == STORE_OP_DELETE_RANGE || op->type == STORE_OP_COLLECT ||
+           op->type == STORE_OP_HINT_DELETE || (op->type == STORE_OP_TABLE_PUT && !op->value);
+}
+
+/* --- the writer --------------------------------------------------------------- */
+
+/* Undo an operation's visible effects when its transaction does not commit. */
+static void op_reset(struct store_op *op, const struct store_cursor *saved)
+{
+    if (op->type == STORE_OP_WRITE) {
+        sibling_deinit(&op->written);
+        sibling_init(&op->written);
+    }
+    if ((op->type == STORE_OP_DELETE_RANGE || op->type == STORE_OP_COLLECT) && saved != NULL) {
+        *op->cursor = *saved;
+    }
+    op->changed = false;
+    op->count = 0;
+}
+
+/* Double the map, up to map_max (plus the deletion reserve); false when at the limit. */
+static bool store_grow(struct store *s, bool deletions_only)
+{
+    size_t limit = s->cfg.map_max + (deletions_only ? STORE_DELETE_RESERVE : 0);
+    size_t want = s->map_size * 2;
+    MDB_envinfo info;
+    int rc;
+
+    if (s->map_size >= limit) {
+        return false;
+    }
+    want = want > limit ? limit : want;
+    want = (want + 4095) & ~(size_t)4095;
+    pthread_rwlock_wrlock(&s->resize_lock);
+    rc = mdb_env_set_mapsize(s->env, want);
+    pthread_rwlock_unlock(&s->resize_lock);
+    if (rc != 0) {
+        return false;
+    }
+    mdb_env_info(s->env, &info);
+    s->map_size = info.me_mapsize;
+    atomic_fetch_add(&s->stat.map_grows, 1);
+    return true;
+}
+
+/* One attempt: run every op in one transaction and commit.  Returns 0 or an LMDB code. */
+static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
+{
+    struct batch b = {.s = s, .wall_ms = store_wall_ms(s)};
+    int rc = mdb_txn_begin(s->env, NULL, 0, &b.txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    for (size_t i = 0; i < n && b.mdb_rc == 0; i++) {
+        ops[i]->result = op_table[ops[i]->type](&b, ops[i]);
+    }
+    if (b.mdb_rc != 0) {
+        mdb_txn_abort(b.txn);
+        return b.mdb_rc;
+    }
+    return mdb_txn_commit(b.txn);
+}
+
+static void batch_after_commit(struct store *s)
+{
+    atomic_fetch_add(&s->stat.commits, 1);
+    if (s->cfg.sync == STORE_SYNC_ALWAYS) {
+        atomic_fetch_add(&s->stat.syncs, 1);
+        return;
+    }
+    s->unsynced = true;
+    if (s->cfg.sync == STORE_SYNC_BATCH && mono_ms() - s->last_sync_ms >= s->cfg.batch_ms) {
+        mdb_env_sync(s->env, 1);
+        s->unsynced = false;
+        s->last_sync_ms = mono_ms();
+        atomic_fetch_add(&s->stat.syncs, 1);
+    }
+}
+
+/*
+ * Run a batch to the end: grow the map and retry on MDB_MAP_FULL, split a
+ * batch whose transaction grew too large, and fail every operation when
+ * the batch cannot commit.
+ */
+static void batch_run(struct store *s, struct store_op **ops, size_t n)
+{
+    struct store_cursor *saved = calloc(n, sizeof(*saved));
+    uint64_t seq0 = s->hint_seq;
+    bool deletions_only = true;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        deletions_only = deletions_only && op_is_deletion(ops[i]);
+        if (saved != NULL && ops[i]->cursor != NULL) {
+            saved[i] = *ops[i]->cursor;
+        }
+    }
+    for (;;) {
+        rc = batch_attempt(s, ops, n);
+        if (rc == 0) {
+            batch_after_commit(s);
+            break;
+        }
+        s->hint_seq = seq0;
+        for (size_t i = 0; i < n; i++) {
+            op_reset(ops[i], saved ? &saved[i] : NULL);
+        }
+        if (rc == MDB_MAP_FULL && store_grow(s, deletions_only)) {
+            continue;
+        }
+        if (rc == MDB_TXN_FULL && n > 1) {
+            batch_run(s, ops, n / 2);
+            batch_run(s, ops + n / 2, n - n / 2);
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            ops[i]->result = store_err(rc);
+        }
+        break;
+    }
+    free(saved);
+}
+
+/* Mark a batch finished and hand each operation to its waiter or to dispatch. */
+static void batch_complete(struct store *s, struct store_op **ops, size_t n)
+{
+    bool notify = false;
+
+    for (size_t i = 0; i < n; i++) {
+        struct store_op *op = ops[i];
+        atomic_fetch_add(&s->stat.ops, 1);
+        if (op->result != 0) {
+            atomic_fetch_add(&s->stat.ops_failed, 1);
+        }
+        if (op->result == RK_ENOSPC) {
+            atomic_fetch_add(&s->stat.enospc, 1);
+        }
+        if (op->done != NULL) {
+            op->next_ = NULL;
+            if (s->done_tail != NULL) {
+                s->done_tail->next_ = op;
+            } else {
+                s->done_head = op;
+            }
+            s->done_tail = op;
+            notify = true;
+        }
+        op->finished_ = true; /* a waiter may free op from here on */
+    }
+    pthread_cond_broadcast(&s->finished);
+    if (notify) {
+        uint64_t one = 1;
+        ssize_t w = write(s->event_fd, &one, sizeof(one));
+        (void)w; /* a full counter is already readable */
+    }
+}
+
+/* Wait for work; in batch mode wake up to fsync what is committed but not synced. */
+static void writer_wait(struct store *s)
+{
+    while (s->queue_head == NULL && !s->closing) {
+        if (s->cfg.sync == STORE_SYNC_BATCH && s->unsynced) {
+            struct timespec ts;
+            uint64_t due = s->last_sync_ms + s->cfg.batch_ms;
+            ts.tv_sec = (time_t)(due / 1000);
+            ts.tv_nsec = (long)(due % 1000) * 1000000;
+            if (pthread_cond_timedwait(&s->work, &s->mu, &ts) == ETIMEDOUT) {
+                pthread_mutex_unlock(&s->mu);
+                mdb_env_sync(s->env, 1);
+                atomic_fetch_add(&s->stat.syncs, 1);
+                pthread_mutex_lock(&s->mu);
+                s->unsynced = false;
+                s->last_sync_ms = mono_ms();
+            }
+            continue;
+        }
+        pthread_cond_wait(&s->work, &s->mu);
+    }
+}
+
+static void *store_writer_main(void *arg)
+{
+    struct store *s = arg;
+    struct store_op **ops = s->batch_ops;
+    size_t n;
+
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        writer_wait(s);
+        if (s->queue_head == NULL) {
+            break; /* closing, and everything queued is done */
+        }
+        for (n = 0; s->queue_head != NULL && n < s->cfg.batch_max; n++) {
+            ops[n] = s->queue_head;
+            s->queue_head = ops[n]->next_;
+        }
+        if (s->queue_head == NULL) {
+            s->queue_tail = NULL;
+        }
+        pthread_mutex_unlock(&s->mu);
+        batch_run(s, ops, n);
+        pthread_mutex_lock(&s->mu);
+        batch_complete(s, ops, n);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* --- submitting and completing ------------------------------------------------ */
+
+void store_op_init(struct store_op *op, enum store_op_type type)
+{
+    memset(op, 0, sizeof(*op));
+    op->type = type;
+    sibling_init(&op->written);
+}
+
+static bool op_valid(const struct store_op *op)
+{
+    bool keyed =
+        op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY || op->type == STORE_OP_HINT_PUT;
+    bool ranged = op->type == STORE_OP_DELETE_RANGE || op->type == STORE_OP_COLLECT;
+    bool targeted = op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_HINT_DELETE;
+
+    if ((unsigned)op->type > STORE_OP_TABLE_PUT) {
+        return false;
+    }
+    if (keyed && op->key == NULL && op->key_len > 0) {
+        return false;
+    }
+    if ((op->type == STORE_OP_APPLY || op->type == STORE_OP_HINT_PUT) && op->version == NULL) {
+        return false;
+    }
+    if (op->type == STORE_OP_WRITE && op->value == NULL && op->value_len > 0) {
+        return false;
+    }
+    if (targeted && (op->target == NULL || !ring_name_valid(op->target, strlen(op->target)))) {
+        return false;
+    }
+    if (ranged && (op->cursor == NULL || op->limit < 1)) {
+        return false;
+    }
+    return op->type != STORE_OP_TABLE_PUT || (op->key_len >= 1 && op->key_len <= 511);
+}
+
+int store_submit(struct store *s, struct store_op *op)
+{
+    bool keyed =
+        op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY || op->type == STORE_OP_HINT_PUT;
+
+    if (keyed && op->key_len > STORE_KEY_MAX) {
+        return RK_ETOOBIG;
+    }
+    if (op->type == STORE_OP_WRITE && op->value_len > RECORD_VALUE_MAX) {
+        return RK_ETOOBIG;
+    }
+    if (!op_valid(op)) {
+        return RK_EINVAL;
+    }
+    op->next_ = NULL;
+    op->finished_ = false;
+    op->result = 0;
+    pthread_mutex_lock(&s->mu);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->mu);
+        return RK_ECLOSED;
+    }
+    if (s->queue_tail != NULL) {
+        s->queue_tail->next_ = op;
+    } else {
+        s->queue_head = op;
+    }
+    s->queue_tail = op;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+int store_wait(struct store *s, struct store_op *op)
+{
+    assert(op->done == NULL && "store_wait: the operation completes through its callback");
+    pthread_mutex_lock(&s->mu);
+    while (!op->finished_) {
+        pthread_cond_wait(&s->finished, &s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return op->result;
+}
+
+int store_event_fd(const struct store *s)
+{
+    return s->event_fd;
+}
+
+void store_dispatch(struct store *s)
+{
+    struct store_op *op;
+    uint64_t n;
+
+    pthread_mutex_lock(&s->mu);
+    op = s->done_head;
+    s->done_head = s->done_tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (read(s->event_fd, &n, sizeof(n)) < 0) {
+        n = 0; /* EAGAIN: nothing was signalled since the last dispatch */
+    }
+    while (op != NULL) {
+        struct store_op *next = op->next_;
+        op->done(op, op->ctx);
+        op = next;
+    }
+}
+
+int store_write(struct store *s, const void *key, size_t len, const void *value, size_t value_len,
+                bool tombstone, const struct vclock *context, struct sibling *written)
+{
+    struct store_op op;
+    int rc;
+
+    store_op_init(&op, STORE_OP_WRITE);
+    op.key = key;
+    op.key_len = len;
+    op.value = value;
+    op.value_len = value_len;
+    op.tombstone = tombstone;
+    op.context = context;
+    rc = store_submit(s, &op);
+    rc = rc ? rc : store_wait(s, &op);
+    if (rc == 0 && written != NULL) {
+        sibling_deinit(written);
+        *written = op.written;
+    } else {
+        sibling_deinit(&op.written);
+    }
+    return rc;
+}
+
+int store_apply(struct store *s, const void *key, size_t len, const struct sibling *v,
+                bool *changed)
+{
+    struct store_op op;
+    int rc;
+
+    store_op_init(&op, STORE_OP_APPLY);
+    op.key = key;
+    op.key_len = len;
+    op.version = v;
+    rc = store_submit(s, &op);
+    rc = rc ? rc : store_wait(s, &op);
+    if (changed != NULL) {
+        *changed = rc == 0 && op.changed;
+    }
+    return rc;
+}

@@ -1,0 +1,993 @@
+/*
+ * check_store.c - unit tests of the LMDB store (storage/store.c) on real
+ * LMDB files in temporary directories: identity, versions and siblings
+ * through the write path, arc scans across the wrap-around with resumable
+ * cursors, range deletes, tombstone collection, hints, tables, completion
+ * by callback, group commit, and full maps and file systems.
+ */
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "hlc.h"
+#include "store.h"
+
+static char tmp_dir[256];
+static const uint8_t cluster_a[] = "cluster-a";
+
+static void tmp_setup(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp_dir, sizeof(tmp_dir), "%s/check_store.XXXXXX", base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+}
+
+static void tmp_teardown(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A wall clock the tests move by hand. */
+static uint64_t fake_now_ms = 1800000000000ull;
+static uint64_t fake_wall(void *ctx)
+{
+    (void)ctx;
+    return fake_now_ms;
+}
+
+static void config_for(struct store_config *c, const char *sub, const char *node)
+{
+    static char path[512];
+    store_config_defaults(c);
+    snprintf(path, sizeof(path), "%s/%s", tmp_dir, sub);
+    c->path = path;
+    c->node_id = node;
+    c->cluster_id = cluster_a;
+    c->cluster_id_len = sizeof(cluster_a) - 1;
+    c->wall_ms = fake_wall;
+    c->sync = STORE_SYNC_NONE; /* durability is the crash test's subject */
+}
+
+static struct store *open_store(const char *sub, const char *node)
+{
+    struct store_config c;
+    struct store *s;
+    char err[256];
+    config_for(&c, sub, node);
+    ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
+    return s;
+}
+
+static void put(struct store *s, const char *key, const char *value)
+{
+    ck_assert_int_eq(store_write(s, key, strlen(key), value, strlen(value), false, NULL, NULL), 0);
+}
+
+/* The value of a single-sibling record, or NULL when absent. */
+static char *get_value(struct store *s, const char *key)
+{
+    struct record r;
+    char *v;
+    record_init(&r);
+    if (store_get(s, key, strlen(key), &r) == RK_ENOTFOUND) {
+        return NULL;
+    }
+    ck_assert_uint_eq(r.n, 1);
+    v = strndup((const char *)r.s[0].value, r.s[0].value_len);
+    record_deinit(&r);
+    return v;
+}
+
+START_TEST(test_open_write_reopen)
+{
+    struct store *s = open_store("d", "n1");
+    char *v;
+    put(s, "alpha", "1");
+    put(s, "beta", "2");
+    store_close(s);
+    s = open_store("d", "n1");
+    v = get_value(s, "alpha");
+    ck_assert_str_eq(v, "1");
+    free(v);
+    ck_assert_ptr_null(get_value(s, "missing"));
+    store_close(s);
+}
+END_TEST
+
+static int open_err(const char *sub, const char *node, const uint8_t *cluster, size_t clen,
+                    const uint8_t *seed, char *err, size_t err_len)
+{
+    struct store_config c;
+    struct store *s;
+    int rc;
+    config_for(&c, sub, node);
+    c.cluster_id = cluster;
+    c.cluster_id_len = clen;
+    if (seed != NULL) {
+        memcpy(c.seed, seed, RING_SEED_LEN);
+    }
+    rc = store_open(&s, &c, err, err_len);
+    if (rc == 0) {
+        store_close(s);
+    }
+    return rc;
+}
+
+START_TEST(test_identity_refused)
+{
+    char err[256];
+    uint8_t seed2[RING_SEED_LEN] = {9};
+    store_close(open_store("d", "n1"));
+
+    ck_assert_int_eq(open_err("d", "n2", cluster_a, 9, NULL, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "belongs to node 'n1', not 'n2'") != NULL, "%s", err);
+    ck_assert_int_eq(open_err("d", "n1", (const uint8_t *)"other", 5, NULL, err, sizeof(err)),
+                     RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "another cluster") != NULL, "%s", err);
+    ck_assert_int_eq(open_err("d", "n1", cluster_a, 9, seed2, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "another ring seed") != NULL, "%s", err);
+    /* the original identity still opens */
+    ck_assert_int_eq(open_err("d", "n1", cluster_a, 9, NULL, err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(test_unknown_format_refused)
+{
+    char path[512], err[256];
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    uint8_t fmt[4] = {0, 0, 0, 7};
+    MDB_val k = {6, "format"}, v = {4, fmt};
+
+    store_close(open_store("d", "n1"));
+    snprintf(path, sizeof(path), "%s/d", tmp_dir);
+    ck_assert_int_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 4);
+    ck_assert_int_eq(mdb_env_open(env, path, 0, 0600), 0);
+    ck_assert_int_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    ck_assert_int_eq(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    ck_assert_int_eq(mdb_put(txn, dbi, &k, &v, 0), 0);
+    ck_assert_int_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    ck_assert_int_eq(open_err("d", "n1", cluster_a, 9, NULL, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "has format 7; this build reads format 1") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_second_opener_refused)
+{
+    struct store *s = open_store("d", "n1");
+    char err[256];
+    ck_assert_int_eq(open_err("d", "n1", cluster_a, 9, NULL, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "in use by another process") != NULL, "%s", err);
+    store_close(s);
+}
+END_TEST
+
+START_TEST(test_bad_config)
+{
+    struct store_config c;
+    struct store *s;
+    char err[256];
+    config_for(&c, "d", "bad id");
+    ck_assert_int_eq(store_open(&s, &c, err, sizeof(err)), RK_EINVAL);
+    config_for(&c, "d", "n1");
+    c.cluster_id_len = 0;
+    ck_assert_int_eq(store_open(&s, &c, err, sizeof(err)), RK_EINVAL);
+    config_for(&c, "d", "n1");
+    c.map_max = c.map_initial - 1;
+    ck_assert_int_eq(store_open(&s, &c, err, sizeof(err)), RK_EINVAL);
+}
+END_TEST
+
+/* A version of key written by another node, to apply as a concurrent write. */
+static void version_from(const char *node, const char *key, const char *value, bool tombstone,
+                         struct sibling *out)
+{
+    char sub[32];
+    snprintf(sub, sizeof(sub), "other-%s", node);
+    struct store *o = open_store(sub, node);
+    ck_assert_int_eq(
+        store_write(o, key, strlen(key), value, value ? strlen(value) : 0, tombstone, NULL, out),
+        0);
+    store_close(o);
+}
+
+START_TEST(test_siblings_through_writes)
+{
+    struct store *s = open_store("d", "n1");
+    struct sibling w1, w2;
+    struct vclock ctx;
+    struct record r;
+
+    sibling_init(&w1);
+    sibling_init(&w2);
+    vclock_init(&ctx);
+    record_init(&r);
+    ck_assert_int_eq(store_write(s, "k", 1, "a", 1, false, &ctx, &w1), 0);
+    /*
+     * A second write through the same node with the same stale context
+     * would have to supersede the first without having seen it: refused
+     * as a conflict, the record unchanged.
+     */
+    ck_assert_int_eq(store_write(s, "k", 1, "b", 1, false, &ctx, NULL), RK_EMISMATCH);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    /* A concurrent write coordinated elsewhere becomes a sibling. */
+    version_from("n2", "k", "b", false, &w2);
+    ck_assert_int_eq(store_apply(s, "k", 1, &w2, NULL), 0);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    /* A write with the record's context supersedes both. */
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_int_eq(store_write(s, "k", 1, "c", 1, false, &ctx, NULL), 0);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_mem_eq(r.s[0].value, "c", 1);
+    /* A blind write (no context) supersedes what the node has. */
+    put(s, "k", "d");
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_mem_eq(r.s[0].value, "d", 1);
+    ck_assert_int_eq(vclock_compare(&r.s[0].clock, &w1.clock), VCLOCK_AFTER);
+    ck_assert_int_eq(vclock_compare(&r.s[0].clock, &w2.clock), VCLOCK_AFTER);
+    /* A delete is a tombstone. */
+    ck_assert_int_eq(store_write(s, "k", 1, NULL, 0, true, NULL, NULL), 0);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert(record_all_tombstones(&r));
+    sibling_deinit(&w1);
+    sibling_deinit(&w2);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+    store_close(s);
+}
+END_TEST
+
+START_TEST(test_apply_replicated_versions)
+{
+    struct store *a = open_store("a", "na");
+    struct store *b = open_store("b", "nb");
+    struct sibling v1, v2, v3;
+    struct record r;
+    bool changed;
+
+    sibling_init(&v1);
+    sibling_init(&v2);
+    sibling_init(&v3);
+    record_init(&r);
+    ck_assert_int_eq(store_write(a, "k", 1, "one", 3, false, NULL, &v1), 0);
+    ck_assert_int_eq(store_write(a, "k", 1, "two", 3, false, NULL, &v2), 0);
+    ck_assert_int_eq(store_write(b, "k", 1, "bee", 3, false, NULL, &v3), 0);
+    /* On a third replica: v1, then v2 (descends: replaces), then v1 again (old: ignored). */
+    struct store *c = open_store("c", "nc");
+    ck_assert_int_eq(store_apply(c, "k", 1, &v1, &changed), 0);
+    ck_assert(changed);
+    ck_assert_int_eq(store_apply(c, "k", 1, &v2, &changed), 0);
+    ck_assert(changed);
+    ck_assert_int_eq(store_apply(c, "k", 1, &v1, &changed), 0);
+    ck_assert(!changed);
+    ck_assert_int_eq(store_get(c, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    /* v3, written on b independently, is concurrent: a sibling. */
+    ck_assert_int_eq(store_apply(c, "k", 1, &v3, &changed), 0);
+    ck_assert(changed);
+    ck_assert_int_eq(store_get(c, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    sibling_deinit(&v1);
+    sibling_deinit(&v2);
+    sibling_deinit(&v3);
+    record_deinit(&r);
+    store_close(a);
+    store_close(b);
+    store_close(c);
+}
+END_TEST
+
+START_TEST(test_lww_mode)
+{
+    struct store_config cfg;
+    struct store *s, *other = open_store("o", "zz");
+    struct sibling late, early;
+    struct record r;
+    char err[256];
+
+    config_for(&cfg, "d", "n1");
+    cfg.conflicts = RECORD_LWW;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    sibling_init(&late);
+    sibling_init(&early);
+    record_init(&r);
+    ck_assert_int_eq(store_write(other, "k", 1, "early", 5, false, NULL, &early), 0);
+    fake_now_ms += 1000;
+    ck_assert_int_eq(store_write(other, "k", 1, "late", 4, false, NULL, &late), 0);
+    /* Apply a concurrent local write and both remote ones, in the wrong order. */
+    put(s, "k", "local");
+    ck_assert_int_eq(store_apply(s, "k", 1, &late, NULL), 0);
+    ck_assert_int_eq(store_apply(s, "k", 1, &early, NULL), 0);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_mem_eq(r.s[0].value, "late", 4);
+    sibling_deinit(&late);
+    sibling_deinit(&early);
+    record_deinit(&r);
+    store_close(s);
+    store_close(other);
+}
+END_TEST
+
+START_TEST(test_sibling_cap)
+{
+    struct store_config cfg;
+    struct store *s;
+    struct sibling v;
+    struct record r;
+    char err[256], node[8];
+
+    config_for(&cfg, "d", "n1");
+    cfg.max_siblings = 3;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    sibling_init(&v);
+    record_init(&r);
+    for (int i = 2; i <= 5; i++) {
+        snprintf(node, sizeof(node), "n%d", i);
+        version_from(node, "k", "v", false, &v);
+        ck_assert_int_eq(store_apply(s, "k", 1, &v, NULL), i <= 4 ? 0 : RK_ETOOBIG);
+    }
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 3);
+    for (size_t i = 0; i < r.n; i++) {
+        ck_assert_str_ne(r.s[i].node, "n5");
+    }
+    sibling_deinit(&v);
+    record_deinit(&r);
+    store_close(s);
+}
+END_TEST
+
+/* --- arcs ------------------------------------------------------------------ */
+
+#define ARC_KEYS 500
+
+struct collected {
+    uint64_t pos[ARC_KEYS * 2];
+    size_t n;
+};
+
+static int collect_pos(void *ctx, const struct store_item *it)
+{
+    struct collected *c = ctx;
+    ck_assert_uint_lt(c->n, ARC_KEYS * 2);
+    c->pos[c->n++] = it->pos;
+    return 0;
+}
+
+static bool on_arc(uint64_t start, uint64_t end, uint64_t p)
+{
+    if (start < end) {
+        return p > start && p <= end;
+    }
+    return p > start || p <= end;
+}
+
+static void fill_keys(struct store *s, uint64_t *pos)
+{
+    char key[32];
+    for (int i = 0; i < ARC_KEYS; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        put(s, key, "v");
+        pos[i] = store_position(s, key, strlen(key));
+    }
+}
+
+/* Scan (start, end] in chunks of `chunk` keys and compare with the expected set. */
+static void check_arc(struct store *s, const uint64_t *pos, uint64_t start, uint64_t end,
+                      size_t chunk)
+{
+    struct collected got = {.n = 0};
+    struct store_cursor cur;
+    size_t want = 0, calls = 0;
+
+    store_cursor_init(&cur);
+    while (!cur.done) {
+        ck_assert_int_eq(store_scan(s, start, end, &cur, chunk, 0, collect_pos, &got), 0);
+        ck_assert_uint_lt(++calls, ARC_KEYS + 3);
+    }
+    for (int i = 0; i < ARC_KEYS; i++) {
+        want += on_arc(start, end, pos[i]);
+    }
+    ck_assert_uint_eq(got.n, want);
+    for (size_t i = 0; i < got.n; i++) {
+        ck_assert(on_arc(start, end, got.pos[i]));
+        for (size_t j = 0; j < i; j++) {
+            ck_assert_uint_ne(got.pos[i], got.pos[j]);
+        }
+    }
+    /* In ring order from start: ascending, with at most one wrap. */
+    size_t wraps = 0;
+    for (size_t i = 1; i < got.n; i++) {
+        wraps += got.pos[i] < got.pos[i - 1];
+    }
+    ck_assert_uint_le(wraps, 1);
+}
+
+START_TEST(test_arc_scans)
+{
+    struct store *s = open_store("d", "n1");
+    uint64_t pos[ARC_KEYS];
+    fill_keys(s, pos);
+    const uint64_t q = UINT64_MAX / 4;
+    check_arc(s, pos, q, 3 * q, 0);           /* plain */
+    check_arc(s, pos, 3 * q, q, 7);           /* wraps, resumed in chunks */
+    check_arc(s, pos, q, q, 50);              /* the whole circle */
+    check_arc(s, pos, UINT64_MAX, q, 1);      /* starts at the very end */
+    check_arc(s, pos, pos[0], pos[0], 13);    /* whole circle from a key */
+    check_arc(s, pos, pos[3] - 1, pos[3], 1); /* exactly one key */
+    check_arc(s, pos, pos[3], pos[3] + 1, 0); /* a key on the open end: excluded */
+    uint64_t keys, bytes;
+    ck_assert_int_eq(store_arc_stats(s, q, q, &keys, &bytes), 0);
+    ck_assert_uint_eq(keys, ARC_KEYS);
+    ck_assert_uint_gt(bytes, ARC_KEYS * 8);
+    store_close(s);
+}
+END_TEST
+
+static int stop_after_three(void *ctx, const struct store_item *it)
+{
+    (void)it;
+    return ++*(int *)ctx == 3 ? 42 : 0;
+}
+
+START_TEST(test_scan_callback_stops)
+{
+    struct store *s = open_store("d", "n1");
+    uint64_t pos[ARC_KEYS];
+    struct store_cursor cur;
+    int seen = 0;
+
+    fill_keys(s, pos);
+    store_cursor_init(&cur);
+    ck_assert_int_eq(store_scan(s, 0, 0, &cur, 0, 0, stop_after_three, &seen), 42);
+    ck_assert_int_eq(seen, 3);
+    ck_assert(!cur.done);
+    store_close(s);
+}
+END_TEST
+
+static void run_range_op(struct store *s, enum store_op_type type, uint64_t start, uint64_t end,
+                         size_t limit, uint64_t grace, store_collect_fn fn, size_t *deleted)
+{
+    struct store_cursor cur;
+    struct store_op op;
+
+    store_cursor_init(&cur);
+    *deleted = 0;
+    while (!cur.done) {
+        store_op_init(&op, type);
+        op.start = start;
+        op.end = end;
+        op.cursor = &cur;
+        op.limit = limit;
+        op.grace_ms = grace;
+        op.collect = fn;
+        ck_assert_int_eq(store_submit(s, &op), 0);
+        ck_assert_int_eq(store_wait(s, &op), 0);
+        *deleted += op.count;
+    }
+}
+
+START_TEST(test_range_delete)
+{
+    struct store *s = open_store("d", "n1");
+    uint64_t pos[ARC_KEYS], start = UINT64_MAX / 3 * 2, end = UINT64_MAX / 5;
+    size_t deleted, want = 0;
+    char key[32];
+
+    fill_keys(s, pos);
+    for (int i = 0; i < ARC_KEYS; i++) {
+        want += on_arc(start, end, pos[i]);
+    }
+    run_range_op(s, STORE_OP_DELETE_RANGE, start, end, 17, 0, NULL, &deleted);
+    ck_assert_uint_eq(deleted, want);
+    for (int i = 0; i < ARC_KEYS; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        char *v = get_value(s, key);
+        ck_assert_msg((v == NULL) == on_arc(start, end, pos[i]), "key %d", i);
+        free(v);
+    }
+    store_close(s);
+}
+END_TEST
+
+static bool refuse_key_7(void *ctx, uint64_t pos, const uint8_t *key, size_t len,
+                         const struct record *r)
+{
+    (void)ctx;
+    (void)pos;
+    (void)r;
+    return !(len == 5 && memcmp(key, "key-7", 5) == 0);
+}
+
+START_TEST(test_tombstone_collection)
+{
+    struct store *s = open_store("d", "n1");
+    size_t deleted;
+    char key[32];
+
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        put(s, key, "v");
+        if (i < 8) {
+            ck_assert_int_eq(store_write(s, key, strlen(key), NULL, 0, true, NULL, NULL), 0);
+        }
+    }
+    /* key-8: a live value and a concurrent tombstone: never collected. */
+    struct sibling t;
+    sibling_init(&t);
+    version_from("n9", "key-8", NULL, true, &t);
+    ck_assert_int_eq(store_apply(s, "key-8", 5, &t, NULL), 0);
+    sibling_deinit(&t);
+    fake_now_ms += 500;
+    run_range_op(s, STORE_OP_COLLECT, 0, 0, 3, 1000, NULL, &deleted);
+    ck_assert_uint_eq(deleted, 0); /* within the grace period */
+    fake_now_ms += 1000;
+    run_range_op(s, STORE_OP_COLLECT, 0, 0, 3, 1000, refuse_key_7, &deleted);
+    ck_assert_uint_eq(deleted, 7); /* key-0..6; key-7 refused by the predicate */
+    struct record r;
+    record_init(&r);
+    ck_assert_int_eq(store_get(s, "key-7", 5, &r), 0);
+    ck_assert_int_eq(store_get(s, "key-8", 5, &r), 0);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_int_eq(store_get(s, "key-9", 5, &r), 0);
+    ck_assert_int_eq(store_get(s, "key-3", 5, &r), RK_ENOTFOUND);
+    record_deinit(&r);
+    store_close(s);
+}
+END_TEST
+
+/* --- hints and tables ---------------------------------------------------------- */
+
+struct hint_seen {
+    uint64_t seq[8];
+    char key[8][16];
+    size_t n;
+};
+
+static int hint_collect(void *ctx, const struct store_hint *h)
+{
+    struct hint_seen *hs = ctx;
+    ck_assert_uint_lt(hs->n, 8);
+    hs->seq[hs->n] = h->seq;
+    snprintf(hs->key[hs->n], 16, "%.*s", (int)h->key_len, (const char *)h->key);
+    ck_assert_uint_eq(h->version.value_len, 3);
+    hs->n++;
+    return 0;
+}
+
+static void hint_put(struct store *s, const char *target, const char *key, const struct sibling *v)
+{
+    struct store_op op;
+    store_op_init(&op, STORE_OP_HINT_PUT);
+    op.target = target;
+    op.key = (const uint8_t *)key;
+    op.key_len = strlen(key);
+    op.version = v;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    ck_assert_int_eq(store_wait(s, &op), 0);
+}
+
+static void hint_scan_all(struct store *s, const char *target, struct hint_seen *hs)
+{
+    struct store_cursor cur;
+    store_cursor_init(&cur);
+    hs->n = 0;
+    while (!cur.done) {
+        ck_assert_int_eq(store_hint_scan(s, target, &cur, 2, hint_collect, hs), 0);
+    }
+}
+
+START_TEST(test_hints)
+{
+    struct store *s = open_store("d", "n1");
+    struct sibling v;
+    struct hint_seen hs;
+    struct store_op op;
+
+    sibling_init(&v);
+    ck_assert_int_eq(store_write(s, "x", 1, "val", 3, false, NULL, &v), 0);
+    hint_put(s, "node-a", "k1", &v);
+    hint_put(s, "node-b", "k2", &v);
+    hint_put(s, "node-a", "k3", &v);
+    hint_put(s, "node-a", "k4", &v);
+    hint_scan_all(s, "node-a", &hs);
+    ck_assert_uint_eq(hs.n, 3);
+    ck_assert_str_eq(hs.key[0], "k1");
+    ck_assert_str_eq(hs.key[2], "k4");
+    ck_assert_uint_lt(hs.seq[0], hs.seq[1]);
+    store_op_init(&op, STORE_OP_HINT_DELETE);
+    op.target = "node-a";
+    op.seq = hs.seq[1];
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    ck_assert_int_eq(store_wait(s, &op), 0);
+    store_close(s);
+    /* Sequence numbers survive a restart. */
+    s = open_store("d", "n1");
+    hint_put(s, "node-a", "k5", &v);
+    hint_scan_all(s, "node-a", &hs);
+    ck_assert_uint_eq(hs.n, 3);
+    ck_assert_str_eq(hs.key[1], "k4");
+    ck_assert_str_eq(hs.key[2], "k5");
+    ck_assert_uint_gt(hs.seq[2], hs.seq[1]);
+    hint_scan_all(s, "node-b", &hs);
+    ck_assert_uint_eq(hs.n, 1);
+    sibling_deinit(&v);
+    store_close(s);
+}
+END_TEST
+
+static int table_put(struct store *s, enum store_table t, const char *k, const char *v)
+{
+    struct store_op op;
+    store_op_init(&op, STORE_OP_TABLE_PUT);
+    op.table = t;
+    op.key = (const uint8_t *)k;
+    op.key_len = strlen(k);
+    op.value = (const uint8_t *)v;
+    op.value_len = v ? strlen(v) : 0;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    return store_wait(s, &op);
+}
+
+START_TEST(test_tables)
+{
+    struct store *s = open_store("d", "n1");
+    char buf[64];
+    size_t len;
+
+    ck_assert_int_eq(table_put(s, STORE_TABLE_META, "generation", "7"), 0);
+    ck_assert_int_eq(table_put(s, STORE_TABLE_META, "node_id", "evil"), RK_EINVAL);
+    ck_assert_int_eq(table_put(s, STORE_TABLE_HANDOFF, "arc-1", "cursor"), 0);
+    ck_assert_int_eq(store_table_get(s, STORE_TABLE_META, "generation", 10, buf, 64, &len), 0);
+    ck_assert_uint_eq(len, 1);
+    ck_assert_int_eq(store_table_get(s, STORE_TABLE_META, "node_id", 7, buf, 64, &len), 0);
+    ck_assert_mem_eq(buf, "n1", 2);
+    ck_assert_int_eq(store_table_get(s, STORE_TABLE_HANDOFF, "arc-1", 5, buf, 2, &len), RK_ETOOBIG);
+    ck_assert_int_eq(table_put(s, STORE_TABLE_HANDOFF, "arc-1", NULL), 0);
+    ck_assert_int_eq(store_table_get(s, STORE_TABLE_HANDOFF, "arc-1", 5, buf, 64, &len),
+                     RK_ENOTFOUND);
+    store_close(s);
+}
+END_TEST
+
+START_TEST(test_bad_operations)
+{
+    struct store *s = open_store("d", "n1");
+    char big[STORE_KEY_MAX + 1];
+    struct store_op op;
+    struct record r;
+
+    memset(big, 'k', sizeof(big));
+    record_init(&r);
+    ck_assert_int_eq(store_write(s, big, sizeof(big), "v", 1, false, NULL, NULL), RK_ETOOBIG);
+    ck_assert_int_eq(store_get(s, big, sizeof(big), &r), RK_ETOOBIG);
+    ck_assert_int_eq(store_write(s, big, STORE_KEY_MAX, "v", 1, false, NULL, NULL), 0);
+    ck_assert_int_eq(store_write(s, "", 0, "empty key", 9, false, NULL, NULL), 0);
+    ck_assert_int_eq(store_get(s, "", 0, &r), 0);
+    store_op_init(&op, STORE_OP_APPLY); /* no version */
+    op.key = (const uint8_t *)"k";
+    op.key_len = 1;
+    ck_assert_int_eq(store_submit(s, &op), RK_EINVAL);
+    store_op_init(&op, STORE_OP_HINT_DELETE);
+    op.target = "bad target";
+    ck_assert_int_eq(store_submit(s, &op), RK_EINVAL);
+    store_op_init(&op, STORE_OP_DELETE_RANGE); /* no cursor */
+    ck_assert_int_eq(store_submit(s, &op), RK_EINVAL);
+    record_deinit(&r);
+    store_close(s);
+}
+END_TEST
+
+/* --- completion and group commit --------------------------------------------- */
+
+static void count_done(struct store_op *op, void *ctx)
+{
+    ck_assert_int_eq(op->result, 0);
+    sibling_deinit(&op->written);
+    ++*(int *)ctx;
+}
+
+START_TEST(test_callback_completion)
+{
+    struct store *s = open_store("d", "n1");
+    struct store_op ops[20];
+    char keys[20][8];
+    int done = 0;
+
+    for (int i = 0; i < 20; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+        store_op_init(&ops[i], STORE_OP_WRITE);
+        ops[i].key = (const uint8_t *)keys[i];
+        ops[i].key_len = strlen(keys[i]);
+        ops[i].value = (const uint8_t *)"v";
+        ops[i].value_len = 1;
+        ops[i].done = count_done;
+        ops[i].ctx = &done;
+        ck_assert_int_eq(store_submit(s, &ops[i]), 0);
+    }
+    while (done < 20) {
+        struct pollfd p = {store_event_fd(s), POLLIN, 0};
+        ck_assert_int_ge(poll(&p, 1, 10000), 1);
+        store_dispatch(s);
+    }
+    store_close(s);
+    s = open_store("d", "n1");
+    char *v = get_value(s, "k19");
+    ck_assert_str_eq(v, "v");
+    free(v);
+    store_close(s);
+}
+END_TEST
+
+/* Holds the writer inside a collection predicate until released. */
+static sem_t gate_entered, gate_release;
+static bool gate(void *ctx, uint64_t pos, const uint8_t *key, size_t len, const struct record *r)
+{
+    (void)ctx;
+    (void)pos;
+    (void)key;
+    (void)len;
+    (void)r;
+    sem_post(&gate_entered);
+    sem_wait(&gate_release);
+    return false;
+}
+
+START_TEST(test_group_commit_one_transaction)
+{
+    struct store *s = open_store("d", "n1");
+    struct store_cursor cur;
+    struct store_op hold, ops[50];
+    struct store_stats st;
+    char keys[50][8];
+    uint64_t commits;
+    int done = 0;
+
+    sem_init(&gate_entered, 0, 0);
+    sem_init(&gate_release, 0, 0);
+    ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
+    fake_now_ms += 10;
+    store_get_stats(s, &st);
+    commits = st.commits;
+    store_cursor_init(&cur);
+    store_op_init(&hold, STORE_OP_COLLECT);
+    hold.start = hold.end = 0;
+    hold.cursor = &cur;
+    hold.limit = 10;
+    hold.collect = gate;
+    ck_assert_int_eq(store_submit(s, &hold), 0);
+    sem_wait(&gate_entered); /* the writer is inside its transaction now */
+    for (int i = 0; i < 50; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "g%d", i);
+        store_op_init(&ops[i], STORE_OP_WRITE);
+        ops[i].key = (const uint8_t *)keys[i];
+        ops[i].key_len = strlen(keys[i]);
+        ops[i].value = (const uint8_t *)"v";
+        ops[i].value_len = 1;
+        ops[i].done = count_done;
+        ops[i].ctx = &done;
+        ck_assert_int_eq(store_submit(s, &ops[i]), 0);
+    }
+    sem_post(&gate_release);
+    ck_assert_int_eq(store_wait(s, &hold), 0);
+    while (done < 50) {
+        struct pollfd p = {store_event_fd(s), POLLIN, 0};
+        ck_assert_int_ge(poll(&p, 1, 10000), 1);
+        store_dispatch(s);
+    }
+    store_get_stats(s, &st);
+    /* one commit for the held batch, one for all fifty writes queued behind it */
+    ck_assert_uint_eq(st.commits - commits, 2);
+    store_close(s);
+}
+END_TEST
+
+START_TEST(test_close_refuses_and_drains)
+{
+    struct store *s = open_store("d", "n1");
+    put(s, "k", "v");
+    store_close(s);
+    s = open_store("d", "n1");
+    char *v = get_value(s, "k");
+    ck_assert_str_eq(v, "v");
+    free(v);
+    store_close(s);
+}
+END_TEST
+
+/* --- full maps and file systems ------------------------------------------------ */
+
+/* Write distinct 1 KiB values until the store refuses; returns how many were written. */
+static int fill_until_full(struct store *s, int max)
+{
+    char key[32], value[1024];
+    int i;
+    memset(value, 'x', sizeof(value));
+    for (i = 0; i < max; i++) {
+        snprintf(key, sizeof(key), "fill-%d", i);
+        int rc = store_write(s, key, strlen(key), value, sizeof(value), false, NULL, NULL);
+        if (rc == RK_ENOSPC) {
+            return i;
+        }
+        ck_assert_int_eq(rc, 0);
+    }
+    return i;
+}
+
+START_TEST(test_map_full)
+{
+    struct store_config cfg;
+    struct store_stats st;
+    struct store *s;
+    size_t deleted;
+    char err[256];
+
+    config_for(&cfg, "d", "n1");
+    cfg.map_initial = 1024 * 1024;
+    cfg.map_max = 4 * 1024 * 1024;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    int n = fill_until_full(s, 100000);
+    ck_assert_int_gt(n, 1000);   /* the map grew past its first 1 MiB */
+    ck_assert_int_lt(n, 100000); /* and stopped at its maximum */
+    store_get_stats(s, &st);
+    ck_assert_uint_ge(st.map_grows, 2);
+    ck_assert_uint_ge(st.enospc, 1);
+    /* Reads still work. */
+    char *v = get_value(s, "fill-0");
+    ck_assert_uint_eq(strlen(v), 1024);
+    free(v);
+    /* Deleting makes room, and writes work again without a restart. */
+    run_range_op(s, STORE_OP_DELETE_RANGE, 0, 0, 1000, 0, NULL, &deleted);
+    ck_assert_uint_eq(deleted, (size_t)n);
+    ck_assert_int_gt(fill_until_full(s, 100), 99);
+    store_close(s);
+}
+END_TEST
+
+/*
+ * The file system refuses to grow the file (RLIMIT_FSIZE, EFBIG: what a
+ * full disk looks like to LMDB's pwrite), then allows it again.
+ */
+START_TEST(test_file_system_full)
+{
+    struct store *s = open_store("d", "n1");
+    struct rlimit lim, saved;
+    char *v;
+
+    put(s, "before", "ok");
+    signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    lim = saved;
+    lim.rlim_cur = 256 * 1024;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int n = fill_until_full(s, 100000);
+    ck_assert_int_lt(n, 100000);
+    v = get_value(s, "before");
+    ck_assert_str_eq(v, "ok");
+    free(v);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    put(s, "after", "ok");
+    store_close(s);
+    s = open_store("d", "n1");
+    v = get_value(s, "after");
+    ck_assert_str_eq(v, "ok");
+    free(v);
+    store_close(s);
+}
+END_TEST
+
+/*
+ * A real full file system: a 2 MiB tmpfs in a private mount namespace of
+ * this (forked) test process.  Needs root; registered only then.
+ */
+START_TEST(test_tmpfs_full)
+{
+    char mnt[512], cmd[600];
+    struct store_config cfg;
+    struct store *s;
+    char err[256];
+
+    snprintf(mnt, sizeof(mnt), "%s/tmpfs", tmp_dir);
+    ck_assert_int_eq(mkdir(mnt, 0700), 0);
+    ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+    ck_assert_int_eq(mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), 0);
+    config_for(&cfg, "tmpfs/d", "n1");
+    cfg.map_initial = 1024 * 1024;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    /* Fill the file system beside the store, then fill the store. */
+    snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of=%s/ballast bs=64k count=8 2>/dev/null", mnt);
+    ck_assert_int_eq(system(cmd), 0);
+    int n = fill_until_full(s, 100000);
+    ck_assert_int_lt(n, 2000);
+    char *v = get_value(s, "fill-0");
+    ck_assert_ptr_nonnull(v);
+    free(v);
+    /* Space returns: writes work again. */
+    snprintf(cmd, sizeof(cmd), "%s/ballast", mnt);
+    ck_assert_int_eq(unlink(cmd), 0);
+    put(s, "after", "ok");
+    store_close(s);
+    ck_assert_int_eq(umount(mnt), 0);
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+    Suite *su = suite_create("store");
+    struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"open_write_reopen", test_open_write_reopen},
+        {"identity_refused", test_identity_refused},
+        {"unknown_format", test_unknown_format_refused},
+        {"second_opener", test_second_opener_refused},
+        {"bad_config", test_bad_config},
+        {"siblings", test_siblings_through_writes},
+        {"apply", test_apply_replicated_versions},
+        {"lww", test_lww_mode},
+        {"sibling_cap", test_sibling_cap},
+        {"arc_scans", test_arc_scans},
+        {"scan_stop", test_scan_callback_stops},
+        {"range_delete", test_range_delete},
+        {"tombstones", test_tombstone_collection},
+        {"hints", test_hints},
+        {"tables", test_tables},
+        {"bad_operations", test_bad_operations},
+        {"callbacks", test_callback_completion},
+        {"group_commit", test_group_commit_one_transaction},
+        {"close", test_close_refuses_and_drains},
+        {"map_full", test_map_full},
+        {"file_system_full", test_file_system_full},
+        {"tmpfs_full", test_tmpfs_full},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (cases[i].fn == test_tmpfs_full && geteuid() != 0) {
+            fprintf(stderr, "check_store: not root, the tmpfs full-disk case is not run\n");
+            continue;
+        }
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(su, tc);
+    }
+    return su;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(store_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
