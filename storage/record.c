@@ -37,10 +37,10 @@
 #include "record.h"
 
 #include <assert.h>
-#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "error.h"
 
 /* The fixed record head: format, flags, u16 sibling count. */
@@ -51,38 +51,6 @@
 #define RECORD_SIBLING_MIN_BYTES (2 + RECORD_SIBLING_FIXED_BYTES + 1)
 /* First capacity of a growing record: most keys hold one sibling, some two. */
 #define RECORD_CAP_MIN 2
-
-static uint8_t *record_put_u64(uint8_t *p, uint64_t v)
-{
-    uint64_t be = htobe64(v);
-
-    memcpy(p, &be, sizeof(be));
-    return p + sizeof(be);
-}
-
-static uint8_t *record_put_u32(uint8_t *p, uint32_t v)
-{
-    uint32_t be = htobe32(v);
-
-    memcpy(p, &be, sizeof(be));
-    return p + sizeof(be);
-}
-
-static uint64_t record_get_u64(const uint8_t *p)
-{
-    uint64_t be;
-
-    memcpy(&be, p, sizeof(be));
-    return be64toh(be);
-}
-
-static uint32_t record_get_u32(const uint8_t *p)
-{
-    uint32_t be;
-
-    memcpy(&be, p, sizeof(be));
-    return be32toh(be);
-}
 
 /* *out = a fresh copy of value[0..len), NULL when len is 0. */
 static int record_dup_value(uint8_t **out, const void *value, size_t len)
@@ -612,12 +580,12 @@ size_t sibling_encode(const struct sibling *s, uint8_t *out)
     assert(s->value_len <= RECORD_VALUE_MAX && "sibling_encode: value over RECORD_VALUE_MAX");
     assert((!s->tombstone || s->value_len == 0) && "sibling_encode: tombstone with a value");
     p += vclock_encode(&s->clock, p);
-    p = record_put_u64(p, s->hlc);
+    p = bytes_put_be64(p, s->hlc);
     *p++ = (uint8_t)node_len;
     memcpy(p, s->node, node_len);
     p += node_len;
     *p++ = s->tombstone ? RECORD_SIBLING_TOMBSTONE : 0;
-    p = record_put_u32(p, (uint32_t)s->value_len);
+    p = bytes_put_be32(p, (uint32_t)s->value_len);
     if (s->value_len > 0) {
         memcpy(p, s->value, s->value_len);
     }
@@ -649,7 +617,7 @@ static int sibling_decode_origin(const uint8_t *buf, size_t len, size_t *pos, st
     if (len - p < 8 + 1) {
         return RK_ESYNTAX;
     }
-    s->hlc = record_get_u64(&buf[p]);
+    s->hlc = bytes_get_be64(&buf[p]);
     node_len = buf[p + 8];
     p += 8 + 1;
     /* ring_name_valid() bounds node_len by RING_NAME_MAX before the copy. */
@@ -674,7 +642,7 @@ static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, str
         return RK_ESYNTAX;
     }
     sflags = buf[p];
-    value_len = record_get_u32(&buf[p + 1]);
+    value_len = bytes_get_be32(&buf[p + 1]);
     p += 1 + 4;
     if ((sflags & ~RECORD_SIBLING_TOMBSTONE) != 0) {
         return RK_ESYNTAX;

@@ -75,6 +75,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "error.h"
 #include "hlc.h"
 
@@ -122,23 +123,6 @@ struct store {
 };
 
 /* --- small helpers -------------------------------------------------------- */
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
 
 static uint64_t mono_ms(void)
 {
@@ -203,7 +187,7 @@ uint64_t store_position(const struct store *s, const void *key, size_t len)
 /* The data-table key of (pos, key): 8 + len bytes written to out. */
 static size_t data_key(uint8_t *out, uint64_t pos, const void *key, size_t len)
 {
-    put_be64(out, pos);
+    bytes_put_be64(out, pos);
     if (len > 0) {
         memcpy(out + 8, key, len);
     }
@@ -285,7 +269,7 @@ static int store_create_identity(struct store *s, MDB_txn *txn)
     uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT}, created[8], seq[8] = {0};
     int rc;
 
-    put_be64(created, store_wall_ms(s));
+    bytes_put_be64(created, store_wall_ms(s));
     rc = meta_put(txn, s->dbi_meta, "format", fmt, 4);
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "node_id", s->node_id, strlen(s->node_id));
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "cluster_id", s->cluster_id, s->cfg.cluster_id_len);
@@ -335,7 +319,7 @@ static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t
         return RK_EMISMATCH;
     }
     if (meta_get(txn, s->dbi_meta, "hint_seq", &v) == 0 && v.mv_size == 8) {
-        s->hint_seq = get_be64(v.mv_data);
+        s->hint_seq = bytes_get_be64(v.mv_data);
     }
     return 0;
 }
@@ -620,8 +604,8 @@ static int arc_seek(MDB_cursor *c, const struct store_cursor *cur, uint64_t lo, 
     uint8_t buf[8];
     int rc;
 
-    if (cur->started && cur->last_len >= 8 && get_be64(cur->last) >= lo &&
-        get_be64(cur->last) <= hi) {
+    if (cur->started && cur->last_len >= 8 && bytes_get_be64(cur->last) >= lo &&
+        bytes_get_be64(cur->last) <= hi) {
         k->mv_size = cur->last_len;
         k->mv_data = (void *)cur->last;
         rc = mdb_cursor_get(c, k, v, MDB_SET_RANGE);
@@ -631,7 +615,7 @@ static int arc_seek(MDB_cursor *c, const struct store_cursor *cur, uint64_t lo, 
         }
         return rc;
     }
-    put_be64(buf, lo);
+    bytes_put_be64(buf, lo);
     k->mv_size = 8;
     k->mv_data = buf;
     return mdb_cursor_get(c, k, v, MDB_SET_RANGE);
@@ -645,13 +629,13 @@ static int arc_walk(MDB_cursor *c, uint64_t start, uint64_t end, struct store_cu
     int first = 0, rc = 0;
 
     arc_split(start, end, &a);
-    if (cur->started && cur->last_len >= 8 && a.n == 2 && get_be64(cur->last) <= a.hi[1] &&
-        get_be64(cur->last) < a.lo[0]) {
+    if (cur->started && cur->last_len >= 8 && a.n == 2 && bytes_get_be64(cur->last) <= a.hi[1] &&
+        bytes_get_be64(cur->last) < a.lo[0]) {
         first = 1; /* the cursor is in the second range already */
     }
     for (int i = first; i < a.n; i++) {
         int mrc = arc_seek(c, cur, a.lo[i], a.hi[i], &k, &v);
-        while (mrc == 0 && k.mv_size >= 8 && get_be64(k.mv_data) <= a.hi[i]) {
+        while (mrc == 0 && k.mv_size >= 8 && bytes_get_be64(k.mv_data) <= a.hi[i]) {
             memcpy(cur->last, k.mv_data, k.mv_size);
             cur->last_len = k.mv_size;
             cur->started = true;
@@ -682,8 +666,8 @@ struct scan_ctx {
 static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
 {
     struct scan_ctx *sc = ctx;
-    struct store_item it = {get_be64(k->mv_data), (const uint8_t *)k->mv_data + 8, k->mv_size - 8,
-                            v->mv_data, v->mv_size};
+    struct store_item it = {bytes_get_be64(k->mv_data), (const uint8_t *)k->mv_data + 8,
+                            k->mv_size - 8, v->mv_data, v->mv_size};
     int rc;
 
     (void)c;
@@ -787,8 +771,8 @@ int store_table_get(struct store *s, enum store_table t, const void *key, size_t
 /* Hint keys: the target's tag then the sequence number. */
 static void hint_key(const struct store *s, const char *target, uint64_t seq, uint8_t out[16])
 {
-    put_be64(out, ring_hash(s->cfg.seed, target, strlen(target)));
-    put_be64(out + 8, seq);
+    bytes_put_be64(out, ring_hash(s->cfg.seed, target, strlen(target)));
+    bytes_put_be64(out + 8, seq);
 }
 
 /* Parse a hint value (layout in the file header); the sibling is decoded. */
@@ -804,7 +788,7 @@ static int hint_parse(const MDB_val *v, struct store_hint *h, char *target)
     memcpy(target, p + 1, tlen);
     target[tlen] = '\0';
     p += 1 + tlen;
-    h->pos = get_be64(p);
+    h->pos = bytes_get_be64(p);
     klen = (size_t)p[8] << 8 | p[9];
     p += 10;
     if ((size_t)(end - p) < klen) {
@@ -833,7 +817,8 @@ struct hint_scan_ctx {
 static int hint_visit(struct hint_scan_ctx *hc, const MDB_val *k, const MDB_val *v)
 {
     char target[RING_NAME_MAX + 1];
-    struct store_hint h = {.seq = get_be64((const uint8_t *)k->mv_data + 8), .target = target};
+    struct store_hint h = {.seq = bytes_get_be64((const uint8_t *)k->mv_data + 8),
+                           .target = target};
     int rc;
 
     sibling_init(&h.version);
@@ -893,7 +878,7 @@ int store_hint_scan(struct store *s, const char *target, struct store_cursor *cu
     if (cur->done) {
         return 0;
     }
-    put_be64(hc.tag, ring_hash(s->cfg.seed, target, strlen(target)));
+    bytes_put_be64(hc.tag, ring_hash(s->cfg.seed, target, strlen(target)));
     rc = read_begin(s, &txn);
     if (rc != 0) {
         return rc;
@@ -1070,7 +1055,7 @@ static bool collectable(struct range_ctx *rc, const MDB_val *k, const MDB_val *v
     } else if (record_all_tombstones(&r) &&
                hlc_physical(record_max_hlc(&r)) + rc->op->grace_ms < rc->b->wall_ms) {
         yes = rc->op->collect == NULL ||
-              rc->op->collect(rc->op->collect_ctx, get_be64(k->mv_data),
+              rc->op->collect(rc->op->collect_ctx, bytes_get_be64(k->mv_data),
                               (const uint8_t *)k->mv_data + 8, k->mv_size - 8, &r);
     }
     record_deinit(&r);
@@ -1125,14 +1110,14 @@ static int op_hint_put(struct batch *b, struct store_op *op)
     p[0] = (uint8_t)tlen;
     memcpy(p + 1, op->target, tlen);
     p += 1 + tlen;
-    put_be64(p, store_position(b->s, op->key, op->key_len));
+    bytes_put_be64(p, store_position(b->s, op->key, op->key_len));
     p[8] = (uint8_t)(op->key_len >> 8);
     p[9] = (uint8_t)op->key_len;
     if (op->key_len > 0) {
         memcpy(p + 10, op->key, op->key_len);
     }
     sibling_encode(op->version, p + 10 + op->key_len);
-    put_be64(seq, b->s->hint_seq + 1);
+    bytes_put_be64(seq, b->s->hint_seq + 1);
     rc = meta_put(b->txn, b->s->dbi_meta, "hint_seq", seq, 8);
     if (rc != 0) {
         return batch_fail(b, rc);

@@ -22,10 +22,10 @@
  */
 #include "vclock.h"
 
-#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "error.h"
 #include "hlc.h"
 
@@ -371,22 +371,6 @@ size_t vclock_encoded_size(const struct vclock *vc)
     return size;
 }
 
-static uint8_t *vclock_put_u64(uint8_t *p, uint64_t v)
-{
-    uint64_t be = htobe64(v);
-
-    memcpy(p, &be, sizeof(be));
-    return p + sizeof(be);
-}
-
-static uint64_t vclock_get_u64(const uint8_t *p)
-{
-    uint64_t be;
-
-    memcpy(&be, p, sizeof(be));
-    return be64toh(be);
-}
-
 size_t vclock_encode(const struct vclock *vc, uint8_t *out)
 {
     uint8_t *p = out;
@@ -398,8 +382,8 @@ size_t vclock_encode(const struct vclock *vc, uint8_t *out)
         *p++ = e->id_len;
         memcpy(p, e->id, e->id_len);
         p += e->id_len;
-        p = vclock_put_u64(p, e->counter);
-        p = vclock_put_u64(p, e->stamp);
+        p = bytes_put_be64(p, e->counter);
+        p = bytes_put_be64(p, e->stamp);
     }
     return (size_t)(p - out);
 }
@@ -428,8 +412,8 @@ static int vclock_decode_entry(const uint8_t *buf, size_t len, size_t *pos, stru
     e->id[id_len] = '\0';
     e->id_len = (uint8_t)id_len;
     p += id_len;
-    e->counter = vclock_get_u64(&buf[p]);
-    e->stamp = vclock_get_u64(&buf[p + 8]);
+    e->counter = bytes_get_be64(&buf[p]);
+    e->stamp = bytes_get_be64(&buf[p + 8]);
     if (e->counter == 0 || (prev != NULL && vclock_entry_cmp(prev, e) >= 0)) {
         return RK_ESYNTAX;
     }
