@@ -62,6 +62,9 @@ struct vec_state {
 };
 
 static void vec_vfail(struct vec_state *v, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void vec_vfail(struct vec_state *v, const char *fmt, va_list ap)
 {
     v->res->failed++;
     if (v->report == NULL) {
