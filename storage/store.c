@@ -43,11 +43,15 @@
  *
  * The writer
  * ----------
- * One thread runs every write.  It takes all queued operations (up to
- * batch_max), executes them in one transaction and commits once, then
- * completes them.  While it waits for an fsync new operations queue up
- * and ride the next commit, so the number of fsyncs follows the disk's
- * speed, not the number of writers (group commit).  An operation that
+ * One thread at a time holds the writer role.  It takes all queued
+ * operations (up to batch_max), executes them in one transaction and
+ * commits once, then completes them.  While it waits for an fsync new
+ * operations queue up and ride the next commit, so the number of fsyncs
+ * follows the disk's speed, not the number of writers (group commit).
+ * The role goes to a thread blocked in store_wait() when nobody holds it
+ * (leader and followers, as in RocksDB's write groups), otherwise to the
+ * store's writer thread, which also completes operations that report by
+ * callback and, in batch mode, fsyncs when the store goes idle.  An operation that
  * fails on its own terms (sibling cap, bad input) fails alone before it
  * changes anything; a failed commit fails every operation of the batch.
  *
@@ -106,12 +110,13 @@ struct store {
     struct store_op *queue_head, *queue_tail;
     struct store_op *done_head, *done_tail;
     bool closing;
+    bool leading; /* a thread holds the writer role: runs a batch or an fsync */
     pthread_t writer;
     bool writer_started;
-    struct store_op **batch_ops; /* the writer's batch, batch_max entries */
     int event_fd;
 
-    /* the writer's own state */
+    /* the writer role's own state: touched only by the thread holding it */
+    struct store_op **batch_ops; /* the batch, batch_max entries */
     struct hlc hlc;
     uint64_t hint_seq;
     bool unsynced;
@@ -1337,23 +1342,70 @@ static void batch_complete(struct store *s, struct store_op **ops, size_t n)
     }
 }
 
-/* Wait for work; in batch mode wake up to fsync what is committed but not synced. */
+/*
+ * Take the writer role (mu held, leading false): run one batch of the queue
+ * and complete it.  Returns with mu held and the role released.  Both the
+ * writer thread and threads blocked in store_wait() lead: a thread waiting
+ * for its own write runs the batch itself when nobody else is writing, so
+ * an uncontended synchronous write costs no thread hand-off, while
+ * operations completed by callback (the event loop's) are left to the
+ * writer thread.
+ */
+static void store_lead(struct store *s)
+{
+    struct store_op **ops = s->batch_ops;
+    size_t n;
+
+    s->leading = true;
+    for (n = 0; s->queue_head != NULL && n < s->cfg.batch_max; n++) {
+        ops[n] = s->queue_head;
+        s->queue_head = ops[n]->next_;
+    }
+    if (s->queue_head == NULL) {
+        s->queue_tail = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    batch_run(s, ops, n);
+    pthread_mutex_lock(&s->mu);
+    batch_complete(s, ops, n);
+    s->leading = false;
+    if (s->queue_head != NULL) {
+        /* queued meanwhile: a waiter or the writer thread takes it */
+        pthread_cond_broadcast(&s->finished);
+        pthread_cond_signal(&s->work);
+    } else if (s->closing) {
+        pthread_cond_signal(&s->work);
+    }
+}
+
+/* Batch mode, idle: fsync what was committed but not synced, holding the role. */
+static void writer_timed_sync(struct store *s)
+{
+    struct timespec ts;
+    uint64_t due = s->last_sync_ms + s->cfg.batch_ms;
+
+    ts.tv_sec = (time_t)(due / 1000);
+    ts.tv_nsec = (long)(due % 1000) * 1000000;
+    if (pthread_cond_timedwait(&s->work, &s->mu, &ts) != ETIMEDOUT || s->leading) {
+        return;
+    }
+    s->leading = true;
+    pthread_mutex_unlock(&s->mu);
+    mdb_env_sync(s->env, 1);
+    atomic_fetch_add(&s->stat.syncs, 1);
+    s->unsynced = false;
+    s->last_sync_ms = mono_ms();
+    pthread_mutex_lock(&s->mu);
+    s->leading = false;
+    pthread_cond_broadcast(&s->finished);
+}
+
+/* Wait until there is a batch to run and nobody runs one, or the store closes. */
 static void writer_wait(struct store *s)
 {
-    while (s->queue_head == NULL && !s->closing) {
-        if (s->cfg.sync == STORE_SYNC_BATCH && s->unsynced) {
-            struct timespec ts;
-            uint64_t due = s->last_sync_ms + s->cfg.batch_ms;
-            ts.tv_sec = (time_t)(due / 1000);
-            ts.tv_nsec = (long)(due % 1000) * 1000000;
-            if (pthread_cond_timedwait(&s->work, &s->mu, &ts) == ETIMEDOUT) {
-                pthread_mutex_unlock(&s->mu);
-                mdb_env_sync(s->env, 1);
-                atomic_fetch_add(&s->stat.syncs, 1);
-                pthread_mutex_lock(&s->mu);
-                s->unsynced = false;
-                s->last_sync_ms = mono_ms();
-            }
+    while ((s->queue_head == NULL || s->leading) && !(s->closing && !s->leading)) {
+        if (!s->leading && s->cfg.sync == STORE_SYNC_BATCH && s->unsynced) {
+            writer_timed_sync(s);
             continue;
         }
         pthread_cond_wait(&s->work, &s->mu);
@@ -1363,26 +1415,14 @@ static void writer_wait(struct store *s)
 static void *store_writer_main(void *arg)
 {
     struct store *s = arg;
-    struct store_op **ops = s->batch_ops;
-    size_t n;
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
         writer_wait(s);
         if (s->queue_head == NULL) {
-            break; /* closing, and everything queued is done */
+            break; /* closing, nobody writing, and everything queued is done */
         }
-        for (n = 0; s->queue_head != NULL && n < s->cfg.batch_max; n++) {
-            ops[n] = s->queue_head;
-            s->queue_head = ops[n]->next_;
-        }
-        if (s->queue_head == NULL) {
-            s->queue_tail = NULL;
-        }
-        pthread_mutex_unlock(&s->mu);
-        batch_run(s, ops, n);
-        pthread_mutex_lock(&s->mu);
-        batch_complete(s, ops, n);
+        store_lead(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -1453,7 +1493,10 @@ int store_submit(struct store *s, struct store_op *op)
         s->queue_head = op;
     }
     s->queue_tail = op;
-    pthread_cond_signal(&s->work);
+    if (op->done != NULL) {
+        /* a waiter leads its own batch; a callback operation needs the writer thread */
+        pthread_cond_signal(&s->work);
+    }
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -1463,6 +1506,10 @@ int store_wait(struct store *s, struct store_op *op)
     assert(op->done == NULL && "store_wait: the operation completes through its callback");
     pthread_mutex_lock(&s->mu);
     while (!op->finished_) {
+        if (!s->leading && s->queue_head != NULL) {
+            store_lead(s);
+            continue;
+        }
         pthread_cond_wait(&s->finished, &s->mu);
     }
     pthread_mutex_unlock(&s->mu);
