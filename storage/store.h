@@ -29,6 +29,7 @@
 #ifndef RINGKV_STORE_H
 #define RINGKV_STORE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -246,6 +247,7 @@ struct store_op {
     /* private to the store */
     struct store_op *next_;
     bool finished_;
+    pthread_cond_t *wake_; /* the condition its waiter sleeps on */
 };
 
 /* Zero op and make it ready to fill in. */
@@ -255,6 +257,12 @@ void store_op_init(struct store_op *op, enum store_op_type type);
  * Queue op for the writer.  Returns 0, or at once: RK_ECLOSED when the
  * store is closing, RK_ETOOBIG for a key over STORE_KEY_MAX, RK_EINVAL
  * for a malformed operation.  From any thread.
+ *
+ * An operation with done == NULL runs when its submitter calls
+ * store_wait() (the waiting thread runs the batch itself when no other
+ * thread is writing) or rides a batch that another thread runs: submit and
+ * then wait, without blocking on anything else in between.  Operations with
+ * a done callback are run by the store's writer thread.
  */
 int store_submit(struct store *s, struct store_op *op);
 
