@@ -127,10 +127,25 @@ struct store {
     uint64_t hint_seq;
     size_t recent_batch; /* decaying maximum of recent batch sizes (commit delay) */
 
+    uint64_t generation;          /* tells this store from one reusing its address */
+    struct store_reader *readers; /* every thread's cached read transaction, under mu */
+
     struct {
         atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, decode_errors;
     } stat;
 };
+
+/* A thread's reusable read transaction of one store (see read_begin()). */
+struct store_reader {
+    MDB_txn *txn;
+    bool in_use;
+    struct store_reader *next;
+};
+
+static atomic_uint_fast64_t store_generations;
+static __thread const struct store *tl_store;
+static __thread uint64_t tl_generation;
+static __thread struct store_reader *tl_reader;
 
 /* --- small helpers -------------------------------------------------------- */
 
@@ -431,6 +446,7 @@ static struct store *store_alloc(const struct store_config *cfg)
     snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
     memcpy(s->cluster_id, cfg->cluster_id, cfg->cluster_id_len);
     hlc_init(&s->hlc);
+    s->generation = atomic_fetch_add(&store_generations, 1) + 1;
     return s;
 }
 
@@ -505,6 +521,12 @@ void store_close(struct store *s)
         pthread_join(s->writer, NULL);
         store_dispatch(s);
     }
+    while (s->readers != NULL) {
+        struct store_reader *r = s->readers;
+        s->readers = r->next;
+        mdb_txn_abort(r->txn);
+        free(r);
+    }
     if (s->env != NULL) {
         if (s->cfg.sync != STORE_SYNC_NONE) {
             mdb_env_sync(s->env, 1);
@@ -530,11 +552,52 @@ void store_close(struct store *s)
 /* --- reads ------------------------------------------------------------------ */
 
 /* Begin a read transaction under the shared resize lock. */
+/*
+ * Read transactions are reused: each thread keeps one per store, reset
+ * between reads and renewed for the next (LMDB's recommended pattern), which
+ * saves allocating a transaction and claiming a reader slot per read.  The
+ * thread remembers the store and its generation, never a pointer it would
+ * have to dereference, so a closed store's readers are never touched: the
+ * store frees them itself.  A nested read (a scan callback reading) gets a
+ * transaction of its own.
+ */
+
+/* This thread's reader of s, created on first use; NULL when it is busy. */
+static struct store_reader *reader_get(struct store *s)
+{
+    struct store_reader *r;
+
+    if (tl_store == s && tl_generation == s->generation) {
+        return tl_reader->in_use ? NULL : tl_reader;
+    }
+    r = calloc(1, sizeof(*r));
+    if (r == NULL || mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn) != 0) {
+        free(r);
+        return NULL;
+    }
+    mdb_txn_reset(r->txn);
+    pthread_mutex_lock(&s->mu);
+    r->next = s->readers;
+    s->readers = r;
+    pthread_mutex_unlock(&s->mu);
+    tl_store = s;
+    tl_generation = s->generation;
+    tl_reader = r;
+    return r;
+}
+
 static int read_begin(struct store *s, MDB_txn **txn)
 {
+    struct store_reader *r;
     int rc;
 
     pthread_rwlock_rdlock(&s->resize_lock);
+    r = reader_get(s);
+    if (r != NULL && mdb_txn_renew(r->txn) == 0) {
+        r->in_use = true;
+        *txn = r->txn;
+        return 0;
+    }
     rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
     if (rc != 0) {
         pthread_rwlock_unlock(&s->resize_lock);
@@ -544,7 +607,12 @@ static int read_begin(struct store *s, MDB_txn **txn)
 
 static void read_end(struct store *s, MDB_txn *txn)
 {
-    mdb_txn_abort(txn);
+    if (tl_store == s && tl_generation == s->generation && tl_reader->txn == txn) {
+        mdb_txn_reset(txn);
+        tl_reader->in_use = false;
+    } else {
+        mdb_txn_abort(txn);
+    }
     pthread_rwlock_unlock(&s->resize_lock);
 }
 
