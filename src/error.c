@@ -19,6 +19,7 @@ static const char *const rk_error_text[] = {
     [-RK_ETOOBIG] = "limit exceeded",
     [-RK_ENOSPC] = "no space left: the store or its disk is full",
     [-RK_ECLOSED] = "shutting down",
+    [-RK_EAUTH] = "authentication failed",
 };
 
 const char *rk_strerror(int err)

@@ -1,0 +1,52 @@
+/*
+ * log.h - the one logger: one line per event on stderr, key=value fields.
+ *
+ *   ts=2026-11-29T15:04:05.123Z level=info node=n1 event=listen proto=resp addr=127.0.0.1:7370
+ *
+ * Every line has ts (UTC, milliseconds), level, node and a stable event
+ * name that tests and teaching material grep for; the caller adds the
+ * fields of the event, naming the peer as peer=... where there is one.
+ * Values that may hold spaces or quotes go through log_quote().  The level
+ * is checked before the arguments are evaluated (LOG is a macro for that
+ * reason only; it never returns from its caller).
+ */
+#ifndef RINGKV_LOG_H
+#define RINGKV_LOG_H
+
+#include <stdio.h>
+
+enum log_level {
+    LOG_DEBUG,
+    LOG_INFO,
+    LOG_WARN,
+    LOG_ERROR,
+};
+
+extern enum log_level log_threshold;
+
+/* Set the node id printed on every line (copied) and where lines go (stderr when NULL). */
+void log_init(const char *node_id, FILE *out);
+void log_set_level(enum log_level level);
+/* Parse "debug", "info", "warn" or "error". Returns 0 or RK_EINVAL. */
+int log_level_parse(const char *s, enum log_level *out);
+const char *log_level_name(enum log_level level);
+
+/* Write one line; fmt gives the fields after event=..., e.g. "peer=%s reason=%s". */
+void log_emit(enum log_level level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define LOG(level, event, ...)                                                                     \
+    do {                                                                                           \
+        if ((level) >= log_threshold) {                                                            \
+            log_emit((level), (event), __VA_ARGS__);                                               \
+        }                                                                                          \
+    } while (0)
+
+/*
+ * A value made safe for a log field: returned as is when it has no space,
+ * quote, '=' or control byte, otherwise quoted with escapes, truncated to
+ * fit buf.  Returns buf or s.
+ */
+const char *log_quote(char *buf, size_t cap, const char *s, size_t len);
+
+#endif
