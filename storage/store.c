@@ -1072,6 +1072,7 @@ static int op_write(struct batch *b, struct store_op *op)
 
     record_init(&r);
     rc = batch_load(b, &k, &r);
+    op->existed = rc == 0 && r.n > 0 && !record_all_tombstones(&r);
     if (rc == 0) {
         uint64_t hlc = hlc_now(&b->s->hlc, b->wall_ms);
         rc = record_write_local(&r, b->s->node_id, hlc, op->context, op->tombstone, op->value,
@@ -1282,6 +1283,7 @@ static void op_reset(struct store_op *op, const struct store_cursor *saved)
         *op->cursor = *saved;
     }
     op->changed = false;
+    op->existed = false;
     op->count = 0;
 }
 

@@ -243,6 +243,7 @@ struct store_op {
     int result;
     struct sibling written; /* WRITE: the version created; the caller deinits it */
     bool changed;           /* APPLY: the stored record changed */
+    bool existed;           /* WRITE: the key had a live (non-tombstone) value before */
     size_t count;           /* DELETE_RANGE, COLLECT: keys deleted */
     /* private to the store */
     struct store_op *next_;

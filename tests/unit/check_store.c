@@ -110,6 +110,35 @@ START_TEST(test_open_write_reopen)
 }
 END_TEST
 
+/* A write says whether it replaced a live value: what DEL counts. */
+static bool write_existed(struct store *s, const char *key, const char *value)
+{
+    struct store_op op;
+
+    store_op_init(&op, STORE_OP_WRITE);
+    op.key = (const uint8_t *)key;
+    op.key_len = strlen(key);
+    op.value = (const uint8_t *)value;
+    op.value_len = value ? strlen(value) : 0;
+    op.tombstone = value == NULL;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    ck_assert_int_eq(store_wait(s, &op), 0);
+    sibling_deinit(&op.written);
+    return op.existed;
+}
+
+START_TEST(test_write_reports_existed)
+{
+    struct store *s = open_store("d", "n1");
+    ck_assert(!write_existed(s, "k", "1"));  /* new key */
+    ck_assert(write_existed(s, "k", "2"));   /* overwrite */
+    ck_assert(write_existed(s, "k", NULL));  /* delete of a live value */
+    ck_assert(!write_existed(s, "k", NULL)); /* delete of a tombstone */
+    ck_assert(!write_existed(s, "k", "3"));  /* write over a tombstone */
+    store_close(s);
+}
+END_TEST
+
 static int open_err(const char *sub, const char *node, const uint8_t *cluster, size_t clen,
                     const uint8_t *seed, char *err, size_t err_len)
 {
@@ -947,6 +976,7 @@ static Suite *store_suite(void)
         const TTest *fn;
     } cases[] = {
         {"open_write_reopen", test_open_write_reopen},
+        {"write_existed", test_write_reports_existed},
         {"identity_refused", test_identity_refused},
         {"unknown_format", test_unknown_format_refused},
         {"second_opener", test_second_opener_refused},
