@@ -37,7 +37,7 @@
  * N servers.  The program prints figures and whether the goals of the issue
  * are met; it exits 0 whenever it ran, met or not, and 1 on a failed check.
  */
-#include "config.h"
+#include "autoconf.h"
 
 #include <assert.h>
 #include <inttypes.h>

@@ -47,7 +47,7 @@
  * LMDB's one fsync per put.  The program exits 0 whenever it ran, met or
  * not, and 1 when a setup step or a correctness check failed.
  */
-#include "config.h"
+#include "autoconf.h"
 
 #include <errno.h>
 #include <ftw.h>
