@@ -27,6 +27,12 @@
 #define CONFIG_HOST_MAX 256
 #define CONFIG_SEEDS_MAX 64
 #define CONFIG_PASS_MAX 512
+/*
+ * Room for any setting's text from config_format(), NUL included.  The
+ * longest is a full seeds list: 64 addresses of a 255-byte host, ':' and
+ * a 5-digit port, with commas between them.
+ */
+#define CONFIG_VALUE_MAX (CONFIG_SEEDS_MAX * (CONFIG_HOST_MAX + 7))
 
 /* A "host:port" address; host is an IPv4 address or a name, port 1..65535. */
 struct config_addr {
@@ -95,7 +101,7 @@ struct config_def {
     const char *unit;           /* of a bare number: "ms", "s", "bytes", "" */
     const char *const *choices; /* ENUM: NULL-terminated */
     bool runtime;               /* may change while running (CONFIG SET) */
-    bool optional;              /* ADDR: may be "" (off) */
+    bool optional;              /* ADDR, NAME, PATH: may be "" (off, or unset for config_check) */
     const char *doc;            /* one line for --help and the README */
 };
 
