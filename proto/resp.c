@@ -489,9 +489,17 @@ static enum resp_status resp_step_header(struct resp_parser *p, const uint8_t *i
     return RESP_NEED_MORE;
 }
 
-/* `*<n>`: Redis skips n <= 0 as an empty request; more than multibulk_max is an error. */
+/*
+ * `*<n>`: `*0` and `*-1` (the null array) are empty requests, skipped as
+ * Redis skips them.  Any other negative count is malformed; Redis skips it
+ * too, but a client that sends one is broken, and an error tells it so.
+ * More than multibulk_max is an error.
+ */
 static enum resp_status resp_on_count(struct resp_parser *p, int64_t n)
 {
+    if (n < -1) {
+        return resp_fail(p, resp_err_mbulk);
+    }
     if (n <= 0) {
         return resp_cmd_skip(p);
     }

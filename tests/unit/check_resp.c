@@ -422,8 +422,17 @@ END_TEST
 
 START_TEST(test_empty_multibulk_skipped)
 {
-    expect_parse(NULL, IN("*0\r\n*-1\r\n*-10\r\n*1\r\n$4\r\nPING\r\n"), CMDS(MB(A("PING"))), NULL);
-    expect_parse(NULL, IN("*-10\r\n"), NO_CMDS, NULL);
+    expect_parse(NULL, IN("*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n"), CMDS(MB(A("PING"))), NULL);
+    expect_parse(NULL, IN("*-1\r\n"), NO_CMDS, NULL);
+}
+END_TEST
+
+/* A negative count other than -1 means nothing: a protocol error. */
+START_TEST(test_negative_multibulk_refused)
+{
+    expect_parse(NULL, IN("*-10\r\n"), NO_CMDS, "Protocol error: invalid multibulk length");
+    expect_parse(NULL, IN("*1\r\n$4\r\nPING\r\n*-2\r\n"), CMDS(MB(A("PING"))),
+                 "Protocol error: invalid multibulk length");
 }
 END_TEST
 
@@ -1210,6 +1219,7 @@ static Suite *resp_suite(void)
         {"pipeline_many", test_pipeline_many},
         {"used_per_command", test_used_per_command},
         {"empty_multibulk_skipped", test_empty_multibulk_skipped},
+        {"negative_multibulk_refused", test_negative_multibulk_refused},
         {"multibulk_max", test_multibulk_max},
         {"bad_multibulk_length", test_bad_multibulk_length},
         {"bad_bulk_length", test_bad_bulk_length},
