@@ -98,16 +98,22 @@ int channel_start(struct channel *c, struct buf *out);
  * consumed (0 when the frame is not complete).  Handshake replies are
  * appended to out; an opened message is appended to msg (which the caller
  * clears between messages).  Errors, after which the channel is FAILED and
- * the connection must be dropped: RK_ETOOBIG (frame over frame_max),
- * RK_ESYNTAX (malformed handshake frame, or a data frame before the
- * handshake ended), RK_EMISMATCH (unsupported protocol version), RK_EAUTH
- * (wrong cluster key, or a frame that did not open: altered, replayed,
- * reordered or cut short), RK_ENOMEM.
+ * the connection must be dropped: RK_ETOOBIG (frame over frame_max; during
+ * the handshake, over 256 bytes), RK_ESYNTAX (malformed handshake frame,
+ * or a data frame before the handshake ended), RK_EMISMATCH (unsupported
+ * protocol version), RK_EAUTH (wrong cluster key, or a frame that did not
+ * open: altered, replayed, reordered or cut short), RK_ENOMEM.  Once the
+ * channel is FAILED, this and channel_start() and channel_seal() return
+ * the error that failed it.
  */
 int channel_feed(struct channel *c, const uint8_t *in, size_t len, size_t *used, struct buf *out,
-                 struct buf *msg);
+                 struct buf *msg) __attribute__((warn_unused_result));
 
-/* Seal msg[0..len) as the next frame and append it to out.  RK_ETOOBIG past frame_max. */
+/*
+ * Seal msg[0..len) as the next frame and append it to out; only on an open
+ * channel.  RK_ETOOBIG past frame_max, RK_ERANGE when the 2^64-1 sequence
+ * numbers of the direction are spent, RK_ENOMEM; each fails the channel.
+ */
 int channel_seal(struct channel *c, const void *msg, size_t len, struct buf *out);
 
 static inline bool channel_is_open(const struct channel *c)
