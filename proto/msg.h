@@ -35,9 +35,9 @@ enum msg_type {
 struct msg_ident {
     char id[RING_NAME_MAX + 1]; /* the sender's node id */
     char rack[RING_NAME_MAX + 1];
-    uint32_t version;     /* the sender's protocol version (CHANNEL_VERSION) */
-    char peer_addr[64];   /* the address the sender listens on, "host:port" */
-    char client_addr[64]; /* its client (RESP) address */
+    uint32_t version;      /* the sender's protocol version (CHANNEL_VERSION) */
+    char peer_addr[272];   /* the address the sender listens on, "host:port" */
+    char client_addr[272]; /* its client (RESP) address */
 };
 
 struct msg_ping {

@@ -29,9 +29,11 @@ void buf_free(struct buf *b);
 /* Drop the data, keep the memory. */
 void buf_clear(struct buf *b);
 
+/* The data; a valid pointer (to no bytes) even before anything was ever stored. */
 static inline uint8_t *buf_data(const struct buf *b)
 {
-    return b->p + b->start;
+    static uint8_t buf_none[1];
+    return b->p != NULL ? b->p + b->start : buf_none;
 }
 
 /* Make room for n more bytes; returns where they go.  RK_ENOMEM / RK_ETOOBIG as NULL. */

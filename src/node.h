@@ -1,0 +1,78 @@
+/*
+ * node.h - one ringkv node: its settings, store, ring, keys, event loop,
+ * listeners, connections and counters.
+ *
+ * The node layer is a handful of modules around this struct, all running
+ * in the one event-loop thread: client.c (RESP connections), commands.c
+ * (what each command does), kv.c (the data operations commands use),
+ * peer.c (sealed node-to-node connections), metrics.c (counters, INFO,
+ * GET /metrics).  The struct is shared among them, and only them.
+ *
+ * Lifecycle: node_create() opens everything and fails with one line on
+ * any problem; node_run() serves until SIGTERM (graceful: stop accepting,
+ * finish or fail what is in flight, close the store) or a second SIGTERM
+ * or SIGINT (exit at once: the store is crash-safe, nothing acknowledged
+ * is lost); node_destroy() releases what is left.
+ */
+#ifndef RINGKV_NODE_H
+#define RINGKV_NODE_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "channel.h"
+#include "config.h"
+#include "metrics.h"
+#include "ring.h"
+#include "store.h"
+
+struct client;
+struct peer;
+
+/* Grace for in-flight work at shutdown before it is failed: covers an fsync under load. */
+#define NODE_SHUTDOWN_GRACE_MS 5000
+
+struct node {
+    struct config cfg;
+    struct ev_loop *loop;
+    struct store *store;
+    struct channel_key *key;
+    uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
+    struct ring *ring; /* the ring in force; rebuilt, never changed, on membership change */
+    uint64_t start_ms; /* wall clock at start, for uptime */
+    uint64_t run_id;   /* random per process, for INFO */
+
+    int client_fd, peer_fd, metrics_fd; /* listeners, -1 when closed */
+    ev_io client_w, peer_w, metrics_w;
+    ev_io store_w; /* store completions */
+    ev_signal sigterm_w, sigint_w;
+    ev_timer shutdown_w;      /* the grace deadline */
+    ev_timer shutdown_poll_w; /* checks whether every client is gone */
+    bool stopping;
+
+    struct client *clients; /* doubly linked, newest first */
+    uint64_t n_clients;
+    uint64_t next_client_id;
+    struct peer *peers;
+    uint64_t n_peers;
+
+    struct metrics metrics;
+};
+
+/*
+ * Open the store, load the cluster key, build the ring and bind the
+ * listeners.  On error *out is NULL and err holds one line naming the
+ * setting or resource at fault.
+ */
+int node_create(struct node **out, const struct config *cfg, char *err, size_t err_len);
+
+/* Serve until shut down; returns the process exit code. */
+int node_run(struct node *n);
+
+void node_destroy(struct node *n);
+
+/* Wall-clock milliseconds. */
+uint64_t node_wall_ms(void);
+
+#endif

@@ -1,0 +1,387 @@
+/*
+ * peer.c - sealed node-to-node connections (peer.h).
+ */
+#include "peer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "frame.h"
+#include "log.h"
+#include "node.h"
+
+/* Bytes read per read() call. */
+#define PEER_READ_CHUNK (64 * 1024)
+
+static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents);
+static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
+static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
+static void peer_flush(struct peer *p);
+
+static void peer_free(struct peer *p)
+{
+    channel_deinit(&p->ch);
+    buf_free(&p->in);
+    buf_free(&p->out);
+    buf_free(&p->msg);
+    free(p);
+}
+
+void peer_close(struct peer *p, const char *why)
+{
+    struct node *n = p->node;
+
+    if (p->dead) {
+        return;
+    }
+    LOG(LOG_INFO, "peer_close", "peer=%s remote_id=%s reason=%s", p->addr,
+        p->identified ? p->remote.id : "-", why);
+    ev_io_stop(n->loop, &p->rio);
+    ev_io_stop(n->loop, &p->wio);
+    ev_timer_stop(n->loop, &p->timer);
+    close(p->fd);
+    p->dead = true;
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else {
+        n->peers = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    }
+    n->n_peers--;
+    if (p->depth == 0) {
+        peer_free(p);
+    }
+}
+
+static void peer_enter(struct peer *p)
+{
+    p->depth++;
+}
+
+static void peer_leave(struct peer *p)
+{
+    if (--p->depth == 0 && p->dead) {
+        peer_free(p);
+    }
+}
+
+/* Refuse: count the reason, log it with the peer's address, close. */
+static void peer_reject(struct peer *p, enum metrics_reject reason, int err)
+{
+    p->node->metrics.peer_rejected[reason]++;
+    LOG(LOG_WARN, "peer_rejected", "peer=%s reason=%s error=\"%s\"", p->addr,
+        metrics_reject_names[reason], err != 0 ? rk_strerror(err) : "handshake not completed");
+    peer_close(p, metrics_reject_names[reason]);
+}
+
+static enum metrics_reject reject_reason(int err)
+{
+    switch (err) {
+    case RK_ETOOBIG:
+        return METRICS_REJECT_TOO_BIG;
+    case RK_EMISMATCH:
+        return METRICS_REJECT_VERSION;
+    case RK_EAUTH:
+        return METRICS_REJECT_AUTH;
+    default:
+        return METRICS_REJECT_SYNTAX;
+    }
+}
+
+static struct peer *peer_new(struct node *n, int fd, bool outbound)
+{
+    struct peer *p = calloc(1, sizeof(*p));
+
+    if (p == NULL) {
+        return NULL;
+    }
+    if (channel_init(&p->ch, n->key, outbound ? CHANNEL_INITIATOR : CHANNEL_RESPONDER,
+                     n->cfg.frame_max) != 0) {
+        free(p);
+        return NULL;
+    }
+    p->node = n;
+    p->fd = fd;
+    p->outbound = outbound;
+    buf_init(&p->in, n->cfg.frame_max + FRAME_HEADER_BYTES + PEER_READ_CHUNK);
+    buf_init(&p->out, 0);
+    buf_init(&p->msg, 0);
+    ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
+    ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
+    ev_timer_init(&p->timer, peer_on_timer, (double)n->cfg.handshake_timeout_ms / 1000.0, 0.);
+    p->rio.data = p->wio.data = p->timer.data = p;
+    p->next = n->peers;
+    if (n->peers != NULL) {
+        n->peers->prev = p;
+    }
+    n->peers = p;
+    n->n_peers++;
+    n->metrics.peer_connections++;
+    ev_timer_start(n->loop, &p->timer);
+    return p;
+}
+
+void peer_accept(struct node *n, int fd, const struct sockaddr_storage *addr)
+{
+    char text[NET_ADDR_TEXT];
+    struct peer *p;
+
+    net_addr_text(addr, text);
+    if (n->n_peers >= n->cfg.peer_maxconn || n->stopping) {
+        n->metrics.peer_rejected[METRICS_REJECT_LIMIT]++;
+        LOG(LOG_WARN, "peer_rejected", "peer=%s reason=limit", text);
+        close(fd);
+        return;
+    }
+    p = peer_new(n, fd, false);
+    if (p == NULL) {
+        close(fd);
+        return;
+    }
+    memcpy(p->addr, text, sizeof(p->addr));
+    ev_io_start(n->loop, &p->rio);
+}
+
+int peer_send(struct peer *p, const struct msg *m)
+{
+    struct buf plain;
+    int rc;
+
+    buf_init(&plain, 0);
+    rc = msg_encode(m, &plain);
+    if (rc == 0) {
+        rc = channel_seal(&p->ch, buf_data(&plain), plain.len, &p->out);
+    }
+    buf_free(&plain);
+    if (rc != 0) {
+        peer_close(p, "send_failed");
+        return rc;
+    }
+    p->node->metrics.peer_messages_out++;
+    peer_flush(p);
+    return 0;
+}
+
+/* The channel just opened: introduce ourselves. */
+static void peer_opened(struct peer *p)
+{
+    struct node *n = p->node;
+    struct msg m = {.type = MSG_IDENT};
+
+    ev_timer_stop(n->loop, &p->timer);
+    n->metrics.peer_handshakes++;
+    snprintf(m.u.ident.id, sizeof(m.u.ident.id), "%s", n->cfg.id);
+    snprintf(m.u.ident.rack, sizeof(m.u.ident.rack), "%s", n->cfg.rack);
+    m.u.ident.version = CHANNEL_VERSION;
+    snprintf(m.u.ident.peer_addr, sizeof(m.u.ident.peer_addr), "%s:%u", n->cfg.listen.host,
+             n->cfg.listen.port);
+    snprintf(m.u.ident.client_addr, sizeof(m.u.ident.client_addr), "%s:%u", n->cfg.client.host,
+             n->cfg.client.port);
+    peer_send(p, &m);
+}
+
+/* --- messages -------------------------------------------------------------------- */
+
+static void on_ident(struct peer *p, const struct msg *m)
+{
+    if (strcmp(m->u.ident.id, p->node->cfg.id) == 0) {
+        LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s", p->addr, m->u.ident.id);
+        peer_close(p, "same_id");
+        return;
+    }
+    p->remote = m->u.ident;
+    p->identified = true;
+    LOG(LOG_INFO, "peer_ident", "peer=%s remote_id=%s rack=%s peer_addr=%s", p->addr, p->remote.id,
+        p->remote.rack, p->remote.peer_addr);
+}
+
+static void on_ping(struct peer *p, const struct msg *m)
+{
+    struct msg pong = {.type = MSG_PONG, .u.ping = m->u.ping};
+    peer_send(p, &pong);
+}
+
+static void on_pong(struct peer *p, const struct msg *m)
+{
+    (void)p;
+    (void)m;
+}
+
+struct peer_handler {
+    enum msg_type type;
+    void (*handle)(struct peer *p, const struct msg *m);
+};
+
+static const struct peer_handler peer_handlers[] = {
+    {MSG_IDENT, on_ident},
+    {MSG_PING, on_ping},
+    {MSG_PONG, on_pong},
+};
+
+static void peer_message(struct peer *p)
+{
+    struct msg m;
+    int rc = msg_decode(buf_data(&p->msg), p->msg.len, &m);
+
+    buf_clear(&p->msg);
+    if (rc != 0) {
+        peer_reject(p, METRICS_REJECT_SYNTAX, rc);
+        return;
+    }
+    p->node->metrics.peer_messages_in++;
+    if (!p->identified && m.type != MSG_IDENT) {
+        peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(peer_handlers) / sizeof(peer_handlers[0]); i++) {
+        if (peer_handlers[i].type == m.type) {
+            peer_handlers[i].handle(p, &m);
+            return;
+        }
+    }
+}
+
+/* --- I/O --------------------------------------------------------------------------- */
+
+/* Feed the channel every complete frame that has arrived. */
+static void peer_input(struct peer *p)
+{
+    while (!p->dead && p->in.len > 0) {
+        bool was_open = channel_is_open(&p->ch);
+        size_t used = 0;
+        int rc = channel_feed(&p->ch, buf_data(&p->in), p->in.len, &used, &p->out, &p->msg);
+        buf_consume(&p->in, used);
+        if (rc < 0) {
+            peer_reject(p, reject_reason(rc), rc);
+            return;
+        }
+        if (rc == CHANNEL_NEED_MORE) {
+            break;
+        }
+        if (!was_open && channel_is_open(&p->ch)) {
+            peer_opened(p);
+        } else if (rc == CHANNEL_MESSAGE) {
+            peer_message(p);
+        }
+    }
+    if (!p->dead) {
+        peer_flush(p);
+    }
+}
+
+static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct peer *p = w->data;
+    uint8_t *d;
+    ssize_t r;
+
+    (void)loop;
+    (void)revents;
+    peer_enter(p);
+    d = buf_reserve(&p->in, PEER_READ_CHUNK);
+    r = d != NULL ? read(p->fd, d, PEER_READ_CHUNK) : -1;
+    if (r < 0 && d != NULL && (errno == EAGAIN || errno == EINTR)) {
+        goto out_leave;
+    }
+    if (r <= 0 && !channel_is_open(&p->ch)) {
+        /* a peer that cannot prove the key often just hangs up: count it */
+        peer_reject(p, METRICS_REJECT_ABORTED, 0);
+        goto out_leave;
+    }
+    if (r <= 0) {
+        peer_close(p, r == 0 ? "eof" : "read_error");
+        goto out_leave;
+    }
+    buf_commit(&p->in, (size_t)r);
+    peer_input(p);
+out_leave:
+    peer_leave(p);
+}
+
+static void peer_flush(struct peer *p)
+{
+    while (p->out.len > 0 && !p->connecting) {
+        ssize_t w = send(p->fd, buf_data(&p->out), p->out.len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0 && errno == EAGAIN) {
+            break;
+        }
+        if (w <= 0) {
+            peer_close(p, "write_error");
+            return;
+        }
+        buf_consume(&p->out, (size_t)w);
+    }
+    if (p->out.len > 0 || p->connecting) {
+        ev_io_start(p->node->loop, &p->wio);
+    } else {
+        ev_io_stop(p->node->loop, &p->wio);
+    }
+}
+
+static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct peer *p = w->data;
+
+    (void)loop;
+    (void)revents;
+    peer_enter(p);
+    if (p->connecting) {
+        int e = net_connect_result(p->fd);
+        if (e != 0) {
+            LOG(LOG_INFO, "peer_connect_failed", "peer=%s error=\"%s\"", p->addr, strerror(e));
+            peer_close(p, "connect_failed");
+            goto out_leave;
+        }
+        p->connecting = false;
+        ev_io_start(p->node->loop, &p->rio);
+    }
+    peer_flush(p);
+out_leave:
+    peer_leave(p);
+}
+
+static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct peer *p = w->data;
+
+    (void)loop;
+    (void)revents;
+    peer_enter(p);
+    if (!channel_is_open(&p->ch)) {
+        peer_reject(p, METRICS_REJECT_TIMEOUT, 0);
+    }
+    peer_leave(p);
+}
+
+int peer_connect(struct node *n, const char *host, uint16_t port, char *err, size_t err_len)
+{
+    int fd = net_connect(host, port, n->cfg.listen.host, err, err_len);
+    struct peer *p;
+
+    if (fd < 0) {
+        return fd;
+    }
+    p = peer_new(n, fd, true);
+    if (p == NULL) {
+        close(fd);
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    snprintf(p->addr, sizeof(p->addr), "%s:%u", host, port);
+    p->connecting = true;
+    if (channel_start(&p->ch, &p->out) != 0) {
+        peer_close(p, "handshake_failed");
+        snprintf(err, err_len, "cannot start the handshake");
+        return RK_ENOMEM;
+    }
+    ev_io_start(n->loop, &p->wio);
+    return 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * peer.h - node-to-node connections over the sealed channel.
+ *
+ * Either side may connect.  The connecting side binds to its own listen
+ * address first (net.h), then both run the channel's handshake; a
+ * connection that does not complete it within handshake-timeout, presents
+ * the wrong cluster key, or sends anything malformed is refused, counted by
+ * reason (metrics.h) and logged with the peer's address, and the node goes
+ * on unaffected.  Once the channel is open each side sends MSG_IDENT
+ * first; every later message is dispatched through a table by type.
+ */
+#ifndef RINGKV_PEER_H
+#define RINGKV_PEER_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "buf.h"
+#include "channel.h"
+#include "msg.h"
+#include "net.h"
+
+struct node;
+
+struct peer {
+    struct node *node;
+    struct peer *prev, *next;
+    int fd;
+    ev_io rio, wio;
+    ev_timer timer; /* the handshake deadline */
+    struct channel ch;
+    struct buf in, out, msg;
+    bool outbound;
+    bool connecting;
+    bool identified; /* the remote's MSG_IDENT has arrived */
+    bool dead;
+    int depth; /* handlers of this peer on the stack */
+    struct msg_ident remote;
+    char addr[NET_ADDR_TEXT];
+};
+
+/* Take over an accepted connection on the peer port. */
+void peer_accept(struct node *n, int fd, const struct sockaddr_storage *addr);
+
+/* Connect to another node's peer port from this node's own address. */
+int peer_connect(struct node *n, const char *host, uint16_t port, char *err, size_t err_len);
+
+/* Seal and queue one message.  RK_ETOOBIG or RK_ENOMEM close the connection. */
+int peer_send(struct peer *p, const struct msg *m);
+
+/* Close now; why is logged. */
+void peer_close(struct peer *p, const char *why);
+
+#endif
