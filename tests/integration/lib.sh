@@ -1,0 +1,139 @@
+# lib.sh - helpers for integration tests: real ringkvd processes on
+# loopback, each with its own free ports and temporary directory.
+#
+# Sourced by tests/integration/*.sh (and by cluster-scripts/testbed).
+# Processes are tracked by PID and stopped by PID; waits poll with a
+# deadline, never a fixed sleep; a failed run keeps its logs and prints
+# where they are and the seed it ran with.
+#
+#   . "$top_srcdir/tests/integration/lib.sh"
+#   it_setup                       # temp dir, cleanup trap, seed
+#   it_key                         # cluster key in $IT_DIR/key
+#   it_node n1 [--flag value ...]  # start; sets N1_CLIENT, N1_PEER, N1_PID
+#   it_wait_ping n1                # until PING answers
+#   it_cli n1 SET k v              # redis-cli -e against n1
+#   it_pass "message"              # end: remove temp dir
+set -u
+
+: "${top_builddir:?}" "${top_srcdir:?}"
+RINGKVD="$top_builddir/src/ringkvd"
+RINGKV="$top_builddir/src/ringkv"
+IT_PIDS=""
+IT_FAILED=1
+
+it_log() { printf '%s: %s\n' "${IT_NAME:-test}" "$*"; }
+
+it_fail() {
+    it_log "FAIL: $*"
+    exit 1
+}
+
+it_cleanup() {
+    status=$?
+    set +e
+    for pid in $IT_PIDS; do
+        kill -9 "$pid" 2> /dev/null
+    done
+    for pid in $IT_PIDS; do
+        wait "$pid" 2> /dev/null
+    done
+    if [ "$IT_FAILED" -ne 0 ] && [ -n "${IT_DIR:-}" ]; then
+        it_log "logs kept in $IT_DIR (seed $IT_SEED)"
+        for f in "$IT_DIR"/*.log; do
+            [ -f "$f" ] || continue
+            echo "==== $f (last 30 lines)"
+            tail -n 30 "$f"
+        done
+    elif [ -n "${IT_DIR:-}" ]; then
+        rm -rf "$IT_DIR"
+    fi
+    exit "$status"
+}
+
+it_setup() {
+    IT_NAME=$(basename "$0" .sh)
+    IT_SEED=${RINGKV_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+    IT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ringkv-$IT_NAME.XXXXXX")
+    trap it_cleanup EXIT
+    trap 'exit 1' INT TERM
+    command -v redis-cli > /dev/null || it_fail "redis-cli not found: run cluster-scripts/install-deps"
+    it_log "seed $IT_SEED, directory $IT_DIR"
+}
+
+it_pass() {
+    IT_FAILED=0
+    it_log "ok${1:+: $1}"
+}
+
+# A TCP port nobody listens on, on 127.0.0.1.
+it_free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+it_key() {
+    "$RINGKV" keygen "$IT_DIR/key" > /dev/null || it_fail "keygen failed"
+}
+
+# it_var NAME SUFFIX: the value of variable NAME_SUFFIX (NAME upper-cased).
+it_var() {
+    eval "printf '%s' \"\${$(printf '%s' "$1" | tr 'a-z.:-' 'A-Z___')_$2:-}\""
+}
+
+it_setvar() {
+    eval "$(printf '%s' "$1" | tr 'a-z.:-' 'A-Z___')_$2=\"\$3\""
+}
+
+# it_node ID [flags...]: start a node with fresh ports and data dir under IT_DIR.
+it_node() {
+    id=$1
+    shift
+    client=$(it_var "$id" CLIENT)
+    peer=$(it_var "$id" PEER)
+    [ -n "$client" ] || client=$(it_free_port)
+    [ -n "$peer" ] || peer=$(it_free_port)
+    it_setvar "$id" CLIENT "$client"
+    it_setvar "$id" PEER "$peer"
+    "$RINGKVD" --id "$id" --cluster-key "$IT_DIR/key" --data "$IT_DIR/$id.data" \
+        --client "127.0.0.1:$client" --listen "127.0.0.1:$peer" "$@" \
+        >> "$IT_DIR/$id.log" 2>&1 &
+    pid=$!
+    it_setvar "$id" PID "$pid"
+    IT_PIDS="$IT_PIDS $pid"
+}
+
+# it_wait CMD...: run CMD until it succeeds, for up to IT_WAIT seconds (default 10).
+it_wait() {
+    deadline=$(($(date +%s) + ${IT_WAIT:-10}))
+    while ! "$@" > /dev/null 2>&1; do
+        [ "$(date +%s)" -lt "$deadline" ] || return 1
+        sleep 0.05
+    done
+}
+
+it_cli() {
+    id=$1
+    shift
+    redis-cli -e -p "$(it_var "$id" CLIENT)" "$@"
+}
+
+it_wait_ping() {
+    it_wait it_cli "$1" PING || it_fail "$1 does not answer PING (log: $IT_DIR/$1.log)"
+}
+
+# it_stop ID [SIGNAL]: signal the node's PID and wait for it to exit; its status in IT_STATUS.
+it_stop() {
+    pid=$(it_var "$1" PID)
+    kill "-${2:-TERM}" "$pid" 2> /dev/null
+    wait "$pid" 2> /dev/null
+    IT_STATUS=$?
+}
+
+# it_alive ID: is the node's process still running?
+it_alive() {
+    kill -0 "$(it_var "$1" PID)" 2> /dev/null
+}
+
+# it_expect_eq WHAT GOT WANT
+it_expect_eq() {
+    [ "$2" = "$3" ] || it_fail "$1: got '$2', expected '$3'"
+}
