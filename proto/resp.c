@@ -149,6 +149,19 @@ static void resp_cmd_reset(struct resp_cmd *c)
     c->is_inline = false;
 }
 
+void resp_parser_recycle(struct resp_parser *p, struct resp_cmd *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (p->spare != NULL || c->arena_cap > RESP_RECYCLE_ARENA_MAX) {
+        resp_cmd_free(c);
+        return;
+    }
+    resp_cmd_reset(c);
+    p->spare = c;
+}
+
 /*
  * Make room for need more arena bytes.  The arena doubles, so copying stays
  * linear in the bytes received, but never beyond most (>= need): the bytes
@@ -399,7 +412,10 @@ static enum resp_status resp_cmd_skip(struct resp_parser *p)
 static enum resp_status resp_step_start(struct resp_parser *p, const uint8_t *in, size_t len,
                                         size_t *pos)
 {
-    if (p->cur == NULL) {
+    if (p->cur == NULL && p->spare != NULL) {
+        p->cur = p->spare;
+        p->spare = NULL;
+    } else if (p->cur == NULL) {
         p->cur = calloc(1, sizeof(*p->cur));
         if (p->cur == NULL) {
             return resp_fail(p, resp_err_nomem);
@@ -640,7 +656,9 @@ void resp_parser_init(struct resp_parser *p, const struct resp_limits *lim)
 void resp_parser_deinit(struct resp_parser *p)
 {
     resp_cmd_free(p->cur);
+    resp_cmd_free(p->spare);
     p->cur = NULL;
+    p->spare = NULL;
 }
 
 enum resp_status resp_parse(struct resp_parser *p, const uint8_t *in, size_t len, size_t *used,
@@ -706,13 +724,27 @@ static int resp_put_line(struct buf *b, uint8_t type, const char *s, size_t n)
     return 0;
 }
 
-/* <type><n>\r\n, for lengths and counts. */
+/*
+ * <type><n>\r\n, for lengths and counts: written by hand, because every
+ * reply header goes through here and printf's parsing showed in profiles
+ * of pipelined GETs.
+ */
 static int resp_put_len(struct buf *b, char type, size_t n)
 {
-    char h[RESP_NUMBER_CHARS];
-    int k = snprintf(h, sizeof(h), "%c%zu\r\n", type, n);
+    char digits[20], h[RESP_NUMBER_CHARS];
+    size_t d = 0, k = 0;
 
-    return buf_append(b, h, (size_t)k);
+    do {
+        digits[d++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+    h[k++] = type;
+    while (d > 0) {
+        h[k++] = digits[--d];
+    }
+    h[k++] = '\r';
+    h[k++] = '\n';
+    return buf_append(b, h, k);
 }
 
 int resp_put_simple(struct buf *b, const char *s)

@@ -84,7 +84,8 @@ struct resp_parser {
     size_t want_bytes; /* bytes left of the current bulk (plus CRLF) */
     size_t discarding; /* bytes of an oversized bulk still to skip */
     struct resp_cmd *cur;
-    uint8_t line[32]; /* a partial `*n` or `$n` header */
+    struct resp_cmd *spare; /* a finished command kept for reuse (resp_parser_recycle) */
+    uint8_t line[32];       /* a partial `*n` or `$n` header */
     size_t line_len;
     /*
      * After RESP_PROTOCOL_ERROR: Redis's message without the "ERR " that the
@@ -124,6 +125,15 @@ enum resp_status resp_parse(struct resp_parser *p, const uint8_t *in, size_t len
 
 /* Free a command resp_parse() returned; NULL is ignored. */
 void resp_cmd_free(struct resp_cmd *c);
+
+/*
+ * Give a finished command back to the parser that produced it, to be
+ * reused for a later request (saving its allocations); a command holding
+ * more than RESP_RECYCLE_ARENA_MAX bytes is freed instead, so an idle
+ * connection does not keep a large request's memory.
+ */
+void resp_parser_recycle(struct resp_parser *p, struct resp_cmd *c);
+#define RESP_RECYCLE_ARENA_MAX (64 * 1024)
 
 /* Does argument i equal the word s, ignoring ASCII case? */
 bool resp_arg_is(const struct resp_cmd *c, size_t i, const char *s);

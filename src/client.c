@@ -31,6 +31,10 @@
 #include "log.h"
 #include "node.h"
 
+/* Finished entries kept for reuse per connection: a deep pipeline's worth. */
+#define CLIENT_SPARE_MAX 64
+/* An entry whose reply buffer grew past this is freed, not kept. */
+#define CLIENT_SPARE_REPLY_MAX (64 * 1024)
 /* Bytes read per read() call: enough for a pipeline of small commands. */
 #define CLIENT_READ_CHUNK (16 * 1024)
 
@@ -48,16 +52,21 @@ static uint64_t mono_ns(void)
 
 static struct pending *pending_new(struct client *c, struct resp_cmd *cmd)
 {
-    struct pending *p = calloc(1, sizeof(*p));
+    struct pending *p = c->spare;
 
-    if (p == NULL) {
+    if (p != NULL) {
+        c->spare = p->next;
+        c->n_spare--;
+    } else if ((p = calloc(1, sizeof(*p))) != NULL) {
+        buf_init(&p->reply, 0);
+        vclock_init(&p->context);
+    } else {
         return NULL;
     }
+    p->next = NULL;
     p->c = c;
     p->cmd = cmd;
     p->index = -1;
-    buf_init(&p->reply, 0);
-    vclock_init(&p->context);
     if (c->tail != NULL) {
         c->tail->next = p;
     } else {
@@ -80,6 +89,33 @@ static void pending_free(struct pending *p)
     free(p);
 }
 
+/*
+ * Done with an entry of a live connection: its parsed command goes back to
+ * the parser and the entry to a short free list, so a steady pipeline
+ * allocates nothing per command.
+ */
+static void pending_recycle(struct client *c, struct pending *p)
+{
+    struct buf reply;
+
+    resp_parser_recycle(&c->parser, p->cmd);
+    p->cmd = NULL;
+    if (c->n_spare >= CLIENT_SPARE_MAX || p->reply.cap > CLIENT_SPARE_REPLY_MAX) {
+        pending_free(p);
+        return;
+    }
+    free(p->writes);
+    vclock_deinit(&p->context);
+    reply = p->reply;
+    buf_clear(&reply);
+    memset(p, 0, sizeof(*p));
+    p->reply = reply;
+    vclock_init(&p->context);
+    p->next = c->spare;
+    c->spare = p;
+    c->n_spare++;
+}
+
 /* Unlink and free the first entry. */
 static void pending_pop(struct client *c)
 {
@@ -93,7 +129,7 @@ static void pending_pop(struct client *c)
         c->next_start = p->next;
     }
     c->n_pending--;
-    pending_free(p);
+    pending_recycle(c, p);
 }
 
 struct buf *client_reply(struct pending *p)
@@ -119,6 +155,11 @@ static void client_free(struct client *c)
 {
     while (c->head != NULL) {
         pending_pop(c);
+    }
+    while (c->spare != NULL) {
+        struct pending *p = c->spare;
+        c->spare = p->next;
+        pending_free(p);
     }
     resp_parser_deinit(&c->parser);
     buf_free(&c->in);
@@ -294,7 +335,7 @@ void client_finish(struct pending *p)
 static void client_start(struct client *c, struct pending *p)
 {
     p->started = true;
-    p->start_ns = mono_ns();
+    p->start_ns = c->batch_ns;
     c->commands++;
     if (commands_run(c, p) == CMD_ASYNC) {
         p->writing = true;
@@ -308,6 +349,8 @@ static void client_start(struct client *c, struct pending *p)
 /* Start every command the ordering rule allows. */
 static void client_start_ready(struct client *c)
 {
+    /* one clock read for the commands started together; each is timed to its reply */
+    c->batch_ns = mono_ns();
     while (c->next_start != NULL && !c->dead) {
         struct pending *p = c->next_start;
         if (p->done) {

@@ -77,7 +77,10 @@ struct client {
     size_t n_writing;
     uint64_t created_ms, last_ms;
     uint64_t commands;
-    int depth; /* event handlers of this client on the stack: free only at 0 */
+    int depth;             /* event handlers of this client on the stack: free only at 0 */
+    struct pending *spare; /* finished entries kept for reuse */
+    uint64_t batch_ns;     /* when the commands being started were started */
+    size_t n_spare;
 };
 
 /* Take over an accepted connection. */

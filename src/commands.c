@@ -74,6 +74,40 @@ static size_t live_count(const struct record *r)
     return n;
 }
 
+struct value_reply {
+    struct client *c;
+    struct pending *p;
+    struct buf *out;
+};
+
+/* The stored record of a GET: reply from its bytes without decoding it. */
+static int value_reply_fn(void *ctx, const uint8_t *record, size_t len)
+{
+    struct value_reply *v = ctx;
+    const uint8_t *value;
+    size_t n, vlen;
+    bool tombstone;
+
+    if (record_peek(record, len, &n, &tombstone, &value, &vlen) != 0) {
+        return RK_ESYNTAX;
+    }
+    if (n == 1 && tombstone) {
+        v->c->node->metrics.keyspace_misses++;
+        resp_put_null(v->out, v->c->proto);
+    } else if (n > 1) {
+        v->c->node->metrics.keyspace_hits++;
+        v->p->error = true;
+        resp_put_errorf(v->out,
+                        "CONFLICT the key has %zu siblings: read them with KGET and "
+                        "resolve with KSET key value CONTEXT ctx",
+                        n);
+    } else {
+        v->c->node->metrics.keyspace_hits++;
+        resp_put_bulk(v->out, value, vlen);
+    }
+    return 0;
+}
+
 /*
  * Reply with the single value of key: bulk, nil when absent or deleted,
  * -CONFLICT when it holds siblings.  Counts hits and misses.
@@ -81,29 +115,16 @@ static size_t live_count(const struct record *r)
 static void reply_value(struct client *c, struct pending *p, struct buf *out, const uint8_t *key,
                         size_t len)
 {
-    struct record r;
-    int rc;
+    struct value_reply v = {c, p, out};
+    int rc = kv_read_raw(c->node, key, len, value_reply_fn, &v);
 
-    record_init(&r);
-    rc = kv_read(c->node, key, len, &r);
-    if (rc == RK_ENOTFOUND || (rc == 0 && live_count(&r) == 0 && r.n == 1)) {
+    if (rc == RK_ENOTFOUND) {
         c->node->metrics.keyspace_misses++;
         resp_put_null(out, c->proto);
     } else if (rc != 0) {
         p->error = true;
         resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
-    } else if (r.n > 1) {
-        c->node->metrics.keyspace_hits++;
-        p->error = true;
-        resp_put_errorf(out,
-                        "CONFLICT the key has %zu siblings: read them with KGET and resolve "
-                        "with KSET key value CONTEXT ctx",
-                        r.n);
-    } else {
-        c->node->metrics.keyspace_hits++;
-        resp_put_bulk(out, r.s[0].value, r.s[0].value_len);
     }
-    record_deinit(&r);
 }
 
 static int cmd_get(struct client *c, struct pending *p)

@@ -13,6 +13,12 @@ int kv_read(struct node *n, const void *key, size_t len, struct record *out)
     return store_get(n->store, key, len, out);
 }
 
+int kv_read_raw(struct node *n, const void *key, size_t len,
+                int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx)
+{
+    return store_read(n->store, key, len, fn, ctx);
+}
+
 /* The store's completion, in the event loop: hand the result to the caller. */
 static void kv_write_done(struct store_op *op, void *ctx)
 {

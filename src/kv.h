@@ -43,6 +43,14 @@ struct kv_write {
 int kv_read(struct node *n, const void *key, size_t len, struct record *out);
 
 /*
+ * Call fn with key's encoded record, borrowed for the call only: the read
+ * path that copies nothing it does not need (store_read()).  RK_ENOTFOUND
+ * when absent.
+ */
+int kv_read_raw(struct node *n, const void *key, size_t len,
+                int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx);
+
+/*
  * Start a write (or, with tombstone, a delete) of key.  context names what
  * the write supersedes (NULL: everything this node has).  key, value and
  * context are borrowed until done runs.  Returns 0, after which done is

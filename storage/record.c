@@ -751,3 +751,65 @@ out_deinit:
     record_deinit(r);
     return err;
 }
+
+/* Skip len bytes of buf at *pos, or fail when fewer are left. */
+static bool peek_skip(size_t len, size_t total, size_t *pos)
+{
+    if (total - *pos < len) {
+        return false;
+    }
+    *pos += len;
+    return true;
+}
+
+/* Walk one sibling's clock, hlc and node; *pos ends at its flags byte. */
+static bool peek_sibling_head(const uint8_t *buf, size_t len, size_t *pos)
+{
+    size_t entries;
+
+    if (!peek_skip(2, len, pos)) {
+        return false;
+    }
+    entries = bytes_get_be16(buf + *pos - 2);
+    for (size_t i = 0; i < entries; i++) {
+        if (!peek_skip(1, len, pos) || !peek_skip(buf[*pos - 1] + 16u, len, pos)) {
+            return false;
+        }
+    }
+    return peek_skip(8, len, pos) && peek_skip(1, len, pos) && peek_skip(buf[*pos - 1], len, pos);
+}
+
+int record_peek(const uint8_t *buf, size_t len, size_t *n, bool *tombstone, const uint8_t **value,
+                size_t *value_len)
+{
+    size_t pos = RECORD_HEAD_BYTES;
+    uint32_t vlen;
+
+    if (len < 1) {
+        return RK_ESYNTAX;
+    }
+    if (buf[0] != RECORD_FORMAT) {
+        return RK_EMISMATCH;
+    }
+    if (len < RECORD_HEAD_BYTES || buf[1] != 0) {
+        return RK_ESYNTAX;
+    }
+    *n = bytes_get_be16(buf + 2);
+    *value = NULL;
+    *value_len = 0;
+    *tombstone = false;
+    if (*n != 1) {
+        return *n == 0 ? RK_ESYNTAX : 0;
+    }
+    if (!peek_sibling_head(buf, len, &pos) || !peek_skip(5, len, &pos)) {
+        return RK_ESYNTAX;
+    }
+    *tombstone = (buf[pos - 5] & RECORD_SIBLING_TOMBSTONE) != 0;
+    vlen = bytes_get_be32(buf + pos - 4);
+    if (len - pos != vlen) {
+        return RK_ESYNTAX;
+    }
+    *value = buf + pos;
+    *value_len = vlen;
+    return 0;
+}

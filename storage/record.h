@@ -151,6 +151,17 @@ size_t record_encode(const struct record *r, uint8_t *out);
  */
 int record_decode(const uint8_t *buf, size_t len, struct record *r);
 
+/*
+ * Look into an encoded record without decoding it: *n receives its sibling
+ * count and, when that is 1, *tombstone and (*value, *value_len) locate the
+ * sibling's value inside buf.  Nothing is allocated and nothing copied, so
+ * a read of a single-version key can go straight from the stored bytes to
+ * a reply.  Checks bounds as it walks; RK_ESYNTAX or RK_EMISMATCH for input
+ * record_decode() would refuse at the same place.  buf is borrowed.
+ */
+int record_peek(const uint8_t *buf, size_t len, size_t *n, bool *tombstone, const uint8_t **value,
+                size_t *value_len);
+
 /* Encoded form of a single sibling (the sibling part of the layout above). */
 size_t sibling_encoded_size(const struct sibling *s);
 size_t sibling_encode(const struct sibling *s, uint8_t *out);

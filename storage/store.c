@@ -647,6 +647,29 @@ int store_get(struct store *s, const void *key, size_t len, struct record *out)
     return rc;
 }
 
+int store_read(struct store *s, const void *key, size_t len,
+               int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx)
+{
+    uint8_t k[8 + STORE_KEY_MAX];
+    MDB_val mk, mv;
+    MDB_txn *txn;
+    int rc;
+
+    if (len > STORE_KEY_MAX) {
+        return RK_ETOOBIG;
+    }
+    mk.mv_size = data_key(k, store_position(s, key, len), key, len);
+    mk.mv_data = k;
+    rc = read_begin(s, &txn);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_get(txn, s->dbi_data, &mk, &mv);
+    rc = rc == 0 ? fn(ctx, mv.mv_data, mv.mv_size) : store_err(rc);
+    read_end(s, txn);
+    return rc;
+}
+
 void store_cursor_init(struct store_cursor *c)
 {
     memset(c, 0, sizeof(*c));

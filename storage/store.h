@@ -106,6 +106,16 @@ uint64_t store_position(const struct store *s, const void *key, size_t len);
  */
 int store_get(struct store *s, const void *key, size_t len, struct record *out);
 
+/*
+ * Call fn with key's stored record, encoded (record.h), inside a read
+ * transaction: the bytes are valid during the call only, and nothing is
+ * copied or decoded unless fn does it (record_peek() looks inside without
+ * either).  Returns fn's result, RK_ENOTFOUND when the key is absent, or
+ * RK_ETOOBIG for a key over STORE_KEY_MAX.
+ */
+int store_read(struct store *s, const void *key, size_t len,
+               int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx);
+
 /* A resumable position in a scan: where the previous call stopped. */
 struct store_cursor {
     uint8_t last[8 + STORE_KEY_MAX]; /* the last LMDB key visited */
