@@ -145,6 +145,27 @@ static void fuzz_check_lww(const struct record *r)
     record_deinit(&back);
 }
 
+/* record_peek on any input: never reads outside it, and agrees with a successful decode. */
+static void fuzz_check_peek(const uint8_t *data, size_t size, const struct record *r)
+{
+    const uint8_t *value;
+    size_t n, vlen;
+    bool tomb;
+    int rc = record_peek(data, size, &n, &tomb, &value, &vlen);
+
+    if (rc == 0 && n == 1 && (value < data || value + vlen != data + size)) {
+        abort();
+    }
+    if (r == NULL) {
+        return;
+    }
+    if (rc != 0 || n != r->n ||
+        (n == 1 && (tomb != r->s[0].tombstone || vlen != r->s[0].value_len ||
+                    (vlen > 0 && memcmp(value, r->s[0].value, vlen) != 0)))) {
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct record r;
@@ -154,8 +175,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r.n != 0 || r.s != NULL) {
             abort();
         }
+        fuzz_check_peek(data, size, NULL);
         return 0;
     }
+    fuzz_check_peek(data, size, &r);
     fuzz_check_canonical(&r, data, size);
     fuzz_check_siblings(&r);
     fuzz_check_lww(&r);

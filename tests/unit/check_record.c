@@ -565,6 +565,61 @@ static void rand_sibling(struct sibling *s)
     vclock_deinit(&vc);
 }
 
+/* record_peek agrees with the full decoder on random records, without allocating. */
+START_TEST(test_peek_agrees_with_decode)
+{
+    for (int round = 0; round < 500; round++) {
+        struct record r;
+        struct sibling s;
+        const uint8_t *value;
+        size_t len, n, vlen;
+        bool tomb;
+        uint8_t *buf;
+
+        record_init(&r);
+        sibling_init(&s);
+        for (uint32_t k = 1 + rng_below(3); k > 0; k--) {
+            rand_sibling(&s);
+            ck_assert_int_eq(record_push(&r, &s), 0);
+        }
+        buf = encode(&r, &len);
+        ck_assert_int_eq(record_peek(buf, len, &n, &tomb, &value, &vlen), 0);
+        ck_assert_uint_eq(n, r.n);
+        if (n == 1) {
+            ck_assert_int_eq(tomb, r.s[0].tombstone);
+            ck_assert_uint_eq(vlen, r.s[0].value_len);
+            ck_assert(vlen == 0 || memcmp(value, r.s[0].value, vlen) == 0);
+            ck_assert(value >= buf && value + vlen == buf + len);
+        } else {
+            ck_assert_ptr_null(value);
+        }
+        /* every truncation of a single-version record is refused, never over-read */
+        for (size_t cut = 0; n == 1 && cut < len; cut++) {
+            ck_assert_int_ne(record_peek(buf, cut, &n, &tomb, &value, &vlen), 0);
+        }
+        free(buf);
+        sibling_deinit(&s);
+        record_deinit(&r);
+    }
+}
+END_TEST
+
+START_TEST(test_peek_refuses_bad_heads)
+{
+    static const uint8_t zero[] = {1, 0, 0, 0};
+    static const uint8_t fmt[] = {2, 0, 0, 1};
+    static const uint8_t flags[] = {1, 1, 0, 1};
+    const uint8_t *value;
+    size_t n, vlen;
+    bool tomb;
+
+    ck_assert_int_eq(record_peek(zero, sizeof(zero), &n, &tomb, &value, &vlen), RK_ESYNTAX);
+    ck_assert_int_eq(record_peek(fmt, sizeof(fmt), &n, &tomb, &value, &vlen), RK_EMISMATCH);
+    ck_assert_int_eq(record_peek(flags, sizeof(flags), &n, &tomb, &value, &vlen), RK_ESYNTAX);
+    ck_assert_int_eq(record_peek(zero, 0, &n, &tomb, &value, &vlen), RK_ESYNTAX);
+}
+END_TEST
+
 START_TEST(test_codec_round_trip)
 {
     for (int round = 0; round < 500; round++) {
@@ -889,6 +944,8 @@ static Suite *record_suite(void)
         {"context_and_summaries", test_context_and_summaries},
         {"prune_drops_old_entries", test_prune_drops_old_entries},
         {"prune_keeps_concurrency", test_prune_keeps_concurrency},
+        {"peek_agrees_with_decode", test_peek_agrees_with_decode},
+        {"peek_refuses_bad_heads", test_peek_refuses_bad_heads},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

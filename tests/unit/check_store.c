@@ -127,6 +127,32 @@ static bool write_existed(struct store *s, const char *key, const char *value)
     return op.existed;
 }
 
+static int read_value(void *ctx, const uint8_t *rec, size_t len)
+{
+    const uint8_t *value;
+    size_t n, vlen;
+    bool tomb;
+
+    ck_assert_int_eq(record_peek(rec, len, &n, &tomb, &value, &vlen), 0);
+    ck_assert_uint_eq(n, 1);
+    snprintf(ctx, 16, "%.*s", (int)vlen, (const char *)value);
+    return 7;
+}
+
+/* store_read lends the stored bytes to a callback and returns what it returns. */
+START_TEST(test_read_raw)
+{
+    struct store *s = open_store("d", "n1");
+    char got[16] = "";
+
+    put(s, "k", "value");
+    ck_assert_int_eq(store_read(s, "k", 1, read_value, got), 7);
+    ck_assert_str_eq(got, "value");
+    ck_assert_int_eq(store_read(s, "nope", 4, read_value, got), RK_ENOTFOUND);
+    store_close(s);
+}
+END_TEST
+
 START_TEST(test_write_reports_existed)
 {
     struct store *s = open_store("d", "n1");
@@ -977,6 +1003,7 @@ static Suite *store_suite(void)
     } cases[] = {
         {"open_write_reopen", test_open_write_reopen},
         {"write_existed", test_write_reports_existed},
+        {"read_raw", test_read_raw},
         {"identity_refused", test_identity_refused},
         {"unknown_format", test_unknown_format_refused},
         {"second_opener", test_second_opener_refused},
