@@ -351,6 +351,8 @@ static void client_start_ready(struct client *c)
 {
     /* one clock read for the commands started together; each is timed to its reply */
     c->batch_ns = mono_ns();
+    /* and one read snapshot: it holds every write acknowledged before now */
+    store_read_hold(c->node->store);
     while (c->next_start != NULL && !c->dead) {
         struct pending *p = c->next_start;
         if (p->done) {
@@ -358,11 +360,12 @@ static void client_start_ready(struct client *c)
             continue;
         }
         if (c->n_writing > 0 && !commands_is_write(p)) {
-            return; /* wait: it must see the writes before it */
+            break; /* wait: it must see the writes before it */
         }
         c->next_start = p->next;
         client_start(c, p);
     }
+    store_read_release(c->node->store);
 }
 
 /* --- input ------------------------------------------------------------------------------ */

@@ -146,6 +146,8 @@ static atomic_uint_fast64_t store_generations;
 static __thread const struct store *tl_store;
 static __thread uint64_t tl_generation;
 static __thread struct store_reader *tl_reader;
+static __thread int tl_hold;          /* depth of store_read_hold() */
+static __thread MDB_txn *tl_hold_txn; /* the held snapshot, of tl_store */
 
 /* --- small helpers -------------------------------------------------------- */
 
@@ -591,6 +593,11 @@ static int read_begin(struct store *s, MDB_txn **txn)
     struct store_reader *r;
     int rc;
 
+    if (tl_hold > 0 && tl_store == s && tl_generation == s->generation && tl_hold_txn != NULL) {
+        *txn = tl_hold_txn;
+        return 0;
+    }
+
     pthread_rwlock_rdlock(&s->resize_lock);
     r = reader_get(s);
     if (r != NULL && mdb_txn_renew(r->txn) == 0) {
@@ -607,6 +614,9 @@ static int read_begin(struct store *s, MDB_txn **txn)
 
 static void read_end(struct store *s, MDB_txn *txn)
 {
+    if (tl_hold > 0 && txn == tl_hold_txn) {
+        return; /* released by store_read_release() */
+    }
     if (tl_store == s && tl_generation == s->generation && tl_reader->txn == txn) {
         mdb_txn_reset(txn);
         tl_reader->in_use = false;
@@ -668,6 +678,32 @@ int store_read(struct store *s, const void *key, size_t len,
     rc = rc == 0 ? fn(ctx, mv.mv_data, mv.mv_size) : store_err(rc);
     read_end(s, txn);
     return rc;
+}
+
+int store_read_hold(struct store *s)
+{
+    int rc;
+
+    if (tl_hold++ > 0) {
+        return 0;
+    }
+    tl_hold_txn = NULL;
+    rc = read_begin(s, &tl_hold_txn);
+    if (rc != 0) {
+        tl_hold_txn = NULL;
+    }
+    return rc;
+}
+
+void store_read_release(struct store *s)
+{
+    MDB_txn *txn = tl_hold_txn;
+
+    if (--tl_hold > 0 || txn == NULL) {
+        return;
+    }
+    tl_hold_txn = NULL;
+    read_end(s, txn);
 }
 
 void store_cursor_init(struct store_cursor *c)

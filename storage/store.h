@@ -116,6 +116,17 @@ int store_get(struct store *s, const void *key, size_t len, struct record *out);
 int store_read(struct store *s, const void *key, size_t len,
                int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx);
 
+/*
+ * Hold one read snapshot for this thread's reads of s until the matching
+ * store_read_release(): store_get() and store_read() calls in between use
+ * it instead of each starting a read transaction.  For a batch of reads
+ * served together (a pipeline); the snapshot includes every write
+ * completed before the hold, and none after, so hold it briefly.  Holds
+ * nest.  Returns 0 or an error, after which reads go on unheld.
+ */
+int store_read_hold(struct store *s);
+void store_read_release(struct store *s);
+
 /* A resumable position in a scan: where the previous call stopped. */
 struct store_cursor {
     uint8_t last[8 + STORE_KEY_MAX]; /* the last LMDB key visited */

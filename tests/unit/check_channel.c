@@ -465,6 +465,7 @@ START_TEST(test_data_frame_before_handshake)
     struct channel_key *k = key_new();
     struct end fresh, i;
     struct pair p;
+    int rc;
 
     pair_open(&p, k, FRAME_MAX_DEFAULT);
     seal_str(&p.i, "too early");
@@ -479,7 +480,10 @@ START_TEST(test_data_frame_before_handshake)
     end_deinit(&i);
     end_init(&i, k, CHANNEL_INITIATOR, FRAME_MAX_DEFAULT);
     ck_assert_int_eq(channel_start(&i.ch, &i.out), 0);
-    ck_assert_int_eq(deliver(&p.r, &i), RK_ESYNTAX);
+    /* ciphertext is random: now and then its first bytes read as a WELCOME of another version */
+    rc = deliver(&p.r, &i);
+    ck_assert_msg(rc == RK_ESYNTAX || rc == RK_EMISMATCH, "rc %d", rc);
+    ck_assert(!channel_is_open(&i.ch));
     end_deinit(&i);
     pair_close(&p);
     channel_key_free(k);
