@@ -153,6 +153,31 @@ START_TEST(test_read_raw)
 }
 END_TEST
 
+/* A held snapshot serves every read until released; later writes show after. */
+START_TEST(test_read_hold)
+{
+    struct store *s = open_store("d", "n1");
+    char *v;
+
+    put(s, "k", "1");
+    ck_assert_int_eq(store_read_hold(s), 0);
+    ck_assert_int_eq(store_read_hold(s), 0); /* nested */
+    put(s, "k", "2");
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "1");
+    free(v);
+    store_read_release(s);
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "1"); /* still held once */
+    free(v);
+    store_read_release(s);
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "2");
+    free(v);
+    store_close(s);
+}
+END_TEST
+
 START_TEST(test_write_reports_existed)
 {
     struct store *s = open_store("d", "n1");
@@ -1004,6 +1029,7 @@ static Suite *store_suite(void)
         {"open_write_reopen", test_open_write_reopen},
         {"write_existed", test_write_reports_existed},
         {"read_raw", test_read_raw},
+        {"read_hold", test_read_hold},
         {"identity_refused", test_identity_refused},
         {"unknown_format", test_unknown_format_refused},
         {"second_opener", test_second_opener_refused},
