@@ -16,6 +16,7 @@
 #ifndef RINGKV_MSG_H
 #define RINGKV_MSG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,10 +24,13 @@
 #include "ring.h"
 
 enum msg_type {
-    MSG_IDENT = 1, /* first message each way: who is speaking */
-    MSG_PING = 2,  /* liveness probe */
-    MSG_PONG = 3,  /* its answer */
-    MSG_TYPE_MAX = 3,
+    MSG_IDENT = 1,       /* first message each way: who is speaking */
+    MSG_PING = 2,        /* liveness probe */
+    MSG_PONG = 3,        /* its answer */
+    MSG_GOSSIP_SYN = 4,  /* gossip round, 1 of 3: what the sender knows, as digests */
+    MSG_GOSSIP_ACK = 5,  /* 2 of 3: entries the receiver has newer, and what it wants */
+    MSG_GOSSIP_ACK2 = 6, /* 3 of 3: the entries asked for */
+    MSG_TYPE_MAX = 6,
 };
 
 /* Elements a message array may have: its type, its fields, later additions. */
@@ -45,11 +49,70 @@ struct msg_ping {
     uint64_t sent_ms; /* the sender's monotonic milliseconds, echoed back */
 };
 
+/* Bounds that keep every gossip message small whatever the cluster's size. */
+#define MSG_GOSSIP_DIGESTS_MAX 256 /* digests in a SYN, requests in an ACK */
+#define MSG_GOSSIP_ENTRIES_MAX 64  /* member entries in an ACK or ACK2 */
+#define MSG_ADDR_MAX 272           /* "host:port" with a 255-byte host name */
+
+/* A member's status (membership.h); its number is its wire form. */
+enum msg_member_status {
+    MSG_MEMBER_JOINING = 0,
+    MSG_MEMBER_NORMAL = 1,
+    MSG_MEMBER_LEAVING = 2,
+    MSG_MEMBER_LEFT = 3,
+    MSG_MEMBER_REMOVED = 4,
+    MSG_MEMBER_STATUS_MAX = 4,
+};
+
+/*
+ * One member's entry, as gossip carries it and the data directory keeps
+ * it.  Written only by its member, except a removal; newer means a greater
+ * (generation, version).
+ */
+struct msg_member {
+    char id[RING_NAME_MAX + 1];
+    char rack[RING_NAME_MAX + 1];
+    uint32_t tokens;              /* 1 .. RING_TOKENS_MAX */
+    char peer_addr[MSG_ADDR_MAX]; /* "host:port" */
+    char client_addr[MSG_ADDR_MAX];
+    uint32_t status;       /* enum msg_member_status */
+    uint64_t generation;   /* grows at every start of the member */
+    uint64_t version;      /* grows at every change and heartbeat */
+    uint8_t instance[16];  /* random per data directory */
+    uint64_t ring_version; /* grows when rack, tokens or status change */
+    uint64_t digest;       /* the ring digest the member holds */
+};
+
+/* (id, generation, version): what a SYN says it knows of a member. */
+struct msg_digest {
+    char id[RING_NAME_MAX + 1];
+    uint64_t generation;
+    uint64_t version;
+};
+
+struct msg_gossip_syn {
+    uint64_t epoch; /* the sender's ring epoch and digest (membership.h) */
+    uint64_t digest;
+    bool complete; /* the digests cover every entry the sender has */
+    size_t n;
+    struct msg_digest *digests; /* n <= MSG_GOSSIP_DIGESTS_MAX, owned */
+};
+
+/* ACK and ACK2 (ACK2 has no requests). */
+struct msg_gossip_entries {
+    size_t n;
+    struct msg_member *entries; /* n <= MSG_GOSSIP_ENTRIES_MAX, owned */
+    size_t n_requests;
+    struct msg_digest *requests; /* ids wanted; generation and version unused; owned */
+};
+
 struct msg {
     enum msg_type type;
     union {
         struct msg_ident ident;
-        struct msg_ping ping; /* MSG_PING and MSG_PONG */
+        struct msg_ping ping;              /* MSG_PING and MSG_PONG */
+        struct msg_gossip_syn syn;         /* MSG_GOSSIP_SYN */
+        struct msg_gossip_entries entries; /* MSG_GOSSIP_ACK and MSG_GOSSIP_ACK2 */
     } u;
 };
 
@@ -57,11 +120,30 @@ struct msg {
 int msg_encode(const struct msg *m, struct buf *out);
 
 /*
- * Decode one message from in[0..len), which must hold exactly one.
+ * Decode one message from in[0..len), which must hold exactly one.  Gossip
+ * messages own arrays allocated here, each count checked against its bound
+ * and against the bytes left before allocation; msg_free() releases them
+ * (and is harmless on every other message).
  * Errors: RK_ESYNTAX (malformed, trailing bytes, invalid node id or
  * address), RK_ENOTFOUND (unknown type), RK_ETOOBIG (a field over its bound).
  */
 int msg_decode(const uint8_t *in, size_t len, struct msg *out);
+
+/*
+ * A list of member entries on its own, as the data directory keeps the
+ * member table: a msgpack array of entries in the gossip encoding.
+ * Decoding allocates *out (free() it), at most max entries, each count
+ * checked against the bytes left first.
+ */
+int msg_members_encode(const struct msg_member *e, size_t n, struct buf *out);
+int msg_members_decode(const uint8_t *in, size_t len, size_t max, struct msg_member **out,
+                       size_t *n);
+
+/* Release what msg_decode() allocated; m may then be decoded into again. */
+void msg_free(struct msg *m);
+
+/* Whether e's fields are valid: ids, racks, addresses, tokens, status. */
+bool msg_member_valid(const struct msg_member *e);
 
 /* The type's name for logs ("ident", "ping", ...), or "unknown". */
 const char *msg_type_name(int type);

@@ -1,0 +1,154 @@
+/*
+ * membership.h - the member table and the versioned ring derived from it.
+ * Pure: no I/O and no clock reads; time comes in as monotonic
+ * milliseconds, so a fake clock drives the tests.
+ *
+ * Entries (proto/msg.h, struct msg_member).  Each node is the only writer
+ * of its own entry: id, addresses, rack, tokens, status, a generation that
+ * grows at every start (persisted by the caller) and a version that grows
+ * at every change and heartbeat.  Entries merge by (generation, version):
+ * the greater replaces the lesser whole; equal or lesser is ignored.  So
+ * every node that has seen the same entries holds the same table,
+ * whatever order they arrived in.
+ *
+ * Removal.  A dead member cannot write its own entry, so `remove` is
+ * written by another node: the entry with status removed and its version
+ * raised by MEMBERSHIP_REMOVE_BUMP, which beats anything the member could
+ * still gossip in that generation (a paused process that wakes up keeps
+ * counting from its old version).  A member that restarts comes back with
+ * a new generation, which beats the removal: that is a new life, a join.
+ *
+ * The ring.  Members whose status is normal or leaving own ranges; joining
+ * members do not yet, left and removed ones no longer.  The ring is rebuilt
+ * (ring_create(), immutable) whenever a ring-affecting field of any entry
+ * changes: rack, tokens or status.  Its epoch is the sum of every entry's
+ * ring_version, so any merge of two tables has an epoch at least as large
+ * as either, and a later ring never has a smaller one; its digest is a
+ * hash of the ring's exact content (seed and, in id order, each member's
+ * id, rack and tokens), the same on every node that holds the same ring.
+ * A cluster has converged when every live member reports (in its entry's
+ * digest field) the digest the others hold.
+ *
+ * Failure detection.  Every entry but our own carries a phi accrual
+ * detector (detector.h) fed with the arrivals of the member's heartbeats:
+ * a version that grew, or a message received from it directly.
+ */
+#ifndef RINGKV_MEMBERSHIP_H
+#define RINGKV_MEMBERSHIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "detector.h"
+#include "msg.h"
+#include "ring.h"
+
+#define MEMBERSHIP_REMOVE_BUMP (1ull << 32)
+/* Members one table holds: as many as a ring may have. */
+#define MEMBERSHIP_MAX RING_MEMBERS_MAX
+
+extern const char *const membership_status_names[MSG_MEMBER_STATUS_MAX + 1];
+
+/* An entry with what this node knows locally about the member. */
+struct member {
+    struct msg_member e;
+    struct detector det; /* not for our own entry */
+    enum detector_state state;
+    uint64_t heard_ms; /* monotonic ms of the last arrival; 0 never */
+};
+
+struct membership;
+
+/*
+ * A table holding only self (copied): the caller has set every field of
+ * its entry, generation included.  Ring errors from ring_create() (an
+ * invalid id, ...) are returned; RK_ENOMEM.
+ */
+int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN],
+                      const struct msg_member *self, uint64_t heartbeat_ms, uint64_t now_ms);
+void membership_destroy(struct membership *m);
+
+/* Entries in id order, self included; pointers valid until the table changes. */
+size_t membership_count(const struct membership *m);
+const struct member *membership_at(const struct membership *m, size_t i);
+const struct member *membership_find(const struct membership *m, const char *id);
+const struct member *membership_self(const struct membership *m);
+
+/* What membership_merge() did with an entry. */
+enum membership_merged {
+    MEMBERSHIP_IGNORED,  /* not newer than what we hold */
+    MEMBERSHIP_ADDED,    /* a member we did not know */
+    MEMBERSHIP_UPDATED,  /* a newer entry of a known member */
+    MEMBERSHIP_CONFLICT, /* an entry of ours that is newer than ours: see below */
+};
+
+/*
+ * Merge one entry heard at now_ms (invalid entries: RK_EINVAL).  A newer
+ * entry of another member counts as a heartbeat arrival for its detector.
+ * An entry bearing our own id is never taken: when it is newer than ours
+ * the result is MEMBERSHIP_CONFLICT and the caller decides (another
+ * process claims our id, or the cluster removed us).  *ring_changed says
+ * whether the ring was rebuilt.  RK_ENOMEM, and RK_ETOOBIG past
+ * MEMBERSHIP_MAX entries.
+ */
+int membership_merge(struct membership *m, const struct msg_member *e, uint64_t now_ms,
+                     enum membership_merged *merged, bool *ring_changed);
+
+/* A message arrived directly from member id at now_ms: a heartbeat arrival. */
+void membership_heard(struct membership *m, const char *id, uint64_t now_ms);
+
+/* Our own entry: a heartbeat (version + 1). */
+void membership_heartbeat(struct membership *m);
+
+/* Our own status changes (version + 1, ring_version + 1, ring rebuilt). */
+int membership_set_status(struct membership *m, enum msg_member_status status);
+
+/*
+ * Raise our version above v (after a conflict in the same generation), so
+ * our entry wins again.
+ */
+void membership_assert_self(struct membership *m, uint64_t v);
+
+/* Write the removal of member id (not self): status removed, version bumped. */
+int membership_remove(struct membership *m, const char *id);
+
+/* Refresh every detector's state at now_ms; returns how many states changed. */
+size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi,
+                         double down_phi);
+
+/* The ring in force (owned by the table, valid until it changes), its epoch and digest. */
+const struct ring *membership_ring(const struct membership *m);
+uint64_t membership_epoch(const struct membership *m);
+uint64_t membership_digest(const struct membership *m);
+/* Whether a status owns ranges. */
+bool membership_in_ring(uint32_t status);
+
+/*
+ * The digests for a SYN: our own entry first, then up to max - 1 others,
+ * starting at a rotating offset so every entry is offered over rounds.
+ * *complete says whether all entries fit.
+ */
+size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete);
+
+/*
+ * Answer a SYN's digests: the entries we hold newer than theirs, or that
+ * they did not mention when their list was complete (at most max_entries),
+ * and the ids they hold newer than ours or that we lack (at most
+ * max_requests).  Entries are copied into entries[].
+ */
+void membership_answer(const struct membership *m, const struct msg_digest *theirs, size_t n,
+                       bool complete, struct msg_member *entries, size_t max_entries,
+                       size_t *n_entries, struct msg_digest *requests, size_t max_requests,
+                       size_t *n_requests);
+
+/* Persistence: every entry (not the local detector state), msgpack-encoded. */
+int membership_encode(const struct membership *m, struct buf *out);
+/*
+ * Merge entries saved by membership_encode() (our own is skipped), as if
+ * heard at now_ms.  RK_ESYNTAX for damaged input.
+ */
+int membership_restore(struct membership *m, const uint8_t *p, size_t len, uint64_t now_ms);
+
+#endif
