@@ -1,0 +1,181 @@
+/*
+ * cli_view.h - the cluster views of `ringkv status`, `ringkv members` and
+ * `ringkv ring`: a node's admin replies read from their reply trees, and
+ * shown as tables for people, JSON for scripts and (the ring) a Graphviz
+ * digraph.  Pure: no connection and no clock; output goes to the FILE
+ * given, so tests feed reply trees they built and compare the text.
+ *
+ * The replies (RESP3 maps; in RESP2 a map is a flat array of key, value
+ * pairs, and both are accepted at every level).  Numbers are integers;
+ * fractions and phi are bulk strings holding decimal text (a RESP3 double
+ * or an integer is accepted too); booleans are the integers 0 and 1 (or
+ * RESP3 booleans).
+ *
+ *   RINGKV STATUS   map: id, rack, tokens, cluster_id, epoch, digest,
+ *                   converged (every member that is up reports our
+ *                   digest), agree (members up whose digest is ours, self
+ *                   included), up_count, keys, map_used_bytes, uptime_s,
+ *                   clients, members: one map per member in id order with
+ *                   id, rack, tokens, status (joining, normal, leaving,
+ *                   left, removed), up, state (alive, suspect, down, self),
+ *                   owns (the fraction of the keyspace it is primary owner
+ *                   of), peer_addr, client_addr, digest
+ *   RINGKV MEMBERS  array: one map per member, the failure detector's
+ *                   view: id, state, phi, generation, version,
+ *                   last_heard_ms (-1: never), mean_interval_ms, status
+ *   RINGKV RING     map: epoch, digest, rf, arcs: one map per arc in ring
+ *                   order (adjacent arcs with the same preference list
+ *                   merged) with start (exclusive), end (inclusive),
+ *                   fraction, owner, preflist (array of ids)
+ *
+ * Every field named above is required: a reply without one, or with one
+ * of another type, is refused with a sentence naming it.  Fields a newer
+ * node adds are kept: the JSON forms hold every field of the reply, in
+ * its order, with the known ones converted (booleans to true/false,
+ * fractions to numbers) and the others as respc_reply_json() gives them.
+ *
+ * Strings in the parsed structs are borrowed from the reply tree: they
+ * are valid while it is.  The arrays of members and arcs are owned by the
+ * struct and freed by its _free() function.
+ */
+#ifndef RINGKV_CLI_VIEW_H
+#define RINGKV_CLI_VIEW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "resp.h"
+
+/* --- RINGKV STATUS --------------------------------------------------------------- */
+
+struct view_status_member {
+    const char *id, *rack, *status, *state, *peer_addr, *client_addr, *digest;
+    int64_t tokens;
+    bool up;
+    double owns; /* fraction of the keyspace, 0 to 1 */
+};
+
+struct view_status {
+    const struct resp_reply *reply; /* the map, borrowed */
+    const char *id, *rack, *cluster_id, *digest;
+    int64_t tokens, epoch, agree, up_count, keys, map_used_bytes, uptime_s, clients;
+    bool converged;
+    const struct resp_reply *members_reply;
+    struct view_status_member *members; /* owned; n entries */
+    size_t n;
+};
+
+/*
+ * Read a RINGKV STATUS reply into s.  Returns 0, or RK_ESYNTAX with a
+ * sentence in err ("member 2: 'up' is missing"), or RK_ENOMEM.
+ */
+int view_status_parse(struct view_status *s, const struct resp_reply *r, char *err, size_t err_len);
+void view_status_free(struct view_status *s);
+
+/*
+ * Whether a member still belongs to the ring's story: not left, not
+ * removed.  Only these are in the table and count towards health.
+ */
+bool view_member_current(const struct view_status_member *m);
+
+/*
+ * Healthy: converged, and every current member is up.  The exit code of
+ * `ringkv status` (0 healthy, 3 not).
+ */
+bool view_status_healthy(const struct view_status *s);
+
+/*
+ * The two-letter code of the status table, nodetool's: U or D (up,
+ * down), then N, J or L (normal, joining, leaving).  Left and removed
+ * members own nothing and are not in the table (the footer names them);
+ * their second letter, and that of a status this CLI does not know, is
+ * '?'.  Writes 3 bytes.
+ */
+void view_member_code(const struct view_status_member *m, char code[3]);
+
+/*
+ * The status table: a line about the node itself, one row per current
+ * member (code, id, peer address, rack, tokens, owns, detector state,
+ * digest), and a footer (epoch, digest, agreement, converged, counts per
+ * code, members that left or were removed).  Returns 0 or RK_ENOMEM.
+ */
+int view_status_table(FILE *f, const struct view_status *s);
+
+/* Every field of the reply, converted (see above); NULL when out of memory. */
+json_t *view_status_json(const struct view_status *s);
+
+/* --- RINGKV MEMBERS -------------------------------------------------------------- */
+
+struct view_detector_entry {
+    const char *id, *state, *status;
+    int64_t generation, version, last_heard_ms;
+    double phi, mean_interval_ms; /* may be infinite or NaN when the node says so */
+};
+
+struct view_members {
+    const struct resp_reply *reply; /* the array, borrowed */
+    struct view_detector_entry *m;  /* owned; n entries */
+    size_t n;
+};
+
+int view_members_parse(struct view_members *v, const struct resp_reply *r, char *err,
+                       size_t err_len);
+void view_members_free(struct view_members *v);
+
+/*
+ * The detector's table (state, id, generation, version, last heard, phi,
+ * mean interval, status) and a line counting members per state.
+ */
+int view_members_table(FILE *f, const struct view_members *v);
+
+/* {"members": [every entry, converted]}; NULL when out of memory. */
+json_t *view_members_json(const struct view_members *v);
+
+/* --- RINGKV RING ----------------------------------------------------------------- */
+
+struct view_arc {
+    const char *start, *end, *owner;
+    double fraction;
+    const struct resp_reply *preflist; /* an array of text, owner first */
+};
+
+struct view_ring {
+    const struct resp_reply *reply; /* the map, borrowed */
+    const char *digest;
+    int64_t epoch, rf;
+    struct view_arc *arcs; /* owned; n entries */
+    size_t n;
+};
+
+int view_ring_parse(struct view_ring *v, const struct resp_reply *r, char *err, size_t err_len);
+void view_ring_free(struct view_ring *v);
+
+/* Replica i of an arc's preference list (i < arc->preflist->n). */
+const char *view_arc_replica(const struct view_arc *a, size_t i);
+
+/*
+ * The arcs (start, end, share of the keyspace, preference list), then per
+ * member the arcs it is primary for and its primary and replica shares
+ * (replica: the keyspace it holds a copy of, primary included), then the
+ * epoch, digest and rf.
+ */
+int view_ring_table(FILE *f, const struct view_ring *v);
+
+/*
+ * Every field of the reply, converted, and "members": the per-member
+ * summary of the table ({"id", "arcs", "primary", "replica"}, in id
+ * order).  NULL when out of memory.
+ */
+json_t *view_ring_json(const struct view_ring *v);
+
+/*
+ * A Graphviz digraph in a circular layout: members as nodes labelled
+ * with their shares, an edge from each owner to each replica it hands
+ * copies to, labelled and weighted by the keyspace of those arcs.
+ */
+int view_ring_dot(FILE *f, const struct view_ring *v);
+
+#endif

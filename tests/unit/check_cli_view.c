@@ -1,0 +1,688 @@
+/*
+ * check_cli_view.c - unit tests of the cluster views (src/cli_view.c):
+ * reply trees built here, as a node would send them in RESP3 (maps,
+ * booleans, doubles) and in RESP2 (flat arrays of pairs, integers 0 and 1,
+ * decimal text), read into the view structs and printed as tables, JSON
+ * and Graphviz, compared with fixed text.
+ */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_view.h"
+#include "error.h"
+#include "resp.h"
+
+/* --- building reply trees -------------------------------------------------------- */
+
+/* Maps are built as RESP2 flat arrays when set, RESP3 maps when not. */
+static bool as_resp2;
+
+static struct resp_reply *t_new(enum resp_type type)
+{
+    struct resp_reply *r = calloc(1, sizeof(*r));
+
+    ck_assert_ptr_nonnull(r);
+    r->type = type;
+    return r;
+}
+
+static struct resp_reply *t_str(enum resp_type type, const char *s)
+{
+    struct resp_reply *r = t_new(type);
+
+    r->len = strlen(s);
+    r->str = (uint8_t *)strdup(s);
+    ck_assert_ptr_nonnull(r->str);
+    return r;
+}
+
+static struct resp_reply *t_bulk(const char *s)
+{
+    return t_str(RESP_T_BULK, s);
+}
+
+static struct resp_reply *t_int(int64_t v)
+{
+    struct resp_reply *r = t_new(RESP_T_INT);
+
+    r->integer = v;
+    return r;
+}
+
+static struct resp_reply *t_elems(enum resp_type type, size_t n, va_list ap)
+{
+    struct resp_reply *r = t_new(type);
+
+    r->n = n;
+    r->elem = calloc(n + 1, sizeof(*r->elem));
+    ck_assert_ptr_nonnull(r->elem);
+    for (size_t i = 0; i < n; i++) {
+        r->elem[i] = va_arg(ap, struct resp_reply *);
+    }
+    return r;
+}
+
+/* An array of n replies. */
+static struct resp_reply *t_array(size_t n, ...)
+{
+    struct resp_reply *r;
+    va_list ap;
+
+    va_start(ap, n);
+    r = t_elems(RESP_T_ARRAY, n, ap);
+    va_end(ap);
+    return r;
+}
+
+/* A map of pairs given as (const char *key, struct resp_reply *value) arguments. */
+static struct resp_reply *t_map(size_t pairs, ...)
+{
+    struct resp_reply *r = t_new(as_resp2 ? RESP_T_ARRAY : RESP_T_MAP);
+    va_list ap;
+
+    r->n = as_resp2 ? 2 * pairs : pairs;
+    r->elem = calloc(2 * pairs + 1, sizeof(*r->elem));
+    ck_assert_ptr_nonnull(r->elem);
+    va_start(ap, pairs);
+    for (size_t i = 0; i < pairs; i++) {
+        r->elem[2 * i] = t_bulk(va_arg(ap, const char *));
+        r->elem[2 * i + 1] = va_arg(ap, struct resp_reply *);
+    }
+    va_end(ap);
+    return r;
+}
+
+/* A boolean: 0 or 1 in RESP2, a RESP3 boolean otherwise. */
+static struct resp_reply *t_bool(bool v)
+{
+    struct resp_reply *r = t_new(as_resp2 ? RESP_T_INT : RESP_T_BOOL);
+
+    r->integer = v;
+    return r;
+}
+
+/* What a view printed, as a new string. */
+struct capture {
+    char *text;
+    size_t len;
+    FILE *f;
+};
+
+static void capture_start(struct capture *c)
+{
+    c->text = NULL;
+    c->f = open_memstream(&c->text, &c->len);
+    ck_assert_ptr_nonnull(c->f);
+}
+
+static char *capture_end(struct capture *c)
+{
+    fclose(c->f);
+    return c->text;
+}
+
+static void assert_json(json_t *j, const char *want)
+{
+    char *got;
+
+    ck_assert_ptr_nonnull(j);
+    got = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    free(got);
+    json_decref(j);
+}
+
+/* --- RINGKV STATUS --------------------------------------------------------------- */
+
+static struct resp_reply *status_member(const char *id, const char *rack, const char *status,
+                                        bool up, const char *state, const char *owns,
+                                        const char *digest)
+{
+    char peer[64], client[64];
+
+    snprintf(peer, sizeof(peer), "127.0.0.%d:7371", 10 + atoi(id + 1));
+    snprintf(client, sizeof(client), "127.0.0.%d:7370", 10 + atoi(id + 1));
+    return t_map(10, "id", t_bulk(id), "rack", t_bulk(rack), "tokens", t_int(256), "status",
+                 t_bulk(status), "up", t_bool(up), "state", t_bulk(state), "owns", t_bulk(owns),
+                 "peer_addr", t_bulk(peer), "client_addr", t_bulk(client), "digest",
+                 t_bulk(digest));
+}
+
+#define DIGEST_A "4c1e2a9f0b3d5e71"
+#define DIGEST_B "0b3d5e714c1e2a9f"
+
+/*
+ * n1 (self) and n2 up and agreeing, n3 down on an older ring, n4
+ * removed; converged (every member that is up agrees), but not healthy
+ * (n3 is down).  "status" is a field this CLI does not know.
+ */
+static struct resp_reply *status_reply(bool converged)
+{
+    return t_map(
+        15, "id", t_bulk("n1"), "rack", t_bulk("rack-a"), "tokens", t_int(256), "cluster_id",
+        t_bulk("9f2c6e1d0a4b8c7e3f5a6b7c8d9e0f1a"), "epoch", t_int(7), "digest", t_bulk(DIGEST_A),
+        "converged", t_bool(converged), "agree", t_int(2), "up_count", t_int(2), "keys",
+        t_int(1204), "map_used_bytes", t_int(73728), "uptime_s", t_int(192), "clients", t_int(1),
+        "status", t_bulk("normal"), "members",
+        t_array(4, status_member("n1", "rack-a", "normal", true, "self", "0.334100", DIGEST_A),
+                status_member("n2", "rack-b", "normal", true, "alive", "0.331200", DIGEST_A),
+                status_member("n3", "rack-c", "normal", false, "down", "0.334700", DIGEST_B),
+                status_member("n4", "rack-a", "removed", false, "down", "0.000000", DIGEST_B)));
+}
+
+static const char status_table_want[] =
+    "node n1 (rack rack-a, 256 tokens) of cluster 9f2c6e1d0a4b8c7e3f5a6b7c8d9e0f1a\n"
+    "1204 keys, 72.0 KiB of storage, up 3 m 12 s, 1 client\n"
+    "\n"
+    "Status=Up/Down\n"
+    "|/ State=Normal/Joining/Leaving\n"
+    "--  id  address          rack    tokens   owns  state  digest\n"
+    "UN  n1  127.0.0.11:7371  rack-a     256  33.4%  self   4c1e2a9f0b3d5e71\n"
+    "UN  n2  127.0.0.12:7371  rack-b     256  33.1%  alive  4c1e2a9f0b3d5e71\n"
+    "DN  n3  127.0.0.13:7371  rack-c     256  33.5%  down   0b3d5e714c1e2a9f\n"
+    "\n"
+    "epoch      7\n"
+    "digest     4c1e2a9f0b3d5e71\n"
+    "agreement  2 of 2 up members agree\n"
+    "converged  yes\n"
+    "members    3: UN 2, DN 1\n"
+    "departed   n4 (removed): no longer in the ring\n";
+
+static char *status_table_of(struct resp_reply *r)
+{
+    struct view_status s;
+    struct capture c;
+    char err[256];
+
+    ck_assert_int_eq(view_status_parse(&s, r, err, sizeof(err)), 0);
+    capture_start(&c);
+    ck_assert_int_eq(view_status_table(c.f, &s), 0);
+    view_status_free(&s);
+    resp_reply_free(r);
+    return capture_end(&c);
+}
+
+START_TEST(test_status_table)
+{
+    char *got;
+
+    as_resp2 = false;
+    got = status_table_of(status_reply(true));
+    ck_assert_str_eq(got, status_table_want);
+    free(got);
+}
+END_TEST
+
+/* The same status as a RESP2 connection gets it reads and prints the same. */
+START_TEST(test_status_table_resp2)
+{
+    char *got;
+
+    as_resp2 = true;
+    got = status_table_of(status_reply(true));
+    ck_assert_str_eq(got, status_table_want);
+    free(got);
+}
+END_TEST
+
+static bool healthy_with(bool converged, bool n3_up)
+{
+    struct resp_reply *r = status_reply(converged);
+    struct view_status s;
+    char err[256];
+    bool healthy;
+
+    ck_assert_int_eq(view_status_parse(&s, r, err, sizeof(err)), 0);
+    s.members[2].up = n3_up;
+    healthy = view_status_healthy(&s);
+    view_status_free(&s);
+    resp_reply_free(r);
+    return healthy;
+}
+
+/* Healthy: converged and every member up, except those that left or were removed. */
+START_TEST(test_status_healthy)
+{
+    as_resp2 = false;
+    ck_assert(!healthy_with(true, false));
+    ck_assert(!healthy_with(false, true));
+    ck_assert(healthy_with(true, true));
+}
+END_TEST
+
+START_TEST(test_member_code)
+{
+    static const struct {
+        const char *status;
+        bool up;
+        const char *code;
+    } cases[] = {
+        {"normal", true, "UN"},   {"normal", false, "DN"}, {"joining", true, "UJ"},
+        {"leaving", false, "DL"}, {"left", false, "D?"},   {"removed", true, "U?"},
+        {"moving", true, "U?"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct view_status_member m = {.status = cases[i].status, .up = cases[i].up};
+        char code[3];
+        view_member_code(&m, code);
+        ck_assert_str_eq(code, cases[i].code);
+        ck_assert(view_member_current(&m) ==
+                  (strcmp(m.status, "left") != 0 && strcmp(m.status, "removed") != 0));
+    }
+}
+END_TEST
+
+/*
+ * JSON: every field in the reply's order; booleans as true/false and
+ * fractions as numbers, in RESP2 as in RESP3; an unknown field as is.
+ */
+START_TEST(test_status_json)
+{
+    static const char want[] =
+        "{\"id\":\"n1\",\"rack\":\"rack-a\",\"tokens\":256,"
+        "\"cluster_id\":\"9f2c6e1d0a4b8c7e3f5a6b7c8d9e0f1a\",\"epoch\":7,"
+        "\"digest\":\"4c1e2a9f0b3d5e71\",\"converged\":false,\"agree\":2,\"up_count\":2,"
+        "\"keys\":1204,\"map_used_bytes\":73728,\"uptime_s\":192,\"clients\":1,"
+        "\"status\":\"normal\",\"members\":["
+        "{\"id\":\"n1\",\"rack\":\"rack-a\",\"tokens\":256,\"status\":\"normal\",\"up\":true,"
+        "\"state\":\"self\",\"owns\":0.3341,\"peer_addr\":\"127.0.0.11:7371\","
+        "\"client_addr\":\"127.0.0.11:7370\",\"digest\":\"4c1e2a9f0b3d5e71\"},"
+        "{\"id\":\"n2\",\"rack\":\"rack-b\",\"tokens\":256,\"status\":\"normal\",\"up\":true,"
+        "\"state\":\"alive\",\"owns\":0.3312,\"peer_addr\":\"127.0.0.12:7371\","
+        "\"client_addr\":\"127.0.0.12:7370\",\"digest\":\"4c1e2a9f0b3d5e71\"},"
+        "{\"id\":\"n3\",\"rack\":\"rack-c\",\"tokens\":256,\"status\":\"normal\",\"up\":false,"
+        "\"state\":\"down\",\"owns\":0.3347,\"peer_addr\":\"127.0.0.13:7371\","
+        "\"client_addr\":\"127.0.0.13:7370\",\"digest\":\"0b3d5e714c1e2a9f\"},"
+        "{\"id\":\"n4\",\"rack\":\"rack-a\",\"tokens\":256,\"status\":\"removed\",\"up\":false,"
+        "\"state\":\"down\",\"owns\":0.0,\"peer_addr\":\"127.0.0.14:7371\","
+        "\"client_addr\":\"127.0.0.14:7370\",\"digest\":\"0b3d5e714c1e2a9f\"}]}";
+
+    for (int resp2 = 0; resp2 <= 1; resp2++) {
+        struct resp_reply *r;
+        struct view_status s;
+        char err[256];
+        as_resp2 = resp2;
+        r = status_reply(false);
+        ck_assert_int_eq(view_status_parse(&s, r, err, sizeof(err)), 0);
+        assert_json(view_status_json(&s), want);
+        view_status_free(&s);
+        resp_reply_free(r);
+    }
+}
+END_TEST
+
+static void assert_status_refused(struct resp_reply *r, const char *want)
+{
+    struct view_status s;
+    char err[256];
+
+    ck_assert_int_eq(view_status_parse(&s, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, want);
+    ck_assert_ptr_null(s.members);
+    resp_reply_free(r);
+}
+
+/* A reply without a field, or with one of another type, is refused, naming it. */
+START_TEST(test_status_refused)
+{
+    struct resp_reply *r;
+
+    as_resp2 = false;
+    assert_status_refused(t_int(3), "expected a map, got an integer");
+    r = status_reply(true);
+    resp_reply_free(r->elem[9]);
+    r->elem[9] = t_bulk("7");
+    assert_status_refused(r, "'epoch' is a bulk string, expected an integer");
+    r = status_reply(true);
+    resp_reply_free(r->elem[13]);
+    r->elem[13] = t_int(2);
+    assert_status_refused(r, "'converged' is an integer, expected 0 or 1");
+    r = status_reply(true);
+    struct resp_reply *n2 = r->elem[29]->elem[1];
+    resp_reply_free(n2->elem[8]);
+    n2->elem[8] = t_bulk("upness");
+    assert_status_refused(r, "member 2: 'up' is missing");
+    r = status_reply(true);
+    resp_reply_free(r->elem[29]->elem[0]->elem[13]);
+    r->elem[29]->elem[0]->elem[13] = t_bulk("a third");
+    assert_status_refused(r, "member 1: 'owns' is a bulk string, expected a decimal number");
+}
+END_TEST
+
+/* Text a node sends is printed with its control bytes replaced, so it cannot drive a terminal. */
+START_TEST(test_status_control_bytes)
+{
+    struct resp_reply *r;
+    char *got;
+
+    as_resp2 = false;
+    r = status_reply(true);
+    struct resp_reply *rack = r->elem[29]->elem[1]->elem[3];
+    free(rack->str);
+    rack->str = (uint8_t *)strdup("rack\x1b[2J");
+    rack->len = strlen((const char *)rack->str);
+    got = status_table_of(r);
+    ck_assert_ptr_nonnull(strstr(got, "  rack?[2J  "));
+    ck_assert_ptr_null(strchr(got, '\x1b'));
+    free(got);
+}
+END_TEST
+
+/* --- RINGKV MEMBERS -------------------------------------------------------------- */
+
+static struct resp_reply *detector_entry(const char *id, const char *state, struct resp_reply *phi,
+                                         int64_t generation, int64_t version, int64_t heard,
+                                         const char *mean, const char *status)
+{
+    return t_map(8, "id", t_bulk(id), "state", t_bulk(state), "phi", phi, "generation",
+                 t_int(generation), "version", t_int(version), "last_heard_ms", t_int(heard),
+                 "mean_interval_ms", t_bulk(mean), "status", t_bulk(status));
+}
+
+static struct resp_reply *members_reply(void)
+{
+    return t_array(
+        5, detector_entry("n1", "self", t_bulk("0.00"), 1736458123, 5702, -1, "0.0", "normal"),
+        detector_entry("n2", "alive", t_bulk("0.41"), 1736458124, 5510, 212, "201.4", "normal"),
+        detector_entry("n3", "down", t_bulk("9.87"), 1736458124, 391, 12410, "199.8", "normal"),
+        detector_entry("n4", "suspect", t_bulk("inf"), 1736458130, 12, -1, "nan", "joining"),
+        detector_entry("n5", "alive", t_bulk("1.20"), 1736458131, 80, 1000, "200.0", "leaving"));
+}
+
+START_TEST(test_members_table)
+{
+    static const char want[] =
+        "state    id  generation  version  last heard   phi  mean interval  status\n"
+        "self     n1  1736458123     5702           -     -              -  normal\n"
+        "alive    n2  1736458124     5510  212 ms ago  0.41       201.4 ms  normal\n"
+        "down     n3  1736458124      391  12.4 s ago  9.87       199.8 ms  normal\n"
+        "suspect  n4  1736458130       12       never   inf              -  joining\n"
+        "alive    n5  1736458131       80   1.0 s ago  1.20       200.0 ms  leaving\n"
+        "\n"
+        "5 members: 1 self, 2 alive, 1 suspect, 1 down\n";
+    struct resp_reply *r;
+    struct view_members v;
+    struct capture c;
+    char err[256];
+
+    as_resp2 = true;
+    r = members_reply();
+    ck_assert_int_eq(view_members_parse(&v, r, err, sizeof(err)), 0);
+    ck_assert_uint_eq(v.n, 5);
+    capture_start(&c);
+    ck_assert_int_eq(view_members_table(c.f, &v), 0);
+    ck_assert_str_eq(capture_end(&c), want);
+    free(c.text);
+    view_members_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
+/* JSON: phi and the mean interval as numbers, null where they are not finite. */
+START_TEST(test_members_json)
+{
+    static const char want[] =
+        "{\"members\":["
+        "{\"id\":\"n1\",\"state\":\"self\",\"phi\":0.0,\"generation\":1736458123,"
+        "\"version\":5702,\"last_heard_ms\":-1,\"mean_interval_ms\":0.0,\"status\":\"normal\"},"
+        "{\"id\":\"n4\",\"state\":\"suspect\",\"phi\":null,\"generation\":1736458130,"
+        "\"version\":12,\"last_heard_ms\":-1,\"mean_interval_ms\":null,\"status\":\"joining\"},"
+        "{\"id\":\"n5\",\"state\":\"alive\",\"phi\":1.5,\"generation\":1736458131,"
+        "\"version\":80,\"last_heard_ms\":1000,\"mean_interval_ms\":200.0,"
+        "\"status\":\"leaving\"}]}";
+    struct resp_reply *r, *phi = t_new(RESP_T_DOUBLE);
+    struct view_members v;
+    char err[256];
+
+    as_resp2 = false;
+    phi->dbl = 1.5;
+    r = t_array(
+        3, detector_entry("n1", "self", t_bulk("0.00"), 1736458123, 5702, -1, "0", "normal"),
+        detector_entry("n4", "suspect", t_bulk("inf"), 1736458130, 12, -1, "nan", "joining"),
+        detector_entry("n5", "alive", phi, 1736458131, 80, 1000, "200", "leaving"));
+    ck_assert_int_eq(view_members_parse(&v, r, err, sizeof(err)), 0);
+    assert_json(view_members_json(&v), want);
+    view_members_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
+START_TEST(test_members_refused)
+{
+    struct resp_reply *r;
+    struct view_members v;
+    char err[256];
+
+    as_resp2 = false;
+    r = t_bulk("OK");
+    ck_assert_int_eq(view_members_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "expected an array of maps, got a bulk string");
+    resp_reply_free(r);
+    r = members_reply();
+    resp_reply_free(r->elem[3]->elem[4]);
+    r->elem[3]->elem[4] = t_bulk("psi");
+    ck_assert_int_eq(view_members_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "member 4: 'phi' is missing");
+    resp_reply_free(r);
+}
+END_TEST
+
+/* --- RINGKV RING ----------------------------------------------------------------- */
+
+static struct resp_reply *arc(const char *start, const char *end, const char *fraction,
+                              struct resp_reply *preflist)
+{
+    return t_map(5, "start", t_bulk(start), "end", t_bulk(end), "fraction", t_bulk(fraction),
+                 "owner", t_bulk((const char *)preflist->elem[0]->str), "preflist", preflist);
+}
+
+/* Four arcs of three members at rf 2: n1 owns half, n2 and n3 a quarter each. */
+static struct resp_reply *ring_reply(void)
+{
+    return t_map(4, "epoch", t_int(9), "digest", t_bulk(DIGEST_A), "rf", t_int(2), "arcs",
+                 t_array(4,
+                         arc("c000000000000000", "3fffffffffffffff", "0.25",
+                             t_array(2, t_bulk("n1"), t_bulk("n2"))),
+                         arc("3fffffffffffffff", "7fffffffffffffff", "0.25",
+                             t_array(2, t_bulk("n2"), t_bulk("n3"))),
+                         arc("7fffffffffffffff", "9fffffffffffffff", "0.125",
+                             t_array(2, t_bulk("n3"), t_bulk("n1"))),
+                         arc("9fffffffffffffff", "c000000000000000", "0.375",
+                             t_array(2, t_bulk("n1"), t_bulk("n3")))));
+}
+
+static void ring_parse_ok(struct view_ring *v, struct resp_reply *r)
+{
+    char err[256];
+
+    ck_assert_int_eq(view_ring_parse(v, r, err, sizeof(err)), 0);
+    ck_assert_uint_eq(v->n, 4);
+}
+
+START_TEST(test_ring_table)
+{
+    static const char want[] = "start (exclusive)  end (inclusive)     share  preference list\n"
+                               "c000000000000000   3fffffffffffffff  25.000%  n1,n2\n"
+                               "3fffffffffffffff   7fffffffffffffff  25.000%  n2,n3\n"
+                               "7fffffffffffffff   9fffffffffffffff  12.500%  n3,n1\n"
+                               "9fffffffffffffff   c000000000000000  37.500%  n1,n3\n"
+                               "\n"
+                               "member  arcs  primary  replica\n"
+                               "n1         2   62.50%   75.00%\n"
+                               "n2         1   25.00%   50.00%\n"
+                               "n3         1   12.50%   75.00%\n"
+                               "\n"
+                               "epoch 9, digest 4c1e2a9f0b3d5e71, rf 2, 4 arcs\n";
+    struct resp_reply *r;
+    struct view_ring v;
+    struct capture c;
+
+    as_resp2 = true;
+    r = ring_reply();
+    ring_parse_ok(&v, r);
+    capture_start(&c);
+    ck_assert_int_eq(view_ring_table(c.f, &v), 0);
+    ck_assert_str_eq(capture_end(&c), want);
+    free(c.text);
+    view_ring_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
+START_TEST(test_ring_json)
+{
+    static const char want[] =
+        "{\"epoch\":9,\"digest\":\"4c1e2a9f0b3d5e71\",\"rf\":2,\"arcs\":["
+        "{\"start\":\"c000000000000000\",\"end\":\"3fffffffffffffff\",\"fraction\":0.25,"
+        "\"owner\":\"n1\",\"preflist\":[\"n1\",\"n2\"]},"
+        "{\"start\":\"3fffffffffffffff\",\"end\":\"7fffffffffffffff\",\"fraction\":0.25,"
+        "\"owner\":\"n2\",\"preflist\":[\"n2\",\"n3\"]},"
+        "{\"start\":\"7fffffffffffffff\",\"end\":\"9fffffffffffffff\",\"fraction\":0.125,"
+        "\"owner\":\"n3\",\"preflist\":[\"n3\",\"n1\"]},"
+        "{\"start\":\"9fffffffffffffff\",\"end\":\"c000000000000000\",\"fraction\":0.375,"
+        "\"owner\":\"n1\",\"preflist\":[\"n1\",\"n3\"]}],"
+        "\"members\":[{\"id\":\"n1\",\"arcs\":2,\"primary\":0.625,\"replica\":0.75},"
+        "{\"id\":\"n2\",\"arcs\":1,\"primary\":0.25,\"replica\":0.5},"
+        "{\"id\":\"n3\",\"arcs\":1,\"primary\":0.125,\"replica\":0.75}]}";
+    struct resp_reply *r;
+    struct view_ring v;
+
+    as_resp2 = false;
+    r = ring_reply();
+    ring_parse_ok(&v, r);
+    assert_json(view_ring_json(&v), want);
+    view_ring_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
+/* Graphviz: one node per member, one edge per (owner, replica) pair, its arcs summed. */
+START_TEST(test_ring_dot)
+{
+    static const char want[] =
+        "digraph ring {\n"
+        "    graph [layout=circo mindist=2 splines=curved fontname=\"Helvetica\" labelloc=t "
+        "label=\"ringkv ring: epoch 9, digest 4c1e2a9f0b3d5e71, rf 2, 4 arcs\\n"
+        "edge A -> B: the keyspace A is primary for that B holds a copy of\"];\n"
+        "    node [shape=box style=\"rounded,filled\" fontname=\"Helvetica\" fontsize=12];\n"
+        "    edge [fontname=\"Helvetica\" fontsize=10 color=\"#555555\" arrowsize=0.7 "
+        "labeldistance=4 labelangle=20];\n"
+        "    \"n1\" [label=\"n1\\nprimary 62.5%\\nreplica 75.0%\" fillcolor=\"#fbb4ae\"];\n"
+        "    \"n2\" [label=\"n2\\nprimary 25.0%\\nreplica 50.0%\" fillcolor=\"#b3cde3\"];\n"
+        "    \"n3\" [label=\"n3\\nprimary 12.5%\\nreplica 75.0%\" fillcolor=\"#ccebc5\"];\n"
+        "    \"n1\" -> \"n2\" [taillabel=\"25.0%\" penwidth=4.33 weight=26];\n"
+        "    \"n1\" -> \"n3\" [taillabel=\"37.5%\" penwidth=6.00 weight=38];\n"
+        "    \"n2\" -> \"n3\" [taillabel=\"25.0%\" penwidth=4.33 weight=26];\n"
+        "    \"n3\" -> \"n1\" [taillabel=\"12.5%\" penwidth=2.67 weight=13];\n"
+        "}\n";
+    struct resp_reply *r;
+    struct view_ring v;
+    struct capture c;
+
+    as_resp2 = false;
+    r = ring_reply();
+    ring_parse_ok(&v, r);
+    capture_start(&c);
+    ck_assert_int_eq(view_ring_dot(c.f, &v), 0);
+    ck_assert_str_eq(capture_end(&c), want);
+    free(c.text);
+    view_ring_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
+/* A quote in an id cannot end a Graphviz string early. */
+START_TEST(test_ring_dot_quoting)
+{
+    struct resp_reply *r;
+    struct view_ring v;
+    struct capture c;
+
+    as_resp2 = false;
+    r = t_map(4, "epoch", t_int(1), "digest", t_bulk(DIGEST_A), "rf", t_int(1), "arcs",
+              t_array(1, arc("0", "0", "1", t_array(1, t_bulk("a\"b\\")))));
+    ck_assert_int_eq(view_ring_parse(&v, r, (char[64]){0}, 64), 0);
+    capture_start(&c);
+    ck_assert_int_eq(view_ring_dot(c.f, &v), 0);
+    capture_end(&c);
+    ck_assert_ptr_nonnull(
+        strstr(c.text, "    \"a\\\"b\\\\\" [label=\"a\\\"b\\\\\\nprimary 100.0%"));
+    free(c.text);
+    view_ring_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
+START_TEST(test_ring_refused)
+{
+    struct resp_reply *r;
+    struct view_ring v;
+    char err[256];
+
+    as_resp2 = false;
+    r = ring_reply();
+    struct resp_reply *arcs = r->elem[7];
+    resp_reply_free(arcs->elem[1]->elem[9]);
+    arcs->elem[1]->elem[9] = t_array(0);
+    ck_assert_int_eq(view_ring_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "arc 2: 'preflist' is empty");
+    ck_assert_ptr_null(v.arcs);
+    resp_reply_free(r);
+    r = ring_reply();
+    arcs = r->elem[7];
+    resp_reply_free(arcs->elem[3]->elem[9]);
+    arcs->elem[3]->elem[9] = t_array(2, t_bulk("n1"), t_int(3));
+    ck_assert_int_eq(view_ring_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "arc 4: 'preflist' is an array, expected an array of strings");
+    resp_reply_free(r);
+}
+END_TEST
+
+static Suite *cli_view_suite(void)
+{
+    Suite *s = suite_create("cli_view");
+    const struct {
+        const char *name;
+        const TTest *test;
+    } cases[] = {
+        {"status_table", test_status_table},
+        {"status_table_resp2", test_status_table_resp2},
+        {"status_healthy", test_status_healthy},
+        {"member_code", test_member_code},
+        {"status_json", test_status_json},
+        {"status_refused", test_status_refused},
+        {"status_control_bytes", test_status_control_bytes},
+        {"members_table", test_members_table},
+        {"members_json", test_members_json},
+        {"members_refused", test_members_refused},
+        {"ring_table", test_ring_table},
+        {"ring_json", test_ring_json},
+        {"ring_dot", test_ring_dot},
+        {"ring_dot_quoting", test_ring_dot_quoting},
+        {"ring_refused", test_ring_refused},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cli_view_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
