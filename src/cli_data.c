@@ -54,13 +54,8 @@ static int data_bad_option(const char *usage, char **argv, int c)
     return cli_usage(usage, "unknown option '%s'", argv[optind - 1]);
 }
 
-/*
- * Set the address and the timeout from the options, else the environment;
- * the defaults stay where neither gives one.  The password comes from the
- * environment only.
- */
-static int data_conn_set(struct respc_opts *o, const char *addr, const char *timeout,
-                         const char *usage)
+int cli_data_conn_set(struct respc_opts *o, const char *addr, const char *timeout,
+                      const char *usage)
 {
     const char *addr_from = addr != NULL ? "-H" : CLI_ENV_ADDR;
     const char *timeout_from = timeout != NULL ? "-t" : CLI_ENV_TIMEOUT;
@@ -110,7 +105,7 @@ int cli_data_opts_parse(int argc, char **argv, const char *usage, unsigned flags
             return data_bad_option(usage, argv, c);
         }
     }
-    return data_conn_set(&o->conn, addr, timeout, usage);
+    return cli_data_conn_set(&o->conn, addr, timeout, usage);
 }
 
 int cli_data_request(const struct respc_opts *o, size_t argc, const char *const *argv,

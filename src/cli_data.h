@@ -43,6 +43,16 @@ int cli_data_opts_parse(int argc, char **argv, const char *usage, unsigned flags
                         struct cli_data_opts *o);
 
 /*
+ * Set o's address and timeout from a verb's -H and -t values (NULL when
+ * not given), else the environment; the defaults stay where neither gives
+ * one.  The password comes from the environment only.  For verbs with
+ * options of their own, which parse their command line themselves.  A bad
+ * value is reported with usage and returns CLI_USAGE.
+ */
+int cli_data_conn_set(struct respc_opts *o, const char *addr, const char *timeout,
+                      const char *usage);
+
+/*
  * Connect, send argv[0..argc) (lens as respc_call()), read the reply and
  * close.  Returns CLI_OK with *reply (the caller frees it), or CLI_ERROR
  * after one sentence on stderr: the node cannot be reached, or it answered

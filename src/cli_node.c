@@ -1,18 +1,10 @@
 /*
- * cli_node.c - `ringkv keygen`, `ringkv status` and `ringkv peer-check`.
+ * cli_node.c - `ringkv keygen` and `ringkv peer-check`.
  *
  * keygen writes a new cluster key: without FILE it prints the 64 hex
  * digits; with FILE it creates the file with mode 0600 and never replaces
  * one, since a node whose key changed under it can no longer reach the
  * others.
- *
- * status asks a node's client port for `RINGKV STATUS`, a map of the
- * node's own figures (id, rack, tokens, cluster_id, members, keys,
- * map_used_bytes, uptime_s, clients), and prints it as a two-column table
- * or, with --json, as one object with those fields.  The map is read
- * generically, so a field a newer node adds is shown without a change
- * here.  A RESP2 connection gets the map as a flat array of pairs; both
- * forms are accepted.
  *
  * peer-check answers an operator's "can I reach this node's peer port
  * with this key?": it connects to the port, runs the sealed-channel
@@ -44,7 +36,6 @@
 #include "respc.h"
 
 #define KEYGEN_USAGE "ringkv keygen [--json] [FILE]"
-#define STATUS_USAGE "ringkv status [-H HOST[:PORT]] [-t SECONDS] [--json]"
 #define PEER_CHECK_USAGE "ringkv peer-check --cluster-key FILE [-t SECONDS] [--json] HOST[:PORT]"
 
 /* The node's default peer port (docs/DESIGN.md, "Interfaces at a glance"). */
@@ -130,118 +121,6 @@ int cli_node_keygen(int argc, char **argv)
     }
     rc = optind == argc ? keygen_print(k, json) : keygen_write(k, argv[optind], json);
     channel_key_free(k);
-    return rc;
-}
-
-/* --- status ---------------------------------------------------------------------- */
-
-/* A reply that is text (a key, or a value shown as is). */
-static bool status_is_text(const struct resp_reply *r)
-{
-    return r->type == RESP_T_BULK || r->type == RESP_T_SIMPLE || r->type == RESP_T_VERBATIM ||
-           r->type == RESP_T_BIGNUM;
-}
-
-/*
- * The status map's pairs: *elem holds 2 * *pairs replies, key then value.
- * RK_ESYNTAX unless r is a map, or a RESP2 flat array of pairs, keyed by
- * text.
- */
-static int status_pairs(const struct resp_reply *r, struct resp_reply *const **elem, size_t *pairs)
-{
-    if (r->type == RESP_T_MAP) {
-        *pairs = r->n;
-    } else if (r->type == RESP_T_ARRAY && r->n % 2 == 0) {
-        *pairs = r->n / 2;
-    } else {
-        return RK_ESYNTAX;
-    }
-    *elem = r->elem;
-    for (size_t i = 0; i < *pairs; i++) {
-        if (!status_is_text((*elem)[2 * i])) {
-            return RK_ESYNTAX;
-        }
-    }
-    return 0;
-}
-
-/* One value of the table: text as is, numbers plainly, anything else as compact JSON. */
-static void status_print_value(const struct resp_reply *v)
-{
-    json_t *j;
-    char *text;
-
-    if (status_is_text(v)) {
-        fwrite(v->str, 1, v->len, stdout);
-        return;
-    }
-    if (v->type == RESP_T_NULL) {
-        fputc('-', stdout);
-        return;
-    }
-    j = respc_reply_json(v);
-    text =
-        j != NULL ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(8)) : NULL;
-    fputs(text != NULL ? text : "?", stdout);
-    free(text);
-    json_decref(j);
-}
-
-static int status_print_table(struct resp_reply *const *elem, size_t pairs)
-{
-    int width = 0;
-
-    for (size_t i = 0; i < pairs; i++) {
-        if ((int)elem[2 * i]->len > width) {
-            width = (int)elem[2 * i]->len;
-        }
-    }
-    for (size_t i = 0; i < pairs; i++) {
-        printf("%-*s  ", width, (const char *)elem[2 * i]->str);
-        status_print_value(elem[2 * i + 1]);
-        fputc('\n', stdout);
-    }
-    return CLI_OK;
-}
-
-static int status_print_json(struct resp_reply *const *elem, size_t pairs)
-{
-    json_t *o = json_object();
-
-    for (size_t i = 0; o != NULL && i < pairs; i++) {
-        const struct resp_reply *k = elem[2 * i];
-        if (json_object_setn_new(o, (const char *)k->str, k->len,
-                                 respc_reply_json(elem[2 * i + 1])) != 0) {
-            json_decref(o);
-            o = NULL;
-        }
-    }
-    return node_json_print(o);
-}
-
-int cli_node_status(int argc, char **argv)
-{
-    static const char *const cmd[] = {"RINGKV", "STATUS"};
-    struct resp_reply *const *elem;
-    struct cli_data_opts o;
-    struct resp_reply *r = NULL;
-    size_t pairs;
-    int rc = cli_data_opts_parse(argc, argv, STATUS_USAGE, 0, &o);
-
-    if (rc != 0) {
-        return rc;
-    }
-    if (optind != argc) {
-        return cli_usage(STATUS_USAGE, "unexpected argument '%s'", argv[optind]);
-    }
-    rc = cli_data_request(&o.conn, 2, cmd, NULL, &r);
-    if (rc == CLI_OK && status_pairs(r, &elem, &pairs) != 0) {
-        rc = cli_error("unexpected %s reply to RINGKV STATUS: expected a map",
-                       respc_type_name(r->type));
-    } else if (rc == CLI_OK) {
-        rc = o.json ? status_print_json(elem, pairs) : status_print_table(elem, pairs);
-    }
-    resp_reply_free(r);
     return rc;
 }
 

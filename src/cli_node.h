@@ -1,15 +1,14 @@
 /*
  * cli_node.h - the `ringkv` verbs about nodes themselves: keygen (a new
- * cluster key), status (a node's view of itself, over its client port)
- * and peer-check (can this key open a sealed channel to a node's peer
- * port?).
+ * cluster key) and peer-check (can this key open a sealed channel to a
+ * node's peer port?).  status, the cluster as a node sees it, is in
+ * cli_cluster.h.
  */
 #ifndef RINGKV_CLI_NODE_H
 #define RINGKV_CLI_NODE_H
 
 /* The verbs; argv[0] is the verb. */
 int cli_node_keygen(int argc, char **argv);
-int cli_node_status(int argc, char **argv);
 int cli_node_peer_check(int argc, char **argv);
 
 #endif

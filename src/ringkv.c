@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_cluster.h"
 #include "cli_data.h"
 #include "cli_node.h"
 #include "cli_placement.h"
@@ -31,7 +32,12 @@ static const struct cli_verb ringkv_verbs[] = {
     {"del", cli_data_del, "[--hex] [--json] KEY...   delete keys; prints how many existed"},
     {"call", cli_data_call,
      "[--json] COMMAND [ARG...]   any command, its reply as redis-cli shows it"},
-    {"status", cli_node_status, "[--json]   a node's id, rack, tokens, members, keys, uptime"},
+    {"status", cli_cluster_status,
+     "[--json] [--wait converged]   the members as a node sees them; has the ring converged?"},
+    {"members", cli_cluster_members,
+     "[--json]   the failure detector's view: phi, last heard, generation of each member"},
+    {"ring", cli_cluster_ring,
+     "[--rf N] [--json | --dot]   the ring's arcs with their preference lists"},
     {"keygen", cli_node_keygen,
      "[--json] [FILE]   a new cluster key: printed, or FILE (mode 0600)"},
     {"peer-check", cli_node_peer_check,

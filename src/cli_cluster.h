@@ -1,0 +1,21 @@
+/*
+ * cli_cluster.h - the `ringkv` verbs that show the cluster as one node
+ * sees it, over that node's client port: status (the members and whether
+ * the ring has converged), members (the failure detector's view) and ring
+ * (the arcs and their preference lists).  The views themselves are in
+ * cli_view.h.
+ */
+#ifndef RINGKV_CLI_CLUSTER_H
+#define RINGKV_CLI_CLUSTER_H
+
+/*
+ * The verbs; argv[0] is the verb.  status exits 0 when the ring has
+ * converged and every member in it is up, 3 when not, 1 when the node
+ * cannot be reached; with --wait converged, 0 once converged, 3 when the
+ * time ran out first.
+ */
+int cli_cluster_status(int argc, char **argv);
+int cli_cluster_members(int argc, char **argv);
+int cli_cluster_ring(int argc, char **argv);
+
+#endif
