@@ -1,10 +1,11 @@
 # lib.sh - helpers for integration tests: real ringkvd processes on
 # loopback, each with its own free ports and temporary directory.
 #
-# Sourced by tests/integration/*.sh (and by cluster-scripts/testbed).
-# Processes are tracked by PID and stopped by PID; waits poll with a
-# deadline, never a fixed sleep; a failed run keeps its logs and prints
-# where they are and the seed it ran with.
+# Sourced by tests/integration/*.sh.  Processes are tracked by PID and
+# stopped by PID; waits poll with a deadline, never a fixed sleep; a failed
+# run keeps its logs and prints where they are and the seed it ran with.
+# cluster-scripts/testbed follows the same rules with helpers of its own,
+# since it runs outside a build tree, for people, on fixed addresses.
 #
 #   . "$top_srcdir/tests/integration/lib.sh"
 #   it_setup                       # temp dir, cleanup trap, seed
