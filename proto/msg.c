@@ -1,24 +1,57 @@
 /*
  * msg.c - encoding and decoding of the node-to-node messages (msg.h).
  *
- * Every message is the msgpack array [type, field 1, field 2, ...] that
- * proto/PROTOCOL.md lays out byte by byte.  Each type has one row in
- * msg_kinds[]: its name, how many fields it has, its encoder and its
- * decoder; msg_encode() and msg_decode() only frame the array around the
- * row's functions, so adding a message is adding a row and two functions.
+ * Every message is the msgpack array [type, field 1, field 2, ...];
+ * proto/PROTOCOL.md section 7 lays each one out byte by byte, with its
+ * bounds and an example.  In short:
+ *
+ *   IDENT   [1, id str, rack str, version uint, peer_addr str, client_addr str]
+ *   PING    [2, seq uint, sent_ms uint]
+ *   PONG    [3, seq uint, sent_ms uint]
+ *   SYN     [4, epoch uint, digest uint, complete bool, [digest, ...]]
+ *   ACK     [5, [entry, ...], [id str, ...]]
+ *   ACK2    [6, [entry, ...]]
+ *   digest  [id str, generation uint, version uint]
+ *   entry   [id str, rack str, tokens uint, peer_addr str, client_addr str,
+ *            status uint, generation uint, version uint, instance bin,
+ *            ring_version uint, digest uint]
+ *
+ * A SYN carries at most MSG_GOSSIP_DIGESTS_MAX digests and an ACK as many
+ * requested ids; an ACK or ACK2 at most MSG_GOSSIP_ENTRIES_MAX entries.  A
+ * member list on its own (msg_members_encode(), the data directory's copy
+ * of the member table) is a bare array of entries.
+ *
+ * Each type has one row in msg_kinds[]: its name, how many fields it has,
+ * its encoder, its decoder and what releases its decoded lists;
+ * msg_encode(), msg_decode() and msg_free() only frame the array around
+ * the row's functions, so adding a message is adding a row and its
+ * functions.
  *
  * Encoding uses msgpack-c's packer, whose output is the smallest form of
- * every value.  Decoding uses the bounded reader of mp.h and allocates
- * nothing: the element count is checked against MSG_FIELDS_MAX, every
- * string against the size of the field it is copied into, and every value
- * is validated (node ids and racks as PLACEMENT.md names, addresses as
- * "host:port") before msg_decode() returns.  Elements after the fields a
- * type defines are skipped, so a newer node may append fields; bytes after
- * the array are an error, since a sealed frame carries exactly one message.
+ * every value, and refuses what a decoder would refuse: invalid fields
+ * (RK_EINVAL) and lists over their bounds (RK_ETOOBIG).  Decoding uses the
+ * bounded reader of mp.h.  Element counts are checked against
+ * MSG_FIELDS_MAX, strings against the field they are copied into, and
+ * every value is validated (node ids and racks as PLACEMENT.md names,
+ * addresses as "host:port", entries by msg_member_valid()) before
+ * msg_decode() returns.  The gossip lists are the only allocations: a
+ * list's count is checked against its bound and then against the bytes
+ * left, at the smallest encoding of one item (MSG_*_MIN_BYTES below),
+ * before the array is allocated.  What a message makes the decoder
+ * allocate is then bounded twice: by the list bounds (about 70 KB for an
+ * ACK at both) and by its own size (a requested id of 2 bytes becomes an
+ * 88-byte struct msg_digest, the worst ratio), so a small message never
+ * gets a large array.  On any error what was allocated is freed and the
+ * message is left zeroed.
+ *
+ * Elements after the fields a message, an entry or a digest defines are
+ * skipped, so a newer node may append fields; bytes after the message are
+ * an error, since a sealed frame carries exactly one message.
  */
 #include "msg.h"
 
 #include <msgpack.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -30,6 +63,24 @@
 #define MSG_HEAD_ELEMENTS 1
 /* The largest TCP port number. */
 #define MSG_PORT_MAX 65535
+/* The longest host of a member's address: a DNS name's limit (RFC 1035, 2.3.4). */
+#define MSG_HOST_MAX 255
+/* Bytes of a member's instance: a random 128-bit value. */
+#define MSG_INSTANCE_LEN sizeof(((struct msg_member *)0)->instance)
+/* Fields of a member entry and of a digest that this version reads and writes. */
+#define MSG_MEMBER_FIELDS 11
+#define MSG_DIGEST_FIELDS 3
+/*
+ * The smallest encoding of a list item, for checking a list's count
+ * against the bytes left.  An entry: fixarray head 1, id and rack 2 each
+ * (one character), tokens 1, two addresses 4 each ("h:1"), status,
+ * generation and version 1 each, instance 18 (bin 8 of 16 bytes),
+ * ring_version and digest 1 each.  A digest: head 1, id 2, two uints 1
+ * each.  A requested id: 2.
+ */
+#define MSG_MEMBER_MIN_BYTES 37
+#define MSG_DIGEST_MIN_BYTES 5
+#define MSG_ID_MIN_BYTES 2
 
 /* Where the packer writes: a buffer, and the first error appending to it. */
 struct msg_sink {
@@ -42,17 +93,29 @@ struct msg_kind {
     size_t fields; /* elements after the type that this version reads and writes */
     int (*encode)(msgpack_packer *pk, const struct msg *m);
     int (*decode)(struct mp_reader *r, struct msg *m);
+    void (*release)(struct msg *m); /* frees what decode allocated; NULL: nothing */
 };
 
 static int msg_ident_encode(msgpack_packer *pk, const struct msg *m);
 static int msg_ident_decode(struct mp_reader *r, struct msg *m);
 static int msg_ping_encode(msgpack_packer *pk, const struct msg *m);
 static int msg_ping_decode(struct mp_reader *r, struct msg *m);
+static int msg_syn_encode(msgpack_packer *pk, const struct msg *m);
+static int msg_syn_decode(struct mp_reader *r, struct msg *m);
+static void msg_syn_release(struct msg *m);
+static int msg_ack_encode(msgpack_packer *pk, const struct msg *m);
+static int msg_ack_decode(struct mp_reader *r, struct msg *m);
+static int msg_ack2_encode(msgpack_packer *pk, const struct msg *m);
+static int msg_ack2_decode(struct mp_reader *r, struct msg *m);
+static void msg_entries_release(struct msg *m);
 
 static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
-    [MSG_IDENT] = {"ident", 5, msg_ident_encode, msg_ident_decode},
-    [MSG_PING] = {"ping", 2, msg_ping_encode, msg_ping_decode},
-    [MSG_PONG] = {"pong", 2, msg_ping_encode, msg_ping_decode},
+    [MSG_IDENT] = {"ident", 5, msg_ident_encode, msg_ident_decode, NULL},
+    [MSG_PING] = {"ping", 2, msg_ping_encode, msg_ping_decode, NULL},
+    [MSG_PONG] = {"pong", 2, msg_ping_encode, msg_ping_decode, NULL},
+    [MSG_GOSSIP_SYN] = {"gossip_syn", 4, msg_syn_encode, msg_syn_decode, msg_syn_release},
+    [MSG_GOSSIP_ACK] = {"gossip_ack", 2, msg_ack_encode, msg_ack_decode, msg_entries_release},
+    [MSG_GOSSIP_ACK2] = {"gossip_ack2", 1, msg_ack2_encode, msg_ack2_decode, msg_entries_release},
 };
 
 static const struct msg_kind *msg_kind_find(uint64_t type)
@@ -90,11 +153,11 @@ static bool msg_port_valid(const char *s, size_t len)
 
 /*
  * A NUL-terminated "host:port" in a field of cap bytes: printable ASCII
- * without spaces, a non-empty host before the last colon (a name, an IPv4
- * address or a bracketed IPv6 address) and a decimal port 1 .. 65535
- * after it.
+ * without spaces, a non-empty host of at most host_max bytes before the
+ * last colon (a name, an IPv4 address or a bracketed IPv6 address) and a
+ * decimal port 1 .. 65535 after it.
  */
-static bool msg_addr_valid(const char *s, size_t cap)
+static bool msg_addr_valid(const char *s, size_t cap, size_t host_max)
 {
     size_t len = strnlen(s, cap);
     const char *colon;
@@ -108,7 +171,7 @@ static bool msg_addr_valid(const char *s, size_t cap)
         }
     }
     colon = memrchr(s, ':', len);
-    if (colon == NULL || colon == s) {
+    if (colon == NULL || colon == s || (size_t)(colon - s) > host_max) {
         return false;
     }
     return msg_port_valid(colon + 1, len - (size_t)(colon - s) - 1);
@@ -122,11 +185,21 @@ static bool msg_name_valid(const char *s, size_t cap)
     return len < cap && ring_name_valid(s, len);
 }
 
+/* IDENT's addresses keep their first rule: the host may fill the field. */
 static bool msg_ident_valid(const struct msg_ident *id)
 {
     return msg_name_valid(id->id, sizeof(id->id)) && msg_name_valid(id->rack, sizeof(id->rack)) &&
-           msg_addr_valid(id->peer_addr, sizeof(id->peer_addr)) &&
-           msg_addr_valid(id->client_addr, sizeof(id->client_addr));
+           msg_addr_valid(id->peer_addr, sizeof(id->peer_addr), sizeof(id->peer_addr)) &&
+           msg_addr_valid(id->client_addr, sizeof(id->client_addr), sizeof(id->client_addr));
+}
+
+bool msg_member_valid(const struct msg_member *e)
+{
+    return msg_name_valid(e->id, sizeof(e->id)) && msg_name_valid(e->rack, sizeof(e->rack)) &&
+           e->tokens >= RING_TOKENS_MIN && e->tokens <= RING_TOKENS_MAX &&
+           e->status <= MSG_MEMBER_STATUS_MAX &&
+           msg_addr_valid(e->peer_addr, sizeof(e->peer_addr), MSG_HOST_MAX) &&
+           msg_addr_valid(e->client_addr, sizeof(e->client_addr), MSG_HOST_MAX);
 }
 
 /* --- encoding -------------------------------------------------------------- */
@@ -140,6 +213,20 @@ static int msg_sink_write(void *data, const char *p, size_t len)
         s->err = rc;
     }
     return rc;
+}
+
+/*
+ * End an encoding that started when the buffer held start bytes: on error,
+ * drop what was appended and report the buffer's error (RK_ETOOBIG from a
+ * bounded buffer, RK_ENOMEM) before the encoder's own.
+ */
+static int msg_sink_finish(struct msg_sink *sink, size_t start, int rc)
+{
+    if (rc == 0) {
+        return 0;
+    }
+    sink->out->len = start;
+    return sink->err != 0 ? sink->err : rc;
 }
 
 static int msg_pack_cstr(msgpack_packer *pk, const char *s)
@@ -174,6 +261,113 @@ static int msg_ping_encode(msgpack_packer *pk, const struct msg *m)
     return 0;
 }
 
+/* A list the caller gave: at most max items (RK_ETOOBIG), and an array if any. */
+static int msg_list_check(const void *items, size_t n, size_t max)
+{
+    if (n > max) {
+        return RK_ETOOBIG;
+    }
+    return n > 0 && items == NULL ? RK_EINVAL : 0;
+}
+
+/* One entry, validated first: the fields a decoder would refuse are RK_EINVAL. */
+static int msg_member_encode(msgpack_packer *pk, const struct msg_member *e)
+{
+    if (!msg_member_valid(e)) {
+        return RK_EINVAL;
+    }
+    if (msgpack_pack_array(pk, MSG_MEMBER_FIELDS) != 0 || msg_pack_cstr(pk, e->id) != 0 ||
+        msg_pack_cstr(pk, e->rack) != 0 || msgpack_pack_uint32(pk, e->tokens) != 0 ||
+        msg_pack_cstr(pk, e->peer_addr) != 0 || msg_pack_cstr(pk, e->client_addr) != 0 ||
+        msgpack_pack_uint32(pk, e->status) != 0 || msgpack_pack_uint64(pk, e->generation) != 0 ||
+        msgpack_pack_uint64(pk, e->version) != 0 || msgpack_pack_bin(pk, MSG_INSTANCE_LEN) != 0 ||
+        msgpack_pack_bin_body(pk, e->instance, MSG_INSTANCE_LEN) != 0 ||
+        msgpack_pack_uint64(pk, e->ring_version) != 0 || msgpack_pack_uint64(pk, e->digest) != 0) {
+        return RK_ENOMEM;
+    }
+    return 0;
+}
+
+static int msg_entries_encode(msgpack_packer *pk, const struct msg_member *e, size_t n, size_t max)
+{
+    int rc = msg_list_check(e, n, max);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (msgpack_pack_array(pk, n) != 0) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = msg_member_encode(pk, &e[i]);
+    }
+    return rc;
+}
+
+/* One digest, [id, generation, version], or with id_only its bare id. */
+static int msg_digest_encode(msgpack_packer *pk, const struct msg_digest *d, bool id_only)
+{
+    if (!msg_name_valid(d->id, sizeof(d->id))) {
+        return RK_EINVAL;
+    }
+    if (id_only) {
+        return msg_pack_cstr(pk, d->id) != 0 ? RK_ENOMEM : 0;
+    }
+    if (msgpack_pack_array(pk, MSG_DIGEST_FIELDS) != 0 || msg_pack_cstr(pk, d->id) != 0 ||
+        msgpack_pack_uint64(pk, d->generation) != 0 || msgpack_pack_uint64(pk, d->version) != 0) {
+        return RK_ENOMEM;
+    }
+    return 0;
+}
+
+/* A list of digests, or with ids_only of their bare ids (an ACK's requests). */
+static int msg_digests_encode(msgpack_packer *pk, const struct msg_digest *d, size_t n,
+                              bool ids_only)
+{
+    int rc = msg_list_check(d, n, MSG_GOSSIP_DIGESTS_MAX);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (msgpack_pack_array(pk, n) != 0) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = msg_digest_encode(pk, &d[i], ids_only);
+    }
+    return rc;
+}
+
+static int msg_syn_encode(msgpack_packer *pk, const struct msg *m)
+{
+    const struct msg_gossip_syn *s = &m->u.syn;
+
+    if (msgpack_pack_uint64(pk, s->epoch) != 0 || msgpack_pack_uint64(pk, s->digest) != 0 ||
+        (s->complete ? msgpack_pack_true(pk) : msgpack_pack_false(pk)) != 0) {
+        return RK_ENOMEM;
+    }
+    return msg_digests_encode(pk, s->digests, s->n, false);
+}
+
+static int msg_ack_encode(msgpack_packer *pk, const struct msg *m)
+{
+    const struct msg_gossip_entries *a = &m->u.entries;
+    int rc = msg_entries_encode(pk, a->entries, a->n, MSG_GOSSIP_ENTRIES_MAX);
+
+    return rc != 0 ? rc : msg_digests_encode(pk, a->requests, a->n_requests, true);
+}
+
+/* An ACK2 answers requests and makes none: requests given for one are RK_EINVAL. */
+static int msg_ack2_encode(msgpack_packer *pk, const struct msg *m)
+{
+    const struct msg_gossip_entries *a = &m->u.entries;
+
+    if (a->n_requests != 0) {
+        return RK_EINVAL;
+    }
+    return msg_entries_encode(pk, a->entries, a->n, MSG_GOSSIP_ENTRIES_MAX);
+}
+
 int msg_encode(const struct msg *m, struct buf *out)
 {
     const struct msg_kind *k = msg_kind_find((uint64_t)m->type);
@@ -191,14 +385,32 @@ int msg_encode(const struct msg *m, struct buf *out)
         msgpack_pack_uint32(&pk, (uint32_t)m->type) == 0) {
         rc = k->encode(&pk, m);
     }
-    if (rc != 0) {
-        out->len = start;
-        return sink.err != 0 ? sink.err : rc;
+    return msg_sink_finish(&sink, start, rc);
+}
+
+int msg_members_encode(const struct msg_member *e, size_t n, struct buf *out)
+{
+    struct msg_sink sink = {out, 0};
+    size_t start = out->len;
+    msgpack_packer pk;
+
+    if (n > UINT32_MAX) {
+        return RK_ETOOBIG;
     }
-    return 0;
+    msgpack_packer_init(&pk, &sink, msg_sink_write);
+    return msg_sink_finish(&sink, start, msg_entries_encode(&pk, e, n, n));
 }
 
 /* --- decoding -------------------------------------------------------------- */
+
+/* Make err the reader's error unless it has one; returns the reader's error. */
+static int msg_fail(struct mp_reader *r, int err)
+{
+    if (r->err == 0) {
+        r->err = err;
+    }
+    return r->err;
+}
 
 /*
  * Copy a str of at most cap-1 bytes into out, NUL-terminated.  A NUL byte
@@ -214,31 +426,49 @@ static int msg_read_cstr(struct mp_reader *r, char *out, size_t cap)
         return rc;
     }
     if (memchr(p, '\0', len) != NULL) {
-        r->err = RK_ESYNTAX;
-        return r->err;
+        return msg_fail(r, RK_ESYNTAX);
     }
     memcpy(out, p, len);
     out[len] = '\0';
     return 0;
 }
 
+/* A node id or rack name into a field of cap bytes. */
+static int msg_read_name(struct mp_reader *r, char *out, size_t cap)
+{
+    if (msg_read_cstr(r, out, cap) != 0) {
+        return r->err;
+    }
+    return msg_name_valid(out, cap) ? 0 : msg_fail(r, RK_ESYNTAX);
+}
+
+/* A uint of at most max into *out; RK_ETOOBIG over it. */
+static int msg_read_uint32(struct mp_reader *r, uint32_t max, uint32_t *out)
+{
+    uint64_t v;
+
+    if (mp_read_uint(r, &v) != 0) {
+        return r->err;
+    }
+    if (v > max) {
+        return msg_fail(r, RK_ETOOBIG);
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
 static int msg_ident_decode(struct mp_reader *r, struct msg *m)
 {
     struct msg_ident *id = &m->u.ident;
-    uint64_t version = 0;
 
     msg_read_cstr(r, id->id, sizeof(id->id));
     msg_read_cstr(r, id->rack, sizeof(id->rack));
-    mp_read_uint(r, &version);
+    msg_read_uint32(r, UINT32_MAX, &id->version);
     msg_read_cstr(r, id->peer_addr, sizeof(id->peer_addr));
     msg_read_cstr(r, id->client_addr, sizeof(id->client_addr));
     if (r->err != 0) {
         return r->err;
     }
-    if (version > UINT32_MAX) {
-        return RK_ETOOBIG;
-    }
-    id->version = (uint32_t)version;
     return msg_ident_valid(id) ? 0 : RK_ESYNTAX;
 }
 
@@ -255,6 +485,163 @@ static int msg_skip_rest(struct mp_reader *r, size_t n)
         mp_skip(r, MSG_SKIP_DEPTH);
     }
     return r->err;
+}
+
+/* The head of an entry or a digest: at least fields elements; *n is how many. */
+static int msg_read_record(struct mp_reader *r, size_t fields, size_t *n)
+{
+    if (mp_read_array(r, MSG_FIELDS_MAX, n) != 0) {
+        return r->err;
+    }
+    return *n < fields ? msg_fail(r, RK_ESYNTAX) : 0;
+}
+
+/* The instance: a bin of exactly 16 bytes. */
+static int msg_read_instance(struct mp_reader *r, uint8_t *out)
+{
+    const uint8_t *p;
+    size_t len;
+
+    if (mp_read_bin(r, MSG_INSTANCE_LEN, &p, &len) != 0) {
+        return r->err;
+    }
+    if (len != MSG_INSTANCE_LEN) {
+        return msg_fail(r, RK_ESYNTAX);
+    }
+    memcpy(out, p, len);
+    return 0;
+}
+
+/*
+ * One entry.  Numbers over their bound (tokens, status) are RK_ETOOBIG as
+ * they are read; the other rules of msg_member_valid() are RK_ESYNTAX.
+ */
+static int msg_member_decode(struct mp_reader *r, struct msg_member *e)
+{
+    size_t n;
+
+    if (msg_read_record(r, MSG_MEMBER_FIELDS, &n) != 0) {
+        return r->err;
+    }
+    msg_read_cstr(r, e->id, sizeof(e->id));
+    msg_read_cstr(r, e->rack, sizeof(e->rack));
+    msg_read_uint32(r, RING_TOKENS_MAX, &e->tokens);
+    msg_read_cstr(r, e->peer_addr, sizeof(e->peer_addr));
+    msg_read_cstr(r, e->client_addr, sizeof(e->client_addr));
+    msg_read_uint32(r, MSG_MEMBER_STATUS_MAX, &e->status);
+    mp_read_uint(r, &e->generation);
+    mp_read_uint(r, &e->version);
+    msg_read_instance(r, e->instance);
+    mp_read_uint(r, &e->ring_version);
+    mp_read_uint(r, &e->digest);
+    if (r->err == 0 && !msg_member_valid(e)) {
+        return msg_fail(r, RK_ESYNTAX);
+    }
+    return msg_skip_rest(r, n - MSG_MEMBER_FIELDS);
+}
+
+static int msg_digest_decode(struct mp_reader *r, struct msg_digest *d)
+{
+    size_t n;
+
+    if (msg_read_record(r, MSG_DIGEST_FIELDS, &n) != 0) {
+        return r->err;
+    }
+    msg_read_name(r, d->id, sizeof(d->id));
+    mp_read_uint(r, &d->generation);
+    mp_read_uint(r, &d->version);
+    return msg_skip_rest(r, n - MSG_DIGEST_FIELDS);
+}
+
+/*
+ * A list head: at most max items (RK_ETOOBIG), and no more than the bytes
+ * left hold at min_bytes an item (RK_ESYNTAX).  Both are checked before
+ * the caller allocates anything for the list.
+ */
+static int msg_read_list(struct mp_reader *r, size_t max, size_t min_bytes, size_t *n)
+{
+    if (mp_read_array(r, max, n) != 0) {
+        return r->err;
+    }
+    if (*n > (r->len - r->pos) / min_bytes) {
+        *n = 0;
+        return msg_fail(r, RK_ESYNTAX);
+    }
+    return 0;
+}
+
+/* At most max entries into *out, allocated here and the caller's even on error. */
+static int msg_entries_decode(struct mp_reader *r, size_t max, struct msg_member **out, size_t *n)
+{
+    size_t count;
+    int rc = msg_read_list(r, max, MSG_MEMBER_MIN_BYTES, &count);
+
+    if (rc != 0 || count == 0) {
+        return rc;
+    }
+    *out = calloc(count, sizeof(**out));
+    if (*out == NULL) {
+        return RK_ENOMEM;
+    }
+    *n = count;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        rc = msg_member_decode(r, &(*out)[i]);
+    }
+    return rc;
+}
+
+/*
+ * At most MSG_GOSSIP_DIGESTS_MAX digests, or with ids_only bare ids, into
+ * *out, allocated here and the caller's even on error.
+ */
+static int msg_digests_decode(struct mp_reader *r, bool ids_only, struct msg_digest **out,
+                              size_t *n)
+{
+    size_t min_bytes = ids_only ? MSG_ID_MIN_BYTES : MSG_DIGEST_MIN_BYTES;
+    size_t count;
+    int rc = msg_read_list(r, MSG_GOSSIP_DIGESTS_MAX, min_bytes, &count);
+
+    if (rc != 0 || count == 0) {
+        return rc;
+    }
+    *out = calloc(count, sizeof(**out));
+    if (*out == NULL) {
+        return RK_ENOMEM;
+    }
+    *n = count;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        struct msg_digest *d = &(*out)[i];
+
+        rc = ids_only ? msg_read_name(r, d->id, sizeof(d->id)) : msg_digest_decode(r, d);
+    }
+    return rc;
+}
+
+static int msg_syn_decode(struct mp_reader *r, struct msg *m)
+{
+    struct msg_gossip_syn *s = &m->u.syn;
+
+    mp_read_uint(r, &s->epoch);
+    mp_read_uint(r, &s->digest);
+    if (mp_read_bool(r, &s->complete) != 0) {
+        return r->err;
+    }
+    return msg_digests_decode(r, false, &s->digests, &s->n);
+}
+
+static int msg_ack_decode(struct mp_reader *r, struct msg *m)
+{
+    struct msg_gossip_entries *a = &m->u.entries;
+    int rc = msg_entries_decode(r, MSG_GOSSIP_ENTRIES_MAX, &a->entries, &a->n);
+
+    return rc != 0 ? rc : msg_digests_decode(r, true, &a->requests, &a->n_requests);
+}
+
+static int msg_ack2_decode(struct mp_reader *r, struct msg *m)
+{
+    struct msg_gossip_entries *a = &m->u.entries;
+
+    return msg_entries_decode(r, MSG_GOSSIP_ENTRIES_MAX, &a->entries, &a->n);
 }
 
 /* Read the array head and the type; *k is the type's row. */
@@ -302,7 +689,57 @@ int msg_decode(const uint8_t *in, size_t len, struct msg *out)
         rc = RK_ESYNTAX;
     }
     if (rc != 0) {
+        msg_free(out);
         memset(out, 0, sizeof(*out));
     }
     return rc;
+}
+
+int msg_members_decode(const uint8_t *in, size_t len, size_t max, struct msg_member **out,
+                       size_t *n)
+{
+    struct mp_reader r;
+    int rc;
+
+    *out = NULL;
+    *n = 0;
+    mp_reader_init(&r, in, len);
+    rc = msg_entries_decode(&r, max, out, n);
+    if (rc == 0 && !mp_done(&r)) {
+        rc = RK_ESYNTAX;
+    }
+    if (rc != 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+/* --- releasing ------------------------------------------------------------- */
+
+static void msg_syn_release(struct msg *m)
+{
+    free(m->u.syn.digests);
+    m->u.syn.digests = NULL;
+    m->u.syn.n = 0;
+}
+
+static void msg_entries_release(struct msg *m)
+{
+    free(m->u.entries.entries);
+    free(m->u.entries.requests);
+    m->u.entries.entries = NULL;
+    m->u.entries.n = 0;
+    m->u.entries.requests = NULL;
+    m->u.entries.n_requests = 0;
+}
+
+void msg_free(struct msg *m)
+{
+    const struct msg_kind *k = msg_kind_find((uint64_t)m->type);
+
+    if (k != NULL && k->release != NULL) {
+        k->release(m);
+    }
 }

@@ -116,7 +116,12 @@ struct msg {
     } u;
 };
 
-/* Append m's msgpack encoding to out.  RK_EINVAL for an invalid field, RK_ENOMEM. */
+/*
+ * Append m's msgpack encoding to out; on error out is left as it was.
+ * RK_EINVAL for an invalid field (an entry that fails msg_member_valid(),
+ * requests in an ACK2), RK_ETOOBIG for a list over its bound or a bounded
+ * out that is full, RK_ENOMEM.
+ */
 int msg_encode(const struct msg *m, struct buf *out);
 
 /*
@@ -124,16 +129,19 @@ int msg_encode(const struct msg *m, struct buf *out);
  * messages own arrays allocated here, each count checked against its bound
  * and against the bytes left before allocation; msg_free() releases them
  * (and is harmless on every other message).
- * Errors: RK_ESYNTAX (malformed, trailing bytes, invalid node id or
- * address), RK_ENOTFOUND (unknown type), RK_ETOOBIG (a field over its bound).
+ * Errors: RK_ESYNTAX (malformed, trailing bytes, invalid node id, address
+ * or entry), RK_ENOTFOUND (unknown type), RK_ETOOBIG (a field or a list
+ * over its bound), RK_ENOMEM; on error *out is zeroed and owns nothing.
  */
 int msg_decode(const uint8_t *in, size_t len, struct msg *out);
 
 /*
  * A list of member entries on its own, as the data directory keeps the
  * member table: a msgpack array of entries in the gossip encoding.
- * Decoding allocates *out (free() it), at most max entries, each count
- * checked against the bytes left first.
+ * Encoding refuses an invalid entry (RK_EINVAL), as msg_encode() does.
+ * Decoding allocates *out (free() it; NULL when there are none), at most
+ * max entries, each count checked against the bytes left first.  Errors
+ * as msg_decode()'s (RK_ETOOBIG over max); on error *out is NULL.
  */
 int msg_members_encode(const struct msg_member *e, size_t n, struct buf *out);
 int msg_members_decode(const uint8_t *in, size_t len, size_t max, struct msg_member **out,

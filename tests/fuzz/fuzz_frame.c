@@ -107,7 +107,9 @@ static int fuzz_drain(struct channel *c, struct buf *in, struct buf *out, struct
         }
         buf_consume(in, used);
         if (rc == CHANNEL_MESSAGE) {
-            (void)msg_decode(fuzz_data(msg), msg->len, &m);
+            if (msg_decode(fuzz_data(msg), msg->len, &m) == 0) {
+                msg_free(&m);
+            }
             buf_clear(msg);
         }
     } while (rc > 0);

@@ -1,12 +1,19 @@
 /*
- * check_msg.c - unit tests of the node-to-node messages and the bounded
- * msgpack reader (proto/msg.c, proto/mp.c).
+ * check_msg.c - unit tests of the node-to-node messages, the gossip
+ * messages and member lists among them, and the bounded msgpack reader
+ * (proto/msg.c, proto/mp.c).
  *
  * Expected bytes are written out by hand from proto/PROTOCOL.md and the
  * msgpack specification, as spaced hex strings, never produced by the
  * encoder under test, so each decoder is checked against the format.
  * Random messages for the round trips come from a xorshift generator whose
  * seed is printed (replay with RINGKV_TEST_SEED=<seed>).
+ *
+ * Under AddressSanitizer (--enable-asan) the tests also count allocations
+ * through the sanitizer's malloc hook, to show that a list whose declared
+ * count is over its bound is refused before anything is allocated; every
+ * decoded message is released with msg_free(), so the leak checker sees
+ * any array a decoder forgets.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -21,6 +28,54 @@
 
 /* Round trips of random messages. */
 #define TRIALS 2000
+/* Fields of a member entry (PROTOCOL.md section 7.5). */
+#define MEMBER_FIELDS 11
+/* The largest address of an entry: a 255-byte host, ':' and a 5-digit port. */
+#define MEMBER_ADDR_LONGEST (255 + 1 + 5)
+/* Encoded sizes of the largest gossip messages (PROTOCOL.md section 7.10). */
+#define SYN_BYTES_MAX 21784
+#define ACK_BYTES_MAX 62920
+#define ACK2_BYTES_MAX 46021
+/* The smallest frame-max a node accepts (64 KiB) less the 16-byte tag. */
+#define SEALED_PLAINTEXT_MIN (64 * 1024 - 16)
+
+#if defined(__SANITIZE_ADDRESS__)
+#define COUNT_ALLOCATIONS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COUNT_ALLOCATIONS 1
+#endif
+#endif
+
+#ifdef COUNT_ALLOCATIONS
+/* The sanitizers' allocator interface (sanitizer/allocator_interface.h). */
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *));
+
+static volatile size_t allocations;
+
+static void count_malloc(const volatile void *p, size_t size)
+{
+    (void)p;
+    (void)size;
+    allocations++;
+}
+
+static void count_free(const volatile void *p)
+{
+    (void)p;
+}
+#endif
+
+/* Allocations made so far, when they can be counted; 0 otherwise. */
+static size_t allocations_now(void)
+{
+#ifdef COUNT_ALLOCATIONS
+    return allocations;
+#else
+    return 0;
+#endif
+}
 
 static uint64_t rng_state;
 
@@ -116,6 +171,51 @@ static void ident_example_bytes(struct bytes *b)
     add_text(b, "127.0.0.1:7370");
 }
 
+static void assert_member_eq(const struct msg_member *a, const struct msg_member *b)
+{
+    ck_assert_str_eq(a->id, b->id);
+    ck_assert_str_eq(a->rack, b->rack);
+    ck_assert_uint_eq(a->tokens, b->tokens);
+    ck_assert_str_eq(a->peer_addr, b->peer_addr);
+    ck_assert_str_eq(a->client_addr, b->client_addr);
+    ck_assert_uint_eq(a->status, b->status);
+    ck_assert(a->generation == b->generation && a->version == b->version);
+    ck_assert_int_eq(memcmp(a->instance, b->instance, sizeof(a->instance)), 0);
+    ck_assert(a->ring_version == b->ring_version && a->digest == b->digest);
+}
+
+static void assert_members_eq(const struct msg_member *a, const struct msg_member *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        assert_member_eq(&a[i], &b[i]);
+    }
+}
+
+/* Digests, or with ids_only only their ids (an ACK's requests). */
+static void assert_digests_eq(const struct msg_digest *a, const struct msg_digest *b, size_t n,
+                              bool ids_only)
+{
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_str_eq(a[i].id, b[i].id);
+        ck_assert(ids_only || (a[i].generation == b[i].generation && a[i].version == b[i].version));
+    }
+}
+
+static void assert_gossip_eq(const struct msg *a, const struct msg *b)
+{
+    if (a->type == MSG_GOSSIP_SYN) {
+        ck_assert(a->u.syn.epoch == b->u.syn.epoch && a->u.syn.digest == b->u.syn.digest);
+        ck_assert(a->u.syn.complete == b->u.syn.complete);
+        ck_assert_uint_eq(a->u.syn.n, b->u.syn.n);
+        assert_digests_eq(a->u.syn.digests, b->u.syn.digests, a->u.syn.n, false);
+        return;
+    }
+    ck_assert_uint_eq(a->u.entries.n, b->u.entries.n);
+    assert_members_eq(a->u.entries.entries, b->u.entries.entries, a->u.entries.n);
+    ck_assert_uint_eq(a->u.entries.n_requests, b->u.entries.n_requests);
+    assert_digests_eq(a->u.entries.requests, b->u.entries.requests, a->u.entries.n_requests, true);
+}
+
 static void assert_msg_eq(const struct msg *a, const struct msg *b)
 {
     ck_assert_int_eq(a->type, b->type);
@@ -125,9 +225,11 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ck_assert_uint_eq(a->u.ident.version, b->u.ident.version);
         ck_assert_str_eq(a->u.ident.peer_addr, b->u.ident.peer_addr);
         ck_assert_str_eq(a->u.ident.client_addr, b->u.ident.client_addr);
-    } else {
+    } else if (a->type == MSG_PING || a->type == MSG_PONG) {
         ck_assert(a->u.ping.seq == b->u.ping.seq);
         ck_assert(a->u.ping.sent_ms == b->u.ping.sent_ms);
+    } else {
+        assert_gossip_eq(a, b);
     }
 }
 
@@ -143,6 +245,7 @@ static void assert_golden(const struct msg *m, const struct bytes *want)
     ck_assert_int_eq(memcmp(buf_data(&out), want->p, want->len), 0);
     ck_assert_int_eq(decode(want, &back), 0);
     assert_msg_eq(m, &back);
+    msg_free(&back);
     buf_free(&out);
 }
 
@@ -224,6 +327,77 @@ static void random_addr(char *out)
     snprintf(out, 64, "%s:%u", host, (unsigned)(1 + rng_next() % 65535));
 }
 
+/* A number of any width: small ones are as likely as large ones. */
+static uint64_t random_u64(void)
+{
+    return rng_next() >> (rng_next() % 64);
+}
+
+static void random_member(struct msg_member *e)
+{
+    memset(e, 0, sizeof(*e));
+    random_name(e->id, RING_NAME_MAX);
+    random_name(e->rack, RING_NAME_MAX);
+    e->tokens = 1 + (uint32_t)(rng_next() % RING_TOKENS_MAX);
+    random_addr(e->peer_addr);
+    random_addr(e->client_addr);
+    e->status = (uint32_t)(rng_next() % (MSG_MEMBER_STATUS_MAX + 1));
+    e->generation = random_u64();
+    e->version = random_u64();
+    for (size_t i = 0; i < sizeof(e->instance); i++) {
+        e->instance[i] = (uint8_t)rng_next();
+    }
+    e->ring_version = random_u64();
+    e->digest = random_u64();
+}
+
+/* n random entries, n < max + 1, in an array the caller frees. */
+static struct msg_member *random_members(size_t max, size_t *n)
+{
+    struct msg_member *e;
+
+    *n = (size_t)(rng_next() % (max + 1));
+    e = calloc(*n + 1, sizeof(*e));
+    ck_assert_ptr_nonnull(e);
+    for (size_t i = 0; i < *n; i++) {
+        random_member(&e[i]);
+    }
+    return e;
+}
+
+static struct msg_digest *random_digests(size_t *n)
+{
+    struct msg_digest *d;
+
+    *n = (size_t)(rng_next() % (MSG_GOSSIP_DIGESTS_MAX + 1));
+    d = calloc(*n + 1, sizeof(*d));
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < *n; i++) {
+        random_name(d[i].id, RING_NAME_MAX);
+        d[i].generation = random_u64();
+        d[i].version = random_u64();
+    }
+    return d;
+}
+
+static void random_gossip(struct msg *m)
+{
+    struct msg_gossip_entries *a = &m->u.entries;
+
+    if (m->type == MSG_GOSSIP_SYN) {
+        m->u.syn.epoch = random_u64();
+        m->u.syn.digest = random_u64();
+        m->u.syn.complete = rng_next() % 2 == 0;
+        m->u.syn.digests = random_digests(&m->u.syn.n);
+        return;
+    }
+    a->entries = random_members(MSG_GOSSIP_ENTRIES_MAX, &a->n);
+    if (m->type == MSG_GOSSIP_ACK) {
+        a->requests = random_digests(&a->n_requests);
+    }
+}
+
+/* A random message of any type; its lists are freed with free_random_msg(). */
 static struct msg random_msg(void)
 {
     struct msg m;
@@ -236,11 +410,23 @@ static struct msg random_msg(void)
         m.u.ident.version = (uint32_t)(rng_next() >> (rng_next() % 33));
         random_addr(m.u.ident.peer_addr);
         random_addr(m.u.ident.client_addr);
+    } else if (m.type == MSG_PING || m.type == MSG_PONG) {
+        m.u.ping.seq = random_u64();
+        m.u.ping.sent_ms = random_u64();
     } else {
-        m.u.ping.seq = rng_next() >> (rng_next() % 64);
-        m.u.ping.sent_ms = rng_next() >> (rng_next() % 64);
+        random_gossip(&m);
     }
     return m;
+}
+
+static void free_random_msg(struct msg *m)
+{
+    if (m->type == MSG_GOSSIP_SYN) {
+        free(m->u.syn.digests);
+    } else if (m->type == MSG_GOSSIP_ACK || m->type == MSG_GOSSIP_ACK2) {
+        free(m->u.entries.entries);
+        free(m->u.entries.requests);
+    }
 }
 
 START_TEST(test_round_trip)
@@ -255,6 +441,8 @@ START_TEST(test_round_trip)
         ck_assert_int_eq(msg_encode(&m, &out), 0);
         ck_assert_int_eq(msg_decode(buf_data(&out), out.len, &back), 0);
         assert_msg_eq(&m, &back);
+        msg_free(&back);
+        free_random_msg(&m);
     }
     buf_free(&out);
 }
@@ -320,7 +508,7 @@ END_TEST
 
 START_TEST(test_unknown_type)
 {
-    static const char *const unknown[] = {"91 00", "93 04 01 02", "91 cc c8",
+    static const char *const unknown[] = {"91 00", "93 07 01 02", "91 cc c8",
                                           "91 cf ff ff ff ff ff ff ff ff", "92 7f c0"};
     static const char *const malformed[] = {"91 ff",    "91 c0", "90",
                                             "81 02 01", "02",    "91 a1 31",
@@ -339,6 +527,9 @@ START_TEST(test_unknown_type)
     ck_assert_str_eq(msg_type_name(MSG_IDENT), "ident");
     ck_assert_str_eq(msg_type_name(MSG_PING), "ping");
     ck_assert_str_eq(msg_type_name(MSG_PONG), "pong");
+    ck_assert_str_eq(msg_type_name(MSG_GOSSIP_SYN), "gossip_syn");
+    ck_assert_str_eq(msg_type_name(MSG_GOSSIP_ACK), "gossip_ack");
+    ck_assert_str_eq(msg_type_name(MSG_GOSSIP_ACK2), "gossip_ack2");
     ck_assert_str_eq(msg_type_name(0), "unknown");
     ck_assert_str_eq(msg_type_name(MSG_TYPE_MAX + 1), "unknown");
     ck_assert_str_eq(msg_type_name(-1), "unknown");
@@ -525,6 +716,746 @@ START_TEST(test_encode_bounded_buffer)
     ck_assert_int_eq(msg_encode(&m, &out), 0);
     ck_assert_uint_eq(out.len, 6);
     buf_free(&out);
+}
+END_TEST
+
+/* --- gossip: member entries, SYN, ACK, ACK2, member lists --------------------- */
+
+/* The fields of the example entry, by hand (PROTOCOL.md section 7.5). */
+static const char *const member_fields[MEMBER_FIELDS] = {
+    "a2 6e 31",                                              /* id "n1" */
+    "a2 72 31",                                              /* rack "r1" */
+    "cd 01 00",                                              /* tokens 256 */
+    "ae 31 32 37 2e 30 2e 30 2e 31 3a 37 33 37 31",          /* "127.0.0.1:7371" */
+    "ae 31 32 37 2e 30 2e 30 2e 31 3a 37 33 37 30",          /* "127.0.0.1:7370" */
+    "01",                                                    /* status 1, normal */
+    "03",                                                    /* generation 3 */
+    "2a",                                                    /* version 42 */
+    "c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f", /* instance */
+    "02",                                                    /* ring_version 2 */
+    "cf 01 23 45 67 89 ab cd ef",                            /* digest */
+};
+
+static struct msg_member member_example(void)
+{
+    struct msg_member e;
+
+    memset(&e, 0, sizeof(e));
+    strcpy(e.id, "n1");
+    strcpy(e.rack, "r1");
+    e.tokens = 256;
+    strcpy(e.peer_addr, "127.0.0.1:7371");
+    strcpy(e.client_addr, "127.0.0.1:7370");
+    e.status = MSG_MEMBER_NORMAL;
+    e.generation = 3;
+    e.version = 42;
+    for (int i = 0; i < 16; i++) {
+        e.instance[i] = (uint8_t)i;
+    }
+    e.ring_version = 2;
+    e.digest = 0x0123456789abcdefull;
+    return e;
+}
+
+/*
+ * Append the example entry to b: with field replaced by hex (field -1: none
+ * replaced) and extra appended as further elements (head is their count).
+ */
+static void add_member(struct bytes *b, int field, const char *hex, int extra, const char *more)
+{
+    char head[8];
+
+    snprintf(head, sizeof(head), "%02x", 0x90 | (MEMBER_FIELDS + extra));
+    add_hex(b, head);
+    for (int i = 0; i < MEMBER_FIELDS; i++) {
+        add_hex(b, i == field ? hex : member_fields[i]);
+    }
+    add_hex(b, more);
+}
+
+static void add_member_example(struct bytes *b)
+{
+    add_member(b, -1, "", 0, "");
+}
+
+/* The SYN of syn_example(), 28 bytes. */
+#define SYN_EXAMPLE_HEX                                                                            \
+    "95 04 07 cf 01 23 45 67 89 ab cd ef c3 92 93 a2 6e 31 03 2a 93 a2 6e 32 01 cd 01 2c"
+
+static struct msg syn_example(struct msg_digest d[2])
+{
+    struct msg m = {.type = MSG_GOSSIP_SYN};
+
+    memset(d, 0, 2 * sizeof(*d));
+    strcpy(d[0].id, "n1");
+    d[0].generation = 3;
+    d[0].version = 42;
+    strcpy(d[1].id, "n2");
+    d[1].generation = 1;
+    d[1].version = 300;
+    m.u.syn = (struct msg_gossip_syn){
+        .epoch = 7, .digest = 0x0123456789abcdefull, .complete = true, .n = 2, .digests = d};
+    return m;
+}
+
+/* An ACK of one entry, the example, and one request, "n3"; as ACK2 without it. */
+static struct msg entries_example(enum msg_type type, struct msg_member *e, struct msg_digest *req)
+{
+    struct msg m = {.type = type};
+
+    *e = member_example();
+    memset(req, 0, sizeof(*req));
+    strcpy(req->id, "n3");
+    m.u.entries.n = 1;
+    m.u.entries.entries = e;
+    if (type == MSG_GOSSIP_ACK) {
+        m.u.entries.n_requests = 1;
+        m.u.entries.requests = req;
+    }
+    return m;
+}
+
+static void ack_example_bytes(struct bytes *b)
+{
+    unhex(b, "93 05 91");
+    add_member_example(b);
+    add_hex(b, "91 a2 6e 33");
+}
+
+static void ack2_example_bytes(struct bytes *b)
+{
+    unhex(b, "92 06 91");
+    add_member_example(b);
+}
+
+/* Decode b; count the allocations it made when they can be counted. */
+static int decode_counted(const struct bytes *b, struct msg *m, size_t *allocs)
+{
+    size_t before = allocations_now();
+    int rc = decode(b, m);
+
+    *allocs = allocations_now() - before;
+    return rc;
+}
+
+/* Decode an ACK2 of one example entry with one field replaced; returns the error. */
+static int member_with(int field, const char *hex)
+{
+    struct bytes b;
+    struct msg m;
+    int rc;
+
+    unhex(&b, "92 06 91");
+    add_member(&b, field, hex, 0, "");
+    rc = decode(&b, &m);
+    msg_free(&m);
+    return rc;
+}
+
+START_TEST(test_member_golden)
+{
+    struct msg_member e[2] = {member_example(), member_example()};
+    struct msg_member *back;
+    struct bytes want;
+    struct buf out;
+    size_t n;
+
+    /* A second entry in wider forms: str8 id, uint32 and uint64 numbers. */
+    memset(e[1].id, 'a', 40);
+    e[1].id[40] = '\0';
+    strcpy(e[1].rack, "r-2");
+    e[1].tokens = 1;
+    strcpy(e[1].peer_addr, "[::1]:1");
+    strcpy(e[1].client_addr, "h:65535");
+    e[1].status = MSG_MEMBER_REMOVED;
+    e[1].generation = 1ull << 32;
+    e[1].version = 65536;
+    memset(e[1].instance, 0xff, sizeof(e[1].instance));
+    e[1].ring_version = 0;
+    e[1].digest = UINT64_MAX;
+    unhex(&want, "92");
+    add_member_example(&want);
+    add_hex(&want, "9b d9 28");
+    for (int i = 0; i < 40; i++) {
+        add_text(&want, "a");
+    }
+    add_hex(&want, "a3 72 2d 32 01 a7 5b 3a 3a 31 5d 3a 31 a7 68 3a 36 35 35 33 35 04");
+    add_hex(&want, "cf 00 00 00 01 00 00 00 00 ce 00 01 00 00");
+    add_hex(&want, "c4 10 ff ff ff ff ff ff ff ff ff ff ff ff ff ff ff ff");
+    add_hex(&want, "00 cf ff ff ff ff ff ff ff ff");
+    ck_assert_uint_eq(want.len, 1 + 71 + 107);
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(e, 2, &out), 0);
+    ck_assert_uint_eq(out.len, want.len);
+    ck_assert_int_eq(memcmp(buf_data(&out), want.p, want.len), 0);
+    ck_assert_int_eq(msg_members_decode(want.p, want.len, 2, &back, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    assert_members_eq(e, back, 2);
+    free(back);
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_syn_golden)
+{
+    struct msg_digest d[2];
+    struct msg m = syn_example(d);
+    struct bytes want;
+
+    unhex(&want, SYN_EXAMPLE_HEX);
+    assert_golden(&m, &want);
+    m.u.syn = (struct msg_gossip_syn){.complete = false};
+    unhex(&want, "95 04 00 00 c2 90");
+    assert_golden(&m, &want);
+}
+END_TEST
+
+START_TEST(test_ack_golden)
+{
+    struct msg_member e;
+    struct msg_digest req;
+    struct msg m = entries_example(MSG_GOSSIP_ACK, &e, &req);
+    struct bytes want;
+
+    ack_example_bytes(&want);
+    ck_assert_uint_eq(want.len, 78);
+    assert_golden(&m, &want);
+    /* A requested id goes out bare: its generation and version are not sent. */
+    req.generation = 5;
+    req.version = 6;
+    assert_golden(&m, &want);
+    m.u.entries = (struct msg_gossip_entries){0};
+    unhex(&want, "93 05 90 90");
+    assert_golden(&m, &want);
+}
+END_TEST
+
+START_TEST(test_ack2_golden)
+{
+    struct msg_member e;
+    struct msg_digest req;
+    struct msg m = entries_example(MSG_GOSSIP_ACK2, &e, &req);
+    struct bytes want;
+
+    ack2_example_bytes(&want);
+    ck_assert_uint_eq(want.len, 74);
+    assert_golden(&m, &want);
+    m.u.entries = (struct msg_gossip_entries){0};
+    unhex(&want, "92 06 90");
+    assert_golden(&m, &want);
+}
+END_TEST
+
+/* The largest entry: every string at its longest, every number at its widest. */
+static void member_largest(struct msg_member *e, size_t i)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->id, sizeof(e->id), "%064zu", i);
+    memset(e->rack, 'r', RING_NAME_MAX);
+    e->tokens = RING_TOKENS_MAX;
+    memset(e->peer_addr, 'p', 255);
+    strcpy(e->peer_addr + 255, ":65535");
+    memset(e->client_addr, 'c', 255);
+    strcpy(e->client_addr + 255, ":65534");
+    ck_assert_uint_eq(strlen(e->client_addr), MEMBER_ADDR_LONGEST);
+    e->status = MSG_MEMBER_STATUS_MAX;
+    e->generation = e->version = e->ring_version = e->digest = UINT64_MAX - i;
+    memset(e->instance, (int)i, sizeof(e->instance));
+}
+
+static void digest_largest(struct msg_digest *d, size_t i)
+{
+    memset(d, 0, sizeof(*d));
+    snprintf(d->id, sizeof(d->id), "%064zu", i);
+    d->generation = d->version = UINT64_MAX - i;
+}
+
+/* Encode m, check its size, decode it back and compare. */
+static void assert_round_trip_size(const struct msg *m, size_t size)
+{
+    struct msg back;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_encode(m, &out), 0);
+    ck_assert_uint_eq(out.len, size);
+    ck_assert_uint_le(out.len, SEALED_PLAINTEXT_MIN);
+    ck_assert_int_eq(msg_decode(buf_data(&out), out.len, &back), 0);
+    assert_msg_eq(m, &back);
+    msg_free(&back);
+    buf_free(&out);
+}
+
+START_TEST(test_gossip_max_counts)
+{
+    struct msg_member *e = calloc(MSG_GOSSIP_ENTRIES_MAX, sizeof(*e));
+    struct msg_digest *d = calloc(MSG_GOSSIP_DIGESTS_MAX, sizeof(*d));
+    struct msg m = {.type = MSG_GOSSIP_SYN};
+
+    ck_assert(e != NULL && d != NULL);
+    for (size_t i = 0; i < MSG_GOSSIP_ENTRIES_MAX; i++) {
+        member_largest(&e[i], i);
+    }
+    for (size_t i = 0; i < MSG_GOSSIP_DIGESTS_MAX; i++) {
+        digest_largest(&d[i], i);
+    }
+    m.u.syn = (struct msg_gossip_syn){UINT64_MAX, UINT64_MAX, true, MSG_GOSSIP_DIGESTS_MAX, d};
+    assert_round_trip_size(&m, SYN_BYTES_MAX);
+    m.type = MSG_GOSSIP_ACK;
+    m.u.entries = (struct msg_gossip_entries){MSG_GOSSIP_ENTRIES_MAX, e, MSG_GOSSIP_DIGESTS_MAX, d};
+    assert_round_trip_size(&m, ACK_BYTES_MAX);
+    m.type = MSG_GOSSIP_ACK2;
+    m.u.entries.n_requests = 0;
+    m.u.entries.requests = NULL;
+    assert_round_trip_size(&m, ACK2_BYTES_MAX);
+    free(e);
+    free(d);
+}
+END_TEST
+
+START_TEST(test_gossip_encode_over_limit)
+{
+    struct msg_member *e = calloc(MSG_GOSSIP_ENTRIES_MAX + 1, sizeof(*e));
+    struct msg_digest *d = calloc(MSG_GOSSIP_DIGESTS_MAX + 1, sizeof(*d));
+    struct msg m = {.type = MSG_GOSSIP_SYN};
+    struct buf out;
+
+    ck_assert(e != NULL && d != NULL);
+    for (size_t i = 0; i <= MSG_GOSSIP_ENTRIES_MAX; i++) {
+        e[i] = member_example();
+    }
+    for (size_t i = 0; i <= MSG_GOSSIP_DIGESTS_MAX; i++) {
+        strcpy(d[i].id, "n1");
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(buf_append(&out, "keep", 4), 0);
+    m.u.syn = (struct msg_gossip_syn){.n = MSG_GOSSIP_DIGESTS_MAX + 1, .digests = d};
+    ck_assert_int_eq(msg_encode(&m, &out), RK_ETOOBIG);
+    m.type = MSG_GOSSIP_ACK;
+    m.u.entries = (struct msg_gossip_entries){MSG_GOSSIP_ENTRIES_MAX + 1, e, 0, NULL};
+    ck_assert_int_eq(msg_encode(&m, &out), RK_ETOOBIG);
+    m.u.entries = (struct msg_gossip_entries){1, e, MSG_GOSSIP_DIGESTS_MAX + 1, d};
+    ck_assert_int_eq(msg_encode(&m, &out), RK_ETOOBIG);
+    m.type = MSG_GOSSIP_ACK2;
+    m.u.entries = (struct msg_gossip_entries){MSG_GOSSIP_ENTRIES_MAX + 1, e, 0, NULL};
+    ck_assert_int_eq(msg_encode(&m, &out), RK_ETOOBIG);
+    ck_assert_uint_eq(out.len, 4);
+    ck_assert_int_eq(memcmp(buf_data(&out), "keep", 4), 0);
+    buf_free(&out);
+    free(e);
+    free(d);
+}
+END_TEST
+
+/* A message that must be refused with err, leaving m empty and, when counted, no allocation. */
+static void assert_refused_unallocated(const char *what, const struct bytes *b, int err)
+{
+    struct msg m;
+    size_t allocs;
+    int rc = decode_counted(b, &m, &allocs);
+
+    ck_assert_msg(rc == err, "%s: %d, not %d", what, rc, err);
+    ck_assert_msg(allocs == 0, "%s: %zu allocations", what, allocs);
+    ck_assert_int_eq(m.type, 0);
+    ck_assert(m.u.entries.entries == NULL && m.u.entries.requests == NULL);
+}
+
+START_TEST(test_gossip_decode_over_limit)
+{
+    struct bytes b;
+
+    unhex(&b, "95 04 00 00 c2 dd ff ff ff ff"); /* 2^32-1 digests in 10 bytes */
+    ck_assert_uint_eq(b.len, 10);
+    assert_refused_unallocated("syn 2^32-1", &b, RK_ETOOBIG);
+    unhex(&b, "95 04 00 00 c2 dc 01 01"); /* 257 digests, all there */
+    for (int i = 0; i < MSG_GOSSIP_DIGESTS_MAX + 1; i++) {
+        add_hex(&b, "93 a1 61 00 00");
+    }
+    assert_refused_unallocated("syn 257", &b, RK_ETOOBIG);
+    unhex(&b, "93 05 dd ff ff ff ff 90");
+    assert_refused_unallocated("ack 2^32-1 entries", &b, RK_ETOOBIG);
+    unhex(&b, "93 05 dc 00 41");
+    assert_refused_unallocated("ack 65 entries", &b, RK_ETOOBIG);
+    unhex(&b, "93 05 90 dd ff ff ff ff");
+    assert_refused_unallocated("ack 2^32-1 requests", &b, RK_ETOOBIG);
+    unhex(&b, "93 05 90 dc 01 01");
+    for (int i = 0; i < MSG_GOSSIP_DIGESTS_MAX + 1; i++) {
+        add_hex(&b, "a1 61");
+    }
+    assert_refused_unallocated("ack 257 requests", &b, RK_ETOOBIG);
+    unhex(&b, "92 06 dc 00 41");
+    assert_refused_unallocated("ack2 65 entries", &b, RK_ETOOBIG);
+    /* Within the bound, but more items than the bytes left can hold. */
+    unhex(&b, "95 04 00 00 c2 dc 01 00 93 a1 61 00 00");
+    assert_refused_unallocated("syn 256 in 5 bytes", &b, RK_ESYNTAX);
+    unhex(&b, "92 06 dc 00 40");
+    for (int i = 0; i < 64 * 36; i++) {
+        add_hex(&b, "00"); /* enough for mp's one byte an item, not for 64 entries */
+    }
+    assert_refused_unallocated("ack2 64 entries in 64 * 36 bytes", &b, RK_ESYNTAX);
+    unhex(&b, "93 05 90 dc 00 64");
+    for (int i = 0; i < 150; i++) {
+        add_hex(&b, "a1");
+    }
+    assert_refused_unallocated("ack 100 requests in 150 bytes", &b, RK_ESYNTAX);
+}
+END_TEST
+
+/* The smallest entry, 37 bytes: the size the decoder checks list counts against. */
+#define MEMBER_SMALLEST_HEX                                                                        \
+    "9b a1 61 a1 72 01 a3 68 3a 31 a3 68 3a 31 00 00 00 "                                          \
+    "c4 10 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+
+START_TEST(test_gossip_smallest_items_accepted)
+{
+    struct bytes b, one;
+    struct msg m;
+
+    unhex(&one, MEMBER_SMALLEST_HEX);
+    ck_assert_uint_eq(one.len, 37);
+    unhex(&b, "92 06 dc 00 40");
+    for (int i = 0; i < MSG_GOSSIP_ENTRIES_MAX; i++) {
+        add_hex(&b, MEMBER_SMALLEST_HEX);
+    }
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.entries.n, MSG_GOSSIP_ENTRIES_MAX);
+    ck_assert_str_eq(m.u.entries.entries[63].peer_addr, "h:1");
+    msg_free(&m);
+    unhex(&b, "95 04 00 00 c2 dc 01 00");
+    for (int i = 0; i < MSG_GOSSIP_DIGESTS_MAX; i++) {
+        add_hex(&b, "93 a1 61 00 00");
+    }
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.syn.n, MSG_GOSSIP_DIGESTS_MAX);
+    msg_free(&m);
+    unhex(&b, "93 05 90 dc 01 00");
+    for (int i = 0; i < MSG_GOSSIP_DIGESTS_MAX; i++) {
+        add_hex(&b, "a1 61");
+    }
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.entries.n_requests, MSG_GOSSIP_DIGESTS_MAX);
+    msg_free(&m);
+}
+END_TEST
+
+START_TEST(test_member_valid)
+{
+    struct msg_member e = member_example();
+
+    ck_assert(msg_member_valid(&e));
+    strcpy(e.id, "bad id");
+    ck_assert(!msg_member_valid(&e));
+    e = member_example();
+    memset(e.rack, 'a', sizeof(e.rack)); /* no NUL */
+    ck_assert(!msg_member_valid(&e));
+    e = member_example();
+    e.tokens = 0;
+    ck_assert(!msg_member_valid(&e));
+    e.tokens = RING_TOKENS_MAX + 1;
+    ck_assert(!msg_member_valid(&e));
+    e.tokens = RING_TOKENS_MAX;
+    ck_assert(msg_member_valid(&e));
+    e.status = MSG_MEMBER_STATUS_MAX + 1;
+    ck_assert(!msg_member_valid(&e));
+    e = member_example();
+    strcpy(e.peer_addr, "127.0.0.1");
+    ck_assert(!msg_member_valid(&e));
+    e = member_example();
+    strcpy(e.client_addr, "h:0");
+    ck_assert(!msg_member_valid(&e));
+    member_largest(&e, 0);
+    ck_assert(msg_member_valid(&e));
+    memset(e.peer_addr, 'p', 256); /* a 256-byte host */
+    strcpy(e.peer_addr + 256, ":1");
+    ck_assert(!msg_member_valid(&e));
+}
+END_TEST
+
+/* A str of len bytes of c followed by tail, as hex. */
+static const char *long_str_hex(char c, size_t len, const char *tail)
+{
+    char text[512];
+
+    ck_assert_uint_lt(len + strlen(tail), sizeof(text));
+    memset(text, c, len);
+    strcpy(text + len, tail);
+    return str_hex(text);
+}
+
+START_TEST(test_member_invalid_refused)
+{
+    ck_assert_int_eq(member_with(-1, ""), 0);
+    ck_assert_int_eq(member_with(0, "a3 6e 20 31"), RK_ESYNTAX); /* id "n 1" */
+    ck_assert_int_eq(member_with(0, "a0"), RK_ESYNTAX);          /* empty id */
+    ck_assert_int_eq(member_with(0, long_str_hex('a', 65, "")), RK_ETOOBIG);
+    ck_assert_int_eq(member_with(1, "a2 72 2f"), RK_ESYNTAX); /* rack "r/" */
+    ck_assert_int_eq(member_with(2, "00"), RK_ESYNTAX);       /* tokens 0 */
+    ck_assert_int_eq(member_with(2, "cd 10 00"), 0);          /* tokens 4096 */
+    ck_assert_int_eq(member_with(2, "cd 10 01"), RK_ETOOBIG); /* tokens 4097 */
+    ck_assert_int_eq(member_with(2, "ff"), RK_ESYNTAX);       /* tokens -1 */
+    ck_assert_int_eq(member_with(5, "04"), 0);                /* status 4 */
+    ck_assert_int_eq(member_with(5, "05"), RK_ETOOBIG);       /* status 5 */
+    ck_assert_int_eq(member_with(3, str_hex("127.0.0.1")), RK_ESYNTAX);
+    ck_assert_int_eq(member_with(4, str_hex("127.0.0.1:")), RK_ESYNTAX);
+    ck_assert_int_eq(member_with(4, str_hex("127.0.0.1:65536")), RK_ESYNTAX);
+    ck_assert_int_eq(member_with(3, long_str_hex('h', 255, ":1")), 0);
+    ck_assert_int_eq(member_with(3, long_str_hex('h', 256, ":1")), RK_ESYNTAX);
+    ck_assert_int_eq(member_with(4, long_str_hex('h', 300, ":1")), RK_ETOOBIG);
+    ck_assert_int_eq(member_with(8, "c4 0f 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e"),
+                     RK_ESYNTAX); /* instance of 15 bytes */
+    ck_assert_int_eq(member_with(8, "c4 11 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10"),
+                     RK_ETOOBIG); /* of 17 */
+    ck_assert_int_eq(member_with(8, "b0 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"),
+                     RK_ESYNTAX);                          /* a str, not a bin */
+    ck_assert_int_eq(member_with(6, "a1 33"), RK_ESYNTAX); /* generation as a str */
+    ck_assert_int_eq(member_with(10, "c0"), RK_ESYNTAX);   /* digest nil */
+}
+END_TEST
+
+START_TEST(test_gossip_fields_refused)
+{
+    static const struct {
+        const char *hex;
+        int err;
+    } cases[] = {
+        {"95 04 00 00 01 90", RK_ESYNTAX},                   /* complete as an integer */
+        {"95 04 00 00 c0 90", RK_ESYNTAX},                   /* complete nil */
+        {"95 04 ff 00 c2 90", RK_ESYNTAX},                   /* a negative epoch */
+        {"95 04 00 00 c2 80", RK_ESYNTAX},                   /* digests as a map */
+        {"94 04 00 00 c2", RK_ESYNTAX},                      /* no digests */
+        {"95 04 00 00 c2 91 92 a2 6e 31 00", RK_ESYNTAX},    /* a digest of 2 fields */
+        {"95 04 00 00 c2 91 93 a1 20 00 00", RK_ESYNTAX},    /* a digest's id " " */
+        {"95 04 00 00 c2 91 93 c4 01 61 00 00", RK_ESYNTAX}, /* a digest's id as bin */
+        {"95 04 00 00 c2 91 93 a1 61 00 a1 31", RK_ESYNTAX}, /* a digest's version as str */
+        {"93 05 90 91 a0", RK_ESYNTAX},                      /* an empty requested id */
+        {"93 05 90 91 c4 01 61", RK_ESYNTAX},                /* a requested id as bin */
+        {"93 05 90 91 93 a1 61 00 00", RK_ESYNTAX},          /* a request as a digest */
+        {"92 05 90", RK_ESYNTAX},                            /* an ACK without requests */
+        {"91 06", RK_ESYNTAX},                               /* an ACK2 without entries */
+        {"92 06 91 9a", RK_ESYNTAX},                         /* an entry of 10 fields */
+        {"92 06 91 c0", RK_ESYNTAX},                         /* an entry nil */
+        {"92 06 c0", RK_ESYNTAX},                            /* entries nil */
+    };
+    struct bytes b;
+    struct msg m;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unhex(&b, cases[i].hex);
+        ck_assert_msg(decode(&b, &m) == cases[i].err, "%s", cases[i].hex);
+        ck_assert_int_eq(m.type, 0);
+    }
+    /* An entry of 10 fields, all there. */
+    unhex(&b, "92 06 91 9a");
+    for (int i = 0; i < MEMBER_FIELDS - 1; i++) {
+        add_hex(&b, member_fields[i]);
+    }
+    ck_assert_int_eq(decode(&b, &m), RK_ESYNTAX);
+}
+END_TEST
+
+START_TEST(test_gossip_encode_invalid_refused)
+{
+    struct msg_member e;
+    struct msg_digest req, d[2];
+    struct msg m = entries_example(MSG_GOSSIP_ACK, &e, &req);
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(buf_append(&out, "keep", 4), 0);
+    e.tokens = 0;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    ck_assert_int_eq(msg_members_encode(&e, 1, &out), RK_EINVAL);
+    e = member_example();
+    strcpy(e.peer_addr, "no-port");
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    e = member_example();
+    strcpy(req.id, "bad id");
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.type = MSG_GOSSIP_ACK2; /* an ACK2 carries no requests */
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.u.entries.entries = NULL; /* n entries, no array */
+    m.u.entries.n_requests = 0;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m = syn_example(d);
+    strcpy(d[1].id, "");
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    ck_assert_uint_eq(out.len, 4);
+    ck_assert_int_eq(memcmp(buf_data(&out), "keep", 4), 0);
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_gossip_trailing_fields_accepted)
+{
+    struct msg_member e;
+    struct msg_digest req, d[2];
+    struct msg want, m;
+    struct bytes b;
+
+    /* A SYN with a field more, and a digest with a map more. */
+    unhex(&b, "96 04 07 cf 01 23 45 67 89 ab cd ef c3 92 94 a2 6e 31 03 2a 81 a1 6b 01");
+    add_hex(&b, "93 a2 6e 32 01 cd 01 2c a6");
+    add_text(&b, "future");
+    want = syn_example(d);
+    ck_assert_int_eq(decode(&b, &m), 0);
+    assert_msg_eq(&want, &m);
+    msg_free(&m);
+    /* An ACK whose entry has two more fields, a string and [1, nil], and a field more. */
+    want = entries_example(MSG_GOSSIP_ACK, &e, &req);
+    unhex(&b, "94 05 91");
+    add_member(&b, -1, "", 2, "a3 6e 65 77 92 01 c0");
+    add_hex(&b, "91 a2 6e 33 cb 40 09 21 fb 54 44 2d 18");
+    ck_assert_int_eq(decode(&b, &m), 0);
+    assert_msg_eq(&want, &m);
+    msg_free(&m);
+    /* An ACK2 whose entry has 64 elements, the most an entry may have. */
+    want.type = MSG_GOSSIP_ACK2;
+    want.u.entries.n_requests = 0;
+    unhex(&b, "92 06 91 dc 00 40");
+    for (int i = 0; i < MEMBER_FIELDS; i++) {
+        add_hex(&b, member_fields[i]);
+    }
+    for (int i = MEMBER_FIELDS; i < 64; i++) {
+        add_hex(&b, "c0");
+    }
+    ck_assert_int_eq(decode(&b, &m), 0);
+    assert_msg_eq(&want, &m);
+    msg_free(&m);
+    b.p[5] = 0x41; /* 65 elements */
+    add_hex(&b, "c0");
+    ck_assert_int_eq(decode(&b, &m), RK_ETOOBIG);
+}
+END_TEST
+
+/* The gossip goldens, and one with trailing fields, for the tests that walk them all. */
+static size_t gossip_goldens(struct bytes *g)
+{
+    unhex(&g[0], SYN_EXAMPLE_HEX);
+    ack_example_bytes(&g[1]);
+    ack2_example_bytes(&g[2]);
+    unhex(&g[3], "94 05 91");
+    add_member(&g[3], -1, "", 1, "c0");
+    add_hex(&g[3], "92 a2 6e 33 a2 6e 34 c0");
+    unhex(&g[4], "95 04 00 00 c2 90");
+    return 5;
+}
+
+START_TEST(test_gossip_every_truncation_refused)
+{
+    struct bytes g[5];
+    size_t n = gossip_goldens(g);
+    struct msg_member *list;
+    struct msg m;
+    size_t count;
+
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(msg_decode(g[i].p, g[i].len, &m), 0);
+        msg_free(&m);
+        for (size_t len = 0; len < g[i].len; len++) {
+            ck_assert_msg(msg_decode(g[i].p, len, &m) != 0, "message %zu cut at %zu", i, len);
+            ck_assert(m.type == 0 && m.u.entries.entries == NULL && m.u.entries.requests == NULL);
+        }
+    }
+    /* The ACK2's entries as a member list. */
+    for (size_t len = 0; len < g[2].len - 2; len++) {
+        ck_assert(msg_members_decode(g[2].p + 2, len, 1, &list, &count) != 0);
+        ck_assert(list == NULL && count == 0);
+    }
+    ck_assert_int_eq(msg_members_decode(g[2].p + 2, g[2].len - 2, 1, &list, &count), 0);
+    ck_assert_uint_eq(count, 1);
+    free(list);
+}
+END_TEST
+
+START_TEST(test_gossip_msg_free)
+{
+    struct bytes g[5];
+    size_t n = gossip_goldens(g);
+    struct msg m = ident_example(), copy = ident_example();
+
+    msg_free(&m); /* harmless on a message without lists */
+    assert_msg_eq(&m, &copy);
+    m = (struct msg){.type = MSG_PING, .u.ping = {1, 2}};
+    msg_free(&m);
+    ck_assert(m.type == MSG_PING && m.u.ping.seq == 1 && m.u.ping.sent_ms == 2);
+    memset(&m, 0, sizeof(m));
+    msg_free(&m);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(msg_decode(g[i].p, g[i].len, &m), 0);
+        msg_free(&m);
+        if (m.type == MSG_GOSSIP_SYN) {
+            ck_assert(m.u.syn.digests == NULL && m.u.syn.n == 0);
+        } else {
+            ck_assert(m.u.entries.entries == NULL && m.u.entries.n == 0);
+            ck_assert(m.u.entries.requests == NULL && m.u.entries.n_requests == 0);
+        }
+        /* Twice is harmless, and m may be decoded into again. */
+        msg_free(&m);
+        ck_assert_int_eq(msg_decode(g[i].p, g[i].len, &m), 0);
+        msg_free(&m);
+    }
+}
+END_TEST
+
+START_TEST(test_members_round_trip)
+{
+    struct msg_member *e, *back;
+    struct buf out;
+    size_t n, n_back;
+
+    buf_init(&out, 0);
+    for (int t = 0; t < TRIALS / 10; t++) {
+        e = random_members(MSG_GOSSIP_ENTRIES_MAX, &n);
+        buf_clear(&out);
+        ck_assert_int_eq(msg_members_encode(e, n, &out), 0);
+        ck_assert_int_eq(msg_members_decode(buf_data(&out), out.len, n, &back, &n_back), 0);
+        ck_assert_uint_eq(n_back, n);
+        ck_assert(n > 0 || back == NULL);
+        assert_members_eq(e, back, n);
+        free(back);
+        free(e);
+    }
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_members_max)
+{
+    struct msg_member *e = calloc(RING_MEMBERS_MAX, sizeof(*e)), *back;
+    struct bytes b;
+    struct buf out;
+    size_t n, allocs;
+    int rc;
+
+    ck_assert_ptr_nonnull(e);
+    for (size_t i = 0; i < RING_MEMBERS_MAX; i++) {
+        member_largest(&e[i], i);
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(e, RING_MEMBERS_MAX, &out), 0);
+    ck_assert_uint_eq(out.len, 3 + (size_t)RING_MEMBERS_MAX * 719);
+    ck_assert_int_eq(msg_members_decode(buf_data(&out), out.len, RING_MEMBERS_MAX, &back, &n), 0);
+    ck_assert_uint_eq(n, RING_MEMBERS_MAX);
+    assert_members_eq(e, back, n);
+    free(back);
+    /* One over max: refused before anything is allocated. */
+    allocs = allocations_now();
+    rc = msg_members_decode(buf_data(&out), out.len, RING_MEMBERS_MAX - 1, &back, &n);
+    allocs = allocations_now() - allocs;
+    ck_assert_int_eq(rc, RK_ETOOBIG);
+    ck_assert(allocs == 0 && back == NULL && n == 0);
+    unhex(&b, "dd ff ff ff ff 00");
+    ck_assert_int_eq(msg_members_decode(b.p, b.len, SIZE_MAX, &back, &n), RK_ESYNTAX);
+    ck_assert(back == NULL && n == 0);
+    unhex(&b, "90");
+    ck_assert_int_eq(msg_members_decode(b.p, b.len, 0, &back, &n), 0);
+    ck_assert(back == NULL && n == 0);
+    unhex(&b, "90 c0"); /* a byte after the list */
+    ck_assert_int_eq(msg_members_decode(b.p, b.len, 0, &back, &n), RK_ESYNTAX);
+    ack2_example_bytes(&b); /* a message is not a member list */
+    ck_assert_int_eq(msg_members_decode(b.p, b.len, 8, &back, &n), RK_ESYNTAX);
+    buf_free(&out);
+    free(e);
 }
 END_TEST
 
@@ -845,6 +1776,23 @@ static Suite *msg_suite(void)
         {"ident_invalid_refused", test_ident_invalid_refused},
         {"encode_invalid_refused", test_encode_invalid_refused},
         {"encode_bounded_buffer", test_encode_bounded_buffer},
+        {"member_golden", test_member_golden},
+        {"syn_golden", test_syn_golden},
+        {"ack_golden", test_ack_golden},
+        {"ack2_golden", test_ack2_golden},
+        {"gossip_max_counts", test_gossip_max_counts},
+        {"gossip_encode_over_limit", test_gossip_encode_over_limit},
+        {"gossip_decode_over_limit", test_gossip_decode_over_limit},
+        {"gossip_smallest_items_accepted", test_gossip_smallest_items_accepted},
+        {"member_valid", test_member_valid},
+        {"member_invalid_refused", test_member_invalid_refused},
+        {"gossip_fields_refused", test_gossip_fields_refused},
+        {"gossip_encode_invalid_refused", test_gossip_encode_invalid_refused},
+        {"gossip_trailing_fields_accepted", test_gossip_trailing_fields_accepted},
+        {"gossip_every_truncation_refused", test_gossip_every_truncation_refused},
+        {"gossip_msg_free", test_gossip_msg_free},
+        {"members_round_trip", test_members_round_trip},
+        {"members_max", test_members_max},
         {"mp_uint_widths", test_mp_uint_widths},
         {"mp_int_widths", test_mp_int_widths},
         {"mp_str_forms", test_mp_str_forms},
@@ -867,9 +1815,13 @@ static Suite *msg_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(msg_suite());
+    SRunner *sr;
     int failed;
 
+#ifdef COUNT_ALLOCATIONS
+    __sanitizer_install_malloc_and_free_hooks(count_malloc, count_free);
+#endif
+    sr = srunner_create(msg_suite());
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
