@@ -1,0 +1,128 @@
+/*
+ * detector.c - the phi accrual failure detector of detector.h.
+ *
+ * State per member: the time of the last arrival and a ring buffer of the
+ * last DETECTOR_WINDOW intervals between arrivals, with their running sum,
+ * so the mean is O(1) to read and each arrival O(1) to record.
+ *
+ * Algorithm (exponential model, as Cassandra's FailureDetector):
+ *     mean   = sum / n, or expected_ms while no interval is held;
+ *     phi(t) = (t - last) / mean * log10(e).
+ * The exponential distribution's tail is P(X > x) = exp(-x / mean), and
+ * -log10(exp(-x / mean)) = x / mean * log10(e): phi grows linearly with the
+ * silence, one unit every mean / log10(e) ms (about 2.3 mean intervals).
+ *
+ * Invariants: n <= DETECTOR_WINDOW; sum is the sum of intervals[0..n)
+ * (slot order does not matter for a mean); every held interval is at most
+ * DETECTOR_INTERVAL_MAX_FACTOR * expected_ms, so the mean is too.
+ *
+ * Arrivals that are not later than the last one are dropped.  Earlier ones
+ * cannot come from a monotonic clock and would underflow the interval.  An
+ * arrival in the same millisecond as the last is the same arrival reported
+ * twice (membership counts both a newer gossiped entry and the message that
+ * carried it); recording it as a 0 ms interval would pull the mean towards
+ * zero and make a healthy member look late.
+ */
+#include "detector.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+/* log10(e): phi per mean interval of silence, from the exponential tail above. */
+#define DETECTOR_LOG10_E M_LOG10E
+
+static const char *const detector_state_names[] = {
+    [DETECTOR_ALIVE] = "alive",
+    [DETECTOR_SUSPECT] = "suspect",
+    [DETECTOR_DOWN] = "down",
+};
+
+void detector_init(struct detector *d, uint64_t expected_ms, uint64_t now_ms)
+{
+    assert(d != NULL && "detector_init: NULL detector");
+    assert(expected_ms > 0 && "detector_init: expected_ms must be positive");
+    memset(d, 0, sizeof(*d));
+    d->expected_ms = expected_ms;
+    d->last_ms = now_ms;
+}
+
+/*
+ * The longest interval counted: DETECTOR_INTERVAL_MAX_FACTOR expected
+ * intervals (detector.h says why), and never more than a slot holds.
+ */
+static uint32_t detector_interval_max(const struct detector *d)
+{
+    if (d->expected_ms > UINT32_MAX / DETECTOR_INTERVAL_MAX_FACTOR) {
+        return UINT32_MAX;
+    }
+    return (uint32_t)(d->expected_ms * DETECTOR_INTERVAL_MAX_FACTOR);
+}
+
+void detector_heartbeat(struct detector *d, uint64_t now_ms)
+{
+    uint64_t interval;
+    uint32_t max = detector_interval_max(d);
+
+    if (now_ms <= d->last_ms) {
+        return;
+    }
+    interval = now_ms - d->last_ms;
+    if (interval > max) {
+        interval = max;
+    }
+    if (d->n == DETECTOR_WINDOW) {
+        d->sum -= d->intervals[d->next];
+    } else {
+        d->n++;
+    }
+    d->intervals[d->next] = (uint32_t)interval;
+    d->sum += interval;
+    d->next = (d->next + 1) % DETECTOR_WINDOW;
+    d->last_ms = now_ms;
+}
+
+double detector_mean(const struct detector *d)
+{
+    if (d->n == 0) {
+        return (double)d->expected_ms;
+    }
+    return (double)d->sum / (double)d->n;
+}
+
+double detector_phi(const struct detector *d, uint64_t now_ms)
+{
+    double mean = detector_mean(d);
+
+    /*
+     * A window of 0 ms intervals cannot be recorded (see the top of the
+     * file) and expected_ms is positive, so mean > 0; the guard keeps a
+     * corrupted detector from dividing by zero.
+     */
+    if (now_ms <= d->last_ms || mean <= 0.0) {
+        return 0.0;
+    }
+    return (double)(now_ms - d->last_ms) / mean * DETECTOR_LOG10_E;
+}
+
+enum detector_state detector_state(const struct detector *d, uint64_t now_ms, double suspect_phi,
+                                   double down_phi)
+{
+    double phi = detector_phi(d, now_ms);
+
+    if (phi < suspect_phi) {
+        return DETECTOR_ALIVE;
+    }
+    if (phi < down_phi) {
+        return DETECTOR_SUSPECT;
+    }
+    return DETECTOR_DOWN;
+}
+
+const char *detector_state_name(enum detector_state s)
+{
+    if ((unsigned)s >= sizeof(detector_state_names) / sizeof(detector_state_names[0])) {
+        return "unknown";
+    }
+    return detector_state_names[s];
+}

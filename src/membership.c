@@ -1,0 +1,888 @@
+/*
+ * membership.c - the member table and the ring derived from it
+ * (membership.h).
+ *
+ * What it owns: an array of entries (struct member) sorted by id in ring
+ * id order (memcmp, a shorter prefix first: PLACEMENT.md section 4), our
+ * own among them at index `self`; the ring in force, built from them; the
+ * ring's digest; and the rotation counter of membership_digests().
+ *
+ * Invariants, true whenever a public function returns:
+ *   - ids are unique and sorted, so lookups are binary searches and two
+ *     tables holding the same entries hold them in the same order;
+ *   - the ring was built by ring_create() from the entries whose status
+ *     is normal or leaving, with their id, rack and tokens;
+ *   - digest is the hash below of that ring, and our own entry's digest
+ *     field equals it;
+ *   - every function that fails leaves the table as it was: a merge whose
+ *     ring cannot be built is undone, a restore is all or nothing.
+ *
+ * Merging.  An entry replaces ours of the same id when its (generation,
+ * version) is greater, lexicographically; otherwise it is ignored.  That
+ * is a max over a total order, so the table is the same whatever order
+ * the entries arrive in.  The ring is rebuilt only when a known entry's
+ * rack, tokens or status changed, or a new entry is in the ring set; a
+ * heartbeat keeps the ring (and its pointer).  A restore merges every
+ * saved entry first and rebuilds once.  When the rebuilt ring has a new
+ * digest, our entry's digest field changes, which is a change of our
+ * entry: its version grows by one, so gossip carries the news that we
+ * hold the new ring.  The epoch is computed when asked: the sum, modulo
+ * 2^64, of every entry's ring_version, ours included.
+ *
+ * The ring digest (a uint64, the same on every node holding the same
+ * ring) is BLAKE2b with an 8-byte output (the digest length is a BLAKE2b
+ * parameter: this is BLAKE2b-64, not a longer hash cut short), unkeyed,
+ * over this byte string:
+ *
+ *     seed          16 bytes, the ring seed
+ *     then, for each member of the ring, in id order (ring index order):
+ *     id_len        1 byte, 1 .. 64
+ *     id            id_len bytes
+ *     rack_len      1 byte, 1 .. 64
+ *     rack          rack_len bytes
+ *     tokens        4 bytes, the token count, unsigned big-endian
+ *
+ * The 8 output bytes are read as a little-endian integer, as ring_hash()
+ * reads SipHash.  In Python: int.from_bytes(hashlib.blake2b(data,
+ * digest_size=8).digest(), "little").  An empty ring hashes the seed
+ * alone.  The lengths make the encoding prefix-free, so different member
+ * lists never encode to the same bytes.
+ *
+ * Failure detection.  Every entry but ours has a detector (detector.h).
+ * Arrivals are: a merge of a newer entry written by the member (a new
+ * generation restarts its detector; a removal, written by another node,
+ * is no arrival), and membership_heard().  membership_detect()
+ * turns the detectors into states, except for members whose status is
+ * left or removed: those have stopped sending heartbeats on purpose or
+ * were declared gone, so their state stays what it was when they got that
+ * status and tells how they went.
+ */
+#include "membership.h"
+
+#include <assert.h>
+#include <endian.h>
+#include <limits.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+/* First allocation of the entry array; it doubles from there to MEMBERSHIP_MAX. */
+#define MEMBERSHIP_CAP_INITIAL 16
+/*
+ * Bytes of the ring digest: 64 bits, so two different rings compared by
+ * gossip collide with probability 2^-64.  libsodium accepts 1 .. 64;
+ * crypto_generichash_BYTES_MIN (16) is its advice for uses where an
+ * attacker picks inputs to collide, and this hash authenticates nothing:
+ * the sealed channel does.
+ */
+#define MEMBERSHIP_DIGEST_LEN 8
+/* Bytes an id field occupies, terminator included: the bound of every id compare. */
+#define MEMBERSHIP_ID_SIZE (RING_NAME_MAX + 1)
+
+const char *const membership_status_names[MSG_MEMBER_STATUS_MAX + 1] = {
+    [MSG_MEMBER_JOINING] = "joining", [MSG_MEMBER_NORMAL] = "normal",
+    [MSG_MEMBER_LEAVING] = "leaving", [MSG_MEMBER_LEFT] = "left",
+    [MSG_MEMBER_REMOVED] = "removed",
+};
+
+struct membership {
+    uint8_t seed[RING_SEED_LEN];
+    uint64_t heartbeat_ms;  /* the interval every member's detector starts from */
+    struct member *members; /* n entries sorted by id, room for cap */
+    size_t n, cap;
+    size_t self;       /* index of our own entry */
+    struct ring *ring; /* owned; built from the entries in the ring set */
+    uint64_t digest;   /* of ring */
+    size_t rotation;   /* the other entry membership_digests() offers first */
+};
+
+/* How to take back one entry put into the table, when the ring cannot follow. */
+struct membership_undo {
+    size_t pos;
+    bool added;
+    struct member old; /* the entry replaced, when not added */
+};
+
+/* A copy of the entries, to put back when a restore fails half-way. */
+struct membership_snapshot {
+    struct member *members;
+    size_t n, self;
+};
+
+/* What membership_answer() has gathered so far, and its bounds. */
+struct membership_reply {
+    struct msg_member *entries;
+    size_t max_entries, n_entries;
+    struct msg_digest *requests;
+    size_t max_requests, n_requests;
+    uint8_t mentioned[(MEMBERSHIP_MAX + CHAR_BIT - 1) / CHAR_BIT]; /* by our index */
+};
+
+bool membership_in_ring(uint32_t status)
+{
+    return status == MSG_MEMBER_NORMAL || status == MSG_MEMBER_LEAVING;
+}
+
+/* Whether membership_detect() follows a member of this status (top of file). */
+static bool membership_tracked(uint32_t status)
+{
+    return status != MSG_MEMBER_LEFT && status != MSG_MEMBER_REMOVED;
+}
+
+/*
+ * Ring id order.  strncmp compares bytes as unsigned char and puts a
+ * prefix before its extensions: memcmp order with a shorter prefix first.
+ */
+static int membership_id_cmp(const char *a, const char *b)
+{
+    return strncmp(a, b, MEMBERSHIP_ID_SIZE);
+}
+
+/* (gen_a, ver_a) > (gen_b, ver_b), lexicographically. */
+static bool membership_newer(uint64_t gen_a, uint64_t ver_a, uint64_t gen_b, uint64_t ver_b)
+{
+    return gen_a > gen_b || (gen_a == gen_b && ver_a > ver_b);
+}
+
+/*
+ * A counter one step on, held at UINT64_MAX rather than wrapped to 0,
+ * which would make our newest entry the oldest.  A member that gets there
+ * (only by asserting itself over a peer's absurd version) needs a restart,
+ * a new generation, to be heard again.
+ */
+static uint64_t membership_next(uint64_t v)
+{
+    return v == UINT64_MAX ? v : v + 1;
+}
+
+/*
+ * Binary search for id: true with *pos its index, or false with *pos the
+ * index it would be inserted at.
+ */
+static bool membership_search(const struct membership *m, const char *id, size_t *pos)
+{
+    size_t lo = 0;
+    size_t hi = m->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = membership_id_cmp(m->members[mid].e.id, id);
+
+        if (c == 0) {
+            *pos = mid;
+            return true;
+        }
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    *pos = lo;
+    return false;
+}
+
+/* Whether going from a to b changes anything the ring is built from. */
+static bool membership_ring_fields_differ(const struct msg_member *a, const struct msg_member *b)
+{
+    return a->status != b->status || a->tokens != b->tokens ||
+           membership_id_cmp(a->rack, b->rack) != 0;
+}
+
+/* Room for one more entry: RK_ETOOBIG at MEMBERSHIP_MAX, RK_ENOMEM. */
+static int membership_reserve(struct membership *m)
+{
+    struct member *p;
+    size_t cap;
+
+    if (m->n < m->cap) {
+        return 0;
+    }
+    if (m->n >= MEMBERSHIP_MAX) {
+        return RK_ETOOBIG;
+    }
+    cap = m->cap * 2 < MEMBERSHIP_MAX ? m->cap * 2 : MEMBERSHIP_MAX;
+    p = realloc(m->members, cap * sizeof(*p));
+    if (p == NULL) {
+        return RK_ENOMEM;
+    }
+    m->members = p;
+    m->cap = cap;
+    return 0;
+}
+
+/* Insert e at pos (from membership_search()), first heard at now_ms. */
+static int membership_insert(struct membership *m, size_t pos, const struct msg_member *e,
+                             uint64_t now_ms)
+{
+    struct member *mb;
+    int rc = membership_reserve(m);
+
+    if (rc != 0) {
+        return rc;
+    }
+    memmove(&m->members[pos + 1], &m->members[pos], (m->n - pos) * sizeof(*mb));
+    m->n++;
+    if (pos <= m->self) {
+        m->self++;
+    }
+    mb = &m->members[pos];
+    memset(mb, 0, sizeof(*mb));
+    mb->e = *e;
+    detector_init(&mb->det, m->heartbeat_ms, now_ms);
+    mb->state = DETECTOR_ALIVE;
+    mb->heard_ms = now_ms;
+    return 0;
+}
+
+/* Take out the entry at pos (never ours): the undo of membership_insert(). */
+static void membership_erase(struct membership *m, size_t pos)
+{
+    memmove(&m->members[pos], &m->members[pos + 1], (m->n - pos - 1) * sizeof(m->members[0]));
+    m->n--;
+    if (pos < m->self) {
+        m->self--;
+    }
+}
+
+/* Feed the digest encoding of the top of the file with one name: length, bytes. */
+static int membership_digest_name(crypto_generichash_state *st, const char *name)
+{
+    uint8_t len = (uint8_t)strnlen(name, RING_NAME_MAX);
+
+    if (crypto_generichash_update(st, &len, sizeof(len)) != 0) {
+        return RK_EINVAL;
+    }
+    return crypto_generichash_update(st, (const uint8_t *)name, len) != 0 ? RK_EINVAL : 0;
+}
+
+/* The digest of ring r: the encoding and hash of the top of the file. */
+static int membership_ring_digest(const struct ring *r, uint64_t *out)
+{
+    crypto_generichash_state st;
+    uint8_t hash[MEMBERSHIP_DIGEST_LEN];
+    uint64_t le;
+
+    if (crypto_generichash_init(&st, NULL, 0, sizeof(hash)) != 0 ||
+        crypto_generichash_update(&st, ring_seed(r), RING_SEED_LEN) != 0) {
+        return RK_EINVAL;
+    }
+    for (uint32_t i = 0; i < ring_member_count(r); i++) {
+        uint32_t tokens_be = htobe32(ring_member_tokens(r, i));
+
+        if (membership_digest_name(&st, ring_member_id(r, i)) != 0 ||
+            membership_digest_name(&st, ring_member_rack(r, i)) != 0 ||
+            crypto_generichash_update(&st, (const uint8_t *)&tokens_be, sizeof(tokens_be)) != 0) {
+            return RK_EINVAL;
+        }
+    }
+    if (crypto_generichash_final(&st, hash, sizeof(hash)) != 0) {
+        return RK_EINVAL;
+    }
+    memcpy(&le, hash, sizeof(le));
+    *out = le64toh(le);
+    return 0;
+}
+
+/* A new ring from the entries in the ring set. */
+static int membership_ring_build(const struct membership *m, struct ring **out)
+{
+    struct ring_member *rm = malloc(m->n * sizeof(*rm));
+    size_t k = 0;
+    int rc;
+
+    if (rm == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const struct msg_member *e = &m->members[i].e;
+
+        if (membership_in_ring(e->status)) {
+            rm[k].id = e->id;
+            rm[k].rack = e->rack;
+            rm[k].tokens = e->tokens;
+            k++;
+        }
+    }
+    rc = ring_create(out, m->seed, rm, k);
+    free(rm);
+    return rc;
+}
+
+/*
+ * Build the ring of the current entries and put it in force, with its
+ * digest, also into our entry's digest field; *self_changed says whether
+ * that field changed.  Our version is the caller's to bump: a change that
+ * already bumps it must not bump it twice.  On error nothing changed.
+ */
+static int membership_ring_rebuild(struct membership *m, bool *self_changed)
+{
+    struct msg_member *self = &m->members[m->self].e;
+    struct ring *r;
+    uint64_t digest;
+    int rc;
+
+    rc = membership_ring_build(m, &r);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = membership_ring_digest(r, &digest);
+    if (rc != 0) {
+        goto out_destroy_ring;
+    }
+    ring_destroy(m->ring);
+    m->ring = r;
+    m->digest = digest;
+    *self_changed = self->digest != digest;
+    self->digest = digest;
+    return 0;
+
+out_destroy_ring:
+    ring_destroy(r);
+    return rc;
+}
+
+/* Our entry's digest field changed: a change of our entry. */
+static void membership_self_touch(struct membership *m, bool changed)
+{
+    if (changed) {
+        m->members[m->self].e.version = membership_next(m->members[m->self].e.version);
+    }
+}
+
+int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN],
+                      const struct msg_member *self, uint64_t heartbeat_ms, uint64_t now_ms)
+{
+    struct ring_member rm;
+    struct membership *m;
+    bool self_changed;
+    int rc;
+
+    assert(out != NULL && seed != NULL && self != NULL && "membership_create: NULL argument");
+    assert(heartbeat_ms > 0 && "membership_create: heartbeat_ms must be positive");
+    rm.id = self->id;
+    rm.rack = self->rack;
+    rm.tokens = self->tokens;
+    rc = ring_member_check(&rm, NULL);
+    if (rc != 0) {
+        return rc;
+    }
+    if (!msg_member_valid(self)) {
+        return RK_EINVAL;
+    }
+    m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return RK_ENOMEM;
+    }
+    m->members = calloc(MEMBERSHIP_CAP_INITIAL, sizeof(*m->members));
+    if (m->members == NULL) {
+        rc = RK_ENOMEM;
+        goto out_free_table;
+    }
+    memcpy(m->seed, seed, RING_SEED_LEN);
+    m->heartbeat_ms = heartbeat_ms;
+    m->cap = MEMBERSHIP_CAP_INITIAL;
+    m->n = 1;
+    m->members[0].e = *self;
+    detector_init(&m->members[0].det, heartbeat_ms, now_ms);
+    m->members[0].state = DETECTOR_ALIVE;
+    /* The digest written into a new entry is not a change: nobody has seen it yet. */
+    rc = membership_ring_rebuild(m, &self_changed);
+    if (rc != 0) {
+        goto out_free_members;
+    }
+    *out = m;
+    return 0;
+
+out_free_members:
+    free(m->members);
+out_free_table:
+    free(m);
+    return rc;
+}
+
+void membership_destroy(struct membership *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    ring_destroy(m->ring);
+    free(m->members);
+    free(m);
+}
+
+size_t membership_count(const struct membership *m)
+{
+    return m->n;
+}
+
+const struct member *membership_at(const struct membership *m, size_t i)
+{
+    assert(i < m->n && "membership_at: index out of range");
+    return &m->members[i];
+}
+
+const struct member *membership_find(const struct membership *m, const char *id)
+{
+    size_t pos;
+
+    return membership_search(m, id, &pos) ? &m->members[pos] : NULL;
+}
+
+const struct member *membership_self(const struct membership *m)
+{
+    return &m->members[m->self];
+}
+
+/*
+ * A newer entry of a known member is a heartbeat arrival.  In the same
+ * generation its version grew: one more interval for the detector.  A new
+ * generation is a restart, a new life: the old intervals (and the downtime
+ * between the lives) say nothing about the new one, so the detector starts
+ * afresh, as Cassandra's does.  A removal is written by another node, so
+ * it says nothing about the member's own heartbeats.
+ */
+static void membership_arrival(const struct membership *m, struct member *mb,
+                               const struct msg_member *e, uint64_t now_ms)
+{
+    if (e->generation > mb->e.generation) {
+        detector_init(&mb->det, m->heartbeat_ms, now_ms);
+    } else if (e->version > mb->e.version && e->status != MSG_MEMBER_REMOVED) {
+        detector_heartbeat(&mb->det, now_ms);
+    } else {
+        return;
+    }
+    mb->heard_ms = now_ms;
+}
+
+/*
+ * Put e, newer than what we hold and not ours, into the table at pos
+ * (found: replacing the entry there) without touching the ring.  *undo
+ * says how to take it back; *affects_ring whether the ring must follow.
+ */
+static int membership_apply(struct membership *m, const struct msg_member *e, size_t pos,
+                            bool found, uint64_t now_ms, struct membership_undo *undo,
+                            bool *affects_ring)
+{
+    struct member *mb;
+
+    undo->pos = pos;
+    undo->added = !found;
+    if (!found) {
+        *affects_ring = membership_in_ring(e->status);
+        return membership_insert(m, pos, e, now_ms);
+    }
+    mb = &m->members[pos];
+    undo->old = *mb;
+    *affects_ring = membership_ring_fields_differ(&mb->e, e);
+    membership_arrival(m, mb, e, now_ms);
+    mb->e = *e;
+    return 0;
+}
+
+static void membership_undo(struct membership *m, const struct membership_undo *undo)
+{
+    if (undo->added) {
+        membership_erase(m, undo->pos);
+    } else {
+        m->members[undo->pos] = undo->old;
+    }
+}
+
+int membership_merge(struct membership *m, const struct msg_member *e, uint64_t now_ms,
+                     enum membership_merged *merged, bool *ring_changed)
+{
+    struct membership_undo undo;
+    bool found, affects_ring = false, self_changed = false;
+    size_t pos;
+    int rc;
+
+    *merged = MEMBERSHIP_IGNORED;
+    *ring_changed = false;
+    if (!msg_member_valid(e)) {
+        return RK_EINVAL;
+    }
+    found = membership_search(m, e->id, &pos);
+    if (found && !membership_newer(e->generation, e->version, m->members[pos].e.generation,
+                                   m->members[pos].e.version)) {
+        return 0;
+    }
+    if (found && pos == m->self) {
+        *merged = MEMBERSHIP_CONFLICT;
+        return 0;
+    }
+    rc = membership_apply(m, e, pos, found, now_ms, &undo, &affects_ring);
+    if (rc != 0) {
+        return rc;
+    }
+    if (affects_ring) {
+        rc = membership_ring_rebuild(m, &self_changed);
+        if (rc != 0) {
+            membership_undo(m, &undo);
+            return rc;
+        }
+        *ring_changed = true;
+        membership_self_touch(m, self_changed);
+    }
+    *merged = found ? MEMBERSHIP_UPDATED : MEMBERSHIP_ADDED;
+    return 0;
+}
+
+void membership_heard(struct membership *m, const char *id, uint64_t now_ms)
+{
+    size_t pos;
+
+    assert(id != NULL && "membership_heard: NULL id");
+    if (!membership_search(m, id, &pos) || pos == m->self) {
+        return;
+    }
+    detector_heartbeat(&m->members[pos].det, now_ms);
+    m->members[pos].heard_ms = now_ms;
+}
+
+void membership_heartbeat(struct membership *m)
+{
+    struct msg_member *self = &m->members[m->self].e;
+
+    self->version = membership_next(self->version);
+}
+
+/*
+ * Setting the status we already have changes nothing and bumps nothing:
+ * a ring_version bump would move the epoch of an unchanged ring.  On
+ * error (RK_EINVAL for an unknown status, RK_ENOMEM) nothing changed.
+ */
+int membership_set_status(struct membership *m, enum msg_member_status status)
+{
+    struct msg_member *self = &m->members[m->self].e;
+    struct msg_member old = *self;
+    bool self_changed;
+    int rc;
+
+    if ((unsigned)status > MSG_MEMBER_STATUS_MAX) {
+        return RK_EINVAL;
+    }
+    if (self->status == (uint32_t)status) {
+        return 0;
+    }
+    self->status = status;
+    rc = membership_ring_rebuild(m, &self_changed);
+    if (rc != 0) {
+        *self = old;
+        return rc;
+    }
+    /* One bump covers the status and the digest field: both go out together. */
+    self->version = membership_next(self->version);
+    self->ring_version = membership_next(self->ring_version);
+    return 0;
+}
+
+void membership_assert_self(struct membership *m, uint64_t v)
+{
+    struct msg_member *self = &m->members[m->self].e;
+    uint64_t want = membership_next(v);
+
+    if (self->version < want) {
+        self->version = want;
+    }
+}
+
+/*
+ * Errors: RK_EINVAL for our own id, RK_ENOTFOUND for an id we do not hold,
+ * RK_ERANGE when the member's version is too close to 2^64 to take the
+ * bump (only a peer gossiping absurd versions gets there), RK_ENOMEM.  On
+ * error nothing changed.
+ */
+int membership_remove(struct membership *m, const char *id)
+{
+    struct msg_member *e, old;
+    bool self_changed;
+    size_t pos;
+    int rc;
+
+    assert(id != NULL && "membership_remove: NULL id");
+    if (membership_id_cmp(id, m->members[m->self].e.id) == 0) {
+        return RK_EINVAL;
+    }
+    if (!membership_search(m, id, &pos)) {
+        return RK_ENOTFOUND;
+    }
+    e = &m->members[pos].e;
+    if (e->version > UINT64_MAX - MEMBERSHIP_REMOVE_BUMP || e->ring_version == UINT64_MAX) {
+        return RK_ERANGE;
+    }
+    old = *e;
+    e->status = MSG_MEMBER_REMOVED;
+    e->version += MEMBERSHIP_REMOVE_BUMP;
+    e->ring_version += 1;
+    rc = membership_ring_rebuild(m, &self_changed);
+    if (rc != 0) {
+        *e = old;
+        return rc;
+    }
+    membership_self_touch(m, self_changed);
+    return 0;
+}
+
+size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi, double down_phi)
+{
+    size_t changed = 0;
+
+    for (size_t i = 0; i < m->n; i++) {
+        struct member *mb = &m->members[i];
+        enum detector_state state;
+
+        if (i == m->self || !membership_tracked(mb->e.status)) {
+            continue;
+        }
+        state = detector_state(&mb->det, now_ms, suspect_phi, down_phi);
+        if (state != mb->state) {
+            mb->state = state;
+            changed++;
+        }
+    }
+    return changed;
+}
+
+const struct ring *membership_ring(const struct membership *m)
+{
+    return m->ring;
+}
+
+uint64_t membership_epoch(const struct membership *m)
+{
+    uint64_t epoch = 0;
+
+    for (size_t i = 0; i < m->n; i++) {
+        epoch += m->members[i].e.ring_version;
+    }
+    return epoch;
+}
+
+uint64_t membership_digest(const struct membership *m)
+{
+    return m->digest;
+}
+
+static void membership_digest_of(const struct msg_member *e, struct msg_digest *d)
+{
+    memset(d, 0, sizeof(*d));
+    memcpy(d->id, e->id, sizeof(d->id));
+    d->generation = e->generation;
+    d->version = e->version;
+}
+
+/*
+ * The rotation is a counter over the other entries (by index, ours left
+ * out), advanced by as many as each call offers, so successive SYNs walk
+ * the whole table whatever its size, deterministically.
+ */
+size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete)
+{
+    size_t others = m->n - 1;
+    size_t take, start;
+
+    if (max == 0) {
+        *complete = false;
+        return 0;
+    }
+    membership_digest_of(&m->members[m->self].e, &out[0]);
+    take = max - 1 < others ? max - 1 : others;
+    start = others > 0 ? m->rotation % others : 0;
+    for (size_t i = 0; i < take; i++) {
+        size_t j = (start + i) % others;
+        size_t idx = j < m->self ? j : j + 1;
+
+        membership_digest_of(&m->members[idx].e, &out[1 + i]);
+    }
+    m->rotation = others > 0 ? (start + take) % others : 0;
+    *complete = take == others;
+    return 1 + take;
+}
+
+static void membership_reply_entry(struct membership_reply *r, const struct msg_member *e)
+{
+    if (r->n_entries < r->max_entries) {
+        r->entries[r->n_entries++] = *e;
+    }
+}
+
+/* Ask for id; generation and version say what we hold of it (0, 0: nothing). */
+static void membership_reply_request(struct membership_reply *r, const char *id,
+                                     const struct msg_member *ours)
+{
+    struct msg_digest *d;
+
+    if (r->n_requests >= r->max_requests) {
+        return;
+    }
+    d = &r->requests[r->n_requests++];
+    memset(d, 0, sizeof(*d));
+    memcpy(d->id, id, sizeof(d->id) - 1);
+    if (ours != NULL) {
+        d->generation = ours->generation;
+        d->version = ours->version;
+    }
+}
+
+/* One digest of a SYN: send ours if newer, ask for theirs if newer or unknown. */
+static void membership_answer_one(const struct membership *m, const struct msg_digest *d,
+                                  struct membership_reply *r)
+{
+    const struct msg_member *ours;
+    size_t pos;
+
+    if (!membership_search(m, d->id, &pos)) {
+        membership_reply_request(r, d->id, NULL);
+        return;
+    }
+    if (r->mentioned[pos / CHAR_BIT] & (1u << (pos % CHAR_BIT))) {
+        return;
+    }
+    r->mentioned[pos / CHAR_BIT] |= (uint8_t)(1u << (pos % CHAR_BIT));
+    ours = &m->members[pos].e;
+    if (membership_newer(ours->generation, ours->version, d->generation, d->version)) {
+        membership_reply_entry(r, ours);
+    } else if (membership_newer(d->generation, d->version, ours->generation, ours->version)) {
+        membership_reply_request(r, d->id, ours);
+    }
+}
+
+/*
+ * A digest naming one of our ids twice is answered once (the bitmap).
+ * Entries go out in the order of their digests, then, for a complete
+ * list, the ones it did not mention in id order; what does not fit waits
+ * for a later round, which finds it again because the peer still lacks it.
+ */
+void membership_answer(const struct membership *m, const struct msg_digest *theirs, size_t n,
+                       bool complete, struct msg_member *entries, size_t max_entries,
+                       size_t *n_entries, struct msg_digest *requests, size_t max_requests,
+                       size_t *n_requests)
+{
+    struct membership_reply r;
+
+    memset(&r, 0, sizeof(r));
+    r.entries = entries;
+    r.max_entries = max_entries;
+    r.requests = requests;
+    r.max_requests = max_requests;
+    for (size_t i = 0; i < n; i++) {
+        membership_answer_one(m, &theirs[i], &r);
+    }
+    for (size_t i = 0; complete && i < m->n; i++) {
+        if (!(r.mentioned[i / CHAR_BIT] & (1u << (i % CHAR_BIT)))) {
+            membership_reply_entry(&r, &m->members[i].e);
+        }
+    }
+    *n_entries = r.n_entries;
+    *n_requests = r.n_requests;
+}
+
+int membership_encode(const struct membership *m, struct buf *out)
+{
+    struct msg_member *list = malloc(m->n * sizeof(*list));
+    int rc;
+
+    if (list == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        list[i] = m->members[i].e;
+    }
+    rc = msg_members_encode(list, m->n, out);
+    free(list);
+    return rc;
+}
+
+static int membership_snapshot_take(const struct membership *m, struct membership_snapshot *s)
+{
+    s->members = malloc(m->n * sizeof(*s->members));
+    if (s->members == NULL) {
+        return RK_ENOMEM;
+    }
+    memcpy(s->members, m->members, m->n * sizeof(*s->members));
+    s->n = m->n;
+    s->self = m->self;
+    return 0;
+}
+
+/* The array never shrinks, so the snapshot fits back where it came from. */
+static void membership_snapshot_put_back(struct membership *m, const struct membership_snapshot *s)
+{
+    memcpy(m->members, s->members, s->n * sizeof(*s->members));
+    m->n = s->n;
+    m->self = s->self;
+}
+
+/*
+ * Merge saved entries without rebuilding the ring (the caller rebuilds
+ * once: one ring_create() per entry would cost O(N^2) tokens at startup).
+ * *affects_ring says whether any entry changed the ring set.
+ */
+static int membership_restore_entries(struct membership *m, const struct msg_member *list, size_t n,
+                                      uint64_t now_ms, bool *affects_ring)
+{
+    const struct msg_member *self = &m->members[m->self].e;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct msg_member *e = &list[i];
+        struct membership_undo undo;
+        bool found, affects = false;
+        size_t pos;
+        int rc;
+
+        if (!msg_member_valid(e)) {
+            return RK_ESYNTAX;
+        }
+        found = membership_search(m, e->id, &pos);
+        if (membership_id_cmp(e->id, self->id) == 0 ||
+            (found && !membership_newer(e->generation, e->version, m->members[pos].e.generation,
+                                        m->members[pos].e.version))) {
+            continue;
+        }
+        rc = membership_apply(m, e, pos, found, now_ms, &undo, &affects);
+        if (rc != 0) {
+            return rc;
+        }
+        self = &m->members[m->self].e;
+        *affects_ring = *affects_ring || affects;
+    }
+    return 0;
+}
+
+/*
+ * All or nothing: on any error (the decoder's RK_ESYNTAX or RK_ETOOBIG, an
+ * invalid entry as RK_ESYNTAX, RK_ENOMEM) the table is as it was.
+ */
+int membership_restore(struct membership *m, const uint8_t *p, size_t len, uint64_t now_ms)
+{
+    struct membership_snapshot snap;
+    struct msg_member *list = NULL;
+    bool affects_ring = false, self_changed = false;
+    size_t n = 0;
+    int rc;
+
+    rc = msg_members_decode(p, len, MEMBERSHIP_MAX, &list, &n);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = membership_snapshot_take(m, &snap);
+    if (rc != 0) {
+        goto out_free_list;
+    }
+    rc = membership_restore_entries(m, list, n, now_ms, &affects_ring);
+    if (rc == 0 && affects_ring) {
+        rc = membership_ring_rebuild(m, &self_changed);
+    }
+    if (rc != 0) {
+        membership_snapshot_put_back(m, &snap);
+    } else {
+        membership_self_touch(m, self_changed);
+    }
+    free(snap.members);
+out_free_list:
+    free(list);
+    return rc;
+}

@@ -1,0 +1,225 @@
+/*
+ * check_detector.c - unit tests of the phi accrual failure detector
+ * (src/detector.c).
+ *
+ * Time is a fake monotonic clock: plain millisecond numbers passed in, so
+ * every expectation is exact arithmetic on the formula of detector.h, and
+ * no test reads or waits on a real clock.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "detector.h"
+
+/* The heartbeat interval of the examples in detector.h. */
+#define T_INTERVAL 200
+/* Where the fake clock starts: any value, not 0, so "0 before the first" is not special. */
+#define T_START 1000000
+/* Tolerance for comparing doubles that come from a handful of operations. */
+#define T_EPS 1e-9
+
+/* Beats heartbeats every `interval` ms after *now, moving *now along. */
+static void beat(struct detector *d, uint64_t *now, uint64_t interval, size_t beats)
+{
+    for (size_t i = 0; i < beats; i++) {
+        *now += interval;
+        detector_heartbeat(d, *now);
+    }
+}
+
+/* Silence after which phi reaches `phi` with a mean interval of `mean` ms. */
+static double silence_for(double phi, double mean)
+{
+    return phi / M_LOG10E * mean;
+}
+
+START_TEST(test_phi_linear_in_silence)
+{
+    struct detector d;
+
+    detector_init(&d, T_INTERVAL, T_START);
+    ck_assert_double_eq_tol(detector_mean(&d), T_INTERVAL, T_EPS);
+    ck_assert_double_eq_tol(detector_phi(&d, T_START), 0.0, T_EPS);
+    for (uint64_t t = 1; t <= 10000; t += 137) {
+        double want = (double)t / T_INTERVAL * M_LOG10E;
+        ck_assert_double_eq_tol(detector_phi(&d, T_START + t), want, T_EPS);
+    }
+    /* The rate: one mean interval of silence adds log10(e). */
+    ck_assert_double_eq_tol(detector_phi(&d, T_START + 2 * T_INTERVAL) -
+                                detector_phi(&d, T_START + T_INTERVAL),
+                            M_LOG10E, T_EPS);
+}
+END_TEST
+
+START_TEST(test_steady_heartbeats_keep_phi_low)
+{
+    struct detector d;
+    uint64_t now = T_START;
+
+    detector_init(&d, T_INTERVAL, now);
+    for (size_t i = 0; i < 1000; i++) {
+        /* Just before the next heartbeat is due, phi is below log10(e) < 1. */
+        ck_assert_double_lt(detector_phi(&d, now + T_INTERVAL - 1), M_LOG10E);
+        ck_assert_int_eq(detector_state(&d, now + T_INTERVAL - 1, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                        DETECTOR_DOWN_PHI_DEFAULT),
+                         DETECTOR_ALIVE);
+        beat(&d, &now, T_INTERVAL, 1);
+    }
+    ck_assert_double_eq_tol(detector_mean(&d), T_INTERVAL, T_EPS);
+}
+END_TEST
+
+START_TEST(test_thresholds_at_derived_times)
+{
+    struct detector d;
+    uint64_t now = T_START;
+    double suspect_at, down_at;
+
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, T_INTERVAL, 50);
+    /* detector.h: 2.3 s and 3.7 s for I = 200 ms. */
+    suspect_at = silence_for(DETECTOR_SUSPECT_PHI_DEFAULT, T_INTERVAL);
+    down_at = silence_for(DETECTOR_DOWN_PHI_DEFAULT, T_INTERVAL);
+    ck_assert_double_eq_tol(suspect_at, 2302.585, 0.001);
+    ck_assert_double_eq_tol(down_at, 3684.136, 0.001);
+    ck_assert_int_eq(detector_state(&d, now + (uint64_t)suspect_at - 1,
+                                    DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_ALIVE);
+    ck_assert_int_eq(detector_state(&d, now + (uint64_t)suspect_at + 1,
+                                    DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_SUSPECT);
+    ck_assert_int_eq(detector_state(&d, now + (uint64_t)down_at - 1, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                    DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_SUSPECT);
+    ck_assert_int_eq(detector_state(&d, now + (uint64_t)down_at + 1, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                    DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_DOWN);
+}
+END_TEST
+
+START_TEST(test_comeback_alive_at_next_heartbeat)
+{
+    struct detector d;
+    uint64_t now = T_START;
+
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, T_INTERVAL, 20);
+    now += 30000;
+    ck_assert_int_eq(
+        detector_state(&d, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+        DETECTOR_DOWN);
+    detector_heartbeat(&d, now);
+    ck_assert_int_eq(
+        detector_state(&d, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+        DETECTOR_ALIVE);
+    ck_assert_int_eq(detector_state(&d, now + T_INTERVAL, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                    DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_ALIVE);
+}
+END_TEST
+
+START_TEST(test_pause_clamped)
+{
+    const uint64_t clamp = (uint64_t)DETECTOR_INTERVAL_MAX_FACTOR * T_INTERVAL;
+    struct detector d;
+    uint64_t now = T_START;
+
+    /* A pause as the very first interval: the mean is the clamp, not 60 s. */
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, 60000, 1);
+    ck_assert_double_eq_tol(detector_mean(&d), (double)clamp, T_EPS);
+
+    /* After steady beats, one pause counts as the clamp. */
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, T_INTERVAL, 50);
+    beat(&d, &now, 60000, 1);
+    ck_assert_double_eq_tol(detector_mean(&d), (50.0 * T_INTERVAL + (double)clamp) / 51.0, T_EPS);
+    ck_assert_double_le(detector_mean(&d), (double)clamp);
+}
+END_TEST
+
+START_TEST(test_window_rolls_over)
+{
+    struct detector d;
+    uint64_t now = T_START;
+
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, 100, DETECTOR_WINDOW);
+    ck_assert_uint_eq(d.n, DETECTOR_WINDOW);
+    ck_assert_double_eq_tol(detector_mean(&d), 100.0, T_EPS);
+    /* Half the window replaced: half 100 ms, half 300 ms. */
+    beat(&d, &now, 300, DETECTOR_WINDOW / 2);
+    ck_assert_uint_eq(d.n, DETECTOR_WINDOW);
+    ck_assert_double_eq_tol(detector_mean(&d), 200.0, T_EPS);
+    /* The whole window replaced: the old intervals are forgotten. */
+    beat(&d, &now, 300, DETECTOR_WINDOW / 2);
+    ck_assert_double_eq_tol(detector_mean(&d), 300.0, T_EPS);
+    ck_assert_uint_eq(d.sum, 300u * DETECTOR_WINDOW);
+}
+END_TEST
+
+START_TEST(test_out_of_order_arrivals_ignored)
+{
+    struct detector d;
+    uint64_t now = T_START;
+    struct detector before;
+
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, T_INTERVAL, 5);
+    before = d;
+    detector_heartbeat(&d, now - 50);
+    ck_assert_uint_eq(d.last_ms, before.last_ms);
+    ck_assert_uint_eq(d.n, before.n);
+    ck_assert_uint_eq(d.sum, before.sum);
+    /* The same arrival reported twice adds no 0 ms interval. */
+    detector_heartbeat(&d, now);
+    ck_assert_uint_eq(d.n, before.n);
+    ck_assert_double_eq_tol(detector_mean(&d), T_INTERVAL, T_EPS);
+}
+END_TEST
+
+START_TEST(test_state_names)
+{
+    ck_assert_str_eq(detector_state_name(DETECTOR_ALIVE), "alive");
+    ck_assert_str_eq(detector_state_name(DETECTOR_SUSPECT), "suspect");
+    ck_assert_str_eq(detector_state_name(DETECTOR_DOWN), "down");
+    ck_assert_str_eq(detector_state_name((enum detector_state)42), "unknown");
+}
+END_TEST
+
+static Suite *detector_suite(void)
+{
+    Suite *s = suite_create("detector");
+    struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"phi_linear", test_phi_linear_in_silence},
+        {"steady_low", test_steady_heartbeats_keep_phi_low},
+        {"thresholds", test_thresholds_at_derived_times},
+        {"comeback", test_comeback_alive_at_next_heartbeat},
+        {"pause_clamped", test_pause_clamped},
+        {"window_rolls", test_window_rolls_over},
+        {"out_of_order", test_out_of_order_arrivals_ignored},
+        {"state_names", test_state_names},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(detector_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,1038 @@
+/*
+ * check_membership.c - unit tests of the member table (src/membership.c).
+ *
+ * Pure: no sockets, no event loop, no real clock.  Time is a fake
+ * monotonic clock (plain millisecond numbers); gossip rounds are
+ * simulated by passing digests and entries between two tables the way the
+ * gossip engine passes SYN, ACK and ACK2.  Random entry sets come from a
+ * xorshift generator whose seed is printed, so a failure can be replayed
+ * with RINGKV_TEST_SEED=<seed>.
+ */
+#include <check.h>
+#include <endian.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "error.h"
+#include "membership.h"
+
+/* The heartbeat interval of the examples in detector.h. */
+#define T_HB 200
+/* Where the fake clock starts. */
+#define T_START 1000000
+/* Members of a random history, and entries each member may have in it. */
+#define T_RAND_MEMBERS 12
+#define T_RAND_VERSIONS 4
+#define T_RAND_ENTRIES (T_RAND_MEMBERS * T_RAND_VERSIONS)
+/* Orders the merge-order test tries. */
+#define T_PERMUTATIONS 60
+/* Members on each side of the large exchange: together above MSG_GOSSIP_DIGESTS_MAX. */
+#define T_LARGE_SIDE 150
+/* Rounds within which an exchange must have converged. */
+#define T_ROUNDS_SMALL 10
+#define T_ROUNDS_LARGE 60
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+static uint32_t rng_below(uint32_t n)
+{
+    return (uint32_t)(rng_next() % n);
+}
+
+static void rng_setup(void)
+{
+    const char *s = getenv("RINGKV_TEST_SEED");
+    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
+    if (rng_state == 0) {
+        rng_state = 1;
+    }
+    fprintf(stderr, "check_membership: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+}
+
+static void entry_make(struct msg_member *e, const char *id, const char *rack, uint32_t tokens,
+                       uint32_t status, uint64_t generation, uint64_t version)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->id, sizeof(e->id), "%s", id);
+    snprintf(e->rack, sizeof(e->rack), "%s", rack);
+    e->tokens = tokens;
+    snprintf(e->peer_addr, sizeof(e->peer_addr), "127.0.0.1:7371");
+    snprintf(e->client_addr, sizeof(e->client_addr), "127.0.0.1:7370");
+    e->status = status;
+    e->generation = generation;
+    e->version = version;
+    e->ring_version = 1;
+}
+
+static struct membership *table_new(const char *id, uint32_t status)
+{
+    struct membership *m;
+    struct msg_member self;
+
+    entry_make(&self, id, "r0", 4, status, 1, 1);
+    ck_assert_int_eq(membership_create(&m, ring_default_seed, &self, T_HB, T_START), 0);
+    return m;
+}
+
+static enum membership_merged merge(struct membership *m, const struct msg_member *e, uint64_t now,
+                                    bool *ring_changed)
+{
+    enum membership_merged merged;
+    bool changed;
+
+    ck_assert_int_eq(membership_merge(m, e, now, &merged, &changed), 0);
+    if (ring_changed != NULL) {
+        *ring_changed = changed;
+    }
+    return merged;
+}
+
+static bool entry_eq(const struct msg_member *a, const struct msg_member *b, bool with_version)
+{
+    return strcmp(a->id, b->id) == 0 && strcmp(a->rack, b->rack) == 0 && a->tokens == b->tokens &&
+           strcmp(a->peer_addr, b->peer_addr) == 0 && strcmp(a->client_addr, b->client_addr) == 0 &&
+           a->status == b->status && a->generation == b->generation &&
+           (!with_version || a->version == b->version) &&
+           memcmp(a->instance, b->instance, sizeof(a->instance)) == 0 &&
+           a->ring_version == b->ring_version && a->digest == b->digest;
+}
+
+/* Same entries, epoch and digest; our own version may differ when ignore_self_version. */
+static bool tables_eq(const struct membership *a, const struct membership *b,
+                      bool ignore_self_version)
+{
+    if (membership_count(a) != membership_count(b) || membership_epoch(a) != membership_epoch(b) ||
+        membership_digest(a) != membership_digest(b)) {
+        return false;
+    }
+    for (size_t i = 0; i < membership_count(a); i++) {
+        const struct member *x = membership_at(a, i);
+        bool self = x == membership_self(a);
+
+        if (!entry_eq(&x->e, &membership_at(b, i)->e, !(self && ignore_self_version))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * A random history: per member, T_RAND_VERSIONS entries of growing
+ * (generation, version) and non-decreasing ring_version, as a member
+ * writes them, with random status, rack and tokens.
+ */
+static void history_make(struct msg_member *out)
+{
+    for (size_t i = 0; i < T_RAND_MEMBERS; i++) {
+        uint64_t gen = 1 + rng_below(3), ver = rng_below(10), rv = 1 + rng_below(3);
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "m%zu", i);
+        for (size_t j = 0; j < T_RAND_VERSIONS; j++) {
+            char rack[8];
+            struct msg_member *e = &out[i * T_RAND_VERSIONS + j];
+
+            snprintf(rack, sizeof(rack), "r%u", rng_below(3));
+            entry_make(e, id, rack, 1 + rng_below(8), rng_below(MSG_MEMBER_STATUS_MAX + 1), gen,
+                       ver);
+            e->ring_version = rv;
+            e->digest = rng_next();
+            gen += rng_below(2);
+            ver += 1 + rng_below(5);
+            rv += rng_below(2);
+        }
+    }
+}
+
+static void shuffle(struct msg_member *e, size_t n)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = rng_below((uint32_t)i);
+        struct msg_member t = e[i - 1];
+        e[i - 1] = e[j];
+        e[j] = t;
+    }
+}
+
+START_TEST(test_create_self_only)
+{
+    struct membership *m = table_new("n1", MSG_MEMBER_NORMAL), *j, *bad_table = NULL;
+    const struct member *self = membership_self(m);
+    struct msg_member bad;
+
+    ck_assert_uint_eq(membership_count(m), 1);
+    ck_assert_ptr_eq(membership_at(m, 0), self);
+    ck_assert_ptr_eq(membership_find(m, "n1"), self);
+    ck_assert_ptr_null(membership_find(m, "n2"));
+    ck_assert_uint_eq(ring_member_count(membership_ring(m)), 1);
+    ck_assert_uint_eq(self->e.digest, membership_digest(m));
+    ck_assert_uint_eq(self->e.version, 1);
+    ck_assert_uint_eq(membership_epoch(m), 1);
+
+    j = table_new("n1", MSG_MEMBER_JOINING);
+    ck_assert_uint_eq(ring_member_count(membership_ring(j)), 0);
+    ck_assert_uint_ne(membership_digest(j), membership_digest(m));
+
+    entry_make(&bad, "bad id", "r0", 4, MSG_MEMBER_NORMAL, 1, 1);
+    ck_assert_int_eq(membership_create(&bad_table, ring_default_seed, &bad, T_HB, T_START),
+                     RK_EINVAL);
+    entry_make(&bad, "n1", "r0", 0, MSG_MEMBER_NORMAL, 1, 1);
+    ck_assert_int_eq(membership_create(&bad_table, ring_default_seed, &bad, T_HB, T_START),
+                     RK_ERANGE);
+    entry_make(&bad, "n1", "r0", 4, MSG_MEMBER_STATUS_MAX + 1, 1, 1);
+    ck_assert_int_eq(membership_create(&bad_table, ring_default_seed, &bad, T_HB, T_START),
+                     RK_EINVAL);
+    ck_assert_ptr_null(bad_table);
+    membership_destroy(m);
+    membership_destroy(j);
+}
+END_TEST
+
+START_TEST(test_merge_order_independent)
+{
+    struct msg_member hist[T_RAND_ENTRIES];
+    struct membership *first = NULL;
+
+    history_make(hist);
+    for (int p = 0; p < T_PERMUTATIONS; p++) {
+        struct membership *m = table_new("self", MSG_MEMBER_NORMAL);
+
+        shuffle(hist, T_RAND_ENTRIES);
+        for (size_t i = 0; i < T_RAND_ENTRIES; i++) {
+            merge(m, &hist[i], T_START, NULL);
+        }
+        if (first == NULL) {
+            first = m;
+            continue;
+        }
+        /* Our version counts the ring changes seen on the way, which depends on the order. */
+        ck_assert(tables_eq(first, m, true));
+        membership_destroy(m);
+    }
+    /* Each member's entry is the greatest (generation, version) of its history. */
+    for (size_t i = 0; i < T_RAND_ENTRIES; i++) {
+        const struct member *mb = membership_find(first, hist[i].id);
+        ck_assert_ptr_nonnull(mb);
+        ck_assert(mb->e.generation > hist[i].generation ||
+                  (mb->e.generation == hist[i].generation && mb->e.version >= hist[i].version));
+    }
+    ck_assert_uint_eq(membership_count(first), T_RAND_MEMBERS + 1);
+    membership_destroy(first);
+}
+END_TEST
+
+START_TEST(test_older_and_equal_ignored)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member e;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 3, 5);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_ADDED);
+    entry_make(&e, "n2", "r9", 4, MSG_MEMBER_NORMAL, 3, 5);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    entry_make(&e, "n2", "r9", 4, MSG_MEMBER_NORMAL, 3, 4);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    entry_make(&e, "n2", "r9", 4, MSG_MEMBER_NORMAL, 2, 1000);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    ck_assert_str_eq(membership_find(m, "n2")->e.rack, "r1");
+
+    entry_make(&e, "n2", "r2", 4, MSG_MEMBER_NORMAL, 3, 6);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_UPDATED);
+    entry_make(&e, "n2", "r3", 4, MSG_MEMBER_NORMAL, 4, 0);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_UPDATED);
+    ck_assert_str_eq(membership_find(m, "n2")->e.rack, "r3");
+
+    entry_make(&e, "bad id", "r3", 4, MSG_MEMBER_NORMAL, 9, 9);
+    {
+        enum membership_merged merged;
+        bool changed;
+        ck_assert_int_eq(membership_merge(m, &e, T_START, &merged, &changed), RK_EINVAL);
+    }
+    ck_assert_uint_eq(membership_count(m), 2);
+    membership_destroy(m);
+}
+END_TEST
+
+START_TEST(test_self_never_taken)
+{
+    struct membership *m;
+    struct msg_member self, e;
+
+    entry_make(&self, "a", "r0", 4, MSG_MEMBER_NORMAL, 5, 10);
+    ck_assert_int_eq(membership_create(&m, ring_default_seed, &self, T_HB, T_START), 0);
+    entry_make(&e, "a", "r9", 4, MSG_MEMBER_NORMAL, 5, 10);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    entry_make(&e, "a", "r9", 4, MSG_MEMBER_NORMAL, 5, 9);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    entry_make(&e, "a", "r9", 4, MSG_MEMBER_NORMAL, 4, 1000);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    entry_make(&e, "a", "r9", 4, MSG_MEMBER_REMOVED, 5, 11);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_CONFLICT);
+    entry_make(&e, "a", "r9", 4, MSG_MEMBER_NORMAL, 6, 0);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_CONFLICT);
+
+    ck_assert_uint_eq(membership_count(m), 1);
+    ck_assert_str_eq(membership_self(m)->e.rack, "r0");
+    ck_assert_uint_eq(membership_self(m)->e.status, MSG_MEMBER_NORMAL);
+    ck_assert_uint_eq(membership_self(m)->e.version, 10);
+
+    /* Same generation: asserting ourselves makes our entry win again. */
+    membership_assert_self(m, 11);
+    ck_assert_uint_eq(membership_self(m)->e.version, 12);
+    entry_make(&e, "a", "r9", 4, MSG_MEMBER_REMOVED, 5, 11);
+    ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    membership_assert_self(m, 3);
+    ck_assert_uint_eq(membership_self(m)->e.version, 12);
+    membership_destroy(m);
+}
+END_TEST
+
+START_TEST(test_ring_rebuilt_only_on_ring_changes)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    const struct ring *r;
+    struct msg_member e;
+    bool changed;
+    uint64_t v = 1;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, v);
+    ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_ADDED);
+    ck_assert(changed);
+    r = membership_ring(m);
+
+    /* Heartbeats, a new digest field, new addresses: same ring. */
+    e.version = ++v;
+    ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_UPDATED);
+    ck_assert(!changed);
+    e.version = ++v;
+    e.digest = 1234;
+    snprintf(e.peer_addr, sizeof(e.peer_addr), "10.0.0.2:7371");
+    ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_UPDATED);
+    ck_assert(!changed);
+    membership_heartbeat(m);
+    ck_assert_ptr_eq(membership_ring(m), r);
+
+    /* A joining member is not in the ring: adding it keeps the ring. */
+    entry_make(&e, "n3", "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+    ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_ADDED);
+    ck_assert(!changed);
+    ck_assert_ptr_eq(membership_ring(m), r);
+
+    /* Tokens, rack and status each rebuild it. */
+    entry_make(&e, "n2", "r1", 8, MSG_MEMBER_NORMAL, 1, ++v);
+    ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_UPDATED);
+    ck_assert(changed);
+    ck_assert_uint_eq(ring_member_tokens(membership_ring(m), 1), 8);
+    entry_make(&e, "n2", "r2", 8, MSG_MEMBER_NORMAL, 1, ++v);
+    merge(m, &e, T_START, &changed);
+    ck_assert(changed);
+    ck_assert_str_eq(ring_member_rack(membership_ring(m), 1), "r2");
+    entry_make(&e, "n2", "r2", 8, MSG_MEMBER_LEAVING, 1, ++v);
+    merge(m, &e, T_START, &changed);
+    ck_assert(changed);
+    membership_destroy(m);
+}
+END_TEST
+
+START_TEST(test_ring_statuses)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    const struct ring *r;
+
+    for (uint32_t s = 0; s <= MSG_MEMBER_STATUS_MAX; s++) {
+        struct msg_member e;
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "m-%s", membership_status_names[s]);
+        entry_make(&e, id, "r1", 4, s, 1, 1);
+        merge(m, &e, T_START, NULL);
+    }
+    r = membership_ring(m);
+    ck_assert_uint_eq(ring_member_count(r), 3);
+    ck_assert_int_ge(ring_member_find(r, "a"), 0);
+    ck_assert_int_ge(ring_member_find(r, "m-normal"), 0);
+    ck_assert_int_ge(ring_member_find(r, "m-leaving"), 0);
+    ck_assert_int_eq(ring_member_find(r, "m-joining"), RK_ENOTFOUND);
+    ck_assert_int_eq(ring_member_find(r, "m-left"), RK_ENOTFOUND);
+    ck_assert_int_eq(ring_member_find(r, "m-removed"), RK_ENOTFOUND);
+    ck_assert(!membership_in_ring(MSG_MEMBER_JOINING));
+    ck_assert(membership_in_ring(MSG_MEMBER_NORMAL));
+    ck_assert(membership_in_ring(MSG_MEMBER_LEAVING));
+    ck_assert(!membership_in_ring(MSG_MEMBER_LEFT));
+    ck_assert(!membership_in_ring(MSG_MEMBER_REMOVED));
+    membership_destroy(m);
+}
+END_TEST
+
+START_TEST(test_epoch_monotonic)
+{
+    struct msg_member hist[T_RAND_ENTRIES];
+    struct membership *m = table_new("self", MSG_MEMBER_NORMAL);
+    uint64_t last = membership_epoch(m);
+
+    history_make(hist);
+    shuffle(hist, T_RAND_ENTRIES);
+    for (size_t i = 0; i < T_RAND_ENTRIES; i++) {
+        uint64_t sum = 0;
+
+        merge(m, &hist[i], T_START, NULL);
+        ck_assert_uint_ge(membership_epoch(m), last);
+        last = membership_epoch(m);
+        for (size_t k = 0; k < membership_count(m); k++) {
+            sum += membership_at(m, k)->e.ring_version;
+        }
+        ck_assert_uint_eq(last, sum);
+    }
+    ck_assert_int_eq(membership_remove(m, "m0"), 0);
+    ck_assert_uint_eq(membership_epoch(m), last + 1);
+    ck_assert_int_eq(membership_set_status(m, MSG_MEMBER_LEAVING), 0);
+    ck_assert_uint_eq(membership_epoch(m), last + 2);
+    membership_destroy(m);
+}
+END_TEST
+
+/* The rack of the digest tests' members: r<second character of the id>, r0 for "a". */
+static void rack_for(const char *id, char *rack, size_t size)
+{
+    snprintf(rack, size, "r%c", id[1] != '\0' ? id[1] : '0');
+}
+
+/* A table of self plus the members named in ids, all normal with 4 tokens. */
+static struct membership *table_of(const char *self, const char *const *ids, size_t n,
+                                   const uint8_t *seed)
+{
+    struct membership *m;
+    struct msg_member e;
+    char rack[8];
+
+    rack_for(self, rack, sizeof(rack));
+    entry_make(&e, self, rack, 4, MSG_MEMBER_NORMAL, 1, 1);
+    ck_assert_int_eq(membership_create(&m, seed, &e, T_HB, T_START), 0);
+    for (size_t i = 0; i < n; i++) {
+        rack_for(ids[i], rack, sizeof(rack));
+        entry_make(&e, ids[i], rack, 4, MSG_MEMBER_NORMAL, 1, 1);
+        merge(m, &e, T_START, NULL);
+    }
+    return m;
+}
+
+START_TEST(test_digest_equal_for_equal_rings)
+{
+    static const char *const order1[] = {"b1", "c2", "d3"};
+    static const char *const order2[] = {"d3", "a", "c2"};
+    static const char *const other_tokens[] = {"b1", "c2"};
+    uint8_t seed2[RING_SEED_LEN] = {1};
+    struct membership *x = table_of("a", order1, 3, ring_default_seed);
+    struct membership *y = table_of("b1", order2, 3, ring_default_seed);
+    struct membership *z = table_of("a", order1, 3, seed2);
+    struct membership *w = table_of("a", other_tokens, 2, ring_default_seed);
+    struct msg_member e;
+    uint64_t before;
+
+    ck_assert_uint_eq(membership_digest(x), membership_digest(y));
+    ck_assert_uint_ne(membership_digest(x), membership_digest(z));
+    ck_assert_uint_ne(membership_digest(x), membership_digest(w));
+
+    /* d3 with other tokens, then with another rack: a different ring each time. */
+    entry_make(&e, "d3", "r3", 5, MSG_MEMBER_NORMAL, 1, 2);
+    merge(w, &e, T_START, NULL);
+    ck_assert_uint_ne(membership_digest(x), membership_digest(w));
+    before = membership_digest(w);
+    entry_make(&e, "d3", "r4", 4, MSG_MEMBER_NORMAL, 1, 3);
+    merge(w, &e, T_START, NULL);
+    ck_assert_uint_ne(membership_digest(w), before);
+    ck_assert_uint_ne(membership_digest(x), membership_digest(w));
+    /* And back to the content of x. */
+    entry_make(&e, "d3", "r3", 4, MSG_MEMBER_NORMAL, 1, 4);
+    merge(w, &e, T_START, NULL);
+    ck_assert_uint_eq(membership_digest(x), membership_digest(w));
+
+    /* A member outside the ring does not change it. */
+    entry_make(&e, "e9", "r9", 4, MSG_MEMBER_JOINING, 1, 1);
+    merge(x, &e, T_START, NULL);
+    ck_assert_uint_eq(membership_digest(x), membership_digest(y));
+    membership_destroy(x);
+    membership_destroy(y);
+    membership_destroy(z);
+    membership_destroy(w);
+}
+END_TEST
+
+/* Append one name of the documented digest encoding: length byte, bytes. */
+static size_t put_name(uint8_t *p, const char *s)
+{
+    size_t n = strlen(s);
+    p[0] = (uint8_t)n;
+    memcpy(p + 1, s, n);
+    return 1 + n;
+}
+
+static size_t put_member(uint8_t *p, const char *id, const char *rack, uint32_t tokens)
+{
+    size_t n = put_name(p, id);
+    uint32_t be = htobe32(tokens);
+
+    n += put_name(p + n, rack);
+    memcpy(p + n, &be, sizeof(be));
+    return n + sizeof(be);
+}
+
+START_TEST(test_digest_documented_encoding)
+{
+    struct membership *m = table_new("n1", MSG_MEMBER_NORMAL);
+    uint8_t data[512], hash[8];
+    struct msg_member e;
+    size_t n = 0;
+    uint64_t le;
+
+    entry_make(&e, "n2", "rack-b", 1, MSG_MEMBER_LEAVING, 1, 1);
+    merge(m, &e, T_START, NULL);
+    entry_make(&e, "n10", "r2", 300, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &e, T_START, NULL);
+    entry_make(&e, "n0", "r2", 300, MSG_MEMBER_LEFT, 1, 1);
+    merge(m, &e, T_START, NULL);
+
+    /* Seed, then the ring's members in id order: n1 < n10 < n2. */
+    memcpy(data, ring_default_seed, RING_SEED_LEN);
+    n = RING_SEED_LEN;
+    n += put_member(data + n, "n1", "r0", 4);
+    n += put_member(data + n, "n10", "r2", 300);
+    n += put_member(data + n, "n2", "rack-b", 1);
+    ck_assert_int_eq(crypto_generichash(hash, sizeof(hash), data, n, NULL, 0), 0);
+    memcpy(&le, hash, sizeof(le));
+    ck_assert_uint_eq(membership_digest(m), le64toh(le));
+    ck_assert_uint_eq(membership_self(m)->e.digest, le64toh(le));
+    membership_destroy(m);
+}
+END_TEST
+
+START_TEST(test_removal_vs_generation)
+{
+    struct membership *a = table_new("a", MSG_MEMBER_NORMAL);
+    struct membership *b = table_new("b", MSG_MEMBER_NORMAL);
+    struct msg_member e, removal;
+    bool changed;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 7, 10);
+    merge(a, &e, T_START, NULL);
+    ck_assert_int_eq(membership_remove(a, "a"), RK_EINVAL);
+    ck_assert_int_eq(membership_remove(a, "zz"), RK_ENOTFOUND);
+    ck_assert_int_eq(membership_remove(a, "n2"), 0);
+    removal = membership_find(a, "n2")->e;
+    ck_assert_uint_eq(removal.status, MSG_MEMBER_REMOVED);
+    ck_assert_uint_eq(removal.version, 10 + MEMBERSHIP_REMOVE_BUMP);
+    ck_assert_uint_eq(removal.ring_version, 2);
+    ck_assert_int_eq(ring_member_find(membership_ring(a), "n2"), RK_ENOTFOUND);
+
+    /* The paused member wakes up and keeps counting in its old generation. */
+    for (uint64_t v = 11; v < 5000; v += 7) {
+        entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 7, v);
+        ck_assert_int_eq(merge(a, &e, T_START, NULL), MEMBERSHIP_IGNORED);
+    }
+    ck_assert_uint_eq(membership_find(a, "n2")->e.status, MSG_MEMBER_REMOVED);
+
+    /* A node that heard those heartbeats first takes the removal anyway. */
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 7, 4999);
+    merge(b, &e, T_START, NULL);
+    ck_assert_int_eq(merge(b, &removal, T_START, &changed), MEMBERSHIP_UPDATED);
+    ck_assert(changed);
+    ck_assert_int_eq(ring_member_find(membership_ring(b), "n2"), RK_ENOTFOUND);
+
+    /* A restart is a new generation: a new life beats the removal. */
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_JOINING, 8, 0);
+    ck_assert_int_eq(merge(a, &e, T_START, NULL), MEMBERSHIP_UPDATED);
+    ck_assert_uint_eq(membership_find(a, "n2")->e.status, MSG_MEMBER_JOINING);
+    membership_destroy(a);
+    membership_destroy(b);
+}
+END_TEST
+
+START_TEST(test_own_entry_versions)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_JOINING);
+    const struct ring *r = membership_ring(m);
+    struct msg_member e;
+
+    membership_heartbeat(m);
+    ck_assert_uint_eq(membership_self(m)->e.version, 2);
+    ck_assert_uint_eq(membership_self(m)->e.ring_version, 1);
+    ck_assert_ptr_eq(membership_ring(m), r);
+
+    ck_assert_int_eq(membership_set_status(m, MSG_MEMBER_NORMAL), 0);
+    ck_assert_uint_eq(membership_self(m)->e.version, 3);
+    ck_assert_uint_eq(membership_self(m)->e.ring_version, 2);
+    ck_assert_int_ge(ring_member_find(membership_ring(m), "a"), 0);
+    ck_assert_uint_eq(membership_self(m)->e.digest, membership_digest(m));
+    ck_assert_int_eq(membership_set_status(m, MSG_MEMBER_NORMAL), 0);
+    ck_assert_uint_eq(membership_self(m)->e.version, 3);
+    ck_assert_int_eq(membership_set_status(m, (enum msg_member_status)99), RK_EINVAL);
+
+    /* A ring change from a merge is a change of our digest field: one bump. */
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &e, T_START, NULL);
+    ck_assert_uint_eq(membership_self(m)->e.version, 4);
+    ck_assert_uint_eq(membership_self(m)->e.digest, membership_digest(m));
+    /* A member outside the ring changes no digest: no bump. */
+    entry_make(&e, "n3", "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+    merge(m, &e, T_START, NULL);
+    ck_assert_uint_eq(membership_self(m)->e.version, 4);
+    ck_assert_int_eq(membership_remove(m, "n2"), 0);
+    ck_assert_uint_eq(membership_self(m)->e.version, 5);
+    ck_assert_uint_eq(membership_self(m)->e.digest, membership_digest(m));
+    membership_destroy(m);
+}
+END_TEST
+
+/* A table of self "a" and `others` members o0, o1, ... (joining: no ring work). */
+static struct membership *table_with_others(size_t others)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+
+    for (size_t i = 0; i < others; i++) {
+        struct msg_member e;
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "o%zu", i);
+        entry_make(&e, id, "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+        merge(m, &e, T_START, NULL);
+    }
+    return m;
+}
+
+START_TEST(test_digests_rotate)
+{
+    struct membership *m = table_with_others(9);
+    struct msg_digest d[16];
+    int seen[9] = {0};
+    bool complete;
+
+    for (int call = 0; call < 3; call++) {
+        ck_assert_uint_eq(membership_digests(m, d, 4, &complete), 4);
+        ck_assert(!complete);
+        ck_assert_str_eq(d[0].id, "a");
+        for (size_t i = 1; i < 4; i++) {
+            seen[atoi(d[i].id + 1)]++;
+        }
+    }
+    for (size_t i = 0; i < 9; i++) {
+        ck_assert_int_eq(seen[i], 1);
+    }
+    ck_assert_uint_eq(membership_digests(m, d, 10, &complete), 10);
+    ck_assert(complete);
+    ck_assert_uint_eq(membership_digests(m, d, 16, &complete), 10);
+    ck_assert(complete);
+    ck_assert_uint_eq(d[0].version, membership_self(m)->e.version);
+    ck_assert_uint_eq(membership_digests(m, d, 1, &complete), 1);
+    ck_assert(!complete);
+    ck_assert_uint_eq(membership_digests(m, d, 0, &complete), 0);
+    membership_destroy(m);
+
+    m = table_with_others(0);
+    ck_assert_uint_eq(membership_digests(m, d, 1, &complete), 1);
+    ck_assert(complete);
+    membership_destroy(m);
+}
+END_TEST
+
+static struct msg_digest digest_make(const char *id, uint64_t generation, uint64_t version)
+{
+    struct msg_digest d;
+
+    memset(&d, 0, sizeof(d));
+    snprintf(d.id, sizeof(d.id), "%s", id);
+    d.generation = generation;
+    d.version = version;
+    return d;
+}
+
+START_TEST(test_answer_rules)
+{
+    struct membership *m = table_with_others(4); /* a, o0..o3 at (1, 1) */
+    struct msg_digest theirs[5], req[8];
+    struct msg_member ent[8];
+    size_t ne, nr;
+
+    theirs[0] = digest_make("o0", 1, 0); /* ours newer: send it */
+    theirs[1] = digest_make("o1", 1, 2); /* theirs newer: ask */
+    theirs[2] = digest_make("o2", 1, 1); /* equal: nothing */
+    theirs[3] = digest_make("zz", 1, 1); /* unknown: ask */
+    theirs[4] = digest_make("o0", 1, 0); /* a repeat: answered once */
+    membership_answer(m, theirs, 5, false, ent, 8, &ne, req, 8, &nr);
+    ck_assert_uint_eq(ne, 1);
+    ck_assert_str_eq(ent[0].id, "o0");
+    ck_assert_uint_eq(nr, 2);
+    ck_assert_str_eq(req[0].id, "o1");
+    ck_assert_str_eq(req[1].id, "zz");
+
+    /* A complete list: also what it did not mention (a and o3), in id order. */
+    membership_answer(m, theirs, 5, true, ent, 8, &ne, req, 8, &nr);
+    ck_assert_uint_eq(ne, 3);
+    ck_assert_str_eq(ent[1].id, "a");
+    ck_assert_str_eq(ent[2].id, "o3");
+
+    /* Bounds. */
+    membership_answer(m, theirs, 5, true, ent, 1, &ne, req, 1, &nr);
+    ck_assert_uint_eq(ne, 1);
+    ck_assert_uint_eq(nr, 1);
+    membership_answer(m, theirs, 5, true, ent, 0, &ne, req, 0, &nr);
+    ck_assert_uint_eq(ne, 0);
+    ck_assert_uint_eq(nr, 0);
+    membership_destroy(m);
+}
+END_TEST
+
+/* Bounded counts one round moved, for the assertions of the exchanges. */
+struct round_counts {
+    size_t digests, ack_entries, requests, ack2_entries;
+};
+
+/*
+ * One gossip round from x to y, as the gossip engine runs it: x sends a
+ * SYN of digests, y answers with an ACK (entries it holds newer, requests),
+ * x merges the ACK and answers the requests with an ACK2, y merges it.
+ */
+static void gossip_round(struct membership *x, struct membership *y, uint64_t now,
+                         struct round_counts *c)
+{
+    static struct msg_digest syn[MSG_GOSSIP_DIGESTS_MAX], req[MSG_GOSSIP_DIGESTS_MAX];
+    static struct msg_member ack[MSG_GOSSIP_ENTRIES_MAX], ack2[MSG_GOSSIP_ENTRIES_MAX];
+    size_t ne, nr, n2 = 0;
+    bool complete;
+
+    c->digests = membership_digests(x, syn, MSG_GOSSIP_DIGESTS_MAX, &complete);
+    membership_answer(y, syn, c->digests, complete, ack, MSG_GOSSIP_ENTRIES_MAX, &ne, req,
+                      MSG_GOSSIP_DIGESTS_MAX, &nr);
+    for (size_t i = 0; i < ne; i++) {
+        ck_assert_int_ne(merge(x, &ack[i], now, NULL), MEMBERSHIP_CONFLICT);
+    }
+    for (size_t i = 0; i < nr && n2 < MSG_GOSSIP_ENTRIES_MAX; i++) {
+        const struct member *mb = membership_find(x, req[i].id);
+        if (mb != NULL) {
+            ack2[n2++] = mb->e;
+        }
+    }
+    for (size_t i = 0; i < n2; i++) {
+        ck_assert_int_ne(merge(y, &ack2[i], now, NULL), MEMBERSHIP_CONFLICT);
+    }
+    c->ack_entries = ne;
+    c->requests = nr;
+    c->ack2_entries = n2;
+}
+
+/* Rounds alternating in both directions until the tables are identical; how many. */
+static int gossip_until_equal(struct membership *x, struct membership *y, int max_rounds)
+{
+    uint64_t now = T_START;
+
+    for (int round = 0; round < max_rounds; round++) {
+        struct round_counts c;
+
+        if (tables_eq(x, y, false)) {
+            return round;
+        }
+        now += T_HB;
+        if (round % 2 == 0) {
+            gossip_round(x, y, now, &c);
+        } else {
+            gossip_round(y, x, now, &c);
+        }
+        ck_assert_uint_le(c.digests, MSG_GOSSIP_DIGESTS_MAX);
+        ck_assert_uint_le(c.ack_entries, MSG_GOSSIP_ENTRIES_MAX);
+        ck_assert_uint_le(c.requests, MSG_GOSSIP_DIGESTS_MAX);
+        ck_assert_uint_le(c.ack2_entries, MSG_GOSSIP_ENTRIES_MAX);
+    }
+    return tables_eq(x, y, false) ? max_rounds : -1;
+}
+
+START_TEST(test_gossip_converges)
+{
+    struct membership *x = table_new("a", MSG_MEMBER_NORMAL);
+    struct membership *y = table_new("b", MSG_MEMBER_NORMAL);
+    struct msg_member e;
+    int rounds;
+
+    /* Shared members, newer on either side; members only one side knows. */
+    entry_make(&e, "s1", "r1", 4, MSG_MEMBER_NORMAL, 1, 5);
+    merge(x, &e, T_START, NULL);
+    entry_make(&e, "s1", "r1", 6, MSG_MEMBER_NORMAL, 1, 9);
+    merge(y, &e, T_START, NULL);
+    entry_make(&e, "s2", "r2", 4, MSG_MEMBER_LEAVING, 2, 1);
+    merge(x, &e, T_START, NULL);
+    entry_make(&e, "s2", "r2", 4, MSG_MEMBER_NORMAL, 1, 50);
+    merge(y, &e, T_START, NULL);
+    entry_make(&e, "x1", "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+    merge(x, &e, T_START, NULL);
+    entry_make(&e, "y1", "r3", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(y, &e, T_START, NULL);
+    ck_assert_int_eq(membership_remove(y, "y1"), 0);
+
+    rounds = gossip_until_equal(x, y, T_ROUNDS_SMALL);
+    ck_assert_int_ge(rounds, 1);
+    ck_assert_uint_eq(membership_count(x), 6);
+    ck_assert_uint_eq(membership_find(x, "s1")->e.tokens, 6);
+    ck_assert_uint_eq(membership_find(y, "s2")->e.status, MSG_MEMBER_LEAVING);
+    ck_assert_uint_eq(membership_find(x, "y1")->e.status, MSG_MEMBER_REMOVED);
+    /* Each holds the other's own entry as its owner last wrote it. */
+    ck_assert(entry_eq(&membership_find(y, "a")->e, &membership_self(x)->e, true));
+    ck_assert(entry_eq(&membership_find(x, "b")->e, &membership_self(y)->e, true));
+    ck_assert_uint_eq(membership_find(x, "b")->e.digest, membership_digest(x));
+    membership_destroy(x);
+    membership_destroy(y);
+}
+END_TEST
+
+/* Add `n` members named <prefix>000.. to m, a quarter of them joining. */
+static void add_many(struct membership *m, const char *prefix, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct msg_member e;
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "%s%03zu", prefix, i);
+        entry_make(&e, id, i % 2 ? "r1" : "r2", 2,
+                   i % 4 == 0 ? MSG_MEMBER_JOINING : MSG_MEMBER_NORMAL, 1, 1 + i);
+        merge(m, &e, T_START, NULL);
+    }
+}
+
+START_TEST(test_gossip_converges_large)
+{
+    struct membership *x = table_new("a", MSG_MEMBER_NORMAL);
+    struct membership *y = table_new("b", MSG_MEMBER_NORMAL);
+    int rounds;
+
+    add_many(x, "x", T_LARGE_SIDE);
+    add_many(y, "y", T_LARGE_SIDE);
+    ck_assert_uint_gt(2 * T_LARGE_SIDE + 2, MSG_GOSSIP_DIGESTS_MAX);
+    rounds = gossip_until_equal(x, y, T_ROUNDS_LARGE);
+    ck_assert_int_ge(rounds, 1);
+    ck_assert_uint_eq(membership_count(x), 2 * T_LARGE_SIDE + 2);
+    /* 150 entries each way at 64 entries a message take several rounds. */
+    ck_assert_int_gt(rounds, 2);
+    membership_destroy(x);
+    membership_destroy(y);
+}
+END_TEST
+
+START_TEST(test_encode_restore)
+{
+    struct membership *a = table_new("a", MSG_MEMBER_NORMAL), *b;
+    struct msg_member self, e;
+    struct buf out;
+    const struct ring *r;
+
+    add_many(a, "n", 6);
+    ck_assert_int_eq(membership_remove(a, "n001"), 0);
+    entry_make(&e, "n009", "r4", 4, MSG_MEMBER_LEFT, 3, 9);
+    merge(a, &e, T_START, NULL);
+    buf_init(&out, 0);
+    ck_assert_int_eq(membership_encode(a, &out), 0);
+
+    /* A restart: our own saved entry is not taken back, the rest is. */
+    entry_make(&self, "a", "r0", 4, MSG_MEMBER_NORMAL, 2, 1);
+    snprintf(self.peer_addr, sizeof(self.peer_addr), "10.0.0.1:7371");
+    ck_assert_int_eq(membership_create(&b, ring_default_seed, &self, T_HB, T_START), 0);
+    ck_assert_int_eq(membership_restore(b, buf_data(&out), out.len, T_START + 5), 0);
+    ck_assert_uint_eq(membership_count(b), membership_count(a));
+    for (size_t i = 0; i < membership_count(a); i++) {
+        const struct member *x = membership_at(a, i), *y = membership_at(b, i);
+
+        if (x == membership_self(a)) {
+            continue;
+        }
+        ck_assert(entry_eq(&x->e, &y->e, true));
+        ck_assert_uint_eq(y->heard_ms, T_START + 5);
+    }
+    ck_assert_str_eq(membership_self(b)->e.peer_addr, "10.0.0.1:7371");
+    ck_assert_uint_eq(membership_self(b)->e.generation, 2);
+    ck_assert_uint_eq(membership_digest(a), membership_digest(b));
+    ck_assert_uint_eq(membership_self(b)->e.digest, membership_digest(b));
+
+    /* Damaged input changes nothing. */
+    r = membership_ring(b);
+    ck_assert_int_lt(membership_restore(b, buf_data(&out), out.len - 1, T_START), 0);
+    ck_assert_int_lt(membership_restore(b, buf_data(&out), 0, T_START), 0);
+    ck_assert_ptr_eq(membership_ring(b), r);
+    ck_assert_uint_eq(membership_count(b), membership_count(a));
+    buf_free(&out);
+    membership_destroy(a);
+    membership_destroy(b);
+}
+END_TEST
+
+START_TEST(test_detect_states)
+{
+    const double suspect_at = DETECTOR_SUSPECT_PHI_DEFAULT / M_LOG10E * T_HB;
+    const double down_at = DETECTOR_DOWN_PHI_DEFAULT / M_LOG10E * T_HB;
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member e, gone;
+    uint64_t now = T_START, last;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &e, now, NULL);
+    entry_make(&gone, "n3", "r1", 4, MSG_MEMBER_LEFT, 1, 1);
+    merge(m, &gone, now, NULL);
+    for (int i = 0; i < 20; i++) {
+        now += T_HB;
+        e.version++;
+        merge(m, &e, now, NULL);
+    }
+    last = now;
+    ck_assert_uint_eq(membership_detect(m, last + (uint64_t)suspect_at,
+                                        DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+                      0);
+    ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_ALIVE);
+    ck_assert_uint_eq(membership_detect(m, last + (uint64_t)suspect_at + 1,
+                                        DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+                      1);
+    ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_SUSPECT);
+    ck_assert_uint_eq(membership_detect(m, last + (uint64_t)down_at, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                        DETECTOR_DOWN_PHI_DEFAULT),
+                      0);
+    ck_assert_uint_eq(membership_detect(m, last + (uint64_t)down_at + 1,
+                                        DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+                      1);
+    ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_DOWN);
+    /* Down stays in the ring (PLACEMENT.md section 6). */
+    ck_assert_int_ge(ring_member_find(membership_ring(m), "n2"), 0);
+
+    now = last + 10000;
+    e.version++;
+    merge(m, &e, now, NULL);
+    ck_assert_uint_eq(
+        membership_detect(m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT), 1);
+    ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_ALIVE);
+    /* The left member and ourselves were never judged. */
+    ck_assert_int_eq(membership_find(m, "n3")->state, DETECTOR_ALIVE);
+    ck_assert_int_eq(membership_self(m)->state, DETECTOR_ALIVE);
+    membership_destroy(m);
+}
+END_TEST
+
+START_TEST(test_arrivals)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    const struct member *mb;
+    struct msg_member e;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &e, T_START, NULL);
+    mb = membership_find(m, "n2");
+    ck_assert_uint_eq(mb->heard_ms, T_START);
+    ck_assert_uint_eq(mb->det.last_ms, T_START);
+    ck_assert_double_eq_tol(detector_mean(&mb->det), T_HB, 1e-9);
+
+    /* The same entry again is not an arrival. */
+    merge(m, &e, T_START + 100, NULL);
+    ck_assert_uint_eq(membership_find(m, "n2")->heard_ms, T_START);
+    /* A grown version is. */
+    e.version = 2;
+    merge(m, &e, T_START + 300, NULL);
+    mb = membership_find(m, "n2");
+    ck_assert_uint_eq(mb->heard_ms, T_START + 300);
+    ck_assert_uint_eq(mb->det.n, 1);
+    /* A direct message is. */
+    membership_heard(m, "n2", T_START + 500);
+    ck_assert_uint_eq(membership_find(m, "n2")->heard_ms, T_START + 500);
+    ck_assert_uint_eq(membership_find(m, "n2")->det.n, 2);
+    membership_heard(m, "unknown", T_START + 600);
+    membership_heard(m, "a", T_START + 600);
+    ck_assert_uint_eq(membership_self(m)->heard_ms, 0);
+    /* A new generation starts the detector afresh. */
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 2, 0);
+    merge(m, &e, T_START + 90000, NULL);
+    mb = membership_find(m, "n2");
+    ck_assert_uint_eq(mb->det.n, 0);
+    ck_assert_uint_eq(mb->det.last_ms, T_START + 90000);
+    membership_destroy(m);
+}
+END_TEST
+
+START_TEST(test_table_full)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    enum membership_merged merged;
+    struct msg_member e;
+    bool changed;
+
+    /* Ascending ids after "a": every entry is appended, no shifting. */
+    for (size_t i = 1; i < MEMBERSHIP_MAX; i++) {
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "j%04zu", i);
+        entry_make(&e, id, "r1", 1, MSG_MEMBER_JOINING, 1, 1);
+        ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_ADDED);
+    }
+    ck_assert_uint_eq(membership_count(m), MEMBERSHIP_MAX);
+    entry_make(&e, "k", "r1", 1, MSG_MEMBER_JOINING, 1, 1);
+    ck_assert_int_eq(membership_merge(m, &e, T_START, &merged, &changed), RK_ETOOBIG);
+    ck_assert_uint_eq(membership_count(m), MEMBERSHIP_MAX);
+    /* Known members still update. */
+    entry_make(&e, "j0001", "r1", 1, MSG_MEMBER_NORMAL, 1, 2);
+    ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_UPDATED);
+    ck_assert(changed);
+    membership_destroy(m);
+}
+END_TEST
+
+static Suite *membership_suite(void)
+{
+    Suite *s = suite_create("membership");
+    struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"create", test_create_self_only},
+        {"merge_order", test_merge_order_independent},
+        {"older_ignored", test_older_and_equal_ignored},
+        {"self_never_taken", test_self_never_taken},
+        {"ring_rebuilds", test_ring_rebuilt_only_on_ring_changes},
+        {"ring_statuses", test_ring_statuses},
+        {"epoch_monotonic", test_epoch_monotonic},
+        {"digest_equal", test_digest_equal_for_equal_rings},
+        {"digest_encoding", test_digest_documented_encoding},
+        {"removal", test_removal_vs_generation},
+        {"own_versions", test_own_entry_versions},
+        {"digests_rotate", test_digests_rotate},
+        {"answer_rules", test_answer_rules},
+        {"gossip_small", test_gossip_converges},
+        {"gossip_large", test_gossip_converges_large},
+        {"encode_restore", test_encode_restore},
+        {"detect", test_detect_states},
+        {"arrivals", test_arrivals},
+        {"table_full", test_table_full},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, rng_setup, NULL);
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(membership_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
