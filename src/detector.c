@@ -7,7 +7,8 @@
  *
  * Algorithm (exponential model, as Cassandra's FailureDetector):
  *     mean   = sum / n, or expected_ms while no interval is held;
- *     phi(t) = (t - last) / mean * log10(e).
+ *     scale  = max(mean, expected_ms);
+ *     phi(t) = (t - last) / scale * log10(e).
  * The exponential distribution's tail is P(X > x) = exp(-x / mean), and
  * -log10(exp(-x / mean)) = x / mean * log10(e): phi grows linearly with the
  * silence, one unit every mean / log10(e) ms (about 2.3 mean intervals).
@@ -15,6 +16,16 @@
  * Invariants: n <= DETECTOR_WINDOW; sum is the sum of intervals[0..n)
  * (slot order does not matter for a mean); every held interval is at most
  * DETECTOR_INTERVAL_MAX_FACTOR * expected_ms, so the mean is too.
+ *
+ * Why the floor at expected_ms: a member beats once per gossip interval, but
+ * that beat reaches us by several paths (its PING, its PONG to ours, a
+ * gossip exchange, a newer entry relayed by a third node), often a few
+ * milliseconds apart.  Those bursts pull the mean well below the interval
+ * at which the member actually lives, and a mean of 60 ms would call a
+ * member down after 1.1 s of silence: one busy scheduler slice on a loaded
+ * host.  No member can be expected to show life faster than it beats, so
+ * the scale never drops below expected_ms; a member slower than that (a
+ * loaded host, a long path) still raises the mean above it.
  *
  * Arrivals that are not later than the last one are dropped.  Earlier ones
  * cannot come from a monotonic clock and would underflow the interval.  An
@@ -94,6 +105,9 @@ double detector_phi(const struct detector *d, uint64_t now_ms)
 {
     double mean = detector_mean(d);
 
+    if (mean < (double)d->expected_ms) {
+        mean = (double)d->expected_ms;
+    }
     /*
      * A window of 0 ms intervals cannot be recorded (see the top of the
      * file) and expected_ms is positive, so mean > 0; the guard keeps a

@@ -25,6 +25,10 @@
  * DETECTOR_INTERVAL_MAX_FACTOR times the expected interval are counted as
  * that (Cassandra caps at 2 s for the same reason).
  *
+ * Why the mean is floored at the expected interval: one heartbeat reaches
+ * a node by several paths a few milliseconds apart, and those bursts are
+ * not a faster member; phi uses max(mean, expected) (detector.c explains).
+ *
  * Pure: time is passed in, in monotonic milliseconds, so wall-clock jumps
  * change nothing and tests drive a fake clock.
  */
@@ -64,10 +68,10 @@ void detector_init(struct detector *d, uint64_t expected_ms, uint64_t now_ms);
 /* A heartbeat arrived at now_ms (monotonic ms; never earlier than the last). */
 void detector_heartbeat(struct detector *d, uint64_t now_ms);
 
-/* The suspicion at now_ms. */
+/* The suspicion at now_ms (scaled by the mean, never below the expected interval). */
 double detector_phi(const struct detector *d, uint64_t now_ms);
 
-/* The mean interval the detector believes in, in ms. */
+/* The mean of the intervals held, in ms (expected_ms while none is held). */
 double detector_mean(const struct detector *d);
 
 /* The state for phi at now_ms against the two thresholds. */

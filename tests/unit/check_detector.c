@@ -98,6 +98,38 @@ START_TEST(test_thresholds_at_derived_times)
 }
 END_TEST
 
+START_TEST(test_bursts_do_not_shorten_detection)
+{
+    struct detector d;
+    uint64_t now = T_START;
+    double down_at = silence_for(DETECTOR_DOWN_PHI_DEFAULT, T_INTERVAL);
+
+    /* Each beat arrives three times, 5 ms apart (PING, PONG, gossip): mean ~70 ms. */
+    detector_init(&d, T_INTERVAL, now);
+    for (int i = 0; i < 50; i++) {
+        beat(&d, &now, T_INTERVAL - 10, 1);
+        beat(&d, &now, 5, 2);
+    }
+    ck_assert_double_lt(detector_mean(&d), T_INTERVAL / 2.0);
+    /* Detection still follows the interval the member beats at, not the bursts. */
+    ck_assert_int_eq(
+        detector_state(&d, now + 1500, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT),
+        DETECTOR_ALIVE);
+    ck_assert_int_eq(detector_state(&d, now + (uint64_t)down_at - 1, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                    DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_SUSPECT);
+    ck_assert_int_eq(detector_state(&d, now + (uint64_t)down_at + 1, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                    DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_DOWN);
+    /* A member slower than expected raises the scale above the floor. */
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, 2 * T_INTERVAL, 50);
+    ck_assert_int_eq(detector_state(&d, now + (uint64_t)down_at + 1, DETECTOR_SUSPECT_PHI_DEFAULT,
+                                    DETECTOR_DOWN_PHI_DEFAULT),
+                     DETECTOR_ALIVE);
+}
+END_TEST
+
 START_TEST(test_comeback_alive_at_next_heartbeat)
 {
     struct detector d;
@@ -198,6 +230,7 @@ static Suite *detector_suite(void)
         {"phi_linear", test_phi_linear_in_silence},
         {"steady_low", test_steady_heartbeats_keep_phi_low},
         {"thresholds", test_thresholds_at_derived_times},
+        {"bursts", test_bursts_do_not_shorten_detection},
         {"comeback", test_comeback_alive_at_next_heartbeat},
         {"pause_clamped", test_pause_clamped},
         {"window_rolls", test_window_rolls_over},
