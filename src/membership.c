@@ -589,6 +589,20 @@ void membership_assert_self(struct membership *m, uint64_t v)
     }
 }
 
+int membership_reincarnate(struct membership *m, const struct msg_member *old)
+{
+    struct msg_member *self = &m->members[m->self].e;
+    uint64_t rv = self->ring_version > old->ring_version ? self->ring_version : old->ring_version;
+
+    if (old->generation == UINT64_MAX || rv == UINT64_MAX) {
+        return RK_ERANGE;
+    }
+    self->generation = old->generation + 1;
+    self->version = 1;
+    self->ring_version = rv + 1;
+    return 0;
+}
+
 /*
  * Errors: RK_EINVAL for our own id, RK_ENOTFOUND for an id we do not hold,
  * RK_ERANGE when the member's version is too close to 2^64 to take the

@@ -111,6 +111,16 @@ int membership_set_status(struct membership *m, enum msg_member_status status);
  */
 void membership_assert_self(struct membership *m, uint64_t v);
 
+/*
+ * Start a new life above `old`, an entry of our id from an earlier life
+ * (a wiped data directory, a restored backup, a removal that a restart
+ * answers): generation old->generation + 1, version 1, ring_version above
+ * both ours and old's so the epoch still only grows.  The caller persists
+ * the generation.  RK_ERANGE when old's generation or ring_version is
+ * already at 2^64 - 1; on error nothing changed.
+ */
+int membership_reincarnate(struct membership *m, const struct msg_member *old);
+
 /* Write the removal of member id (not self): status removed, version bumped. */
 int membership_remove(struct membership *m, const char *id);
 

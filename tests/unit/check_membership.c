@@ -561,6 +561,40 @@ START_TEST(test_removal_vs_generation)
 }
 END_TEST
 
+START_TEST(test_reincarnate)
+{
+    struct membership *a = table_new("a", MSG_MEMBER_NORMAL);
+    struct membership *b = table_new("b", MSG_MEMBER_NORMAL);
+    struct msg_member old, mine;
+    uint64_t epoch_b;
+
+    /* b holds a's entry from an earlier life: generation 7, far ahead of ours. */
+    entry_make(&old, "a", "r0", 4, MSG_MEMBER_REMOVED, 7, 10 + MEMBERSHIP_REMOVE_BUMP);
+    old.ring_version = 40;
+    merge(b, &old, T_START, NULL);
+    epoch_b = membership_epoch(b);
+    ck_assert_int_eq(merge(a, &old, T_START, NULL), MEMBERSHIP_CONFLICT);
+
+    ck_assert_int_eq(membership_reincarnate(a, &old), 0);
+    mine = membership_self(a)->e;
+    ck_assert_uint_eq(mine.generation, 8);
+    ck_assert_uint_eq(mine.version, 1);
+    ck_assert_uint_eq(mine.ring_version, 41);
+    /* The new life wins everywhere, and the epoch it brings is larger. */
+    ck_assert_int_eq(merge(a, &old, T_START, NULL), MEMBERSHIP_IGNORED);
+    ck_assert_int_eq(merge(b, &mine, T_START, NULL), MEMBERSHIP_UPDATED);
+    ck_assert_uint_eq(membership_find(b, "a")->e.status, MSG_MEMBER_NORMAL);
+    ck_assert_uint_gt(membership_epoch(b), epoch_b);
+
+    /* No life after the last generation. */
+    old.generation = UINT64_MAX;
+    ck_assert_int_eq(membership_reincarnate(a, &old), RK_ERANGE);
+    ck_assert_uint_eq(membership_self(a)->e.generation, 8);
+    membership_destroy(a);
+    membership_destroy(b);
+}
+END_TEST
+
 START_TEST(test_own_entry_versions)
 {
     struct membership *m = table_new("a", MSG_MEMBER_JOINING);
@@ -1006,6 +1040,7 @@ static Suite *membership_suite(void)
         {"digest_equal", test_digest_equal_for_equal_rings},
         {"digest_encoding", test_digest_documented_encoding},
         {"removal", test_removal_vs_generation},
+        {"reincarnate", test_reincarnate},
         {"own_versions", test_own_entry_versions},
         {"digests_rotate", test_digests_rotate},
         {"answer_rules", test_answer_rules},
