@@ -365,6 +365,7 @@ static int check_message(struct check *k)
             check_handlers[i].handle(k, &m);
         }
     }
+    msg_free(&m); /* gossip messages hold allocations */
     return 0;
 }
 

@@ -21,8 +21,10 @@
 #include "client.h"
 #include "config.h"
 #include "error.h"
+#include "gossip.h"
 #include "hex.h"
 #include "log.h"
+#include "membership.h"
 #include "metrics.h"
 #include "node.h"
 #include "record.h"
@@ -754,17 +756,92 @@ static int cmd_command(struct client *c, struct pending *p)
     return CMD_DONE;
 }
 
-/* RINGKV STATUS: this node as a map, for `ringkv status`. */
+/* A fraction as the decimal text the admin replies use for non-integers. */
+static void put_fraction(struct buf *out, double v, int digits)
+{
+    char text[32];
+    snprintf(text, sizeof(text), "%.*f", digits, v);
+    resp_put_bulk_str(out, text);
+}
+
+static void put_hex64(struct buf *out, uint64_t v)
+{
+    char text[17];
+    snprintf(text, sizeof(text), "%016llx", (unsigned long long)v);
+    resp_put_bulk_str(out, text);
+}
+
+static const char *member_state_name(const struct membership *m, const struct member *e)
+{
+    return e == membership_self(m) ? "self" : detector_state_name(e->state);
+}
+
+/* Primary ownership of every member of the ring, as fractions, indexed like the table. */
+static double member_owns(const struct ring *r, const struct member *e, const ring_len *own)
+{
+    int i = ring_member_count(r) > 0 ? ring_member_find(r, e->e.id) : RK_ENOTFOUND;
+    return i >= 0 ? ring_len_fraction(own[i]) : 0.0;
+}
+
+static void status_member(struct buf *out, const struct membership *m, const struct member *e,
+                          double owns, int proto)
+{
+    bool up = e == membership_self(m) || e->state != DETECTOR_DOWN;
+
+    resp_put_map(out, 10, proto);
+    resp_put_bulk_str(out, "id");
+    resp_put_bulk_str(out, e->e.id);
+    resp_put_bulk_str(out, "rack");
+    resp_put_bulk_str(out, e->e.rack);
+    resp_put_bulk_str(out, "tokens");
+    resp_put_int(out, e->e.tokens);
+    resp_put_bulk_str(out, "status");
+    resp_put_bulk_str(out, membership_status_names[e->e.status]);
+    resp_put_bulk_str(out, "up");
+    resp_put_int(out, up);
+    resp_put_bulk_str(out, "state");
+    resp_put_bulk_str(out, member_state_name(m, e));
+    resp_put_bulk_str(out, "owns");
+    put_fraction(out, owns, 6);
+    resp_put_bulk_str(out, "peer_addr");
+    resp_put_bulk_str(out, e->e.peer_addr);
+    resp_put_bulk_str(out, "client_addr");
+    resp_put_bulk_str(out, e->e.client_addr);
+    resp_put_bulk_str(out, "digest");
+    put_hex64(out, e->e.digest);
+}
+
+static void status_members(struct client *c, struct buf *out)
+{
+    const struct membership *m = gossip_members(c->node);
+    const struct ring *r = membership_ring(m);
+    ring_len *own = calloc(ring_member_count(r) + 1, sizeof(*own));
+
+    if (own != NULL && ring_member_count(r) > 0) {
+        ring_ownership(r, 1, own);
+    }
+    resp_put_array(out, membership_count(m));
+    for (size_t i = 0; i < membership_count(m); i++) {
+        const struct member *e = membership_at(m, i);
+        status_member(out, m, e, own != NULL ? member_owns(r, e, own) : 0.0, c->proto);
+    }
+    free(own);
+}
+
+/* RINGKV STATUS: this node and the cluster as it sees it, for `ringkv status`. */
 static void ringkv_status(struct client *c, struct pending *p)
 {
     struct node *n = c->node;
+    const struct membership *m = gossip_members(n);
     struct buf *out = client_reply(p);
     struct store_stats st;
     char hexid[2 * CHANNEL_CLUSTER_ID_BYTES + 1];
+    size_t agree, up;
+    bool converged = gossip_converged(n, &agree, &up);
 
     store_get_stats(n->store, &st);
     hex_encode(hexid, n->cluster_id, sizeof(n->cluster_id));
-    resp_put_map(out, 9, c->proto);
+    resp_put_map(out, 15, c->proto);
     resp_put_bulk_str(out, "id");
     resp_put_bulk_str(out, n->cfg.id);
     resp_put_bulk_str(out, "rack");
@@ -773,8 +850,16 @@ static void ringkv_status(struct client *c, struct pending *p)
     resp_put_int(out, n->cfg.tokens);
     resp_put_bulk_str(out, "cluster_id");
     resp_put_bulk_str(out, hexid);
-    resp_put_bulk_str(out, "members");
-    resp_put_int(out, (int64_t)ring_member_count(n->ring));
+    resp_put_bulk_str(out, "epoch");
+    resp_put_int(out, (int64_t)membership_epoch(m));
+    resp_put_bulk_str(out, "digest");
+    put_hex64(out, membership_digest(m));
+    resp_put_bulk_str(out, "converged");
+    resp_put_int(out, converged);
+    resp_put_bulk_str(out, "agree");
+    resp_put_int(out, (int64_t)agree);
+    resp_put_bulk_str(out, "up_count");
+    resp_put_int(out, (int64_t)up);
     resp_put_bulk_str(out, "keys");
     resp_put_int(out, (int64_t)st.keys);
     resp_put_bulk_str(out, "map_used_bytes");
@@ -783,15 +868,170 @@ static void ringkv_status(struct client *c, struct pending *p)
     resp_put_int(out, (int64_t)((node_wall_ms() - n->start_ms) / 1000));
     resp_put_bulk_str(out, "clients");
     resp_put_int(out, (int64_t)n->n_clients);
+    resp_put_bulk_str(out, "status");
+    resp_put_bulk_str(out, membership_status_names[membership_self(m)->e.status]);
+    resp_put_bulk_str(out, "members");
+    status_members(c, out);
 }
+
+/* RINGKV MEMBERS: the failure detector's view of every member. */
+static void ringkv_members(struct client *c, struct pending *p)
+{
+    const struct membership *m = gossip_members(c->node);
+    struct buf *out = client_reply(p);
+    uint64_t now = gossip_now_ms();
+
+    resp_put_array(out, membership_count(m));
+    for (size_t i = 0; i < membership_count(m); i++) {
+        const struct member *e = membership_at(m, i);
+        bool self = e == membership_self(m);
+        resp_put_map(out, 8, c->proto);
+        resp_put_bulk_str(out, "id");
+        resp_put_bulk_str(out, e->e.id);
+        resp_put_bulk_str(out, "state");
+        resp_put_bulk_str(out, member_state_name(m, e));
+        resp_put_bulk_str(out, "phi");
+        put_fraction(out, self ? 0.0 : detector_phi(&e->det, now), 2);
+        resp_put_bulk_str(out, "generation");
+        resp_put_int(out, (int64_t)e->e.generation);
+        resp_put_bulk_str(out, "version");
+        resp_put_int(out, (int64_t)e->e.version);
+        resp_put_bulk_str(out, "last_heard_ms");
+        resp_put_int(out, self ? 0 : e->heard_ms == 0 ? -1 : (int64_t)(now - e->heard_ms));
+        resp_put_bulk_str(out, "mean_interval_ms");
+        put_fraction(out, self ? 0.0 : detector_mean(&e->det), 1);
+        resp_put_bulk_str(out, "status");
+        resp_put_bulk_str(out, membership_status_names[e->e.status]);
+    }
+}
+
+/* One arc of RINGKV RING: (start, end], its share, its preference list. */
+static void ring_arc(struct buf *out, const struct ring *r, uint64_t start, uint64_t end,
+                     ring_len len, const uint32_t *list, size_t n, int proto)
+{
+    resp_put_map(out, 5, proto);
+    resp_put_bulk_str(out, "start");
+    put_hex64(out, start);
+    resp_put_bulk_str(out, "end");
+    put_hex64(out, end);
+    resp_put_bulk_str(out, "fraction");
+    put_fraction(out, ring_len_fraction(len), 6);
+    resp_put_bulk_str(out, "owner");
+    resp_put_bulk_str(out, ring_member_id(r, list[0]));
+    resp_put_bulk_str(out, "preflist");
+    resp_put_array(out, n);
+    for (size_t i = 0; i < n; i++) {
+        resp_put_bulk_str(out, ring_member_id(r, list[i]));
+    }
+}
+
+/* The arcs of r for rf, adjacent arcs with the same list merged; returns how many. */
+static size_t ring_arcs(struct buf *out, const struct ring *r, unsigned rf, int proto)
+{
+    size_t t = ring_token_count(r), arcs = 0, n = 0, pn;
+    uint32_t list[RING_RF_MAX] = {0}, prev[RING_RF_MAX];
+    uint64_t start = ring_token_at(r, t - 1).pos, arc_start = start;
+    ring_len len = 0;
+
+    for (size_t i = 0; i <= t; i++) {
+        uint64_t end = i < t ? ring_token_at(r, i).pos : 0;
+        pn = n;
+        memcpy(prev, list, sizeof(list));
+        if (i < t) {
+            ring_preflist(r, end, rf, list, &n);
+        }
+        if (i > 0 && (i == t || n != pn || memcmp(prev, list, n * sizeof(*list)) != 0)) {
+            ring_arc(out, r, arc_start, start, len, prev, pn, proto);
+            arcs++;
+            arc_start = start;
+            len = 0;
+        }
+        if (i < t) {
+            len += i == 0 ? RING_CIRCLE - start + end : (ring_len)(end - start);
+            start = end;
+        }
+    }
+    return arcs;
+}
+
+/* RINGKV RING [RF]: the arcs of the ring with their preference lists. */
+static void ringkv_ring(struct client *c, struct pending *p)
+{
+    const struct membership *m = gossip_members(c->node);
+    const struct ring *r = membership_ring(m);
+    unsigned rf = c->node->cfg.rf;
+    struct buf arcs, *out = client_reply(p);
+    size_t n = 0;
+
+    if (p->cmd->argc == 3) {
+        rf = (unsigned)strtoul(arg_str(p, 2), NULL, 10);
+    }
+    if (rf < 1 || rf > RING_RF_MAX) {
+        client_error(p, "ERR RINGKV RING: rf must be 1 to %d", RING_RF_MAX);
+        return;
+    }
+    buf_init(&arcs, 0);
+    if (ring_token_count(r) > 0) {
+        n = ring_arcs(&arcs, r, rf, c->proto);
+    }
+    resp_put_map(out, 4, c->proto);
+    resp_put_bulk_str(out, "epoch");
+    resp_put_int(out, (int64_t)membership_epoch(m));
+    resp_put_bulk_str(out, "digest");
+    put_hex64(out, membership_digest(m));
+    resp_put_bulk_str(out, "rf");
+    resp_put_int(out, rf);
+    resp_put_bulk_str(out, "arcs");
+    resp_put_array(out, n);
+    buf_append(out, buf_data(&arcs), arcs.len);
+    buf_free(&arcs);
+}
+
+/* RINGKV REMOVE ID: write the removal of a member this node sees down. */
+static void ringkv_remove(struct client *c, struct pending *p)
+{
+    char err[256];
+
+    if (strlen(arg_str(p, 2)) != p->cmd->argv[2].len) {
+        client_error(p, "ERR RINGKV REMOVE: a member id has no NUL bytes");
+        return;
+    }
+    if (gossip_remove(c->node, arg_str(p, 2), err, sizeof(err)) != 0) {
+        client_error(p, "ERR RINGKV REMOVE: %s", err);
+        return;
+    }
+    resp_put_simple(client_reply(p), "OK");
+}
+
+struct ringkv_verb {
+    const char *name;
+    int min_args, max_args; /* words after RINGKV */
+    void (*run)(struct client *c, struct pending *p);
+};
+
+static const struct ringkv_verb ringkv_verbs[] = {
+    {"status", 1, 1, ringkv_status},
+    {"members", 1, 1, ringkv_members},
+    {"ring", 1, 2, ringkv_ring},
+    {"remove", 2, 2, ringkv_remove},
+};
 
 static int cmd_ringkv(struct client *c, struct pending *p)
 {
-    if (resp_arg_is(p->cmd, 1, "status") && p->cmd->argc == 2) {
-        ringkv_status(c, p);
-    } else {
-        client_error(p, "ERR unknown RINGKV verb '%s' (known: STATUS)", arg_str(p, 1));
+    size_t words = p->cmd->argc - 1;
+
+    for (size_t i = 0; i < sizeof(ringkv_verbs) / sizeof(ringkv_verbs[0]); i++) {
+        const struct ringkv_verb *v = &ringkv_verbs[i];
+        if (resp_arg_is(p->cmd, 1, v->name) && words >= (size_t)v->min_args &&
+            words <= (size_t)v->max_args) {
+            v->run(c, p);
+            return CMD_DONE;
+        }
     }
+    client_error(p,
+                 "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS, MEMBERS, "
+                 "RING [rf], REMOVE id)",
+                 arg_str(p, 1));
     return CMD_DONE;
 }
 

@@ -230,11 +230,14 @@ const struct config_def config_defs[] = {
      .max = 10 * MS_PER_S,
      .unit = "ms",
      .doc = "fsync interval of sync batch"},
-    /* 1s: Cassandra's gossip round (Gossiper's interval). */
+    /*
+     * 200ms: serf's LAN gossip interval; failure detection scales with it
+     * (src/detector.h: down after about 18 silent intervals, 3.7 s).
+     */
     {.name = "gossip-interval",
      .kind = CONFIG_DURATION,
      FIELD(gossip_interval_ms),
-     .def = "1s",
+     .def = "200ms",
      .min = 10,
      .max = 60 * MS_PER_S,
      .unit = "ms",

@@ -20,7 +20,9 @@
 #include "autoconf.h"
 #include "commands.h"
 #include "error.h"
+#include "gossip.h"
 #include "log.h"
+#include "membership.h"
 #include "node.h"
 
 const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS - 1] = {
@@ -134,6 +136,19 @@ static void info_keyspace(struct node *n, struct buf *out)
 static void info_cluster(struct node *n, struct buf *out)
 {
     const struct metrics *m = &n->metrics;
+    const struct membership *mem = gossip_members(n);
+    size_t agree = 0, up = 0;
+    bool converged = mem != NULL && gossip_converged(n, &agree, &up);
+
+    if (mem != NULL) {
+        buf_printf(out,
+                   "# Ring\r\nringkv_epoch:%llu\r\nringkv_digest:%016llx\r\n"
+                   "ringkv_converged:%d\r\nringkv_agree:%zu\r\nringkv_up:%zu\r\n"
+                   "ringkv_known_members:%zu\r\n\r\n",
+                   (unsigned long long)membership_epoch(mem),
+                   (unsigned long long)membership_digest(mem), converged, agree, up,
+                   membership_count(mem));
+    }
 
     buf_printf(out,
                "# Cluster\r\ncluster_enabled:0\r\nringkv_node_id:%s\r\nringkv_rack:%s\r\n"

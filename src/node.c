@@ -21,6 +21,7 @@
 
 #include "client.h"
 #include "error.h"
+#include "gossip.h"
 #include "log.h"
 #include "net.h"
 #include "peer.h"
@@ -145,10 +146,12 @@ static void on_shutdown_deadline(struct ev_loop *loop, ev_timer *w, int revents)
     ev_break(loop, EVBREAK_ALL);
 }
 
-static void node_begin_shutdown(struct node *n, const char *signame)
+/* Stop serving; cause is "signal=NAME" or "reason=WORD" for the log line. */
+static void node_begin_shutdown(struct node *n, const char *cause)
 {
-    LOG(LOG_INFO, "shutdown", "signal=%s clients=%llu", signame, (unsigned long long)n->n_clients);
+    LOG(LOG_INFO, "shutdown", "%s clients=%llu", cause, (unsigned long long)n->n_clients);
     n->stopping = true;
+    gossip_stop(n);
     node_close_listeners(n);
     while (n->peers != NULL) {
         peer_close(n->peers, "shutdown");
@@ -169,6 +172,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
     struct node *n = w->data;
     const char *name = w->signum == SIGTERM ? "SIGTERM" : "SIGINT";
+    char cause[32];
 
     (void)loop;
     (void)revents;
@@ -176,7 +180,20 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
         LOG(LOG_WARN, "exit_now", "signal=%s", name);
         _exit(1);
     }
-    node_begin_shutdown(n, name);
+    snprintf(cause, sizeof(cause), "signal=%s", name);
+    node_begin_shutdown(n, cause);
+}
+
+void node_shutdown(struct node *n, const char *reason, int exit_code)
+{
+    char cause[64];
+
+    if (n->stopping) {
+        return;
+    }
+    n->exit_code = exit_code;
+    snprintf(cause, sizeof(cause), "reason=%s", reason);
+    node_begin_shutdown(n, cause);
 }
 
 /* --- creating and running ----------------------------------------------------------------- */
@@ -206,18 +223,6 @@ static int node_open_store(struct node *n, char *err, size_t err_len)
     return rc;
 }
 
-/* The ring of this node alone; membership replaces it when the cluster forms. */
-static int node_build_ring(struct node *n, char *err, size_t err_len)
-{
-    struct ring_member self = {n->cfg.id, n->cfg.rack, n->cfg.tokens};
-    int rc = ring_create(&n->ring, n->cfg.ring_seed, &self, 1);
-
-    if (rc != 0) {
-        snprintf(err, err_len, "cannot build the ring: %s", rk_strerror(rc));
-    }
-    return rc;
-}
-
 static int node_open(struct node *n, char *err, size_t err_len)
 {
     char why[512];
@@ -229,7 +234,7 @@ static int node_open(struct node *n, char *err, size_t err_len)
     }
     channel_key_cluster_id(n->key, n->cluster_id);
     rc = node_open_store(n, err, err_len);
-    rc = rc ? rc : node_build_ring(n, err, err_len);
+    rc = rc ? rc : gossip_create(n, err, err_len);
     rc = rc ? rc
             : node_listen(n, "client", &n->cfg.client, &n->client_fd, &n->client_w,
                           on_client_listener, err, err_len);
@@ -282,13 +287,14 @@ int node_run(struct node *n)
     n->sigterm_w.data = n->sigint_w.data = n;
     ev_signal_start(n->loop, &n->sigterm_w);
     ev_signal_start(n->loop, &n->sigint_w);
+    gossip_start(n);
     LOG(LOG_INFO, "node_start", "client=%s:%u listen=%s:%u metrics=%s:%u rack=%s tokens=%u data=%s",
         n->cfg.client.host, n->cfg.client.port, n->cfg.listen.host, n->cfg.listen.port,
         n->cfg.metrics.set ? n->cfg.metrics.host : "off", n->cfg.metrics.port, n->cfg.rack,
         n->cfg.tokens, n->cfg.data);
     ev_run(n->loop, 0);
     LOG(LOG_INFO, "node_stop", "clients=%llu", (unsigned long long)n->n_clients);
-    return 0;
+    return n->exit_code;
 }
 
 void node_destroy(struct node *n)
@@ -306,8 +312,8 @@ void node_destroy(struct node *n)
     if (n->loop != NULL) {
         ev_io_stop(n->loop, &n->store_w);
     }
+    gossip_destroy(n);
     store_close(n->store); /* completes queued writes; their clients are already closed */
-    ring_destroy(n->ring);
     channel_key_free(n->key);
     free(n);
 }

@@ -39,9 +39,11 @@ struct node {
     struct store *store;
     struct channel_key *key;
     uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
-    struct ring *ring; /* the ring in force; rebuilt, never changed, on membership change */
-    uint64_t start_ms; /* wall clock at start, for uptime */
-    uint64_t run_id;   /* random per process, for INFO */
+    struct gossip *gossip;   /* membership, failure detection, the ring */
+    const struct ring *ring; /* the ring in force, owned by membership; replaced, never changed */
+    int exit_code;           /* what node_run() returns */
+    uint64_t start_ms;       /* wall clock at start, for uptime */
+    uint64_t run_id;         /* random per process, for INFO */
 
     int client_fd, peer_fd, metrics_fd; /* listeners, -1 when closed */
     ev_io client_w, peer_w, metrics_w;
@@ -69,6 +71,13 @@ int node_create(struct node **out, const struct config *cfg, char *err, size_t e
 
 /* Serve until shut down; returns the process exit code. */
 int node_run(struct node *n);
+
+/*
+ * Begin the graceful shutdown a SIGTERM starts, for reason (one word, for
+ * the log), with node_run() then returning exit_code.  Not from inside a
+ * peer's callback: it closes every peer.
+ */
+void node_shutdown(struct node *n, const char *reason, int exit_code);
 
 void node_destroy(struct node *n);
 

@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "error.h"
 #include "frame.h"
+#include "gossip.h"
 #include "log.h"
 #include "node.h"
 
@@ -27,6 +29,7 @@ static void peer_free(struct peer *p)
     buf_free(&p->in);
     buf_free(&p->out);
     buf_free(&p->msg);
+    buf_free(&p->queued);
     free(p);
 }
 
@@ -37,13 +40,16 @@ void peer_close(struct peer *p, const char *why)
     if (p->dead) {
         return;
     }
-    LOG(LOG_INFO, "peer_close", "peer=%s remote_id=%s reason=%s", p->addr,
-        p->identified ? p->remote.id : "-", why);
+    /* A refused dial repeats every round while a member is away: debug, the detector says the rest.
+     */
+    LOG(strcmp(why, "connect_failed") == 0 ? LOG_DEBUG : LOG_INFO, "peer_close",
+        "peer=%s remote_id=%s reason=%s", p->addr, p->identified ? p->remote.id : "-", why);
     ev_io_stop(n->loop, &p->rio);
     ev_io_stop(n->loop, &p->wio);
     ev_timer_stop(n->loop, &p->timer);
     close(p->fd);
     p->dead = true;
+    gossip_peer_closed(n, p);
     if (p->prev != NULL) {
         p->prev->next = p->next;
     } else {
@@ -111,6 +117,7 @@ static struct peer *peer_new(struct node *n, int fd, bool outbound)
     buf_init(&p->in, n->cfg.frame_max + FRAME_HEADER_BYTES + PEER_READ_CHUNK);
     buf_init(&p->out, 0);
     buf_init(&p->msg, 0);
+    buf_init(&p->queued, n->cfg.frame_max);
     ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
     ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
     ev_timer_init(&p->timer, peer_on_timer, (double)n->cfg.handshake_timeout_ms / 1000.0, 0.);
@@ -147,24 +154,74 @@ void peer_accept(struct node *n, int fd, const struct sockaddr_storage *addr)
     ev_io_start(n->loop, &p->rio);
 }
 
+/* Seal plain[0..len) as the next frame. */
+static int peer_seal(struct peer *p, const uint8_t *plain, size_t len)
+{
+    int rc = channel_seal(&p->ch, plain, len, &p->out);
+
+    if (rc == 0) {
+        p->node->metrics.peer_messages_out++;
+    }
+    return rc;
+}
+
 int peer_send(struct peer *p, const struct msg *m)
 {
     struct buf plain;
+    uint8_t head[4];
     int rc;
 
+    if (p->dead) {
+        return RK_ECLOSED;
+    }
     buf_init(&plain, 0);
     rc = msg_encode(m, &plain);
-    if (rc == 0) {
-        rc = channel_seal(&p->ch, buf_data(&plain), plain.len, &p->out);
+    if (rc == 0 && channel_is_open(&p->ch)) {
+        rc = peer_seal(p, buf_data(&plain), plain.len);
+    } else if (rc == 0) {
+        bytes_put_be32(head, (uint32_t)plain.len);
+        rc = buf_append(&p->queued, head, sizeof(head));
+        rc = rc ? rc : buf_append(&p->queued, buf_data(&plain), plain.len);
     }
     buf_free(&plain);
     if (rc != 0) {
         peer_close(p, "send_failed");
         return rc;
     }
-    p->node->metrics.peer_messages_out++;
     peer_flush(p);
     return 0;
+}
+
+/* The channel opened: seal what was sent before. */
+static int peer_send_queued(struct peer *p)
+{
+    while (p->queued.len >= 4) {
+        const uint8_t *q = buf_data(&p->queued);
+        size_t len = bytes_get_be32(q);
+        int rc = peer_seal(p, q + 4, len);
+        if (rc != 0) {
+            return rc;
+        }
+        buf_consume(&p->queued, 4 + len);
+    }
+    return 0;
+}
+
+struct peer *peer_find(struct node *n, const char *id, const char *addr)
+{
+    for (struct peer *p = n->peers; p != NULL; p = p->next) {
+        if (p->dead) {
+            continue;
+        }
+        if (id != NULL && p->identified && strcmp(p->remote.id, id) == 0) {
+            return p;
+        }
+        if (addr != NULL && ((p->outbound && strcmp(p->target, addr) == 0) ||
+                             (p->identified && strcmp(p->remote.peer_addr, addr) == 0))) {
+            return p;
+        }
+    }
+    return NULL;
 }
 
 /* The channel just opened: introduce ourselves. */
@@ -182,7 +239,9 @@ static void peer_opened(struct peer *p)
              n->cfg.listen.port);
     snprintf(m.u.ident.client_addr, sizeof(m.u.ident.client_addr), "%s:%u", n->cfg.client.host,
              n->cfg.client.port);
-    peer_send(p, &m);
+    if (peer_send(p, &m) == 0 && peer_send_queued(p) != 0) {
+        peer_close(p, "send_failed");
+    }
 }
 
 /* --- messages -------------------------------------------------------------------- */
@@ -190,26 +249,32 @@ static void peer_opened(struct peer *p)
 static void on_ident(struct peer *p, const struct msg *m)
 {
     if (strcmp(m->u.ident.id, p->node->cfg.id) == 0) {
-        LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s", p->addr, m->u.ident.id);
+        LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s peer_addr=%s", p->addr, m->u.ident.id,
+            m->u.ident.peer_addr);
         peer_close(p, "same_id");
+        gossip_same_id(p->node, m->u.ident.peer_addr);
         return;
     }
     p->remote = m->u.ident;
     p->identified = true;
-    LOG(LOG_INFO, "peer_ident", "peer=%s remote_id=%s rack=%s peer_addr=%s", p->addr, p->remote.id,
+    LOG(LOG_DEBUG, "peer_ident", "peer=%s remote_id=%s rack=%s peer_addr=%s", p->addr, p->remote.id,
         p->remote.rack, p->remote.peer_addr);
+    gossip_peer_identified(p->node, p);
 }
 
 static void on_ping(struct peer *p, const struct msg *m)
 {
     struct msg pong = {.type = MSG_PONG, .u.ping = m->u.ping};
-    peer_send(p, &pong);
+
+    if (peer_send(p, &pong) == 0) {
+        gossip_message(p->node, p, m);
+    }
 }
 
-static void on_pong(struct peer *p, const struct msg *m)
+/* Gossip and pongs: the membership engine's business. */
+static void on_gossip(struct peer *p, const struct msg *m)
 {
-    (void)p;
-    (void)m;
+    gossip_message(p->node, p, m);
 }
 
 struct peer_handler {
@@ -218,9 +283,8 @@ struct peer_handler {
 };
 
 static const struct peer_handler peer_handlers[] = {
-    {MSG_IDENT, on_ident},
-    {MSG_PING, on_ping},
-    {MSG_PONG, on_pong},
+    {MSG_IDENT, on_ident},       {MSG_PING, on_ping},         {MSG_PONG, on_gossip},
+    {MSG_GOSSIP_SYN, on_gossip}, {MSG_GOSSIP_ACK, on_gossip}, {MSG_GOSSIP_ACK2, on_gossip},
 };
 
 static void peer_message(struct peer *p)
@@ -235,15 +299,17 @@ static void peer_message(struct peer *p)
     }
     p->node->metrics.peer_messages_in++;
     if (!p->identified && m.type != MSG_IDENT) {
+        msg_free(&m);
         peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX);
         return;
     }
     for (size_t i = 0; i < sizeof(peer_handlers) / sizeof(peer_handlers[0]); i++) {
         if (peer_handlers[i].type == m.type) {
             peer_handlers[i].handle(p, &m);
-            return;
+            break;
         }
     }
+    msg_free(&m);
 }
 
 /* --- I/O --------------------------------------------------------------------------- */
@@ -336,7 +402,7 @@ static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents)
     if (p->connecting) {
         int e = net_connect_result(p->fd);
         if (e != 0) {
-            LOG(LOG_INFO, "peer_connect_failed", "peer=%s error=\"%s\"", p->addr, strerror(e));
+            LOG(LOG_DEBUG, "peer_connect_failed", "peer=%s error=\"%s\"", p->addr, strerror(e));
             peer_close(p, "connect_failed");
             goto out_leave;
         }
@@ -361,27 +427,55 @@ static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
     peer_leave(p);
 }
 
-int peer_connect(struct node *n, const char *host, uint16_t port, char *err, size_t err_len)
+/* Split "host:port"; false when it is not one. */
+static bool peer_split_addr(const char *addr, char *host, size_t cap, uint16_t *port)
 {
-    int fd = net_connect(host, port, n->cfg.listen.host, err, err_len);
-    struct peer *p;
+    const char *colon = strrchr(addr, ':');
+    char *end;
+    unsigned long v;
 
+    if (colon == NULL || (size_t)(colon - addr) >= cap || colon == addr) {
+        return false;
+    }
+    v = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || v == 0 || v > 65535) {
+        return false;
+    }
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    *port = (uint16_t)v;
+    return true;
+}
+
+struct peer *peer_connect(struct node *n, const char *addr, char *err, size_t err_len)
+{
+    char host[MSG_ADDR_MAX];
+    uint16_t port;
+    struct peer *p;
+    int fd;
+
+    if (!peer_split_addr(addr, host, sizeof(host), &port)) {
+        snprintf(err, err_len, "'%s' is not host:port", addr);
+        return NULL;
+    }
+    fd = net_connect(host, port, n->cfg.listen.host, err, err_len);
     if (fd < 0) {
-        return fd;
+        return NULL;
     }
     p = peer_new(n, fd, true);
     if (p == NULL) {
         close(fd);
         snprintf(err, err_len, "out of memory");
-        return RK_ENOMEM;
+        return NULL;
     }
-    snprintf(p->addr, sizeof(p->addr), "%s:%u", host, port);
+    snprintf(p->addr, sizeof(p->addr), "%s", addr);
+    snprintf(p->target, sizeof(p->target), "%s", addr);
     p->connecting = true;
     if (channel_start(&p->ch, &p->out) != 0) {
         peer_close(p, "handshake_failed");
         snprintf(err, err_len, "cannot start the handshake");
-        return RK_ENOMEM;
+        return NULL;
     }
     ev_io_start(n->loop, &p->wio);
-    return 0;
+    return p;
 }

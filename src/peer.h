@@ -38,16 +38,28 @@ struct peer {
     int depth; /* handlers of this peer on the stack */
     struct msg_ident remote;
     char addr[NET_ADDR_TEXT];
+    char target[MSG_ADDR_MAX]; /* outbound: the address we connected to */
+    struct buf queued;         /* messages sent before the channel opened, length-prefixed */
 };
 
 /* Take over an accepted connection on the peer port. */
 void peer_accept(struct node *n, int fd, const struct sockaddr_storage *addr);
 
-/* Connect to another node's peer port from this node's own address. */
-int peer_connect(struct node *n, const char *host, uint16_t port, char *err, size_t err_len);
+/*
+ * Connect to another node's peer port (addr "host:port") from this node's
+ * own address; the connection is returned at once and messages sent on it
+ * wait until its channel opens.  NULL with err set when it cannot start.
+ */
+struct peer *peer_connect(struct node *n, const char *addr, char *err, size_t err_len);
 
-/* Seal and queue one message.  RK_ETOOBIG or RK_ENOMEM close the connection. */
+/*
+ * Send one message: sealed at once on an open channel, queued until the
+ * channel opens otherwise.  RK_ETOOBIG or RK_ENOMEM close the connection.
+ */
 int peer_send(struct peer *p, const struct msg *m);
+
+/* An identified connection to member id, or an outbound one to addr; NULL when none. */
+struct peer *peer_find(struct node *n, const char *id, const char *addr);
 
 /* Close now; why is logged. */
 void peer_close(struct peer *p, const char *why);

@@ -138,3 +138,54 @@ it_alive() {
 it_expect_eq() {
     [ "$2" = "$3" ] || it_fail "$1: got '$2', expected '$3'"
 }
+
+# --- clusters (gossip) ---------------------------------------------------
+
+# Rounds at the default gossip-interval, and the bound on seeing a dead
+# member down, from the settings and src/detector.h: a member's heartbeats
+# arrive at least every gossip-interval, so phi reaches the down threshold
+# 8 after 8 / log10(e) = 18.4 silent intervals; the detector is evaluated
+# once a round (+1) and the last heartbeat may have just arrived (+1):
+# 20.4 rounds.  Half again for a 2-core machine running every node and the
+# test: IT_DOWN_ROUNDS = 31, 6.2 s.
+IT_ROUND_MS=200
+IT_DOWN_ROUNDS=31
+
+# it_rounds_s R: seconds for R rounds, rounded up.
+it_rounds_s() {
+    echo $((($1 * IT_ROUND_MS + 999) / 1000))
+}
+
+# The client ports of nodes n1..nN.
+it_ports() {
+    i=1
+    while [ "$i" -le "$1" ]; do
+        printf '%s ' "$(it_var "n$i" CLIENT)"
+        i=$((i + 1))
+    done
+}
+
+# it_ask QUESTION ARGS...: tests/integration/cluster.py against the built CLI.
+it_ask() {
+    python3 "$top_srcdir/tests/integration/cluster.py" "$RINGKV" "$@"
+}
+
+# it_cluster N [flags]: start n1..nN, node k seeded with node k-1 only, in racks r1..r3.
+it_cluster() {
+    count=$1
+    shift
+    i=1
+    while [ "$i" -le "$count" ]; do
+        seeds=""
+        [ "$i" -gt 1 ] && seeds="--seeds 127.0.0.1:$(it_var "n$((i - 1))" PEER)"
+        it_setvar "n$i" PEER "$(it_free_port)"
+        # shellcheck disable=SC2086
+        it_node "n$i" --rack "r$(((i - 1) % 3 + 1))" $seeds "$@"
+        i=$((i + 1))
+    done
+    i=1
+    while [ "$i" -le "$count" ]; do
+        it_wait_ping "n$i"
+        i=$((i + 1))
+    done
+}

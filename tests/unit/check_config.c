@@ -147,7 +147,7 @@ static const struct {
     {"w", "2"},
     {"sync", "always"},
     {"sync-interval", "10ms"},
-    {"gossip-interval", "1s"},
+    {"gossip-interval", "200ms"},
     {"handoff-rate", "10MB"},
     {"log-level", "info"},
     {"conflicts", "siblings"},
@@ -195,7 +195,7 @@ START_TEST(test_default_fields)
     ck_assert(c.rf == 3 && c.r == 2 && c.w == 2);
     ck_assert_int_eq(c.sync, STORE_SYNC_ALWAYS);
     ck_assert_uint_eq(c.sync_interval_ms, 10);
-    ck_assert_uint_eq(c.gossip_interval_ms, 1000);
+    ck_assert_uint_eq(c.gossip_interval_ms, 200);
     ck_assert_uint_eq(c.handoff_rate, 10 * MIB);
     ck_assert_int_eq(c.log_level, LOG_INFO);
     ck_assert_int_eq(c.conflicts, RECORD_SIBLINGS);
