@@ -2,7 +2,8 @@
  * cli_cluster.c - `ringkv status`, `ringkv members` and `ringkv ring`: the
  * cluster as one node sees it, asked of that node's client port with
  * RINGKV STATUS, RINGKV MEMBERS and RINGKV RING [RF], and shown by
- * cli_view.c.
+ * cli_view.c; and `ringkv remove ID` (RINGKV REMOVE), which asks that
+ * node to remove a member it sees down.
  *
  * status is also what scripts and the testbed wait on.  Its exit code
  * says whether the cluster is healthy: 0 when the ring has converged
@@ -37,6 +38,7 @@
 #define STATUS_USAGE "ringkv status " CONN_OPTS " [--json] [--wait converged]"
 #define MEMBERS_USAGE "ringkv members " CONN_OPTS " [--json]"
 #define RING_USAGE "ringkv ring " CONN_OPTS " [--rf N] [--json | --dot]"
+#define REMOVE_USAGE "ringkv remove " CONN_OPTS " [--json] ID"
 
 /* Time between two polls of --wait: ten a second, as the CLI's contract promises. */
 #define STATUS_POLL_MS 100
@@ -45,13 +47,14 @@
 
 enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT };
 
-/* The options beyond -H, -t and --json that a verb takes. */
-enum { TAKES_WAIT = 1, TAKES_RF = 2, TAKES_DOT = 4 };
+/* The options beyond -H, -t and --json that a verb takes; TAKES_ID: one operand, a member id. */
+enum { TAKES_WAIT = 1, TAKES_RF = 2, TAKES_DOT = 4, TAKES_ID = 8 };
 
 struct cluster_opts {
     struct respc_opts conn;
     bool json, dot, wait;
-    long rf; /* 0: the node's own */
+    long rf;        /* 0: the node's own */
+    const char *id; /* TAKES_ID */
 };
 
 /* Options of the verb; flags says which of --wait, --rf and --dot it takes. */
@@ -92,6 +95,12 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
         } else {
             return cli_usage(usage, "unknown option '%s'", argv[optind - 1]);
         }
+    }
+    if ((flags & TAKES_ID) && optind == argc) {
+        return cli_usage(usage, "which member? give its id");
+    }
+    if ((flags & TAKES_ID) && optind < argc) {
+        o->id = argv[optind++];
     }
     if (optind != argc) {
         return cli_usage(usage, "unexpected argument '%s'", argv[optind]);
@@ -339,6 +348,35 @@ int cli_cluster_ring(int argc, char **argv)
         rc = ring_print(&o, &v);
     }
     view_ring_free(&v);
+    resp_reply_free(reply);
+    return rc;
+}
+
+/* --- remove ---------------------------------------------------------------------- */
+
+int cli_cluster_remove(int argc, char **argv)
+{
+    struct cluster_opts o;
+    struct resp_reply *reply = NULL;
+    const char *cmd[3] = {"RINGKV", "REMOVE", NULL};
+    int rc = cluster_parse(argc, argv, REMOVE_USAGE, TAKES_ID, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    cmd[2] = o.id;
+    rc = cli_data_request(&o.conn, 3, cmd, NULL, &reply);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (reply->type != RESP_T_SIMPLE) {
+        rc = cluster_bad_reply("RINGKV REMOVE", "not a status line");
+    } else if (o.json) {
+        json_t *j = json_pack("{s:s, s:b}", "id", o.id, "removed", 1);
+        rc = cluster_json_print(j);
+    } else {
+        printf("removed %s: the removal spreads by gossip; `ringkv status` shows it\n", o.id);
+    }
     resp_reply_free(reply);
     return rc;
 }

@@ -17,5 +17,7 @@
 int cli_cluster_status(int argc, char **argv);
 int cli_cluster_members(int argc, char **argv);
 int cli_cluster_ring(int argc, char **argv);
+/* remove ID: exits 0 once the node has written the removal, 1 when it refuses (why on stderr). */
+int cli_cluster_remove(int argc, char **argv);
 
 #endif

@@ -38,6 +38,8 @@ static const struct cli_verb ringkv_verbs[] = {
      "[--json]   the failure detector's view: phi, last heard, generation of each member"},
     {"ring", cli_cluster_ring,
      "[--rf N] [--json | --dot]   the ring's arcs with their preference lists"},
+    {"remove", cli_cluster_remove,
+     "[--json] ID   remove a member the node sees down from the cluster (and its ring)"},
     {"keygen", cli_node_keygen,
      "[--json] [FILE]   a new cluster key: printed, or FILE (mode 0600)"},
     {"peer-check", cli_node_peer_check,
