@@ -142,7 +142,7 @@ why() {
     if [ "$1" = serf ]; then
         grep -h "Marking $2 as failed, suspect timeout reached" "$DIR/$TAG"-n*.log 2> /dev/null |
             sed 's/.*(\([0-9]*\) peer confirmations).*/\1/' | sort -n |
-            awk '{ c[NR] = $1 } END { if (NR) printf "; %d agents timed the suspicion out themselves, with %s-%s confirmations", NR, c[1], c[NR] }'
+            awk '{ c[NR] = $1 } END { if (NR) printf "; suspect timeout reached on %d agent%s, with %s-%s confirmations", NR, (NR > 1 ? "s" : ""), c[1], c[NR] }'
     else
         grep -h "event=member_down id=$2 " "$DIR/$TAG"-n*.log 2> /dev/null |
             sed -n 's/.* phi=\([0-9.]*\).*/\1/p' | sort -n |
@@ -201,7 +201,7 @@ for n in $SIZES; do
     done
 done
 
-awk -v sizes="$SIZES" '
+awk -v sizes="$SIZES" -v limit="$PHASE_MAX" '
 function median(s, n,   a, i, j, t) {
     n = split(s, a, " ")
     for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j] + 0 < a[j - 1] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -211,8 +211,8 @@ function median(s, n,   a, i, j, t) {
 }
 function cell(s, timeouts,   m) {
     m = median(s)
-    if (m == "-") return sprintf("%-26s", "timeout")
-    return sprintf("%6.2f (%5.2f-%5.2f)%s", m, lo[0], hi[0], timeouts ? sprintf(" %dto", timeouts) : "   ")
+    if (m == "-") return sprintf("%-24s", "   all timed out")
+    return sprintf("%6.2f (%5.2f-%5.2f)%-4s", m, lo[0], hi[0], timeouts ? sprintf(" %dto", timeouts) : "")
 }
 {
     k = $1 " " $2
@@ -221,14 +221,17 @@ function cell(s, timeouts,   m) {
     fp[k] += $6; runs[k]++
 }
 END {
-    printf "\n%-7s %3s %4s  %-26s %-26s %s\n", "system", "N", "runs", "convergence s (median, min-max)", "detection s", "false positives"
+    printf "\n%-7s %3s %4s  %-24s  %-24s  %s\n", "", "", "", "   convergence s", "   detection s", "false"
+    printf "%-7s %3s %4s  %-24s  %-24s  %s\n", "system", "N", "runs", "median (min-max)", "median (min-max)", "positives"
     split(sizes, ns, " ")
     for (i = 1; i in ns; i++) for (s = 1; s <= 2; s++) {
         sys = s == 1 ? "serf" : "ringkv"; k = sys " " ns[i]
         cm[k] = median(conv[k]); dm[k] = median(det[k])
         if (!runs[k]) continue
-        printf "%-7s %3d %4d  %s      %s %6d\n", sys, ns[i], runs[k], cell(conv[k], cto[k]), cell(det[k], dto[k]), fp[k]
+        printf "%-7s %3d %4d  %s  %s  %9d\n", sys, ns[i], runs[k], cell(conv[k], cto[k]), cell(det[k], dto[k]), fp[k]
+        gaveup += cto[k] + dto[k]
     }
+    if (gaveup) printf "(Nto: in N of the runs the phase gave up after %s s; the figures are of the others)\n", limit
     printf "\nratios serf/ringkv of the medians (>1: ringkv faster)\n"
     for (i = 1; i in ns; i++) {
         a = "serf " ns[i]; b = "ringkv " ns[i]

@@ -17,13 +17,16 @@ ones.
 `converge` polls every node until each one lists exactly the NODES, all of
 them alive; `detect` watches for SETTLE seconds (default 5), sends SIGKILL
 to PID (the process of member VICTIM) and polls until every other node lists
-VICTIM as down.  Both print one line,
+VICTIM as down (ringkv) or failed (serf).  Both print one line,
     converge SECONDS|timeout fp COUNT polls ROUNDS
     detect SECONDS|timeout fp COUNT polls ROUNDS [info ...]
 where SECONDS runs from T (wall clock, `date +%s.%N` taken just before the
 last node was started) or from the kill to the reply in which the last
 node's view first met the condition, and COUNT is the number of times a
 node's view of a member other than VICTIM turned suspect, down or failed.
+For ringkv, info gives the range over the observers of the victim's
+mean_interval_ms and phi in their replies that first said down.  With --log, each of those and the time each node met the condition are
+appended to FILE, one line each.
 
 Polling: one round every 50 ms, every node in turn over a connection kept
 open (RESP `RINGKV MEMBERS` for ringkvd; serf's msgpack RPC, the `members`
@@ -241,6 +244,8 @@ class Watch:
         self.bad = set()  # (observer, member) pairs seen unhealthy
         self.fp = 0
         self.rounds = 0
+        self.t0 = 0.0  # the time figures are measured from
+        self.met_rows = {}  # node id -> its member rows in the reply that met the condition
         self.log = open(args.log, "a") if args.log else None
 
     def note(self, text):
@@ -274,6 +279,8 @@ class Watch:
                 self.check_false_positives(node, view)
                 if node in nodes and node.id not in met and done(node, view):
                     met[node.id] = now
+                    self.met_rows[node.id] = node.rows
+                    self.note("met observer=%s after %.3f" % (node.id, now - self.t0))
             time.sleep(max(0.0, ROUND_S - (time.time() - start)))
         return met if len(met) == len(nodes) else None
 
@@ -293,21 +300,22 @@ def cmd_converge(args):
     def complete(node, view):
         return set(view) == w.ids and all(healthy(w.system, s) for s in view.values())
 
+    w.t0 = args.t0
     met = w.poll(w.nodes, complete, args.t0 + args.timeout)
     t = None if met is None else max(met.values()) - args.t0
     print(fmt_result("converge", t, w))
 
 
 def victim_info(w, observers):
-    """For ringkv: the detector's view of the victim when each observer called it down."""
+    """For ringkv: the detectors' view of the victim in the replies that first said down."""
     if w.system != "ringkv":
         return ""
-    means = sorted(float(n.rows[w.victim]["mean_interval_ms"]) for n in observers
-                   if w.victim in n.rows)
-    phis = sorted(float(n.rows[w.victim]["phi"]) for n in observers if w.victim in n.rows)
+    rows = [w.met_rows[n.id][w.victim] for n in observers if n.id in w.met_rows]
+    means = sorted(float(r["mean_interval_ms"]) for r in rows)
+    phis = sorted(float(r["phi"]) for r in rows)
     if not means:
         return ""
-    return " info mean_interval_ms %.1f-%.1f phi_at_poll %.2f-%.2f" % (
+    return " info mean_interval_ms %.1f-%.1f phi_seen_down %.2f-%.2f" % (
         means[0], means[-1], phis[0], phis[-1])
 
 
@@ -319,7 +327,7 @@ def cmd_detect(args):
     w.settle(args.settle)
     victim[0].close()
     os.kill(args.kill, signal.SIGKILL)
-    t0 = time.time()
+    t0 = w.t0 = time.time()
     w.note("killed %s pid %d" % (args.victim, args.kill))
     w.nodes = observers
     met = w.poll(observers, lambda node, view: is_down(w.system, view.get(args.victim)),
