@@ -364,6 +364,8 @@ static void gossip_send_syn(struct gossip *g, struct peer *p)
 
 /* --- receiving ------------------------------------------------------------------- */
 
+static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down);
+
 /* Stop this node: another process has our id.  One line on stderr, exit status 2. */
 static void gossip_refuse(struct gossip *g, const char *addr)
 {
@@ -518,7 +520,14 @@ int gossip_remove(struct node *n, const char *id, char *err, size_t err_len)
 /* A completed exchange: a joining node now knows the cluster and takes its place. */
 static void gossip_exchanged(struct gossip *g)
 {
+    size_t live, down;
+    bool first = !g->exchanged;
+
     g->exchanged = true;
+    if (first) {
+        /* Dial (and ping) every member just learnt of now, not at the next round. */
+        gossip_ping_all(g, &live, &down);
+    }
     if (membership_self(g->m)->e.status == MSG_MEMBER_JOINING &&
         membership_set_status(g->m, MSG_MEMBER_NORMAL) == 0) {
         g->node->ring = membership_ring(g->m);
@@ -603,11 +612,22 @@ void gossip_message(struct node *n, struct peer *p, const struct msg *m)
     }
 }
 
+/*
+ * A member we do not know yet dialled us (a newcomer dials every member
+ * its seed told it of): exchange with it at once, so its entry reaches
+ * every member in one round rather than by rumour, round after round.
+ */
 void gossip_peer_identified(struct node *n, struct peer *p)
 {
-    if (n->gossip != NULL) {
-        membership_heard(n->gossip->m, p->remote.id, gossip_now_ms());
+    struct gossip *g = n->gossip;
+
+    if (g == NULL) {
+        return;
     }
+    if (membership_find(g->m, p->remote.id) == NULL) {
+        gossip_send_syn(g, p);
+    }
+    membership_heard(g->m, p->remote.id, gossip_now_ms());
 }
 
 void gossip_peer_closed(struct node *n, struct peer *p)
