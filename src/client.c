@@ -273,7 +273,7 @@ void client_accept(struct node *n, int fd, const struct sockaddr_storage *addr)
     buf_init(&c->out, 0);
     client_limits(n, &lim);
     resp_parser_init(&c->parser, &lim);
-    c->created_ms = c->last_ms = (uint64_t)(ev_now(n->loop) * 1000);
+    c->created_ms = c->last_ms = node_mono_ms();
     ev_io_init(&c->rio, client_on_read, fd, EV_READ);
     ev_io_init(&c->wio, client_on_write, fd, EV_WRITE);
     c->rio.data = c->wio.data = c;
@@ -487,7 +487,7 @@ static void client_on_read(struct ev_loop *loop, ev_io *w, int revents)
     } else {
         buf_commit(&c->in, (size_t)r);
         c->node->metrics.net_input_bytes += (uint64_t)r;
-        c->last_ms = (uint64_t)(ev_now(c->node->loop) * 1000);
+        c->last_ms = node_mono_ms();
     }
     client_process(c);
 out_leave:
@@ -545,7 +545,7 @@ static void client_on_write(struct ev_loop *loop, ev_io *w, int revents)
 static void client_on_idle(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct client *c = w->data;
-    double idle = ev_now(loop) - (double)c->last_ms / 1000.0;
+    double idle = (double)(node_mono_ms() - c->last_ms) / 1000.0;
 
     (void)revents;
     if (c->head != NULL || idle + 0.001 < w->repeat) {

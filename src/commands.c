@@ -410,6 +410,23 @@ static int cmd_echo(struct client *c, struct pending *p)
     return CMD_DONE;
 }
 
+/* TIME: the node's wall clock, as Redis gives it: seconds and microseconds. */
+static int cmd_time(struct client *c, struct pending *p)
+{
+    struct timespec ts;
+    struct buf *out = client_reply(p);
+    char sec[24], usec[24];
+
+    (void)c;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(sec, sizeof(sec), "%lld", (long long)ts.tv_sec);
+    snprintf(usec, sizeof(usec), "%ld", ts.tv_nsec / 1000);
+    resp_put_array(out, 2);
+    resp_put_bulk_str(out, sec);
+    resp_put_bulk_str(out, usec);
+    return CMD_DONE;
+}
+
 static int cmd_quit(struct client *c, struct pending *p)
 {
     c->closing = true;
@@ -574,7 +591,7 @@ static int cmd_client(struct client *c, struct pending *p)
     }
     if (resp_arg_is(p->cmd, 1, "list") && p->cmd->argc == 2) {
         struct buf text;
-        uint64_t now = (uint64_t)(ev_now(c->node->loop) * 1000);
+        uint64_t now = node_mono_ms();
         buf_init(&text, 0);
         for (const struct client *x = c->node->clients; x != NULL; x = x->next) {
             client_list_line(&text, x, now);
@@ -865,7 +882,7 @@ static void ringkv_status(struct client *c, struct pending *p)
     resp_put_bulk_str(out, "map_used_bytes");
     resp_put_int(out, (int64_t)st.map_used);
     resp_put_bulk_str(out, "uptime_s");
-    resp_put_int(out, (int64_t)((node_wall_ms() - n->start_ms) / 1000));
+    resp_put_int(out, (int64_t)node_uptime_s(n));
     resp_put_bulk_str(out, "clients");
     resp_put_int(out, (int64_t)n->n_clients);
     resp_put_bulk_str(out, "status");
@@ -1048,6 +1065,7 @@ const struct command commands[] = {
     {"kset", -3, CMD_WRITE, cmd_kset, 1, 1, 1, "write over the siblings a context saw"},
     {"ping", -1, CMD_NOAUTH, cmd_ping, 0, 0, 0, "PONG, or the argument"},
     {"echo", 2, 0, cmd_echo, 0, 0, 0, "the argument"},
+    {"time", 1, 0, cmd_time, 0, 0, 0, "the node's wall clock: seconds, microseconds"},
     {"hello", -1, CMD_NOAUTH, cmd_hello, 0, 0, 0, "handshake, choose RESP2 or RESP3"},
     {"auth", -2, CMD_NOAUTH, cmd_auth, 0, 0, 0, "authenticate with requirepass"},
     {"quit", 1, CMD_NOAUTH, cmd_quit, 0, 0, 0, "close the connection"},

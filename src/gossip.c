@@ -59,9 +59,7 @@ struct gossip {
 
 uint64_t gossip_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return node_mono_ms();
 }
 
 static uint64_t gossip_rand(struct gossip *g)

@@ -63,7 +63,7 @@ void metrics_count_command(struct metrics *m, int index, bool error, uint64_t us
 static void info_server(struct node *n, struct buf *out)
 {
     struct utsname u;
-    uint64_t up = (node_wall_ms() - n->start_ms) / 1000;
+    uint64_t up = node_uptime_s(n);
 
     uname(&u);
     buf_printf(out,
@@ -336,8 +336,7 @@ int metrics_prometheus(struct node *n, struct buf *out)
                "# HELP ringkv_info The node's identity.\n# TYPE ringkv_info gauge\n"
                "ringkv_info{id=\"%s\",rack=\"%s\",version=\"%s\"} 1\n",
                n->cfg.id, n->cfg.rack, PACKAGE_VERSION);
-    prom_gauge(out, "ringkv_uptime_seconds", "Seconds since the node started.",
-               (node_wall_ms() - n->start_ms) / 1000);
+    prom_gauge(out, "ringkv_uptime_seconds", "Seconds since the node started.", node_uptime_s(n));
     prom_clients(n, out);
     prom_commands(n, out);
     prom_latency(n, out);

@@ -31,11 +31,16 @@
 /* How often a stopping node checks whether its clients are gone. */
 #define NODE_SHUTDOWN_POLL_S 0.02
 
-uint64_t node_wall_ms(void)
+uint64_t node_mono_ms(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t node_uptime_s(const struct node *n)
+{
+    return (node_mono_ms() - n->start_ms) / 1000;
 }
 
 /* --- listeners ------------------------------------------------------------------- */
@@ -261,7 +266,7 @@ int node_create(struct node **out, const struct config *cfg, char *err, size_t e
     n->cfg = *cfg;
     n->client_fd = n->peer_fd = n->metrics_fd = -1;
     n->loop = ev_default_loop(EVFLAG_AUTO);
-    n->start_ms = node_wall_ms();
+    n->start_ms = node_mono_ms();
     randombytes_buf(&n->run_id, sizeof(n->run_id));
     rc = node_open(n, err, err_len);
     if (rc != 0) {

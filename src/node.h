@@ -42,7 +42,7 @@ struct node {
     struct gossip *gossip;   /* membership, failure detection, the ring */
     const struct ring *ring; /* the ring in force, owned by membership; replaced, never changed */
     int exit_code;           /* what node_run() returns */
-    uint64_t start_ms;       /* wall clock at start, for uptime */
+    uint64_t start_ms;       /* node_mono_ms() at start, for uptime */
     uint64_t run_id;         /* random per process, for INFO */
 
     int client_fd, peer_fd, metrics_fd; /* listeners, -1 when closed */
@@ -81,7 +81,12 @@ void node_shutdown(struct node *n, const char *reason, int exit_code);
 
 void node_destroy(struct node *n);
 
-/* Wall-clock milliseconds. */
-uint64_t node_wall_ms(void);
+/* Milliseconds on the monotonic clock: every duration the node measures (uptime,
+ * client idleness, heartbeat intervals) uses it, so a step of the wall clock
+ * (NTP, an operator's `date -s`) changes none of them. */
+uint64_t node_mono_ms(void);
+
+/* Seconds since the node started. */
+uint64_t node_uptime_s(const struct node *n);
 
 #endif

@@ -27,6 +27,10 @@ out=$(it_cli n1 CLUSTER INFO 2>&1) && it_fail "CLUSTER accepted"
 it_expect_eq "CLUSTER" "$out" "ERR This instance has cluster support disabled"
 out=$(it_cli n1 SELECT 1 2>&1) && it_fail "SELECT 1 accepted"
 it_expect_eq "SELECT 0" "$(it_cli n1 SELECT 0)" "OK"
+# TIME: the node's wall clock, seconds and microseconds, as Redis gives them.
+set -- $(it_cli n1 TIME)
+[ $# -eq 2 ] && [ "$2" -ge 0 ] && [ "$2" -lt 1000000 ] || it_fail "TIME: $*"
+[ $(($1 - $(date +%s))) -le 1 ] && [ $(($(date +%s) - $1)) -le 1 ] || it_fail "TIME $1 is not now"
 it_cli n1 INFO | grep -q '^redis_version:' || it_fail "INFO has no server section"
 it_cli n1 INFO keyspace | grep -q '^db0:keys=' || it_fail "INFO has no keyspace"
 it_expect_eq "CONFIG GET" "$(it_cli n1 CONFIG GET rf | tr '\n' ' ')" "rf 1 "
