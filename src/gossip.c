@@ -32,6 +32,8 @@
 
 /* A down member is reconnected to at most this often. */
 #define GOSSIP_RECONNECT_DOWN_MS 1000
+/* The first read of the saved table: a guess; a larger table is read again at its size. */
+#define GOSSIP_TABLE_READ_FIRST 128
 
 struct gossip {
     struct node *node;
@@ -44,6 +46,7 @@ struct gossip {
     bool saving;    /* a save is in flight */
     bool removed;   /* an operator removed this node: stop at the next round */
     uint8_t instance[16];
+    char self_addr[MSG_ADDR_MAX]; /* our peer address, as members and seeds name it */
     struct gossip_dial {
         char addr[MSG_ADDR_MAX];
         uint64_t next_ms;
@@ -217,8 +220,14 @@ static void gossip_self_entry(struct gossip *g, uint64_t generation, const struc
     } else {
         e->status = c->n_seeds > 0 ? MSG_MEMBER_JOINING : MSG_MEMBER_NORMAL;
     }
-    /* ring_version never goes back: the epoch is a sum of them */
-    e->ring_version = saved != NULL ? saved->ring_version + 1 : 1;
+    /* ring_version never goes back (the epoch is a sum of them), and a new
+     * life counts above a removal of the last one (membership.h) */
+    e->ring_version = 1;
+    if (saved != NULL) {
+        e->ring_version = saved->ring_version < UINT64_MAX - MEMBERSHIP_REMOVE_RING_BUMP - 1
+                              ? saved->ring_version + MEMBERSHIP_REMOVE_RING_BUMP + 1
+                              : UINT64_MAX;
+    }
 }
 
 /* Our own entry in the saved table, if any. */
@@ -238,36 +247,92 @@ static bool gossip_saved_self(const uint8_t *p, size_t len, const char *id, stru
     return found;
 }
 
-static int gossip_load(struct gossip *g, uint64_t generation, char *err, size_t err_len)
+/*
+ * The saved member table, whole (it may be larger than a frame): *blob
+ * NULL and *len 0 when there is none.  Any other failure is an error: a
+ * node that started without the table it saved would go back on its
+ * ring_version, and overwrite the table at its next save.
+ */
+static int gossip_read_table(struct store *s, uint8_t **blob, size_t *len)
+{
+    size_t cap = GOSSIP_TABLE_READ_FIRST;
+    int rc;
+
+    *blob = NULL;
+    *len = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        uint8_t *b = malloc(cap);
+        if (b == NULL) {
+            return RK_ENOMEM;
+        }
+        rc = store_table_get(s, STORE_TABLE_META, "membership", 10, b, cap, len);
+        if (rc == 0) {
+            *blob = b;
+            return 0;
+        }
+        free(b);
+        if (rc != RK_ETOOBIG) {
+            *len = 0;
+            return rc == RK_ENOTFOUND ? 0 : rc;
+        }
+        cap = *len; /* grown between the two reads: try again at the new size */
+    }
+    *len = 0;
+    return RK_ETOOBIG;
+}
+
+/* The table restored, with self our entry: into a scratch table when *m is NULL on entry. */
+static int gossip_restore(struct gossip *g, const struct msg_member *self, const uint8_t *blob,
+                          size_t len, struct membership **m, char *err, size_t err_len)
+{
+    const struct config *c = &g->node->cfg;
+    int rc = membership_create(m, c->ring_seed, self, c->gossip_interval_ms, gossip_now_ms());
+
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot build the member table: %s", rk_strerror(rc));
+        return rc;
+    }
+    rc = len > 0 ? membership_restore(*m, blob, len, gossip_now_ms()) : 0;
+    if (rc != 0) {
+        snprintf(err, err_len,
+                 "data: the saved member table is damaged (%s); move the data directory aside to "
+                 "start this node afresh",
+                 rk_strerror(rc));
+    }
+    return rc;
+}
+
+/*
+ * The saved table, read and tried in a scratch table before anything is
+ * written (a refused start leaves the directory as it was), then our
+ * identity, then the table for real.
+ */
+static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t err_len)
 {
     struct node *n = g->node;
     struct msg_member self, saved;
-    uint8_t *blob = malloc(n->cfg.frame_max);
-    size_t len = 0;
-    bool have = false;
-    int rc;
+    struct membership *scratch = NULL;
+    uint8_t *blob;
+    size_t len;
+    bool have;
+    int rc = gossip_read_table(n->store, &blob, &len);
 
-    if (blob == NULL) {
-        snprintf(err, err_len, "out of memory");
-        return RK_ENOMEM;
+    if (rc != 0) {
+        snprintf(err, err_len, "data: cannot read the saved member table: %s", rk_strerror(rc));
+        return rc;
     }
-    rc =
-        store_table_get(n->store, STORE_TABLE_META, "membership", 10, blob, n->cfg.frame_max, &len);
-    have = rc == 0 && gossip_saved_self(blob, len, n->cfg.id, &saved);
-    gossip_self_entry(g, generation, have ? &saved : NULL, &self);
-    rc = membership_create(&g->m, n->cfg.ring_seed, &self, n->cfg.gossip_interval_ms,
-                           gossip_now_ms());
-    if (rc == 0 && len > 0) {
-        rc = membership_restore(g->m, blob, len, gossip_now_ms());
-        if (rc != 0) {
-            LOG(LOG_WARN, "membership_restore_failed", "error=\"%s\"", rk_strerror(rc));
-            rc = 0;
-        }
+    have = len > 0 && gossip_saved_self(blob, len, n->cfg.id, &saved);
+    gossip_self_entry(g, 1, have ? &saved : NULL, &self);
+    rc = gossip_restore(g, &self, blob, len, &scratch, err, err_len);
+    if (scratch != NULL) {
+        membership_destroy(scratch);
+    }
+    rc = rc ? rc : gossip_identity(g, generation, err, err_len);
+    if (rc == 0) {
+        gossip_self_entry(g, *generation, have ? &saved : NULL, &self);
+        rc = gossip_restore(g, &self, blob, len, &g->m, err, err_len);
     }
     free(blob);
-    if (rc != 0) {
-        snprintf(err, err_len, "cannot build the member table: %s", rk_strerror(rc));
-    }
     return rc;
 }
 
@@ -282,11 +347,11 @@ int gossip_create(struct node *n, char *err, size_t err_len)
         return RK_ENOMEM;
     }
     g->node = n;
+    snprintf(g->self_addr, sizeof(g->self_addr), "%s:%u", n->cfg.listen.host, n->cfg.listen.port);
     randombytes_buf(&g->rng, sizeof(g->rng));
     g->rng |= 1;
     n->gossip = g;
-    rc = gossip_identity(g, &generation, err, err_len);
-    rc = rc ? rc : gossip_load(g, generation, err, err_len);
+    rc = gossip_load(g, &generation, err, err_len);
     if (rc != 0) {
         return rc;
     }
@@ -336,6 +401,10 @@ static struct peer *gossip_link(struct gossip *g, const char *id, const char *ad
     if (p != NULL || g->node->stopping) {
         return p;
     }
+    /* Never ourselves: a seed list naming us, or a stale member whose address we now hold. */
+    if (strcmp(addr, g->self_addr) == 0) {
+        return NULL;
+    }
     d = gossip_dial(g, addr);
     if (d == NULL || now < d->next_ms) {
         return NULL;
@@ -376,6 +445,15 @@ static void gossip_refuse(struct gossip *g, const char *addr)
     LOG(LOG_ERROR, "id_in_use", "other=%s", addr);
     n->exit_code = 2;
     ev_break(n->loop, EVBREAK_ALL);
+}
+
+void gossip_self_dialled(struct node *n, const char *addr)
+{
+    struct gossip_dial *d = n->gossip != NULL ? gossip_dial(n->gossip, addr) : NULL;
+
+    if (d != NULL) {
+        d->next_ms = UINT64_MAX;
+    }
 }
 
 void gossip_same_id(struct node *n, const char *addr)
@@ -462,6 +540,11 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
     }
     if (merged == MEMBERSHIP_CONFLICT) {
         gossip_conflict(g, e);
+    } else if (merged == MEMBERSHIP_RAISED) {
+        g->dirty = true;
+        LOG(LOG_INFO, "epoch_raised", "seen_generation=%llu seen_status=%s epoch=%llu",
+            (unsigned long long)e->generation, membership_status_names[e->status],
+            (unsigned long long)membership_epoch(g->m));
     } else if (merged == MEMBERSHIP_ADDED) {
         LOG(LOG_INFO, "member_added", "id=%s rack=%s status=%s peer_addr=%s", e->id, e->rack,
             membership_status_names[e->status], e->peer_addr);
@@ -746,7 +829,7 @@ static bool gossip_is_seed(const struct gossip *g, const char *addr)
 static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_was_seed)
 {
     const struct config *c = &g->node->cfg;
-    char addr[MSG_ADDR_MAX], self[MSG_ADDR_MAX];
+    char addr[MSG_ADDR_MAX];
     struct peer *p;
     size_t k;
 
@@ -758,10 +841,6 @@ static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_
     }
     k = (size_t)(gossip_rand(g) % c->n_seeds);
     snprintf(addr, sizeof(addr), "%s:%u", c->seeds[k].host, c->seeds[k].port);
-    snprintf(self, sizeof(self), "%s:%u", c->listen.host, c->listen.port);
-    if (strcmp(addr, self) == 0) {
-        return;
-    }
     p = gossip_link(g, NULL, addr, c->gossip_interval_ms);
     if (p != NULL) {
         gossip_send_syn(g, p);

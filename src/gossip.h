@@ -78,6 +78,9 @@ void gossip_peer_closed(struct node *n, struct peer *p);
  */
 void gossip_same_id(struct node *n, const char *addr);
 
+/* An outbound connection to addr reached this very node: never dial addr again. */
+void gossip_self_dialled(struct node *n, const char *addr);
+
 /* Gossip and liveness messages from an identified peer. */
 void gossip_message(struct node *n, struct peer *p, const struct msg *m);
 

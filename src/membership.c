@@ -507,6 +507,13 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
     found = membership_search(m, e->id, &pos);
     if (found && !membership_newer(e->generation, e->version, m->members[pos].e.generation,
                                    m->members[pos].e.version)) {
+        struct msg_member *self = &m->members[m->self].e;
+        if (pos == m->self && e->generation < self->generation &&
+            e->ring_version >= self->ring_version && e->ring_version < UINT64_MAX) {
+            self->ring_version = e->ring_version + 1;
+            self->version = membership_next(self->version);
+            *merged = MEMBERSHIP_RAISED;
+        }
         return 0;
     }
     if (found && pos == m->self) {
@@ -624,13 +631,14 @@ int membership_remove(struct membership *m, const char *id)
         return RK_ENOTFOUND;
     }
     e = &m->members[pos].e;
-    if (e->version > UINT64_MAX - MEMBERSHIP_REMOVE_BUMP || e->ring_version == UINT64_MAX) {
+    if (e->version > UINT64_MAX - MEMBERSHIP_REMOVE_BUMP ||
+        e->ring_version > UINT64_MAX - MEMBERSHIP_REMOVE_RING_BUMP) {
         return RK_ERANGE;
     }
     old = *e;
     e->status = MSG_MEMBER_REMOVED;
     e->version += MEMBERSHIP_REMOVE_BUMP;
-    e->ring_version += 1;
+    e->ring_version += MEMBERSHIP_REMOVE_RING_BUMP;
     rc = membership_ring_rebuild(m, &self_changed);
     if (rc != 0) {
         *e = old;
@@ -761,6 +769,11 @@ static void membership_answer_one(const struct membership *m, const struct msg_d
         membership_reply_entry(r, ours);
     } else if (membership_newer(d->generation, d->version, ours->generation, ours->version)) {
         membership_reply_request(r, d->id, ours);
+        /* An earlier life's entry goes back too: if the digest was its owner's
+         * own, the owner raises its ring_version above it (membership_merge). */
+        if (ours->generation < d->generation) {
+            membership_reply_entry(r, ours);
+        }
     }
 }
 

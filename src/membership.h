@@ -46,6 +46,13 @@
 #include "ring.h"
 
 #define MEMBERSHIP_REMOVE_BUMP (1ull << 32)
+/*
+ * A removal also raises the entry's ring_version, by this much.  A member
+ * starting again takes its saved ring_version plus this plus one, so its
+ * new life counts above a removal of its last one that it never heard of,
+ * and the epoch does not come back to the value it had while it was out.
+ */
+#define MEMBERSHIP_REMOVE_RING_BUMP 1
 /* Members one table holds: as many as a ring may have. */
 #define MEMBERSHIP_MAX RING_MEMBERS_MAX
 
@@ -82,6 +89,7 @@ enum membership_merged {
     MEMBERSHIP_ADDED,    /* a member we did not know */
     MEMBERSHIP_UPDATED,  /* a newer entry of a known member */
     MEMBERSHIP_CONFLICT, /* an entry of ours that is newer than ours: see below */
+    MEMBERSHIP_RAISED,   /* an earlier life's entry of ours: our ring_version went above it */
 };
 
 /*
@@ -89,7 +97,11 @@ enum membership_merged {
  * entry of another member counts as a heartbeat arrival for its detector.
  * An entry bearing our own id is never taken: when it is newer than ours
  * the result is MEMBERSHIP_CONFLICT and the caller decides (another
- * process claims our id, or the cluster removed us).  *ring_changed says
+ * process claims our id, or the cluster removed us).  When it is older, of
+ * an earlier generation, and its ring_version is not below ours, ours is
+ * raised above it (MEMBERSHIP_RAISED), so the epoch keeps growing when a
+ * removed member comes back: the ring is the same, the epoch is new and
+ * our entry's version grows to carry it.  *ring_changed says
  * whether the ring was rebuilt.  RK_ENOMEM, and RK_ETOOBIG past
  * MEMBERSHIP_MAX entries.
  */

@@ -248,7 +248,20 @@ static void peer_opened(struct peer *p)
 
 static void on_ident(struct peer *p, const struct msg *m)
 {
-    if (strcmp(m->u.ident.id, p->node->cfg.id) == 0) {
+    const struct config *c = &p->node->cfg;
+    char self[MSG_ADDR_MAX];
+
+    snprintf(self, sizeof(self), "%s:%u", c->listen.host, c->listen.port);
+    if (strcmp(m->u.ident.id, c->id) == 0 && strcmp(m->u.ident.peer_addr, self) == 0) {
+        /* We dialled ourselves, by another name for our address (a seed list). */
+        LOG(LOG_DEBUG, "peer_self", "peer=%s", p->addr);
+        if (p->outbound) {
+            gossip_self_dialled(p->node, p->target);
+        }
+        peer_close(p, "self");
+        return;
+    }
+    if (strcmp(m->u.ident.id, c->id) == 0) {
         LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s peer_addr=%s", p->addr, m->u.ident.id,
             m->u.ident.peer_addr);
         peer_close(p, "same_id");

@@ -6,13 +6,15 @@
 #   - kill -9 of a member, then `ringkv remove` on one node: every node
 #     lists it as removed and the ring of the others converges without it;
 #     starting it again (same data directory) is a new generation, which
-#     the cluster takes back;
+#     the cluster takes back, at an epoch above the one without it;
 #   - a member removed while paused (SIGSTOP) learns of it at SIGCONT,
 #     logs event=removed_from_cluster and exits 3; started again, it
 #     rejoins;
 #   - a member whose data directory was wiped comes back at its address
 #     with generation 1, takes a generation above its old entry
-#     (event=reincarnated), and is accepted.
+#     (event=reincarnated), and is accepted;
+#   - a new member at the address of a dead one never dials that entry
+#     (its own address).
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -66,12 +68,18 @@ done
 refused n2 n4 "'n4' is already removed"
 it_log "kill -9 n4 and remove: removed everywhere, out of every ring"
 
-# n4 starts again on its data directory: a new generation, taken back.
+epoch() { "$RINGKV" -H "127.0.0.1:$(it_var "$1" CLIENT)" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["epoch"])'; }
+
+# n4 starts again on its data directory: a new generation, taken back, and
+# the ring with it has an epoch above the ring without it.
+out_epoch=$(epoch n1)
 it_node n4 --rack r1 --seeds "127.0.0.1:$N3_PEER"
 it_wait_ping n4
 IT_WAIT=$CONVERGE_S it_wait it_ask converged 4 $PORTS || it_fail "restarted n4 not taken back"
 it_ask status normal n4 $PORTS || it_fail "n4 is not normal everywhere"
-it_log "n4 started again: back in the cluster"
+back_epoch=$(epoch n1)
+[ "$back_epoch" -gt "$out_epoch" ] || it_fail "epoch $back_epoch with n4 back is not above $out_epoch without it"
+it_log "n4 started again: back in the cluster, epoch $out_epoch -> $back_epoch"
 
 # Pause n3, remove it from n2, resume: n3 learns it was removed and stops with exit 3.
 kill -STOP "$N3_PID"
@@ -104,4 +112,22 @@ grep -q "event=reincarnated why=earlier_life seen_generation=$gen generation=$((
     it_fail "n2 did not take a generation above $gen: $(grep -E 'reincarnated|membership_loaded' "$IT_DIR/n2.log")"
 it_ask wrongly-down none $PORTS || it_fail "a member is suspected at the end"
 it_log "wiped n2: generation $gen -> $((gen + 1)), accepted"
+
+# A new node (n5) takes the address of a dead member (n4, not removed): it
+# never dials the stale entry, which is its own address, so never itself;
+# and a seed naming its own address by another name (localhost) is
+# recognised as itself when it answers, not as an impostor.
+it_stop n4 KILL
+it_setvar n5 PEER "$N4_PEER"
+it_node n5 --rack r2 --seeds "127.0.0.1:$N1_PEER,localhost:$N4_PEER" --log-level debug
+it_wait_ping n5
+live="$(ports_but n4 n5) $N5_CLIENT"
+IT_WAIT=$DOWN_S it_wait it_ask state down n4 $live || it_fail "n4 not down everywhere"
+sleep 1 # five more rounds of pings to every member
+grep -q 'event=peer_same_id' "$IT_DIR/n5.log" && it_fail "n5 took itself for an impostor: $(grep peer_same_id "$IT_DIR/n5.log" | head -n 1)"
+grep -q "event=peer_self peer=127.0.0.1:$N4_PEER" "$IT_DIR/n5.log" && it_fail "n5 dialled n4's stale entry, its own address"
+selfs=$(grep -c "event=peer_self peer=localhost:$N4_PEER" "$IT_DIR/n5.log" || true)
+[ "$selfs" -le 1 ] || it_fail "n5 dialled itself as localhost $selfs times, not once"
+it_alive n5 || it_fail "n5 stopped"
+it_log "n5 at dead n4's address: no dial to itself"
 it_pass

@@ -273,6 +273,7 @@ START_TEST(test_self_never_taken)
     struct msg_member self, e;
 
     entry_make(&self, "a", "r0", 4, MSG_MEMBER_NORMAL, 5, 10);
+    self.ring_version = 3; /* above the earlier life's below (see earlier_life) */
     ck_assert_int_eq(membership_create(&m, ring_default_seed, &self, T_HB, T_START), 0);
     entry_make(&e, "a", "r9", 4, MSG_MEMBER_NORMAL, 5, 10);
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
@@ -1023,6 +1024,79 @@ START_TEST(test_table_full)
 }
 END_TEST
 
+/*
+ * A member removed while it was down comes back in a new generation: its
+ * entry replaces the removed one everywhere, and the epoch must not come
+ * back to the value the cluster had while it was out.  Its restart takes
+ * the saved ring_version + MEMBERSHIP_REMOVE_RING_BUMP + 1; when its saved
+ * ring_version lagged, the earlier life's entry it is sent back (answer)
+ * raises it (merge).
+ */
+START_TEST(test_earlier_life_epoch)
+{
+    struct membership *a = table_new("a", MSG_MEMBER_NORMAL);
+    struct membership *c;
+    struct msg_member ce, back, removed;
+    struct msg_digest d, requests[4];
+    struct msg_member entries[4];
+    size_t ne, nr;
+    uint64_t with_c, without_c, again, raised_epoch;
+
+    entry_make(&ce, "c", "r1", 4, MSG_MEMBER_NORMAL, 1, 7);
+    ce.ring_version = 2;
+    merge(a, &ce, T_START, NULL);
+    with_c = membership_epoch(a);
+    ck_assert_int_eq(membership_remove(a, "c"), 0);
+    without_c = membership_epoch(a);
+    ck_assert_uint_gt(without_c, with_c);
+    removed = membership_find(a, "c")->e;
+    ck_assert_uint_eq(removed.ring_version, 2 + MEMBERSHIP_REMOVE_RING_BUMP);
+
+    /* c restarts from a saved table that had its own entry at ring_version 2. */
+    back = ce;
+    back.generation = 2;
+    back.version = 1;
+    back.ring_version = 2 + MEMBERSHIP_REMOVE_RING_BUMP + 1;
+    ck_assert_int_eq(merge(a, &back, T_START, NULL), MEMBERSHIP_UPDATED);
+    again = membership_epoch(a);
+    ck_assert_uint_gt(again, without_c);
+
+    /* c's saved ring_version lagged (1): its first restart entry ties the removal. */
+    back.ring_version = 1 + MEMBERSHIP_REMOVE_RING_BUMP + 1;
+    ck_assert_int_eq(membership_create(&c, ring_default_seed, &back, T_HB, T_START), 0);
+    memset(&d, 0, sizeof(d));
+    memcpy(d.id, back.id, sizeof(d.id));
+    d.generation = back.generation;
+    d.version = back.version;
+    /* a, still holding the removal, answers c's digest of itself with a
+     * request for c's entry and the earlier life's entry. */
+    membership_destroy(a);
+    a = table_new("a", MSG_MEMBER_NORMAL);
+    merge(a, &removed, T_START, NULL);
+    membership_answer(a, &d, 1, false, entries, 4, &ne, requests, 4, &nr);
+    ck_assert_uint_eq(nr, 1);
+    ck_assert_uint_eq(ne, 1);
+    ck_assert_uint_eq(entries[0].generation, 1);
+    ck_assert_uint_eq(entries[0].status, MSG_MEMBER_REMOVED);
+    /* c takes it as a reason to count above it, nothing else. */
+    raised_epoch = membership_epoch(c);
+    ck_assert_int_eq(merge(c, &entries[0], T_START, NULL), MEMBERSHIP_RAISED);
+    ck_assert_uint_eq(membership_self(c)->e.ring_version, removed.ring_version + 1);
+    ck_assert_uint_eq(membership_self(c)->e.version, 2);
+    ck_assert_uint_eq(membership_self(c)->e.status, MSG_MEMBER_NORMAL);
+    ck_assert_uint_eq(membership_self(c)->e.generation, 2);
+    ck_assert_uint_gt(membership_epoch(c), raised_epoch);
+    /* Once is enough: the same entry again changes nothing. */
+    ck_assert_int_eq(merge(c, &entries[0], T_START, NULL), MEMBERSHIP_IGNORED);
+    /* Its new entry, merged by a, moves a's epoch past the removal's. */
+    without_c = membership_epoch(a);
+    ck_assert_int_eq(merge(a, &membership_self(c)->e, T_START, NULL), MEMBERSHIP_UPDATED);
+    ck_assert_uint_gt(membership_epoch(a), without_c);
+    membership_destroy(c);
+    membership_destroy(a);
+}
+END_TEST
+
 static Suite *membership_suite(void)
 {
     Suite *s = suite_create("membership");
@@ -1041,6 +1115,7 @@ static Suite *membership_suite(void)
         {"digest_encoding", test_digest_documented_encoding},
         {"removal", test_removal_vs_generation},
         {"reincarnate", test_reincarnate},
+        {"earlier_life", test_earlier_life_epoch},
         {"own_versions", test_own_entry_versions},
         {"digests_rotate", test_digests_rotate},
         {"answer_rules", test_answer_rules},

@@ -1,0 +1,59 @@
+#!/bin/sh
+# The member table a node saves in its data directory:
+#
+#   - a node restarted reloads the whole table, whatever its size (three
+#     members are more than the first read, GOSSIP_TABLE_READ_FIRST in
+#     src/gossip.c, so it is read again whole);
+#   - a damaged table stops the node at start with one line and exit 2,
+#     and leaves the directory as it was: no member table is written over
+#     it, and the node's keys are still there once the table is put back.
+#
+# The table is edited with LMDB's own tools (mdb_dump, mdb_load).
+. "$top_srcdir/tests/integration/lib.sh"
+it_setup
+it_key
+command -v mdb_load > /dev/null || it_fail "mdb_load not found: run cluster-scripts/install-deps"
+
+it_cluster 3
+PORTS=$(it_ports 3)
+IT_WAIT=$(it_rounds_s 12) it_wait it_ask converged 3 $PORTS || it_fail "3 nodes did not converge"
+it_cli n1 SET kept value > /dev/null
+it_stop n1 TERM
+it_expect_eq "n1's exit status" "$IT_STATUS" 0
+data="$IT_DIR/n1.data"
+mdb_dump -s meta "$data" > "$IT_DIR/meta.dump" || it_fail "mdb_dump of n1's meta failed"
+
+# Restarted: the whole table back, before it hears from anyone.
+it_node n1 --rack r1
+it_wait_ping n1
+grep -q 'event=membership_loaded generation=2 members=3' "$IT_DIR/n1.log" ||
+    it_fail "n1 did not reload its table: $(grep membership_loaded "$IT_DIR/n1.log")"
+it_stop n1 TERM
+mdb_dump -s meta "$data" > "$IT_DIR/meta.dump" || it_fail "mdb_dump of n1's meta failed"
+size=$(awk -v k=" $(printf 'membership' | od -An -tx1 | tr -d ' \n')" 'f { print (length($0) - 1) / 2; exit } $0 == k { f = 1 }' "$IT_DIR/meta.dump")
+it_log "the saved table of 3 members: $size bytes (first read: 128)"
+[ "$size" -gt 128 ] || it_fail "the table ($size bytes) fits the first read: the second is not tried"
+
+# Damage the table: a value that is not a member list.
+hexkey=$(printf 'membership' | od -An -tx1 | tr -d ' \n')
+printf 'VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\n %s\n c1c1c1c1\nDATA=END\n' "$hexkey" |
+    mdb_load -s meta "$data" || it_fail "mdb_load could not damage the table"
+mdb_dump -s meta "$data" > "$IT_DIR/damaged.dump"
+rc=0
+"$RINGKVD" --id n1 --cluster-key "$IT_DIR/key" --data "$data" --client "127.0.0.1:$N1_CLIENT" \
+    --listen "127.0.0.1:$N1_PEER" --rack r1 > "$IT_DIR/damaged.out" 2> "$IT_DIR/damaged.err" || rc=$?
+it_expect_eq "exit status with a damaged table" "$rc" 2
+it_expect_eq "lines on stderr" "$(wc -l < "$IT_DIR/damaged.err")" 1
+grep -q "^ringkvd: data: the saved member table is damaged (.*); move the data directory aside" \
+    "$IT_DIR/damaged.err" || it_fail "damaged table: $(cat "$IT_DIR/damaged.err")"
+mdb_dump -s meta "$data" | cmp -s - "$IT_DIR/damaged.dump" || it_fail "the refused start changed the meta table"
+
+# Put the table back: the node starts with its table and its key.
+mdb_load -s meta "$data" < "$IT_DIR/meta.dump" || it_fail "mdb_load could not restore the table"
+it_node n1 --rack r1
+it_wait_ping n1
+grep -c 'event=membership_loaded .*members=3' "$IT_DIR/n1.log" | grep -qx 2 ||
+    it_fail "n1 did not reload its restored table: $(grep membership_loaded "$IT_DIR/n1.log")"
+it_expect_eq "n1's key" "$(it_cli n1 GET kept)" "value"
+IT_WAIT=$(it_rounds_s 30) it_wait it_ask converged 3 $PORTS || it_fail "n1 not back in the cluster"
+it_pass
