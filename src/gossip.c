@@ -120,12 +120,13 @@ static void gossip_saved(struct store_op *op, void *ctx)
     free(sv);
 }
 
-static void gossip_save_async(struct gossip *g, const char *name, const void *v, size_t len)
+static int gossip_save_async(struct gossip *g, const char *name, const void *v, size_t len)
 {
     struct gossip_save *sv = malloc(sizeof(*sv) + len);
+    int rc;
 
     if (sv == NULL) {
-        return;
+        return RK_ENOMEM;
     }
     memcpy(sv->value, v, len);
     sv->g = g;
@@ -137,36 +138,47 @@ static void gossip_save_async(struct gossip *g, const char *name, const void *v,
     sv->op.value_len = len;
     sv->op.done = gossip_saved;
     sv->op.ctx = sv;
-    if (store_submit(g->node->store, &sv->op) != 0) {
+    rc = store_submit(g->node->store, &sv->op);
+    if (rc != 0) {
         free(sv);
     }
+    return rc;
 }
 
-/* Save the member table, epoch and digest: synchronously at shutdown, else in the background. */
-static void gossip_save(struct gossip *g, bool sync)
+/*
+ * Save the member table, epoch and digest: synchronously (shutdown, an
+ * operator's removal), else in the background.  The table stays dirty,
+ * to be saved again next round, unless every write was handed over (in
+ * the background) or done (synchronously).  A background write that
+ * fails later is logged (membership_save_failed); the next change saves
+ * the whole table again.
+ */
+static int gossip_save(struct gossip *g, bool sync)
 {
     struct store *s = g->node->store;
     uint8_t epoch[8], digest[8];
     struct buf b;
+    int rc;
 
     buf_init(&b, 0);
-    if (membership_encode(g->m, &b) != 0) {
-        buf_free(&b);
-        return;
-    }
+    rc = membership_encode(g->m, &b);
     bytes_put_be64(epoch, membership_epoch(g->m));
     bytes_put_be64(digest, membership_digest(g->m));
     if (sync) {
-        meta_put_sync(s, "membership", buf_data(&b), b.len);
-        meta_put_sync(s, "ring_epoch", epoch, 8);
-        meta_put_sync(s, "ring_digest", digest, 8);
+        rc = rc ? rc : meta_put_sync(s, "membership", buf_data(&b), b.len);
+        rc = rc ? rc : meta_put_sync(s, "ring_epoch", epoch, 8);
+        rc = rc ? rc : meta_put_sync(s, "ring_digest", digest, 8);
     } else {
-        gossip_save_async(g, "membership", buf_data(&b), b.len);
-        gossip_save_async(g, "ring_epoch", epoch, 8);
-        gossip_save_async(g, "ring_digest", digest, 8);
+        rc = rc ? rc : gossip_save_async(g, "membership", buf_data(&b), b.len);
+        rc = rc ? rc : gossip_save_async(g, "ring_epoch", epoch, 8);
+        rc = rc ? rc : gossip_save_async(g, "ring_digest", digest, 8);
     }
     buf_free(&b);
-    g->dirty = false;
+    if (rc != 0) {
+        LOG(LOG_WARN, "membership_save_failed", "error=\"%s\"", rk_strerror(rc));
+    }
+    g->dirty = rc != 0;
+    return rc;
 }
 
 /* --- creating ---------------------------------------------------------------- */
@@ -564,6 +576,7 @@ int gossip_remove(struct node *n, const char *id, char *err, size_t err_len)
 {
     struct gossip *g = n->gossip;
     const struct member *e = membership_find(g->m, id);
+    struct msg_member before;
     int rc;
 
     if (e == NULL) {
@@ -585,13 +598,22 @@ int gossip_remove(struct node *n, const char *id, char *err, size_t err_len)
             detector_state_name(e->state), detector_phi(&e->det, gossip_now_ms()));
         return RK_EINVAL;
     }
+    before = e->e;
     rc = membership_remove(g->m, id);
     if (rc != 0) {
         snprintf(err, err_len, "cannot remove '%s': %s", id, rk_strerror(rc));
         return rc;
     }
     n->ring = membership_ring(g->m);
-    gossip_save(g, true);
+    rc = gossip_save(g, true);
+    if (rc != 0) {
+        /* Not saved: not done.  The entry as it was (its ring is the one we had). */
+        int undo = membership_put_back(g->m, &before);
+        n->ring = membership_ring(g->m);
+        snprintf(err, err_len, "cannot save the removal of '%s': %s%s", id, rk_strerror(rc),
+                 undo != 0 ? "; the removal stays in memory and may spread" : "; nothing changed");
+        return rc;
+    }
     LOG(LOG_WARN, "member_removed", "id=%s source=operator epoch=%llu digest=%016llx members=%zu",
         id, (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m),
         ring_member_count(n->ring));

@@ -648,6 +648,30 @@ int membership_remove(struct membership *m, const char *id)
     return 0;
 }
 
+int membership_put_back(struct membership *m, const struct msg_member *old)
+{
+    struct msg_member removed;
+    bool self_changed;
+    size_t pos;
+    int rc;
+
+    if (!membership_search(m, old->id, &pos)) {
+        return RK_ENOTFOUND;
+    }
+    if (pos == m->self) {
+        return RK_EINVAL;
+    }
+    removed = m->members[pos].e;
+    m->members[pos].e = *old;
+    rc = membership_ring_rebuild(m, &self_changed);
+    if (rc != 0) {
+        m->members[pos].e = removed;
+        return rc;
+    }
+    membership_self_touch(m, self_changed);
+    return 0;
+}
+
 size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi, double down_phi)
 {
     size_t changed = 0;

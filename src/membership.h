@@ -136,6 +136,14 @@ int membership_reincarnate(struct membership *m, const struct msg_member *old);
 /* Write the removal of member id (not self): status removed, version bumped. */
 int membership_remove(struct membership *m, const char *id);
 
+/*
+ * Put back an entry of another member exactly as it was before a
+ * membership_remove() that could not be saved; the ring is rebuilt.
+ * RK_ENOTFOUND for an id we do not hold, RK_EINVAL for our own,
+ * RK_ENOMEM (the entry is then still the removed one).
+ */
+int membership_put_back(struct membership *m, const struct msg_member *old);
+
 /* Refresh every detector's state at now_ms; returns how many states changed. */
 size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi,
                          double down_phi);

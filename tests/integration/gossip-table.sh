@@ -6,7 +6,9 @@
 #     src/gossip.c, so it is read again whole);
 #   - a damaged table stops the node at start with one line and exit 2,
 #     and leaves the directory as it was: no member table is written over
-#     it, and the node's keys are still there once the table is put back.
+#     it, and the node's keys are still there once the table is put back;
+#   - `ringkv remove` on a node whose store is full cannot save the
+#     removal: it fails with one line and nothing changes, anywhere.
 #
 # The table is edited with LMDB's own tools (mdb_dump, mdb_load).
 . "$top_srcdir/tests/integration/lib.sh"
@@ -48,12 +50,47 @@ grep -q "^ringkvd: data: the saved member table is damaged (.*); move the data d
     "$IT_DIR/damaged.err" || it_fail "damaged table: $(cat "$IT_DIR/damaged.err")"
 mdb_dump -s meta "$data" | cmp -s - "$IT_DIR/damaged.dump" || it_fail "the refused start changed the meta table"
 
-# Put the table back: the node starts with its table and its key.
+# Put the table back: the node starts with its table and its key (and
+# with a small map, for the full store below).
 mdb_load -s meta "$data" < "$IT_DIR/meta.dump" || it_fail "mdb_load could not restore the table"
-it_node n1 --rack r1
+it_node n1 --rack r1 --map-size-max 16MB
 it_wait_ping n1
 grep -c 'event=membership_loaded .*members=3' "$IT_DIR/n1.log" | grep -qx 2 ||
     it_fail "n1 did not reload its restored table: $(grep membership_loaded "$IT_DIR/n1.log")"
 it_expect_eq "n1's key" "$(it_cli n1 GET kept)" "value"
 IT_WAIT=$(it_rounds_s 30) it_wait it_ask converged 3 $PORTS || it_fail "n1 not back in the cluster"
+it_log "a damaged table: refused with one line, nothing written; restored: back whole"
+
+# A removal that cannot be saved (n1's store is full) is refused and
+# changes nothing; once there is room, the same removal goes through.
+it_stop n3 KILL
+IT_WAIT=$(it_rounds_s "$IT_DOWN_ROUNDS") it_wait it_ask state down n3 "$N1_CLIENT" || it_fail "n3 not down on n1"
+# Fill it with ever smaller values, until not even a small write has room.
+i=0
+for size in 1048576 65536 4096 256; do
+    head -c "$size" /dev/urandom > "$IT_DIR/fill"
+    k=0
+    while [ "$k" -lt 300 ]; do
+        out=$(redis-cli -p "$N1_CLIENT" -x SET "fill$i" < "$IT_DIR/fill" 2>&1)
+        [ "$out" = OK ] || break
+        i=$((i + 1))
+        k=$((k + 1))
+    done
+    case $out in *"store is full"*) ;; *) it_fail "n1's store did not fill with $size-byte values: $out" ;; esac
+done
+rc=0
+"$RINGKV" -H "127.0.0.1:$N1_CLIENT" remove n3 > "$IT_DIR/remove.out" 2> "$IT_DIR/remove.err" || rc=$?
+it_expect_eq "exit status of remove on a full store" "$rc" 1
+grep -q "cannot save the removal of 'n3': .*; nothing changed" "$IT_DIR/remove.err" ||
+    it_fail "remove on a full store: $(cat "$IT_DIR/remove.err")"
+it_ask status normal n3 "$N1_CLIENT" "$N2_CLIENT" || it_fail "the refused removal changed a member view"
+j=0
+while [ "$j" -lt "$i" ]; do
+    it_cli n1 DEL "fill$j" > /dev/null
+    j=$((j + 1))
+done
+"$RINGKV" -H "127.0.0.1:$N1_CLIENT" remove n3 > /dev/null || it_fail "remove n3 refused once there was room"
+IT_WAIT=$(it_rounds_s 30) it_wait it_ask status removed n3 "$N1_CLIENT" "$N2_CLIENT" ||
+    it_fail "n3 not removed everywhere"
+it_log "remove on a full store ($i values written): refused, nothing changed; with room: removed"
 it_pass

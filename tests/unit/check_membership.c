@@ -1097,6 +1097,32 @@ START_TEST(test_earlier_life_epoch)
 }
 END_TEST
 
+/* A removal that could not be saved is taken back: entry, ring and digest as they were. */
+START_TEST(test_put_back)
+{
+    struct membership *a = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member e, before;
+    uint64_t digest, epoch;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 7, 10);
+    merge(a, &e, T_START, NULL);
+    before = membership_find(a, "n2")->e;
+    digest = membership_digest(a);
+    epoch = membership_epoch(a);
+    ck_assert_int_eq(membership_remove(a, "n2"), 0);
+    ck_assert_uint_ne(membership_digest(a), digest);
+    ck_assert_int_eq(membership_put_back(a, &before), 0);
+    ck_assert(entry_eq(&membership_find(a, "n2")->e, &before, true));
+    ck_assert_uint_eq(membership_digest(a), digest);
+    ck_assert_uint_eq(membership_epoch(a), epoch);
+    ck_assert_int_ge(ring_member_find(membership_ring(a), "n2"), 0);
+    ck_assert_int_eq(membership_put_back(a, &membership_self(a)->e), RK_EINVAL);
+    entry_make(&e, "zz", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    ck_assert_int_eq(membership_put_back(a, &e), RK_ENOTFOUND);
+    membership_destroy(a);
+}
+END_TEST
+
 static Suite *membership_suite(void)
 {
     Suite *s = suite_create("membership");
@@ -1116,6 +1142,7 @@ static Suite *membership_suite(void)
         {"removal", test_removal_vs_generation},
         {"reincarnate", test_reincarnate},
         {"earlier_life", test_earlier_life_epoch},
+        {"put_back", test_put_back},
         {"own_versions", test_own_entry_versions},
         {"digests_rotate", test_digests_rotate},
         {"answer_rules", test_answer_rules},
