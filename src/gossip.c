@@ -41,10 +41,11 @@ struct gossip {
     ev_timer round_w;
     uint64_t rng;
     uint64_t ping_seq;
-    bool exchanged; /* completed a gossip exchange since start */
-    bool dirty;     /* the table changed in a way worth saving */
-    bool saving;    /* a save is in flight */
-    bool removed;   /* an operator removed this node: stop at the next round */
+    bool exchanged;    /* completed a gossip exchange since start */
+    bool dirty;        /* the table changed in a way worth saving */
+    bool saving;       /* a save is in flight */
+    bool removed;      /* an operator removed this node: stop at the next round */
+    bool syn_complete; /* our last SYN listed every member we hold */
     uint8_t instance[16];
     char self_addr[MSG_ADDR_MAX]; /* our peer address, as members and seeds name it */
     struct gossip_dial {
@@ -196,6 +197,11 @@ static int gossip_identity(struct gossip *g, uint64_t *generation, char *err, si
     if (rc != 0 && rc != RK_ENOTFOUND) {
         snprintf(err, err_len, "data: cannot read the generation: %s", rk_strerror(rc));
         return rc;
+    }
+    if (*generation == UINT64_MAX) {
+        snprintf(err, err_len,
+                 "data: the generation counter is at its end; start this node afresh");
+        return RK_ERANGE;
     }
     (*generation)++;
     bytes_put_be64(gen, *generation);
@@ -437,6 +443,7 @@ static void gossip_send_syn(struct gossip *g, struct peer *p)
     m.u.syn.epoch = membership_epoch(g->m);
     m.u.syn.digest = membership_digest(g->m);
     m.u.syn.n = membership_digests(g->m, digests, MSG_GOSSIP_DIGESTS_MAX, &m.u.syn.complete);
+    g->syn_complete = m.u.syn.complete;
     m.u.syn.digests = digests;
     peer_send(p, &m);
 }
@@ -620,8 +627,12 @@ int gossip_remove(struct node *n, const char *id, char *err, size_t err_len)
     return 0;
 }
 
-/* A completed exchange: a joining node now knows the cluster and takes its place. */
-static void gossip_exchanged(struct gossip *g)
+/*
+ * A completed exchange.  When its list was whole (not cut at the bound:
+ * a larger cluster takes a few rounds to teach a newcomer), a joining node
+ * now knows the cluster and takes its place.
+ */
+static void gossip_exchanged(struct gossip *g, bool whole)
 {
     size_t live, down;
     bool first = !g->exchanged;
@@ -631,7 +642,7 @@ static void gossip_exchanged(struct gossip *g)
         /* Dial (and ping) every member just learnt of now, not at the next round. */
         gossip_ping_all(g, &live, &down);
     }
-    if (membership_self(g->m)->e.status == MSG_MEMBER_JOINING &&
+    if (whole && membership_self(g->m)->e.status == MSG_MEMBER_JOINING &&
         membership_set_status(g->m, MSG_MEMBER_NORMAL) == 0) {
         g->node->ring = membership_ring(g->m);
         g->dirty = true;
@@ -680,7 +691,7 @@ static void on_ack(struct gossip *g, struct peer *p, const struct msg *m)
         peer_send(p, &ack2);
     }
     free(entries);
-    gossip_exchanged(g);
+    gossip_exchanged(g, g->syn_complete && m->u.entries.n < MSG_GOSSIP_ENTRIES_MAX);
 }
 
 static void on_ack2(struct gossip *g, struct peer *p, const struct msg *m)
@@ -689,7 +700,8 @@ static void on_ack2(struct gossip *g, struct peer *p, const struct msg *m)
     for (size_t i = 0; i < m->u.entries.n; i++) {
         gossip_merge(g, &m->u.entries.entries[i]);
     }
-    gossip_exchanged(g);
+    /* It answers the other side's list, which may have left out what we lack. */
+    gossip_exchanged(g, false);
 }
 
 void gossip_message(struct node *n, struct peer *p, const struct msg *m)
