@@ -545,6 +545,7 @@ static void gossip_conflict(struct gossip *g, const struct msg_member *e)
     gossip_reincarnate(g, e, gone ? membership_status_names[e->status] : "earlier_life");
 }
 
+/* One entry of a list (gossip_merge_list): the ring follows at the end of the list. */
 static void gossip_merge(struct gossip *g, const struct msg_member *e)
 {
     enum membership_merged merged;
@@ -569,6 +570,23 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
             membership_status_names[e->status], e->peer_addr);
     } else if (merged == MEMBERSHIP_UPDATED && e->status == MSG_MEMBER_REMOVED && !was_removed) {
         LOG(LOG_WARN, "member_removed", "id=%s source=gossip", e->id);
+    }
+}
+
+/* The entries of an ACK or ACK2, then the ring rebuilt once if they changed it. */
+static void gossip_merge_list(struct gossip *g, const struct msg_member *list, size_t n)
+{
+    bool ring_changed;
+    int rc;
+
+    membership_defer(g->m);
+    for (size_t i = 0; i < n; i++) {
+        gossip_merge(g, &list[i]);
+    }
+    rc = membership_commit(g->m, &ring_changed);
+    if (rc != 0) {
+        LOG(LOG_WARN, "ring_rebuild_failed", "error=\"%s\" msg=\"retried at the next change\"",
+            rk_strerror(rc));
     }
     if (ring_changed) {
         g->node->ring = membership_ring(g->m);
@@ -676,9 +694,7 @@ static void on_ack(struct gossip *g, struct peer *p, const struct msg *m)
     struct msg ack2 = {.type = MSG_GOSSIP_ACK2};
     size_t k = 0;
 
-    for (size_t i = 0; i < m->u.entries.n; i++) {
-        gossip_merge(g, &m->u.entries.entries[i]);
-    }
+    gossip_merge_list(g, m->u.entries.entries, m->u.entries.n);
     for (size_t i = 0; entries != NULL && i < m->u.entries.n_requests; i++) {
         const struct member *e = membership_find(g->m, m->u.entries.requests[i].id);
         if (e != NULL && k < MSG_GOSSIP_ENTRIES_MAX) {
@@ -697,9 +713,7 @@ static void on_ack(struct gossip *g, struct peer *p, const struct msg *m)
 static void on_ack2(struct gossip *g, struct peer *p, const struct msg *m)
 {
     (void)p;
-    for (size_t i = 0; i < m->u.entries.n; i++) {
-        gossip_merge(g, &m->u.entries.entries[i]);
-    }
+    gossip_merge_list(g, m->u.entries.entries, m->u.entries.n);
     /* It answers the other side's list, which may have left out what we lack. */
     gossip_exchanged(g, false);
 }

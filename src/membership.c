@@ -96,6 +96,8 @@ struct membership {
     struct ring *ring; /* owned; built from the entries in the ring set */
     uint64_t digest;   /* of ring */
     size_t rotation;   /* the other entry membership_digests() offers first */
+    bool deferring;    /* between membership_defer() and membership_commit() */
+    bool ring_stale;   /* an entry changed that the ring does not reflect yet */
 };
 
 /* How to take back one entry put into the table, when the ring cannot follow. */
@@ -335,6 +337,7 @@ static int membership_ring_rebuild(struct membership *m, bool *self_changed)
     ring_destroy(m->ring);
     m->ring = r;
     m->digest = digest;
+    m->ring_stale = false;
     *self_changed = self->digest != digest;
     self->digest = digest;
     return 0;
@@ -524,7 +527,9 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
     if (rc != 0) {
         return rc;
     }
-    if (affects_ring) {
+    if (affects_ring && m->deferring) {
+        m->ring_stale = true;
+    } else if (affects_ring || m->ring_stale) {
         rc = membership_ring_rebuild(m, &self_changed);
         if (rc != 0) {
             membership_undo(m, &undo);
@@ -534,6 +539,30 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
         membership_self_touch(m, self_changed);
     }
     *merged = found ? MEMBERSHIP_UPDATED : MEMBERSHIP_ADDED;
+    return 0;
+}
+
+void membership_defer(struct membership *m)
+{
+    m->deferring = true;
+}
+
+int membership_commit(struct membership *m, bool *ring_changed)
+{
+    bool self_changed;
+    int rc;
+
+    m->deferring = false;
+    *ring_changed = false;
+    if (!m->ring_stale) {
+        return 0;
+    }
+    rc = membership_ring_rebuild(m, &self_changed);
+    if (rc != 0) {
+        return rc;
+    }
+    *ring_changed = true;
+    membership_self_touch(m, self_changed);
     return 0;
 }
 

@@ -108,6 +108,20 @@ enum membership_merged {
 int membership_merge(struct membership *m, const struct msg_member *e, uint64_t now_ms,
                      enum membership_merged *merged, bool *ring_changed);
 
+/*
+ * Merging a list: between membership_defer() and membership_commit(),
+ * membership_merge() takes entries without rebuilding the ring (its
+ * *ring_changed stays false); membership_commit() rebuilds it once if any
+ * of them called for it, and says so in *ring_changed.  A ring of a few
+ * thousand members takes tens of milliseconds to build: once per list,
+ * not once per entry.  Until the commit, the ring and digest are those
+ * from before the list.  When the commit fails (RK_ENOMEM) the table is
+ * ahead of its ring, and the next rebuild catches up: a commit, or a
+ * merge, status change or removal outside a list.
+ */
+void membership_defer(struct membership *m);
+int membership_commit(struct membership *m, bool *ring_changed);
+
 /* A message arrived directly from member id at now_ms: a heartbeat arrival. */
 void membership_heard(struct membership *m, const char *id, uint64_t now_ms);
 

@@ -1123,6 +1123,59 @@ START_TEST(test_put_back)
 }
 END_TEST
 
+/* A list merged between defer and commit: one rebuild, the same ring as one by one. */
+START_TEST(test_deferred_list)
+{
+    struct membership *a = table_new("a", MSG_MEMBER_NORMAL);
+    struct membership *b = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member list[40];
+    enum membership_merged merged;
+    uint64_t before;
+    bool changed;
+
+    for (size_t i = 0; i < 40; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "m%02zu", i);
+        entry_make(&list[i], id, i % 2 ? "r1" : "r2", 4, MSG_MEMBER_NORMAL, 1, 1);
+        merge(a, &list[i], T_START, NULL);
+    }
+    before = membership_digest(b);
+    membership_defer(b);
+    for (size_t i = 0; i < 40; i++) {
+        ck_assert_int_eq(membership_merge(b, &list[i], T_START, &merged, &changed), 0);
+        ck_assert_int_eq(merged, MEMBERSHIP_ADDED);
+        ck_assert(!changed);
+    }
+    ck_assert_uint_eq(membership_digest(b), before);
+    ck_assert_uint_eq(ring_member_count(membership_ring(b)), 1);
+    ck_assert_int_eq(membership_commit(b, &changed), 0);
+    ck_assert(changed);
+    ck_assert_uint_eq(membership_digest(b), membership_digest(a));
+    ck_assert_uint_eq(membership_epoch(b), membership_epoch(a));
+    ck_assert_uint_eq(ring_member_count(membership_ring(b)), 41);
+
+    /* Nothing to rebuild: heartbeats only, or nothing at all. */
+    ck_assert_int_eq(membership_commit(b, &changed), 0);
+    ck_assert(!changed);
+    membership_defer(b);
+    for (size_t i = 0; i < 40; i++) {
+        list[i].version = 2;
+        ck_assert_int_eq(membership_merge(b, &list[i], T_START, &merged, &changed), 0);
+        ck_assert_int_eq(merged, MEMBERSHIP_UPDATED);
+    }
+    ck_assert_int_eq(membership_commit(b, &changed), 0);
+    ck_assert(!changed);
+    /* Outside a list, a merge rebuilds at once again. */
+    list[0].status = MSG_MEMBER_REMOVED;
+    list[0].version = 3;
+    ck_assert_int_eq(membership_merge(b, &list[0], T_START, &merged, &changed), 0);
+    ck_assert(changed);
+    ck_assert_uint_eq(ring_member_count(membership_ring(b)), 40);
+    membership_destroy(a);
+    membership_destroy(b);
+}
+END_TEST
+
 static Suite *membership_suite(void)
 {
     Suite *s = suite_create("membership");
@@ -1143,6 +1196,7 @@ static Suite *membership_suite(void)
         {"reincarnate", test_reincarnate},
         {"earlier_life", test_earlier_life_epoch},
         {"put_back", test_put_back},
+        {"deferred_list", test_deferred_list},
         {"own_versions", test_own_entry_versions},
         {"digests_rotate", test_digests_rotate},
         {"answer_rules", test_answer_rules},
