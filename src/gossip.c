@@ -47,7 +47,8 @@ struct gossip {
     bool removed;      /* an operator removed this node: stop at the next round */
     bool syn_complete; /* our last SYN listed every member we hold */
     uint8_t instance[16];
-    char self_addr[MSG_ADDR_MAX]; /* our peer address, as members and seeds name it */
+    char self_addr[MSG_ADDR_MAX];     /* our peer address, as members and seeds name it */
+    char conflict_addr[MSG_ADDR_MAX]; /* the last address logged as claiming our id */
     struct gossip_dial {
         char addr[MSG_ADDR_MAX];
         uint64_t next_ms;
@@ -509,8 +510,14 @@ static void gossip_reincarnate(struct gossip *g, const struct msg_member *old, c
  *   - this life's (same instance and generation): a removal written by an
  *     operator while we were cut off or paused, which we obey by stopping;
  *     anything else of this life is an old echo, beaten by a version bump;
- *   - another process's: an entry of another instance, at another address,
- *     still in the cluster: an impostor, or we are one (see gossip.h);
+ *   - another process's: an entry at another address, still in the
+ *     cluster: an impostor, or we are one (see gossip.h).  Of another
+ *     instance, or of ours: a copy of this data directory running
+ *     elsewhere, or a backup of it restored at a new address while the
+ *     cluster holds a later life.  Taking a generation above it would
+ *     start a war of generations with a live copy, so a node still
+ *     joining refuses to run, and one already in the cluster only logs
+ *     (once per address); the operator removes the one that is wrong;
  *   - an earlier life of this node: a removal or departure from before a
  *     restart, or any entry written from this address by a data directory
  *     since wiped or restored from a backup.  A restart is a new life: we
@@ -534,11 +541,15 @@ static void gossip_conflict(struct gossip *g, const struct msg_member *e)
         }
         return;
     }
-    if (!same_instance && !gone && strcmp(e->peer_addr, self->e.peer_addr) != 0) {
+    if (!gone && strcmp(e->peer_addr, self->e.peer_addr) != 0) {
         if (!g->exchanged) {
             gossip_refuse(g, e->peer_addr);
-        } else {
-            LOG(LOG_WARN, "id_conflict", "other=%s", e->peer_addr);
+        } else if (strcmp(g->conflict_addr, e->peer_addr) != 0) {
+            snprintf(g->conflict_addr, sizeof(g->conflict_addr), "%s", e->peer_addr);
+            LOG(LOG_WARN, "id_conflict",
+                "other=%s same_data=%s generation=%llu msg=\"another ringkvd claims this id; "
+                "stop the wrong one, then run 'ringkv remove' if needed\"",
+                e->peer_addr, same_instance ? "yes" : "no", (unsigned long long)e->generation);
         }
         return;
     }

@@ -11,7 +11,9 @@
 #   - a restarted node comes back with its ring (the same digest before it
 #     hears from anyone), with a new generation, and is accepted;
 #   - a second process claiming a live member's id is refused with one
-#     line and exit 2, and the original is unaffected.
+#     line and exit 2, and the original is unaffected;
+#   - a copy of a live member's data directory started elsewhere starts
+#     no war of generations: the original logs id_conflict once.
 #
 # The detection bound, IT_DOWN_ROUNDS, is derived in lib.sh.
 . "$top_srcdir/tests/integration/lib.sh"
@@ -110,4 +112,30 @@ grep -q "node id 'n1' is in use by another ringkvd" "$IT_DIR/impostor.err" ||
     it_fail "impostor: $(cat "$IT_DIR/impostor.err")"
 IT_WAIT=$(rounds_s 30) it_wait it_ask converged 6 $PORTS || it_fail "cluster disturbed by the impostor"
 it_ask wrongly-down none $PORTS || it_fail "a member suspected after the impostor"
+
+# A copy of n2's data directory (mdb_copy, while n2 runs) started at
+# another address: no war of generations.  The copy's new generation is
+# taken, n2 logs id_conflict once, and the generation stops there.
+gen=$("$RINGKV" -H "127.0.0.1:$N1_CLIENT" members --json |
+    python3 -c 'import json,sys; print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == "n2"][0])')
+mkdir "$IT_DIR/n2-copy.data"
+mdb_copy "$IT_DIR/n2.data" "$IT_DIR/n2-copy.data" || it_fail "mdb_copy of n2's data failed"
+"$RINGKVD" --id n2 --cluster-key "$IT_DIR/key" --data "$IT_DIR/n2-copy.data" --rack r2 \
+    --client "127.0.0.1:$(it_free_port)" --listen "127.0.0.1:$(it_free_port)" \
+    --seeds "127.0.0.1:$N1_PEER" >> "$IT_DIR/n2-copy.log" 2>&1 &
+copy=$!
+IT_PIDS="$IT_PIDS $copy"
+IT_WAIT=$(it_rounds_s 20) it_wait grep -q 'event=id_conflict .*same_data=yes' "$IT_DIR/n2.log" ||
+    it_fail "n2 did not notice its copy"
+sleep 2 # ten rounds in which a war would climb
+top=$(for port in $PORTS; do
+    "$RINGKV" -H "127.0.0.1:$port" members --json |
+        python3 -c 'import json,sys; print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == "n2"][0])'
+done | sort -n | tail -n 1)
+[ "$top" -le $((gen + 1)) ] || it_fail "n2's generation climbed from $gen to $top: a war with its copy"
+it_expect_eq "id_conflict lines in n2's log" "$(grep -c 'event=id_conflict' "$IT_DIR/n2.log")" 1
+grep -q 'event=reincarnated' "$IT_DIR/n2.log" "$IT_DIR/n2-copy.log" && it_fail "a reincarnation with the copy"
+kill -9 "$copy"
+wait "$copy" 2> /dev/null || true
+it_log "a copy of n2's data at another address: generation $gen -> $top, no war, n2 logged id_conflict"
 it_pass
