@@ -581,6 +581,10 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
             membership_status_names[e->status], e->peer_addr);
     } else if (merged == MEMBERSHIP_UPDATED && e->status == MSG_MEMBER_REMOVED && !was_removed) {
         LOG(LOG_WARN, "member_removed", "id=%s source=gossip", e->id);
+    } else if (merged == MEMBERSHIP_UPDATED && was_removed && e->status != MSG_MEMBER_REMOVED) {
+        /* A later life: a restart, or one the removal was written too early to see. */
+        LOG(LOG_WARN, "member_back", "id=%s generation=%llu status=%s peer_addr=%s", e->id,
+            (unsigned long long)e->generation, membership_status_names[e->status], e->peer_addr);
     }
 }
 

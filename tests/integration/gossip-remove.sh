@@ -79,6 +79,8 @@ IT_WAIT=$CONVERGE_S it_wait it_ask converged 4 $PORTS || it_fail "restarted n4 n
 it_ask status normal n4 $PORTS || it_fail "n4 is not normal everywhere"
 back_epoch=$(epoch n1)
 [ "$back_epoch" -gt "$out_epoch" ] || it_fail "epoch $back_epoch with n4 back is not above $out_epoch without it"
+grep -q 'event=member_back id=n4 generation=2 status=normal' "$IT_DIR/n2.log" ||
+    it_fail "n2 did not log n4 back: $(grep 'id=n4' "$IT_DIR/n2.log" | tail -n 3)"
 it_log "n4 started again: back in the cluster, epoch $out_epoch -> $back_epoch"
 
 # Pause n3, remove it from n2, resume: n3 learns it was removed and stops with exit 3.
