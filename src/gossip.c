@@ -603,8 +603,8 @@ static void gossip_merge_list(struct gossip *g, const struct msg_member *list, s
         LOG(LOG_WARN, "ring_rebuild_failed", "error=\"%s\" msg=\"retried at the next change\"",
             rk_strerror(rc));
     }
+    g->node->ring = membership_ring(g->m); /* the ring in force, whatever happened above */
     if (ring_changed) {
-        g->node->ring = membership_ring(g->m);
         g->dirty = true;
         LOG(LOG_INFO, "ring_changed", "epoch=%llu digest=%016llx members=%zu",
             (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m),

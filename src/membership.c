@@ -527,8 +527,8 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
     if (rc != 0) {
         return rc;
     }
-    if (affects_ring && m->deferring) {
-        m->ring_stale = true;
+    if (m->deferring) {
+        m->ring_stale |= affects_ring;
     } else if (affects_ring || m->ring_stale) {
         rc = membership_ring_rebuild(m, &self_changed);
         if (rc != 0) {

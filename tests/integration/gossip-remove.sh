@@ -64,6 +64,9 @@ IT_WAIT=$CONVERGE_S it_wait it_ask status removed n4 $rest || it_fail "n4 not re
 IT_WAIT=$CONVERGE_S it_wait it_ask converged 3 $rest || it_fail "3 nodes did not converge without n4"
 for port in $rest; do
     "$RINGKV" -H "127.0.0.1:$port" ring --json | grep -q '"n4"' && it_fail "n4 still in the ring of $port"
+    # The ring each node serves is the one it holds (learnt by gossip on all but n1).
+    redis-cli -p "$port" INFO cluster | tr -d '\r' | grep -qx 'ringkv_members:3' ||
+        it_fail "INFO cluster on $port: $(redis-cli -p "$port" INFO cluster 2>&1 | tr -d '\r' | tr '\n' ' ')"
 done
 refused n2 n4 "'n4' is already removed"
 it_log "kill -9 n4 and remove: removed everywhere, out of every ring"

@@ -1165,6 +1165,27 @@ START_TEST(test_deferred_list)
     }
     ck_assert_int_eq(membership_commit(b, &changed), 0);
     ck_assert(!changed);
+    /* A ring change then a heartbeat in one list: still one rebuild, at the commit. */
+    {
+        const struct ring *held = membership_ring(b);
+        before = membership_digest(b);
+        membership_defer(b);
+        list[5].status = MSG_MEMBER_REMOVED;
+        list[5].version = 3;
+        ck_assert_int_eq(membership_merge(b, &list[5], T_START, &merged, &changed), 0);
+        list[6].version = 3;
+        ck_assert_int_eq(membership_merge(b, &list[6], T_START, &merged, &changed), 0);
+        ck_assert(!changed);
+        ck_assert_ptr_eq(membership_ring(b), held);
+        ck_assert_uint_eq(membership_digest(b), before);
+        ck_assert_int_eq(membership_commit(b, &changed), 0);
+        ck_assert(changed);
+        ck_assert_ptr_ne(membership_ring(b), held);
+        ck_assert_uint_eq(ring_member_count(membership_ring(b)), 40);
+        list[5].status = MSG_MEMBER_NORMAL;
+        list[5].version = 4;
+        merge(b, &list[5], T_START, NULL);
+    }
     /* Outside a list, a merge rebuilds at once again. */
     list[0].status = MSG_MEMBER_REMOVED;
     list[0].version = 3;
