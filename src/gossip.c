@@ -151,7 +151,10 @@ static int gossip_save_async(struct gossip *g, const char *name, const void *v, 
  * Save the member table, epoch and digest: synchronously (shutdown, an
  * operator's removal), else in the background.  The table stays dirty,
  * to be saved again next round, unless every write was handed over (in
- * the background) or done (synchronously).  A background write that
+ * the background) or done (synchronously).  The table goes last: it is
+ * all a restart reads (epoch and digest are there to be inspected), so a
+ * failed save never leaves on disk a table the caller was told is not
+ * there (a removal refused on a full store).  A background write that
  * fails later is logged (membership_save_failed); the next change saves
  * the whole table again.
  */
@@ -167,13 +170,13 @@ static int gossip_save(struct gossip *g, bool sync)
     bytes_put_be64(epoch, membership_epoch(g->m));
     bytes_put_be64(digest, membership_digest(g->m));
     if (sync) {
-        rc = rc ? rc : meta_put_sync(s, "membership", buf_data(&b), b.len);
         rc = rc ? rc : meta_put_sync(s, "ring_epoch", epoch, 8);
         rc = rc ? rc : meta_put_sync(s, "ring_digest", digest, 8);
+        rc = rc ? rc : meta_put_sync(s, "membership", buf_data(&b), b.len);
     } else {
-        rc = rc ? rc : gossip_save_async(g, "membership", buf_data(&b), b.len);
         rc = rc ? rc : gossip_save_async(g, "ring_epoch", epoch, 8);
         rc = rc ? rc : gossip_save_async(g, "ring_digest", digest, 8);
+        rc = rc ? rc : gossip_save_async(g, "membership", buf_data(&b), b.len);
     }
     buf_free(&b);
     if (rc != 0) {

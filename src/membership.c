@@ -804,7 +804,7 @@ static void membership_reply_request(struct membership_reply *r, const char *id,
 
 /* One digest of a SYN: send ours if newer, ask for theirs if newer or unknown. */
 static void membership_answer_one(const struct membership *m, const struct msg_digest *d,
-                                  struct membership_reply *r)
+                                  bool senders_own, struct membership_reply *r)
 {
     const struct msg_member *ours;
     size_t pos;
@@ -822,9 +822,9 @@ static void membership_answer_one(const struct membership *m, const struct msg_d
         membership_reply_entry(r, ours);
     } else if (membership_newer(d->generation, d->version, ours->generation, ours->version)) {
         membership_reply_request(r, d->id, ours);
-        /* An earlier life's entry goes back too: if the digest was its owner's
-         * own, the owner raises its ring_version above it (membership_merge). */
-        if (ours->generation < d->generation) {
+        /* The sender's earlier life goes back to it: it raises its
+         * ring_version above that entry's (membership_merge). */
+        if (senders_own && ours->generation < d->generation) {
             membership_reply_entry(r, ours);
         }
     }
@@ -849,7 +849,7 @@ void membership_answer(const struct membership *m, const struct msg_digest *thei
     r.requests = requests;
     r.max_requests = max_requests;
     for (size_t i = 0; i < n; i++) {
-        membership_answer_one(m, &theirs[i], &r);
+        membership_answer_one(m, &theirs[i], i == 0, &r);
     }
     for (size_t i = 0; complete && i < m->n; i++) {
         if (!(r.mentioned[i / CHAR_BIT] & (1u << (i % CHAR_BIT)))) {

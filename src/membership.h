@@ -180,7 +180,10 @@ size_t membership_digests(struct membership *m, struct msg_digest *out, size_t m
  * Answer a SYN's digests: the entries we hold newer than theirs, or that
  * they did not mention when their list was complete (at most max_entries),
  * and the ids they hold newer than ours or that we lack (at most
- * max_requests).  Entries are copied into entries[].
+ * max_requests).  The first digest is the sender's own: when it is of a
+ * later generation than our entry of its id, that entry goes back too
+ * (its earlier life; see MEMBERSHIP_RAISED).  Entries are copied into
+ * entries[].
  */
 void membership_answer(const struct membership *m, const struct msg_digest *theirs, size_t n,
                        bool complete, struct msg_member *entries, size_t max_entries,

@@ -1078,6 +1078,18 @@ START_TEST(test_earlier_life_epoch)
     ck_assert_uint_eq(ne, 1);
     ck_assert_uint_eq(entries[0].generation, 1);
     ck_assert_uint_eq(entries[0].status, MSG_MEMBER_REMOVED);
+    /* Not when the digest is another node's view of c (not the first). */
+    {
+        struct msg_digest two[2];
+        memset(two, 0, sizeof(two));
+        memcpy(two[0].id, "zz", 3);
+        two[0].generation = 1;
+        two[0].version = 1;
+        two[1] = d;
+        membership_answer(a, two, 2, false, entries + 1, 3, &ne, requests, 4, &nr);
+        ck_assert_uint_eq(ne, 0);
+        ck_assert_uint_eq(nr, 2);
+    }
     /* c takes it as a reason to count above it, nothing else. */
     raised_epoch = membership_epoch(c);
     ck_assert_int_eq(merge(c, &entries[0], T_START, NULL), MEMBERSHIP_RAISED);
