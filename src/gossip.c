@@ -688,6 +688,23 @@ static void gossip_exchanged(struct gossip *g, bool whole)
     }
 }
 
+/*
+ * Whether an ACK of n entries from p leaves us holding the whole table:
+ * it answered a SYN that listed all we hold and was not cut at the bound,
+ * or (a table too large for one SYN) the ring we now hold is the one p
+ * reports in its entry.
+ */
+static bool gossip_whole(struct gossip *g, const struct peer *p, size_t n)
+{
+    const struct member *sender = membership_find(g->m, p->remote.id);
+
+    if (g->syn_complete && n < MSG_GOSSIP_ENTRIES_MAX) {
+        return true;
+    }
+    return sender != NULL && sender != membership_self(g->m) &&
+           sender->e.digest == membership_digest(g->m);
+}
+
 static void on_syn(struct gossip *g, struct peer *p, const struct msg *m)
 {
     struct msg_member *entries = malloc(MSG_GOSSIP_ENTRIES_MAX * sizeof(*entries));
@@ -725,7 +742,7 @@ static void on_ack(struct gossip *g, struct peer *p, const struct msg *m)
         peer_send(p, &ack2);
     }
     free(entries);
-    gossip_exchanged(g, g->syn_complete && m->u.entries.n < MSG_GOSSIP_ENTRIES_MAX);
+    gossip_exchanged(g, gossip_whole(g, p, m->u.entries.n));
 }
 
 static void on_ack2(struct gossip *g, struct peer *p, const struct msg *m)
