@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bytes.h"
@@ -246,18 +247,50 @@ static void peer_opened(struct peer *p)
 
 /* --- messages -------------------------------------------------------------------- */
 
+/* One end of p's connection: ours (getsockname) or the other's (getpeername). */
+static bool peer_end(const struct peer *p, bool ours, struct sockaddr_storage *a, socklen_t *len)
+{
+    *len = sizeof(*a);
+    memset(a, 0, sizeof(*a));
+    return (ours ? getsockname(p->fd, (struct sockaddr *)a, len)
+                 : getpeername(p->fd, (struct sockaddr *)a, len)) == 0;
+}
+
+/*
+ * The other end of p's connection when it is one of our own connections
+ * (we dialled ourselves), else NULL.  Judged by the sockets, not by
+ * names, so a second process that claims our id is never taken for us.
+ */
+static struct peer *peer_loop_partner(const struct peer *p)
+{
+    struct sockaddr_storage a, b;
+    socklen_t alen, blen;
+
+    /* an outbound connection's own end is the far end of an inbound one, and the reverse */
+    if (!peer_end(p, p->outbound, &a, &alen)) {
+        return NULL;
+    }
+    for (struct peer *q = p->node->peers; q != NULL; q = q->next) {
+        if (q != p && q->outbound != p->outbound && !q->dead &&
+            peer_end(q, q->outbound, &b, &blen) && alen == blen && memcmp(&a, &b, alen) == 0) {
+            return q;
+        }
+    }
+    return NULL;
+}
+
 static void on_ident(struct peer *p, const struct msg *m)
 {
     const struct config *c = &p->node->cfg;
-    char self[MSG_ADDR_MAX];
+    struct peer *partner = strcmp(m->u.ident.id, c->id) == 0 ? peer_loop_partner(p) : NULL;
 
-    snprintf(self, sizeof(self), "%s:%u", c->listen.host, c->listen.port);
-    if (strcmp(m->u.ident.id, c->id) == 0 && strcmp(m->u.ident.peer_addr, self) == 0) {
-        /* We dialled ourselves, by another name for our address (a seed list). */
-        LOG(LOG_DEBUG, "peer_self", "peer=%s", p->addr);
-        if (p->outbound) {
-            gossip_self_dialled(p->node, p->target);
-        }
+    if (partner != NULL) {
+        /* We dialled ourselves, by another name for our address (a seed list):
+         * both ends close now, and that address is not dialled again. */
+        struct peer *out = p->outbound ? p : partner;
+        LOG(LOG_DEBUG, "peer_self", "peer=%s", out->target);
+        gossip_self_dialled(p->node, out->target);
+        peer_close(partner, "self");
         peer_close(p, "self");
         return;
     }
