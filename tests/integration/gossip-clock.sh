@@ -8,7 +8,8 @@
 #   - for IT_DOWN_ROUNDS rounds after each step (the time a dead member
 #     takes to be marked down), no node suspects any member, no log has a
 #     member_suspect or member_down, and the cluster stays converged;
-#   - uptime (INFO, RINGKV STATUS) does not move with the wall clock;
+#   - uptime (INFO, RINGKV STATUS) does not move with the wall clock, nor
+#     does a client connection's idleness (timeout);
 #   - a kill -9 afterwards is still seen down everywhere within the bound.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
@@ -77,6 +78,32 @@ step() {
         it_fail "a member was suspected after a clock step"
     fi
 }
+
+# Client idleness: a connection idle 5 s, timeout 10 s, with n1's wall
+# clock stepped an hour ahead in between, is still open when n1's idle
+# timer fires 10 s after it was opened.
+it_cli n1 CONFIG SET timeout 10 > /dev/null
+python3 - "$N1_CLIENT" "$IT_DIR/n1.clock" << 'PY' || it_fail "n1 closed a client that was idle 5 s of a 10 s timeout"
+import os, socket, sys, time
+port, clock = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+def ping():
+    s.sendall(b"PING\r\n")
+    return s.recv(64)
+assert ping() == b"+PONG\r\n"
+time.sleep(5)
+assert ping() == b"+PONG\r\n"
+with open(clock + ".new", "w") as f:
+    f.write("+3600\n")
+os.rename(clock + ".new", clock)
+time.sleep(6.5)
+reply = ping()
+print("after the step:", reply)
+sys.exit(0 if reply == b"+PONG\r\n" else 1)
+PY
+set_clock n1 0
+it_cli n1 CONFIG SET timeout 300 > /dev/null
+it_log "client idle 5 s of a 10 s timeout across a +1 h step: kept open"
 
 step "n1 3600 n2 -7200 n3 86400"
 it_log "wall clocks +1 h, -2 h, +1 day: nobody suspected, still converged"
