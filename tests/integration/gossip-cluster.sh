@@ -116,8 +116,7 @@ it_ask wrongly-down none $PORTS || it_fail "a member suspected after the imposto
 # A copy of n2's data directory (mdb_copy, while n2 runs) started at
 # another address: no war of generations.  The copy's new generation is
 # taken, n2 logs id_conflict once, and the generation stops there.
-gen=$("$RINGKV" -H "127.0.0.1:$N1_CLIENT" members --json |
-    python3 -c 'import json,sys; print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == "n2"][0])')
+gen=$(it_generation "$N1_CLIENT" n2)
 mkdir "$IT_DIR/n2-copy.data"
 mdb_copy "$IT_DIR/n2.data" "$IT_DIR/n2-copy.data" || it_fail "mdb_copy of n2's data failed"
 "$RINGKVD" --id n2 --cluster-key "$IT_DIR/key" --data "$IT_DIR/n2-copy.data" --rack r2 \
@@ -128,10 +127,7 @@ IT_PIDS="$IT_PIDS $copy"
 IT_WAIT=$(it_rounds_s 20) it_wait grep -q 'event=id_conflict .*same_data=yes' "$IT_DIR/n2.log" ||
     it_fail "n2 did not notice its copy"
 sleep 2 # ten rounds in which a war would climb
-top=$(for port in $PORTS; do
-    "$RINGKV" -H "127.0.0.1:$port" members --json |
-        python3 -c 'import json,sys; print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == "n2"][0])'
-done | sort -n | tail -n 1)
+top=$(for port in $PORTS; do it_generation "$port" n2; done | sort -n | tail -n 1)
 [ "$top" -le $((gen + 1)) ] || it_fail "n2's generation climbed from $gen to $top: a war with its copy"
 it_expect_eq "id_conflict lines in n2's log" "$(grep -c 'event=id_conflict' "$IT_DIR/n2.log")" 1
 grep -q 'event=reincarnated' "$IT_DIR/n2.log" "$IT_DIR/n2-copy.log" && it_fail "a reincarnation with the copy"

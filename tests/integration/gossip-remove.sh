@@ -106,8 +106,7 @@ IT_WAIT=$CONVERGE_S it_wait it_ask converged 4 $PORTS || it_fail "n3 started aga
 it_log "n3 removed while paused: stopped with exit 3, and rejoined when started again"
 
 # n2 loses its data directory and comes back at its address.
-gen=$("$RINGKV" -H "127.0.0.1:$N1_CLIENT" members --json |
-    python3 -c 'import json,sys; print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == "n2"][0])')
+gen=$(it_generation "$N1_CLIENT" n2)
 it_stop n2 TERM
 rm -rf "$IT_DIR/n2.data"
 it_node n2 --rack r2 --seeds "127.0.0.1:$N1_PEER"

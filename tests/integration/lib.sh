@@ -170,6 +170,13 @@ it_ask() {
     python3 "$top_srcdir/tests/integration/cluster.py" "$RINGKV" "$@"
 }
 
+# it_generation PORT ID: the generation of member ID in the table of the node at PORT.
+it_generation() {
+    "$RINGKV" -H "127.0.0.1:$1" members --json | python3 -c '
+import json, sys
+print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == sys.argv[1]][0])' "$2"
+}
+
 # it_cluster N [flags]: start n1..nN, node k seeded with node k-1 only, in racks r1..r3.
 it_cluster() {
     count=$1
