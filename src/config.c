@@ -869,6 +869,11 @@ static int set_addr(struct config *c, const struct config_def *d, const char *v,
     return 0;
 }
 
+void config_addr_text(const struct config_addr *a, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s:%u", a->host, (unsigned)a->port);
+}
+
 static int format_addr(const struct config *c, const struct config_def *d, char *buf, size_t cap)
 {
     const struct config_addr *a = field_cptr(c, d);

@@ -113,6 +113,9 @@ const struct config_def *config_find(const char *name);
 /* Every setting at its default. */
 void config_init(struct config *c);
 
+/* a as "host:port" (how members, seeds and IDENTs name addresses), cut at cap. */
+void config_addr_text(const struct config_addr *a, char *out, size_t cap);
+
 /*
  * Set one setting from text.  RK_ENOTFOUND for an unknown name, RK_EINVAL
  * for a bad value; err gets one line: "rf: '0' is out of range 1 to 16".

@@ -232,8 +232,8 @@ static void gossip_self_entry(struct gossip *g, uint64_t generation, const struc
     snprintf(e->id, sizeof(e->id), "%s", c->id);
     snprintf(e->rack, sizeof(e->rack), "%s", c->rack);
     e->tokens = c->tokens;
-    snprintf(e->peer_addr, sizeof(e->peer_addr), "%s:%u", c->listen.host, c->listen.port);
-    snprintf(e->client_addr, sizeof(e->client_addr), "%s:%u", c->client.host, c->client.port);
+    config_addr_text(&c->listen, e->peer_addr, sizeof(e->peer_addr));
+    config_addr_text(&c->client, e->client_addr, sizeof(e->client_addr));
     e->generation = generation;
     e->version = 1;
     memcpy(e->instance, g->instance, sizeof(e->instance));
@@ -369,7 +369,7 @@ int gossip_create(struct node *n, char *err, size_t err_len)
         return RK_ENOMEM;
     }
     g->node = n;
-    snprintf(g->self_addr, sizeof(g->self_addr), "%s:%u", n->cfg.listen.host, n->cfg.listen.port);
+    config_addr_text(&n->cfg.listen, g->self_addr, sizeof(g->self_addr));
     randombytes_buf(&g->rng, sizeof(g->rng));
     g->rng |= 1;
     n->gossip = g;
@@ -900,7 +900,7 @@ static bool gossip_is_seed(const struct gossip *g, const char *addr)
     char text[MSG_ADDR_MAX];
 
     for (size_t i = 0; i < c->n_seeds; i++) {
-        snprintf(text, sizeof(text), "%s:%u", c->seeds[i].host, c->seeds[i].port);
+        config_addr_text(&c->seeds[i], text, sizeof(text));
         if (strcmp(text, addr) == 0) {
             return true;
         }
@@ -923,7 +923,7 @@ static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_
         return;
     }
     k = (size_t)(gossip_rand(g) % c->n_seeds);
-    snprintf(addr, sizeof(addr), "%s:%u", c->seeds[k].host, c->seeds[k].port);
+    config_addr_text(&c->seeds[k], addr, sizeof(addr));
     p = gossip_link(g, NULL, addr, c->gossip_interval_ms);
     if (p != NULL) {
         gossip_send_syn(g, p);

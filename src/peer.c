@@ -236,10 +236,8 @@ static void peer_opened(struct peer *p)
     snprintf(m.u.ident.id, sizeof(m.u.ident.id), "%s", n->cfg.id);
     snprintf(m.u.ident.rack, sizeof(m.u.ident.rack), "%s", n->cfg.rack);
     m.u.ident.version = CHANNEL_VERSION;
-    snprintf(m.u.ident.peer_addr, sizeof(m.u.ident.peer_addr), "%s:%u", n->cfg.listen.host,
-             n->cfg.listen.port);
-    snprintf(m.u.ident.client_addr, sizeof(m.u.ident.client_addr), "%s:%u", n->cfg.client.host,
-             n->cfg.client.port);
+    config_addr_text(&n->cfg.listen, m.u.ident.peer_addr, sizeof(m.u.ident.peer_addr));
+    config_addr_text(&n->cfg.client, m.u.ident.client_addr, sizeof(m.u.ident.client_addr));
     if (peer_send(p, &m) == 0 && peer_send_queued(p) != 0) {
         peer_close(p, "send_failed");
     }
@@ -281,20 +279,18 @@ static struct peer *peer_loop_partner(const struct peer *p)
 
 static void on_ident(struct peer *p, const struct msg *m)
 {
-    const struct config *c = &p->node->cfg;
-    struct peer *partner = strcmp(m->u.ident.id, c->id) == 0 ? peer_loop_partner(p) : NULL;
-
-    if (partner != NULL) {
-        /* We dialled ourselves, by another name for our address (a seed list):
-         * both ends close now, and that address is not dialled again. */
-        struct peer *out = p->outbound ? p : partner;
-        LOG(LOG_DEBUG, "peer_self", "peer=%s", out->target);
-        gossip_self_dialled(p->node, out->target);
-        peer_close(partner, "self");
-        peer_close(p, "self");
-        return;
-    }
-    if (strcmp(m->u.ident.id, c->id) == 0) {
+    if (strcmp(m->u.ident.id, p->node->cfg.id) == 0) {
+        struct peer *partner = peer_loop_partner(p);
+        if (partner != NULL) {
+            /* We dialled ourselves, by another name for our address (a seed list):
+             * both ends close now, and that address is not dialled again. */
+            struct peer *out = p->outbound ? p : partner;
+            LOG(LOG_DEBUG, "peer_self", "peer=%s", out->target);
+            gossip_self_dialled(p->node, out->target);
+            peer_close(partner, "self");
+            peer_close(p, "self");
+            return;
+        }
         LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s peer_addr=%s", p->addr, m->u.ident.id,
             m->u.ident.peer_addr);
         peer_close(p, "same_id");
