@@ -896,7 +896,7 @@ static void ringkv_members(struct client *c, struct pending *p)
 {
     const struct membership *m = gossip_members(c->node);
     struct buf *out = client_reply(p);
-    uint64_t now = gossip_now_ms();
+    uint64_t now = node_mono_ms();
 
     resp_put_array(out, membership_count(m));
     for (size_t i = 0; i < membership_count(m); i++) {

@@ -62,11 +62,6 @@ struct gossip {
     size_t n_seen, cap_seen;
 };
 
-uint64_t gossip_now_ms(void)
-{
-    return node_mono_ms();
-}
-
 static uint64_t gossip_rand(struct gossip *g)
 {
     g->rng ^= g->rng << 13;
@@ -308,13 +303,13 @@ static int gossip_restore(struct gossip *g, const struct msg_member *self, const
                           size_t len, struct membership **m, char *err, size_t err_len)
 {
     const struct config *c = &g->node->cfg;
-    int rc = membership_create(m, c->ring_seed, self, c->gossip_interval_ms, gossip_now_ms());
+    int rc = membership_create(m, c->ring_seed, self, c->gossip_interval_ms, node_mono_ms());
 
     if (rc != 0) {
         snprintf(err, err_len, "cannot build the member table: %s", rk_strerror(rc));
         return rc;
     }
-    rc = len > 0 ? membership_restore(*m, blob, len, gossip_now_ms()) : 0;
+    rc = len > 0 ? membership_restore(*m, blob, len, node_mono_ms()) : 0;
     if (rc != 0) {
         snprintf(err, err_len,
                  "data: the saved member table is damaged (%s); move the data directory aside to "
@@ -417,7 +412,7 @@ static struct peer *gossip_link(struct gossip *g, const char *id, const char *ad
 {
     struct peer *p = peer_find(g->node, id, addr);
     struct gossip_dial *d;
-    uint64_t now = gossip_now_ms();
+    uint64_t now = node_mono_ms();
     char err[256];
 
     if (p != NULL || g->node->stopping) {
@@ -566,7 +561,7 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
     bool ring_changed = false;
     const struct member *had = membership_find(g->m, e->id);
     bool was_removed = had != NULL && had->e.status == MSG_MEMBER_REMOVED;
-    int rc = membership_merge(g->m, e, gossip_now_ms(), &merged, &ring_changed);
+    int rc = membership_merge(g->m, e, node_mono_ms(), &merged, &ring_changed);
 
     if (rc != 0) {
         LOG(LOG_WARN, "member_refused", "id=%s error=\"%s\"", e->id, rk_strerror(rc));
@@ -638,7 +633,7 @@ int gossip_remove(struct node *n, const char *id, char *err, size_t err_len)
         snprintf(
             err, err_len,
             "'%s' is %s here (phi %.2f): only a member seen down can be removed; stop it first", id,
-            detector_state_name(e->state), detector_phi(&e->det, gossip_now_ms()));
+            detector_state_name(e->state), detector_phi(&e->det, node_mono_ms()));
         return RK_EINVAL;
     }
     before = e->e;
@@ -760,7 +755,7 @@ void gossip_message(struct node *n, struct peer *p, const struct msg *m)
     if (g == NULL) {
         return;
     }
-    membership_heard(g->m, p->remote.id, gossip_now_ms());
+    membership_heard(g->m, p->remote.id, node_mono_ms());
     switch (m->type) {
     case MSG_GOSSIP_SYN:
         on_syn(g, p, m);
@@ -791,7 +786,7 @@ void gossip_peer_identified(struct node *n, struct peer *p)
     if (membership_find(g->m, p->remote.id) == NULL) {
         gossip_send_syn(g, p);
     }
-    membership_heard(g->m, p->remote.id, gossip_now_ms());
+    membership_heard(g->m, p->remote.id, node_mono_ms());
 }
 
 void gossip_peer_closed(struct node *n, struct peer *p)
@@ -828,7 +823,7 @@ static struct gossip_seen *gossip_seen(struct gossip *g, const char *id)
 static void gossip_detect(struct gossip *g)
 {
     static const char *const events[] = {"member_up", "member_suspect", "member_down"};
-    uint64_t now = gossip_now_ms();
+    uint64_t now = node_mono_ms();
 
     membership_detect(g->m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
     for (size_t i = 0; i < membership_count(g->m); i++) {
@@ -857,7 +852,7 @@ static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down)
     struct msg ping = {.type = MSG_PING};
 
     *live = *down = 0;
-    ping.u.ping.sent_ms = gossip_now_ms();
+    ping.u.ping.sent_ms = node_mono_ms();
     for (size_t i = 0; i < membership_count(g->m); i++) {
         const struct member *e = membership_at(g->m, i);
         struct peer *p;

@@ -99,7 +99,4 @@ const struct membership *gossip_members(const struct node *n);
 /* Whether every member that is up reports the ring digest we hold. */
 bool gossip_converged(const struct node *n, size_t *agree, size_t *up);
 
-/* Monotonic milliseconds, the clock of gossip and failure detection. */
-uint64_t gossip_now_ms(void);
-
 #endif
