@@ -21,7 +21,6 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bytes.h"
 #include "error.h"
