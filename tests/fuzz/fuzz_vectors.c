@@ -5,12 +5,12 @@
 #include <stdio.h>
 
 #include "fuzz.h"
-#include "vectors.h"
+#include "vector_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct vectors_result res;
+    struct vector_check_result res;
 
-    (void)vectors_check((const char *)data, size, "fuzz", NULL, &res);
+    (void)vector_check_file((const char *)data, size, "fuzz", NULL, &res);
     return 0;
 }

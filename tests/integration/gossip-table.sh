@@ -3,7 +3,7 @@
 #
 #   - a node restarted reloads the whole table, whatever its size (three
 #     members are more than the first read, GOSSIP_TABLE_READ_FIRST in
-#     src/gossip.c, so it is read again whole);
+#     src/membership/gossip.c, so it is read again whole);
 #   - a damaged table stops the node at start with one line and exit 2,
 #     and leaves the directory as it was: no member table is written over
 #     it, and the node's keys are still there once the table is put back;

@@ -142,7 +142,7 @@ it_expect_eq() {
 # --- clusters (gossip) ---------------------------------------------------
 
 # Rounds at the default gossip-interval, and the bound on seeing a dead
-# member down, from the settings and src/detector.h: a member's heartbeats
+# member down, from the settings and src/membership/detector.h: a member's heartbeats
 # arrive at least every gossip-interval, so phi reaches the down threshold
 # 8 after 8 / log10(e) = 18.4 silent intervals; the detector is evaluated
 # once a round (+1) and the last heartbeat may have just arrived (+1):

@@ -1,5 +1,5 @@
 /*
- * check_cli_view.c - unit tests of the cluster views (src/cli_view.c):
+ * check_cli_view.c - unit tests of the cluster views (src/cli/cli_view.c):
  * reply trees built here, as a node would send them in RESP3 (maps,
  * booleans, doubles) and in RESP2 (flat arrays of pairs, integers 0 and 1,
  * decimal text), read into the view structs and printed as tables, JSON

@@ -1,6 +1,6 @@
 /*
  * check_detector.c - unit tests of the phi accrual failure detector
- * (src/detector.c).
+ * (src/membership/detector.c).
  *
  * Time is a fake monotonic clock: plain millisecond numbers passed in, so
  * every expectation is exact arithmetic on the formula of detector.h, and

@@ -1,5 +1,5 @@
 /*
- * check_log.c - unit tests of the logger (src/log.c): the line format,
+ * check_log.c - unit tests of the logger (src/base/log.c): the line format,
  * level filtering before the arguments are evaluated, whole lines from
  * concurrent threads, and log_quote()'s quoting rules.
  *

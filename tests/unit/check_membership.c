@@ -1,5 +1,5 @@
 /*
- * check_membership.c - unit tests of the member table (src/membership.c).
+ * check_membership.c - unit tests of the member table (src/membership/membership.c).
  *
  * Pure: no sockets, no event loop, no real clock.  Time is a fake
  * monotonic clock (plain millisecond numbers); gossip rounds are

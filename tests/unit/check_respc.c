@@ -1,5 +1,5 @@
 /*
- * check_respc.c - unit tests of the CLI's RESP client (src/respc.c).
+ * check_respc.c - unit tests of the CLI's RESP client (src/cli/respc.c).
  *
  * The display tests parse fixed RESP bytes and compare the human format
  * with what redis-cli 7.0 prints for the same bytes (checked by hand

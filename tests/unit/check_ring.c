@@ -1,5 +1,5 @@
 /*
- * check_ring.c - unit tests of the placement module (src/ring.c).
+ * check_ring.c - unit tests of the placement module (src/placement/ring.c).
  *
  * Random rings come from a xorshift generator whose seed is printed, so a
  * failure can be replayed with RINGKV_TEST_SEED=<seed>.

@@ -1,5 +1,5 @@
 /*
- * check_sim.c - unit tests of the placement simulator (src/sim.c).
+ * check_sim.c - unit tests of the placement simulator (src/placement/sim.c).
  *
  * The tests assert properties the figures must have, derived independently
  * of the code that computes them: exact identities of the ring (a join moves
@@ -480,7 +480,7 @@ static Suite *sim_suite(void)
     } cases[] = {
         {"jump_golden", test_jump_golden},
         {"jump_monotone", test_jump_monotone},
-        {"config_check", test_config_check},
+        {"settings_check", test_config_check},
         {"compute_errors", test_compute_errors},
         {"seed_derive", test_seed_derive},
         {"members_round_robin", test_members_round_robin},

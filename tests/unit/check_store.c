@@ -51,7 +51,7 @@ static uint64_t fake_wall(void *ctx)
     return fake_now_ms;
 }
 
-static void config_for(struct store_config *c, const char *sub, const char *node)
+static void settings_for(struct store_config *c, const char *sub, const char *node)
 {
     static char path[512];
     store_config_defaults(c);
@@ -69,7 +69,7 @@ static struct store *open_store(const char *sub, const char *node)
     struct store_config c;
     struct store *s;
     char err[256];
-    config_for(&c, sub, node);
+    settings_for(&c, sub, node);
     ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
     return s;
 }
@@ -196,7 +196,7 @@ static int open_err(const char *sub, const char *node, const uint8_t *cluster, s
     struct store_config c;
     struct store *s;
     int rc;
-    config_for(&c, sub, node);
+    settings_for(&c, sub, node);
     c.cluster_id = cluster;
     c.cluster_id_len = clen;
     if (seed != NULL) {
@@ -266,12 +266,12 @@ START_TEST(test_bad_config)
     struct store_config c;
     struct store *s;
     char err[256];
-    config_for(&c, "d", "bad id");
+    settings_for(&c, "d", "bad id");
     ck_assert_int_eq(store_open(&s, &c, err, sizeof(err)), RK_EINVAL);
-    config_for(&c, "d", "n1");
+    settings_for(&c, "d", "n1");
     c.cluster_id_len = 0;
     ck_assert_int_eq(store_open(&s, &c, err, sizeof(err)), RK_EINVAL);
-    config_for(&c, "d", "n1");
+    settings_for(&c, "d", "n1");
     c.map_max = c.map_initial - 1;
     ck_assert_int_eq(store_open(&s, &c, err, sizeof(err)), RK_EINVAL);
 }
@@ -388,7 +388,7 @@ START_TEST(test_lww_mode)
     struct record r;
     char err[256];
 
-    config_for(&cfg, "d", "n1");
+    settings_for(&cfg, "d", "n1");
     cfg.conflicts = RECORD_LWW;
     ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
     sibling_init(&late);
@@ -420,7 +420,7 @@ START_TEST(test_sibling_cap)
     struct record r;
     char err[256], node[8];
 
-    config_for(&cfg, "d", "n1");
+    settings_for(&cfg, "d", "n1");
     cfg.max_siblings = 3;
     ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
     sibling_init(&v);
@@ -929,7 +929,7 @@ START_TEST(test_map_full)
     size_t deleted;
     char err[256];
 
-    config_for(&cfg, "d", "n1");
+    settings_for(&cfg, "d", "n1");
     cfg.map_initial = 1024 * 1024;
     cfg.map_max = 4 * 1024 * 1024;
     ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
@@ -999,7 +999,7 @@ START_TEST(test_tmpfs_full)
     ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
     ck_assert_int_eq(mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
     ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), 0);
-    config_for(&cfg, "tmpfs/d", "n1");
+    settings_for(&cfg, "tmpfs/d", "n1");
     cfg.map_initial = 1024 * 1024;
     ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
     /* Fill the file system beside the store, then fill the store. */

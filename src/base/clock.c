@@ -1,0 +1,24 @@
+/*
+ * clock.c - the one monotonic clock (clock.h).
+ */
+#include "clock.h"
+
+#include <time.h>
+
+uint64_t clock_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t clock_mono_us(void)
+{
+    return clock_mono_ns() / 1000u;
+}
+
+uint64_t clock_mono_ms(void)
+{
+    return clock_mono_ns() / 1000000u;
+}

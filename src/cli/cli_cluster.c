@@ -1,0 +1,383 @@
+/*
+ * cli_cluster.c - `ringkv status`, `ringkv members` and `ringkv ring`: the
+ * cluster as one node sees it, asked of that node's client port with
+ * RINGKV STATUS, RINGKV MEMBERS and RINGKV RING [RF], and shown by
+ * cli_view.c; and `ringkv remove ID` (RINGKV REMOVE), which asks that
+ * node to remove a member it sees down.
+ *
+ * status is also what scripts and the testbed wait on.  Its exit code
+ * says whether the cluster is healthy: 0 when the ring has converged
+ * (every member that is up reports the digest this node holds) and every
+ * member still in the ring's story (not left, not removed) is up, 3 when
+ * not, 1 when the node cannot be reached or answers something else.
+ *
+ * With --wait converged it asks again every STATUS_POLL_MS until the ring
+ * has converged (exit 0) or the timeout has passed (exit 3 with the last
+ * status printed, or 1 if the node never answered).  The timeout is the
+ * verb's one time limit, -t as everywhere: without --wait it bounds the
+ * one request, with it the whole wait.  Each poll opens its own
+ * connection under what is left of that limit, so a node that restarts
+ * during the wait is simply asked again, and errors before the deadline
+ * are not reported: a node that is still starting is what one waits for.
+ */
+#include "cli_cluster.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cli_data.h"
+#include "cli_view.h"
+#include "clock.h"
+#include "dial.h"
+#include "error.h"
+
+#define CONN_OPTS "[-H HOST[:PORT]] [-t SECONDS]"
+#define STATUS_USAGE "ringkv status " CONN_OPTS " [--json] [--wait converged]"
+#define MEMBERS_USAGE "ringkv members " CONN_OPTS " [--json]"
+#define RING_USAGE "ringkv ring " CONN_OPTS " [--rf N] [--json | --dot]"
+#define REMOVE_USAGE "ringkv remove " CONN_OPTS " [--json] ID"
+
+/* Time between two polls of --wait: ten a second, as the CLI's contract promises. */
+#define STATUS_POLL_MS 100
+/* The shortest time limit a poll is given, so the last one can still connect. */
+#define STATUS_POLL_MIN_MS 50
+
+enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT };
+
+/* The options beyond -H, -t and --json that a verb takes; TAKES_ID: one operand, a member id. */
+enum { TAKES_WAIT = 1, TAKES_RF = 2, TAKES_DOT = 4, TAKES_ID = 8 };
+
+struct cluster_opts {
+    struct respc_opts conn;
+    bool json, dot, wait;
+    long rf;        /* 0: the node's own */
+    const char *id; /* TAKES_ID */
+};
+
+/* Options of the verb; flags says which of --wait, --rf and --dot it takes. */
+static int cluster_parse(int argc, char **argv, const char *usage, unsigned flags,
+                         struct cluster_opts *o)
+{
+    static const struct option opts[] = {{"host", required_argument, NULL, 'H'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, OPT_JSON},
+                                         {"wait", required_argument, NULL, OPT_WAIT},
+                                         {"rf", required_argument, NULL, OPT_RF},
+                                         {"dot", no_argument, NULL, OPT_DOT},
+                                         {0, 0, 0, 0}};
+    const char *addr = NULL, *timeout = NULL;
+    int c;
+
+    memset(o, 0, sizeof(*o));
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":H:t:", opts, NULL)) != -1) {
+        if (c == 'H' || c == 't') {
+            *(c == 'H' ? &addr : &timeout) = optarg;
+        } else if (c == OPT_JSON) {
+            o->json = true;
+        } else if (c == OPT_WAIT && (flags & TAKES_WAIT)) {
+            if (strcmp(optarg, "converged") != 0) {
+                return cli_usage(usage, "--wait takes 'converged', not '%.64s'", optarg);
+            }
+            o->wait = true;
+        } else if (c == OPT_RF && (flags & TAKES_RF)) {
+            if (!cli_parse_long("--rf", optarg, 1, RING_RF_MAX, &o->rf)) {
+                return CLI_USAGE;
+            }
+        } else if (c == OPT_DOT && (flags & TAKES_DOT)) {
+            o->dot = true;
+        } else if (c == ':') {
+            return cli_usage(usage, "option '%s' needs a value", argv[optind - 1]);
+        } else {
+            return cli_usage(usage, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if ((flags & TAKES_ID) && optind == argc) {
+        return cli_usage(usage, "which member? give its id");
+    }
+    if ((flags & TAKES_ID) && optind < argc) {
+        o->id = argv[optind++];
+    }
+    if (optind != argc) {
+        return cli_usage(usage, "unexpected argument '%s'", argv[optind]);
+    }
+    if (o->json && o->dot) {
+        return cli_usage(usage, "--json and --dot are two forms of the output: choose one");
+    }
+    return cli_data_conn_set(&o->conn, addr, timeout, usage);
+}
+
+/* Report a reply that cli_view.c could not read; returns CLI_ERROR. */
+static int cluster_bad_reply(const char *command, const char *why)
+{
+    return cli_error("unexpected reply to %s: %s", command, why);
+}
+
+/* Print json, or report that it could not be built; returns the exit code. */
+static int cluster_json_print(json_t *j)
+{
+    return j != NULL ? cli_json_print(j) : cli_error("cannot build the JSON output");
+}
+
+/* --- status ---------------------------------------------------------------------- */
+
+/*
+ * One RINGKV STATUS under o's limits, read into s.  Returns 0 with *reply
+ * (which s points into; the caller frees both); RK_EIO when the node
+ * could not be asked (why in err), RK_ESYNTAX when it answered with an
+ * error or a reply that is not a status (why in err).
+ */
+static int status_fetch(const struct respc_opts *o, struct resp_reply **reply,
+                        struct view_status *s, char *err, size_t err_len)
+{
+    static const char *const cmd[] = {"RINGKV", "STATUS"};
+    struct respc *c;
+    int rc;
+
+    *reply = NULL;
+    rc = respc_connect(&c, o, err, err_len);
+    if (rc == 0) {
+        rc = respc_call(c, 2, cmd, NULL, reply, err, err_len);
+        respc_close(c);
+    }
+    if (rc != 0) {
+        return RK_EIO;
+    }
+    if ((*reply)->type == RESP_T_ERROR) {
+        snprintf(err, err_len, "%s", (const char *)(*reply)->str);
+        rc = RK_ESYNTAX;
+    } else {
+        char why[400];
+        rc = view_status_parse(s, *reply, why, sizeof(why));
+        if (rc != 0) {
+            snprintf(err, err_len, "unexpected reply to RINGKV STATUS: %s", why);
+            rc = RK_ESYNTAX;
+        }
+    }
+    if (rc != 0) {
+        resp_reply_free(*reply);
+        *reply = NULL;
+    }
+    return rc;
+}
+
+static int status_print(const struct cluster_opts *o, const struct view_status *s)
+{
+    if (o->json) {
+        return cluster_json_print(view_status_json(s));
+    }
+    if (view_status_table(stdout, s) != 0) {
+        return cli_error("out of memory");
+    }
+    return CLI_OK;
+}
+
+static void status_sleep(uint64_t deadline_us)
+{
+    uint64_t now = clock_mono_us();
+    uint64_t us = (uint64_t)STATUS_POLL_MS * 1000;
+    struct timespec ts;
+
+    if (now + us > deadline_us) {
+        us = deadline_us > now ? deadline_us - now : 0;
+    }
+    ts.tv_sec = (time_t)(us / 1000000);
+    ts.tv_nsec = (long)(us % 1000000) * 1000;
+    nanosleep(&ts, NULL);
+}
+
+/*
+ * Poll until converged or past the deadline.  On return *reply and s
+ * hold the last status read (none: *reply NULL, err says why).  A reply
+ * that is an error or not a status ends the wait at once: asking again
+ * would not change it.
+ */
+static int status_poll(const struct cluster_opts *o, struct resp_reply **reply,
+                       struct view_status *s, char *err, size_t err_len)
+{
+    uint64_t deadline = dial_deadline(o->conn.timeout_ms);
+    struct respc_opts conn = o->conn;
+    struct view_status next;
+    struct resp_reply *r;
+    int rc;
+
+    for (;;) {
+        uint64_t now = clock_mono_us();
+        uint64_t left_ms = deadline > now ? (deadline - now) / 1000 : 0;
+        conn.timeout_ms = (uint32_t)(left_ms > STATUS_POLL_MIN_MS ? left_ms : STATUS_POLL_MIN_MS);
+        rc = status_fetch(&conn, &r, &next, err, err_len);
+        if (rc == RK_ESYNTAX) {
+            return rc;
+        }
+        if (rc == 0) {
+            view_status_free(s);
+            resp_reply_free(*reply);
+            *reply = r;
+            *s = next;
+            if (s->converged) {
+                return 0;
+            }
+        }
+        if (clock_mono_us() >= deadline) {
+            return *reply != NULL ? 0 : RK_EIO;
+        }
+        status_sleep(deadline);
+    }
+}
+
+static int status_wait(const struct cluster_opts *o)
+{
+    struct resp_reply *reply = NULL;
+    struct view_status s;
+    char err[600];
+    int rc;
+
+    memset(&s, 0, sizeof(s));
+    if (status_poll(o, &reply, &s, err, sizeof(err)) != 0) {
+        rc = cli_error("%s", err);
+    } else {
+        rc = status_print(o, &s);
+    }
+    if (rc == CLI_OK && !s.converged) {
+        cli_error("the ring has not converged within %.1f s: %lld of %lld up members agree",
+                  (double)o->conn.timeout_ms / 1000.0, (long long)s.agree, (long long)s.up_count);
+        rc = CLI_UNHEALTHY;
+    }
+    view_status_free(&s);
+    resp_reply_free(reply);
+    return rc;
+}
+
+int cli_cluster_status(int argc, char **argv)
+{
+    struct cluster_opts o;
+    struct resp_reply *reply;
+    struct view_status s;
+    char err[600];
+    int rc = cluster_parse(argc, argv, STATUS_USAGE, TAKES_WAIT, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (o.wait) {
+        return status_wait(&o);
+    }
+    if (status_fetch(&o.conn, &reply, &s, err, sizeof(err)) != 0) {
+        return cli_error("%s", err);
+    }
+    rc = status_print(&o, &s);
+    if (rc == CLI_OK && !view_status_healthy(&s)) {
+        rc = CLI_UNHEALTHY;
+    }
+    view_status_free(&s);
+    resp_reply_free(reply);
+    return rc;
+}
+
+/* --- members --------------------------------------------------------------------- */
+
+int cli_cluster_members(int argc, char **argv)
+{
+    static const char *const cmd[] = {"RINGKV", "MEMBERS"};
+    struct cluster_opts o;
+    struct resp_reply *reply = NULL;
+    struct view_members v;
+    char why[400];
+    int rc = cluster_parse(argc, argv, MEMBERS_USAGE, 0, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = cli_data_request(&o.conn, 2, cmd, NULL, &reply);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (view_members_parse(&v, reply, why, sizeof(why)) != 0) {
+        rc = cluster_bad_reply("RINGKV MEMBERS", why);
+    } else if (o.json) {
+        rc = cluster_json_print(view_members_json(&v));
+    } else if (view_members_table(stdout, &v) != 0) {
+        rc = cli_error("out of memory");
+    }
+    view_members_free(&v);
+    resp_reply_free(reply);
+    return rc;
+}
+
+/* --- ring ------------------------------------------------------------------------ */
+
+static int ring_print(const struct cluster_opts *o, const struct view_ring *v)
+{
+    int rc = 0;
+
+    if (o->json) {
+        return cluster_json_print(view_ring_json(v));
+    }
+    if (o->dot) {
+        rc = view_ring_dot(stdout, v);
+    } else {
+        rc = view_ring_table(stdout, v);
+    }
+    return rc == 0 ? CLI_OK : cli_error("out of memory");
+}
+
+int cli_cluster_ring(int argc, char **argv)
+{
+    struct cluster_opts o;
+    struct resp_reply *reply = NULL;
+    struct view_ring v;
+    char rf[24], why[400];
+    const char *cmd[] = {"RINGKV", "RING", rf};
+    int rc = cluster_parse(argc, argv, RING_USAGE, TAKES_RF | TAKES_DOT, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    snprintf(rf, sizeof(rf), "%ld", o.rf);
+    rc = cli_data_request(&o.conn, o.rf > 0 ? 3 : 2, cmd, NULL, &reply);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (view_ring_parse(&v, reply, why, sizeof(why)) != 0) {
+        rc = cluster_bad_reply("RINGKV RING", why);
+    } else {
+        rc = ring_print(&o, &v);
+    }
+    view_ring_free(&v);
+    resp_reply_free(reply);
+    return rc;
+}
+
+/* --- remove ---------------------------------------------------------------------- */
+
+int cli_cluster_remove(int argc, char **argv)
+{
+    struct cluster_opts o;
+    struct resp_reply *reply = NULL;
+    const char *cmd[3] = {"RINGKV", "REMOVE", NULL};
+    int rc = cluster_parse(argc, argv, REMOVE_USAGE, TAKES_ID, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    cmd[2] = o.id;
+    rc = cli_data_request(&o.conn, 3, cmd, NULL, &reply);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (reply->type != RESP_T_SIMPLE) {
+        rc = cluster_bad_reply("RINGKV REMOVE", "not a status line");
+    } else if (o.json) {
+        json_t *j = json_pack("{s:s, s:b}", "id", o.id, "removed", 1);
+        rc = cluster_json_print(j);
+    } else {
+        printf("removed %s: the removal spreads by gossip; `ringkv status` shows it\n", o.id);
+    }
+    resp_reply_free(reply);
+    return rc;
+}

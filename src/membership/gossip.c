@@ -1,0 +1,1026 @@
+/*
+ * gossip.c - membership over the network (gossip.h).
+ *
+ * What the data directory keeps (store meta table, storage/store.c):
+ *   generation   u64 big-endian: the last generation this node ran with
+ *   instance     16 random bytes, made when the directory is first used
+ *   membership   the member table, msg_members_encode() form
+ *   ring_epoch   u64 big-endian, ring_digest u64 big-endian: for people
+ *                and tools reading a stopped node's directory
+ * The table is saved whenever the ring changes and at shutdown; a node
+ * that restarts rebuilds its ring from it before it hears from anyone.
+ *
+ * Connections.  A node keeps one connection to each member it tracks
+ * (either side may have opened it): gossip exchanges and pings ride on
+ * it.  A member that is down is reconnected to at most every
+ * GOSSIP_RECONNECT_DOWN_MS, so a dead node costs a refused connection a
+ * second, not one a round.
+ */
+#include "gossip.h"
+
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "clock.h"
+#include "error.h"
+#include "log.h"
+#include "membership.h"
+#include "server.h"
+#include "peer.h"
+
+/* A down member is reconnected to at most this often. */
+#define GOSSIP_RECONNECT_DOWN_MS 1000
+/* The first read of the saved table: a guess; a larger table is read again at its size. */
+#define GOSSIP_TABLE_READ_FIRST 128
+
+struct gossip {
+    struct server *node;
+    struct membership *m;
+    ev_timer round_w;
+    uint64_t rng;
+    uint64_t ping_seq;
+    bool exchanged;    /* completed a gossip exchange since start */
+    bool dirty;        /* the table changed in a way worth saving */
+    bool saving;       /* a save is in flight */
+    bool removed;      /* an operator removed this node: stop at the next round */
+    bool syn_complete; /* our last SYN listed every member we hold */
+    uint8_t instance[16];
+    char self_addr[MSG_ADDR_MAX];     /* our peer address, as members and seeds name it */
+    char conflict_addr[MSG_ADDR_MAX]; /* the last address logged as claiming our id */
+    struct gossip_dial {
+        char addr[MSG_ADDR_MAX];
+        uint64_t next_ms;
+    } * dials;
+    size_t n_dials, cap_dials;
+    /* the detector state last logged for each member, to log changes once */
+    struct gossip_seen {
+        char id[RING_NAME_MAX + 1];
+        enum detector_state state;
+    } * seen;
+    size_t n_seen, cap_seen;
+};
+
+static uint64_t gossip_rand(struct gossip *g)
+{
+    g->rng ^= g->rng << 13;
+    g->rng ^= g->rng >> 7;
+    g->rng ^= g->rng << 17;
+    return g->rng;
+}
+
+/* --- the data directory ---------------------------------------------------- */
+
+static int meta_get_u64(struct store *s, const char *name, uint64_t *v)
+{
+    uint8_t b[8];
+    size_t len;
+    int rc = store_table_get(s, STORE_TABLE_META, name, strlen(name), b, sizeof(b), &len);
+
+    if (rc == 0 && len == 8) {
+        *v = bytes_get_be64(b);
+    }
+    return rc == 0 && len != 8 ? RK_ESYNTAX : rc;
+}
+
+/* Write one meta value and wait for it (startup and shutdown only). */
+static int meta_put_sync(struct store *s, const char *name, const void *v, size_t len)
+{
+    struct store_op op;
+    int rc;
+
+    store_op_init(&op, STORE_OP_TABLE_PUT);
+    op.table = STORE_TABLE_META;
+    op.key = (const uint8_t *)name;
+    op.key_len = strlen(name);
+    op.value = v;
+    op.value_len = len;
+    rc = store_submit(s, &op);
+    return rc ? rc : store_wait(s, &op);
+}
+
+/* One meta write in flight during the run; freed by its completion. */
+struct gossip_save {
+    struct store_op op;
+    struct gossip *g; /* NULL when the gossip it belonged to is gone */
+    uint8_t value[];
+};
+
+static void gossip_saved(struct store_op *op, void *ctx)
+{
+    struct gossip_save *sv = ctx;
+
+    if (op->result != 0) {
+        LOG(LOG_WARN, "membership_save_failed", "error=\"%s\"", rk_strerror(op->result));
+    }
+    free(sv);
+}
+
+static int gossip_save_async(struct gossip *g, const char *name, const void *v, size_t len)
+{
+    struct gossip_save *sv = malloc(sizeof(*sv) + len);
+    int rc;
+
+    if (sv == NULL) {
+        return RK_ENOMEM;
+    }
+    memcpy(sv->value, v, len);
+    sv->g = g;
+    store_op_init(&sv->op, STORE_OP_TABLE_PUT);
+    sv->op.table = STORE_TABLE_META;
+    sv->op.key = (const uint8_t *)name;
+    sv->op.key_len = strlen(name);
+    sv->op.value = sv->value;
+    sv->op.value_len = len;
+    sv->op.done = gossip_saved;
+    sv->op.ctx = sv;
+    rc = store_submit(g->node->store, &sv->op);
+    if (rc != 0) {
+        free(sv);
+    }
+    return rc;
+}
+
+/*
+ * Save the member table, epoch and digest: synchronously (shutdown, an
+ * operator's removal), else in the background.  The table stays dirty,
+ * to be saved again next round, unless every write was handed over (in
+ * the background) or done (synchronously).  The table goes last: it is
+ * all a restart reads (epoch and digest are there to be inspected), so a
+ * failed save never leaves on disk a table the caller was told is not
+ * there (a removal refused on a full store).  A background write that
+ * fails later is logged (membership_save_failed); the next change saves
+ * the whole table again.
+ */
+static int gossip_save(struct gossip *g, bool sync)
+{
+    struct store *s = g->node->store;
+    uint8_t epoch[8], digest[8];
+    struct buf b;
+    int rc;
+
+    buf_init(&b, 0);
+    rc = membership_encode(g->m, &b);
+    bytes_put_be64(epoch, membership_epoch(g->m));
+    bytes_put_be64(digest, membership_digest(g->m));
+    if (sync) {
+        rc = rc ? rc : meta_put_sync(s, "ring_epoch", epoch, 8);
+        rc = rc ? rc : meta_put_sync(s, "ring_digest", digest, 8);
+        rc = rc ? rc : meta_put_sync(s, "membership", buf_data(&b), b.len);
+    } else {
+        rc = rc ? rc : gossip_save_async(g, "ring_epoch", epoch, 8);
+        rc = rc ? rc : gossip_save_async(g, "ring_digest", digest, 8);
+        rc = rc ? rc : gossip_save_async(g, "membership", buf_data(&b), b.len);
+    }
+    buf_free(&b);
+    if (rc != 0) {
+        LOG(LOG_WARN, "membership_save_failed", "error=\"%s\"", rk_strerror(rc));
+    }
+    g->dirty = rc != 0;
+    return rc;
+}
+
+/* --- creating ---------------------------------------------------------------- */
+
+/* Our generation (one more than the last run's) and instance id, saved before use. */
+static int gossip_identity(struct gossip *g, uint64_t *generation, char *err, size_t err_len)
+{
+    struct store *s = g->node->store;
+    uint8_t gen[8];
+    size_t len;
+    int rc;
+
+    *generation = 0;
+    rc = meta_get_u64(s, "generation", generation);
+    if (rc != 0 && rc != RK_ENOTFOUND) {
+        snprintf(err, err_len, "data: cannot read the generation: %s", rk_strerror(rc));
+        return rc;
+    }
+    if (*generation == UINT64_MAX) {
+        snprintf(err, err_len,
+                 "data: the generation counter is at its end; start this node afresh");
+        return RK_ERANGE;
+    }
+    (*generation)++;
+    bytes_put_be64(gen, *generation);
+    rc =
+        store_table_get(s, STORE_TABLE_META, "instance", 8, g->instance, sizeof(g->instance), &len);
+    if (rc == RK_ENOTFOUND) {
+        randombytes_buf(g->instance, sizeof(g->instance));
+        rc = meta_put_sync(s, "instance", g->instance, sizeof(g->instance));
+    }
+    rc = rc ? rc : meta_put_sync(s, "generation", gen, sizeof(gen));
+    if (rc != 0) {
+        snprintf(err, err_len, "data: cannot record the generation: %s", rk_strerror(rc));
+    }
+    return rc;
+}
+
+/* Our entry from the settings; status and ring_version from the saved table when there is one. */
+static void gossip_self_entry(struct gossip *g, uint64_t generation, const struct msg_member *saved,
+                              struct msg_member *e)
+{
+    const struct settings *c = &g->node->cfg;
+
+    memset(e, 0, sizeof(*e));
+    snprintf(e->id, sizeof(e->id), "%s", c->id);
+    snprintf(e->rack, sizeof(e->rack), "%s", c->rack);
+    e->tokens = c->tokens;
+    settings_addr_text(&c->listen, e->peer_addr, sizeof(e->peer_addr));
+    settings_addr_text(&c->client, e->client_addr, sizeof(e->client_addr));
+    e->generation = generation;
+    e->version = 1;
+    memcpy(e->instance, g->instance, sizeof(e->instance));
+    if (saved != NULL && membership_in_ring(saved->status)) {
+        e->status = saved->status;
+    } else {
+        e->status = c->n_seeds > 0 ? MSG_MEMBER_JOINING : MSG_MEMBER_NORMAL;
+    }
+    /* ring_version never goes back (the epoch is a sum of them), and a new
+     * life counts above a removal of the last one (membership.h) */
+    e->ring_version = 1;
+    if (saved != NULL) {
+        e->ring_version = saved->ring_version < UINT64_MAX - MEMBERSHIP_REMOVE_RING_BUMP - 1
+                              ? saved->ring_version + MEMBERSHIP_REMOVE_RING_BUMP + 1
+                              : UINT64_MAX;
+    }
+}
+
+/* Our own entry in the saved table, if any. */
+static bool gossip_saved_self(const uint8_t *p, size_t len, const char *id, struct msg_member *out)
+{
+    struct msg_member *all = NULL;
+    size_t n = 0;
+    bool found = false;
+
+    if (msg_members_decode(p, len, MEMBERSHIP_MAX, &all, &n) == 0) {
+        for (size_t i = 0; i < n && !found; i++) {
+            found = strcmp(all[i].id, id) == 0;
+            *out = all[i];
+        }
+    }
+    free(all);
+    return found;
+}
+
+/*
+ * The saved member table, whole (it may be larger than a frame): *blob
+ * NULL and *len 0 when there is none.  Any other failure is an error: a
+ * node that started without the table it saved would go back on its
+ * ring_version, and overwrite the table at its next save.
+ */
+static int gossip_read_table(struct store *s, uint8_t **blob, size_t *len)
+{
+    size_t cap = GOSSIP_TABLE_READ_FIRST;
+    int rc;
+
+    *blob = NULL;
+    *len = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        uint8_t *b = malloc(cap);
+        if (b == NULL) {
+            return RK_ENOMEM;
+        }
+        rc = store_table_get(s, STORE_TABLE_META, "membership", 10, b, cap, len);
+        if (rc == 0) {
+            *blob = b;
+            return 0;
+        }
+        free(b);
+        if (rc != RK_ETOOBIG) {
+            *len = 0;
+            return rc == RK_ENOTFOUND ? 0 : rc;
+        }
+        cap = *len; /* grown between the two reads: try again at the new size */
+    }
+    *len = 0;
+    return RK_ETOOBIG;
+}
+
+/* The table restored, with self our entry: into a scratch table when *m is NULL on entry. */
+static int gossip_restore(struct gossip *g, const struct msg_member *self, const uint8_t *blob,
+                          size_t len, struct membership **m, char *err, size_t err_len)
+{
+    const struct settings *c = &g->node->cfg;
+    int rc = membership_create(m, c->ring_seed, self, c->gossip_interval_ms, clock_mono_ms());
+
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot build the member table: %s", rk_strerror(rc));
+        return rc;
+    }
+    rc = len > 0 ? membership_restore(*m, blob, len, clock_mono_ms()) : 0;
+    if (rc != 0) {
+        snprintf(err, err_len,
+                 "data: the saved member table is damaged (%s); move the data directory aside to "
+                 "start this node afresh",
+                 rk_strerror(rc));
+    }
+    return rc;
+}
+
+/*
+ * The saved table, read and tried in a scratch table before anything is
+ * written (a refused start leaves the directory as it was), then our
+ * identity, then the table for real.
+ */
+static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t err_len)
+{
+    struct server *n = g->node;
+    struct msg_member self, saved;
+    struct membership *scratch = NULL;
+    uint8_t *blob;
+    size_t len;
+    bool have;
+    int rc = gossip_read_table(n->store, &blob, &len);
+
+    if (rc != 0) {
+        snprintf(err, err_len, "data: cannot read the saved member table: %s", rk_strerror(rc));
+        return rc;
+    }
+    have = len > 0 && gossip_saved_self(blob, len, n->cfg.id, &saved);
+    gossip_self_entry(g, 1, have ? &saved : NULL, &self);
+    rc = gossip_restore(g, &self, blob, len, &scratch, err, err_len);
+    if (scratch != NULL) {
+        membership_destroy(scratch);
+    }
+    rc = rc ? rc : gossip_identity(g, generation, err, err_len);
+    if (rc == 0) {
+        gossip_self_entry(g, *generation, have ? &saved : NULL, &self);
+        rc = gossip_restore(g, &self, blob, len, &g->m, err, err_len);
+    }
+    free(blob);
+    return rc;
+}
+
+int gossip_create(struct server *n, char *err, size_t err_len)
+{
+    struct gossip *g = calloc(1, sizeof(*g));
+    uint64_t generation;
+    int rc;
+
+    if (g == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    g->node = n;
+    settings_addr_text(&n->cfg.listen, g->self_addr, sizeof(g->self_addr));
+    randombytes_buf(&g->rng, sizeof(g->rng));
+    g->rng |= 1;
+    n->gossip = g;
+    rc = gossip_load(g, &generation, err, err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    n->ring = membership_ring(g->m);
+    LOG(LOG_INFO, "membership_loaded", "generation=%llu members=%zu epoch=%llu digest=%016llx",
+        (unsigned long long)generation, membership_count(g->m),
+        (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m));
+    return 0;
+}
+
+/* --- sending ------------------------------------------------------------------ */
+
+/* The dial record of addr (throttling reconnects), created on first use. */
+static struct gossip_dial *gossip_dial(struct gossip *g, const char *addr)
+{
+    for (size_t i = 0; i < g->n_dials; i++) {
+        if (strcmp(g->dials[i].addr, addr) == 0) {
+            return &g->dials[i];
+        }
+    }
+    if (g->n_dials == g->cap_dials) {
+        size_t cap = g->cap_dials ? 2 * g->cap_dials : 16;
+        struct gossip_dial *d = realloc(g->dials, cap * sizeof(*d));
+        if (d == NULL) {
+            return NULL;
+        }
+        g->dials = d;
+        g->cap_dials = cap;
+    }
+    memset(&g->dials[g->n_dials], 0, sizeof(g->dials[0]));
+    snprintf(g->dials[g->n_dials].addr, MSG_ADDR_MAX, "%s", addr);
+    return &g->dials[g->n_dials++];
+}
+
+/*
+ * The connection to member id (or, for a seed, to addr): an existing one,
+ * or a new one unless addr was dialled too recently.  NULL when none.
+ */
+static struct peer *gossip_link(struct gossip *g, const char *id, const char *addr,
+                                uint64_t retry_ms)
+{
+    struct peer *p = peer_find(g->node, id, addr);
+    struct gossip_dial *d;
+    uint64_t now = clock_mono_ms();
+    char err[256];
+
+    if (p != NULL || g->node->stopping) {
+        return p;
+    }
+    /* Never ourselves: a seed list naming us, or a stale member whose address we now hold. */
+    if (strcmp(addr, g->self_addr) == 0) {
+        return NULL;
+    }
+    d = gossip_dial(g, addr);
+    if (d == NULL || now < d->next_ms) {
+        return NULL;
+    }
+    d->next_ms = now + retry_ms;
+    p = peer_connect(g->node, addr, err, sizeof(err));
+    if (p == NULL) {
+        LOG(LOG_DEBUG, "peer_dial_failed", "peer=%s error=\"%s\"", addr, err);
+    }
+    return p;
+}
+
+static void gossip_send_syn(struct gossip *g, struct peer *p)
+{
+    struct msg_digest digests[MSG_GOSSIP_DIGESTS_MAX];
+    struct msg m = {.type = MSG_GOSSIP_SYN};
+
+    m.u.syn.epoch = membership_epoch(g->m);
+    m.u.syn.digest = membership_digest(g->m);
+    m.u.syn.n = membership_digests(g->m, digests, MSG_GOSSIP_DIGESTS_MAX, &m.u.syn.complete);
+    g->syn_complete = m.u.syn.complete;
+    m.u.syn.digests = digests;
+    peer_send(p, &m);
+}
+
+/* --- receiving ------------------------------------------------------------------- */
+
+static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down);
+
+/* Stop this node: another process has our id.  One line on stderr, exit status 2. */
+static void gossip_refuse(struct gossip *g, const char *addr)
+{
+    struct server *n = g->node;
+
+    fprintf(stderr,
+            "ringkvd: node id '%s' is in use by another ringkvd at %s; refusing to run (if that "
+            "node is gone for good, run 'ringkv remove %s' on a live node first)\n",
+            n->cfg.id, addr, n->cfg.id);
+    LOG(LOG_ERROR, "id_in_use", "other=%s", addr);
+    n->exit_code = 2;
+    ev_break(n->loop, EVBREAK_ALL);
+}
+
+void gossip_self_dialled(struct server *n, const char *addr)
+{
+    struct gossip_dial *d = n->gossip != NULL ? gossip_dial(n->gossip, addr) : NULL;
+
+    if (d != NULL) {
+        d->next_ms = UINT64_MAX;
+    }
+}
+
+void gossip_same_id(struct server *n, const char *addr)
+{
+    struct gossip *g = n->gossip;
+
+    if (!g->exchanged) {
+        gossip_refuse(g, addr);
+    }
+}
+
+/* A new life above old, an entry of our id from an earlier one; its generation saved. */
+static void gossip_reincarnate(struct gossip *g, const struct msg_member *old, const char *why)
+{
+    uint64_t was = membership_self(g->m)->e.generation;
+    uint8_t gen[8];
+    int rc = membership_reincarnate(g->m, old);
+
+    if (rc != 0) {
+        LOG(LOG_ERROR, "reincarnate_failed", "seen_generation=%llu error=\"%s\"",
+            (unsigned long long)old->generation, rk_strerror(rc));
+        return;
+    }
+    bytes_put_be64(gen, membership_self(g->m)->e.generation);
+    gossip_save_async(g, "generation", gen, sizeof(gen));
+    g->dirty = true;
+    LOG(LOG_WARN, "reincarnated", "why=%s seen_generation=%llu generation=%llu was=%llu", why,
+        (unsigned long long)old->generation,
+        (unsigned long long)membership_self(g->m)->e.generation, (unsigned long long)was);
+}
+
+/*
+ * An entry of our id newer than ours.  Whose is it?
+ *   - this life's (same instance and generation): a removal written by an
+ *     operator while we were cut off or paused, which we obey by stopping;
+ *     anything else of this life is an old echo, beaten by a version bump;
+ *   - another process's: an entry at another address, still in the
+ *     cluster: an impostor, or we are one (see gossip.h).  Of another
+ *     instance, or of ours: a copy of this data directory running
+ *     elsewhere, or a backup of it restored at a new address while the
+ *     cluster holds a later life.  Taking a generation above it would
+ *     start a war of generations with a live copy, so a node still
+ *     joining refuses to run, and one already in the cluster only logs
+ *     (once per address); the operator removes the one that is wrong;
+ *   - an earlier life of this node: a removal or departure from before a
+ *     restart, or any entry written from this address by a data directory
+ *     since wiped or restored from a backup.  A restart is a new life: we
+ *     take a generation above it, and the cluster takes us back.
+ */
+static void gossip_conflict(struct gossip *g, const struct msg_member *e)
+{
+    const struct member *self = membership_self(g->m);
+    bool same_instance = memcmp(e->instance, g->instance, sizeof(g->instance)) == 0;
+    bool gone = e->status == MSG_MEMBER_REMOVED || e->status == MSG_MEMBER_LEFT;
+
+    if (same_instance && e->generation == self->e.generation) {
+        if (e->status == MSG_MEMBER_REMOVED && !g->removed) {
+            LOG(LOG_ERROR, "removed_from_cluster",
+                "generation=%llu msg=\"another node removed this one (ringkv remove); stopping; "
+                "start it again to rejoin\"",
+                (unsigned long long)e->generation);
+            g->removed = true;
+        } else if (!gone) {
+            membership_assert_self(g->m, e->version);
+        }
+        return;
+    }
+    if (!gone && strcmp(e->peer_addr, self->e.peer_addr) != 0) {
+        if (!g->exchanged) {
+            gossip_refuse(g, e->peer_addr);
+        } else if (strcmp(g->conflict_addr, e->peer_addr) != 0) {
+            snprintf(g->conflict_addr, sizeof(g->conflict_addr), "%s", e->peer_addr);
+            LOG(LOG_WARN, "id_conflict",
+                "other=%s same_data=%s generation=%llu msg=\"another ringkvd claims this id; "
+                "stop the wrong one, then run 'ringkv remove' if needed\"",
+                e->peer_addr, same_instance ? "yes" : "no", (unsigned long long)e->generation);
+        }
+        return;
+    }
+    gossip_reincarnate(g, e, gone ? membership_status_names[e->status] : "earlier_life");
+}
+
+/* One entry of a list (gossip_merge_list): the ring follows at the end of the list. */
+static void gossip_merge(struct gossip *g, const struct msg_member *e)
+{
+    enum membership_merged merged;
+    bool ring_changed = false;
+    const struct member *had = membership_find(g->m, e->id);
+    bool was_removed = had != NULL && had->e.status == MSG_MEMBER_REMOVED;
+    int rc = membership_merge(g->m, e, clock_mono_ms(), &merged, &ring_changed);
+
+    if (rc != 0) {
+        LOG(LOG_WARN, "member_refused", "id=%s error=\"%s\"", e->id, rk_strerror(rc));
+        return;
+    }
+    if (merged == MEMBERSHIP_CONFLICT) {
+        gossip_conflict(g, e);
+    } else if (merged == MEMBERSHIP_RAISED) {
+        g->dirty = true;
+        LOG(LOG_INFO, "epoch_raised", "seen_generation=%llu seen_status=%s epoch=%llu",
+            (unsigned long long)e->generation, membership_status_names[e->status],
+            (unsigned long long)membership_epoch(g->m));
+    } else if (merged == MEMBERSHIP_ADDED) {
+        LOG(LOG_INFO, "member_added", "id=%s rack=%s status=%s peer_addr=%s", e->id, e->rack,
+            membership_status_names[e->status], e->peer_addr);
+    } else if (merged == MEMBERSHIP_UPDATED && e->status == MSG_MEMBER_REMOVED && !was_removed) {
+        LOG(LOG_WARN, "member_removed", "id=%s source=gossip", e->id);
+    } else if (merged == MEMBERSHIP_UPDATED && was_removed && e->status != MSG_MEMBER_REMOVED) {
+        /* A later life: a restart, or one the removal was written too early to see. */
+        LOG(LOG_WARN, "member_back", "id=%s generation=%llu status=%s peer_addr=%s", e->id,
+            (unsigned long long)e->generation, membership_status_names[e->status], e->peer_addr);
+    }
+}
+
+/* The entries of an ACK or ACK2, then the ring rebuilt once if they changed it. */
+static void gossip_merge_list(struct gossip *g, const struct msg_member *list, size_t n)
+{
+    bool ring_changed;
+    int rc;
+
+    membership_defer(g->m);
+    for (size_t i = 0; i < n; i++) {
+        gossip_merge(g, &list[i]);
+    }
+    rc = membership_commit(g->m, &ring_changed);
+    if (rc != 0) {
+        LOG(LOG_WARN, "ring_rebuild_failed", "error=\"%s\" msg=\"retried at the next change\"",
+            rk_strerror(rc));
+    }
+    g->node->ring = membership_ring(g->m); /* the ring in force, whatever happened above */
+    if (ring_changed) {
+        g->dirty = true;
+        LOG(LOG_INFO, "ring_changed", "epoch=%llu digest=%016llx members=%zu",
+            (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m),
+            ring_member_count(g->node->ring));
+    }
+}
+
+int gossip_remove(struct server *n, const char *id, char *err, size_t err_len)
+{
+    struct gossip *g = n->gossip;
+    const struct member *e = membership_find(g->m, id);
+    struct msg_member before;
+    int rc;
+
+    if (e == NULL) {
+        snprintf(err, err_len, "no member '%s' in this node's table", id);
+        return RK_ENOTFOUND;
+    }
+    if (e == membership_self(g->m)) {
+        snprintf(err, err_len, "'%s' is this node: ask another node to remove it", id);
+        return RK_EINVAL;
+    }
+    if (e->e.status == MSG_MEMBER_REMOVED || e->e.status == MSG_MEMBER_LEFT) {
+        snprintf(err, err_len, "'%s' is already %s", id, membership_status_names[e->e.status]);
+        return RK_EINVAL;
+    }
+    if (e->state != DETECTOR_DOWN) {
+        snprintf(
+            err, err_len,
+            "'%s' is %s here (phi %.2f): only a member seen down can be removed; stop it first", id,
+            detector_state_name(e->state), detector_phi(&e->det, clock_mono_ms()));
+        return RK_EINVAL;
+    }
+    before = e->e;
+    rc = membership_remove(g->m, id);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot remove '%s': %s", id, rk_strerror(rc));
+        return rc;
+    }
+    n->ring = membership_ring(g->m);
+    rc = gossip_save(g, true);
+    if (rc != 0) {
+        /* Not saved: not done.  The entry as it was (its ring is the one we had). */
+        int undo = membership_put_back(g->m, &before);
+        n->ring = membership_ring(g->m);
+        snprintf(err, err_len, "cannot save the removal of '%s': %s%s", id, rk_strerror(rc),
+                 undo != 0 ? "; the removal stays in memory and may spread" : "; nothing changed");
+        return rc;
+    }
+    LOG(LOG_WARN, "member_removed", "id=%s source=operator epoch=%llu digest=%016llx members=%zu",
+        id, (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m),
+        ring_member_count(n->ring));
+    return 0;
+}
+
+/*
+ * A completed exchange.  When its list was whole (not cut at the bound:
+ * a larger cluster takes a few rounds to teach a newcomer), a joining node
+ * now knows the cluster and takes its place.
+ */
+static void gossip_exchanged(struct gossip *g, bool whole)
+{
+    size_t live, down;
+    bool first = !g->exchanged;
+
+    g->exchanged = true;
+    if (first) {
+        /* Dial (and ping) every member just learnt of now, not at the next round. */
+        gossip_ping_all(g, &live, &down);
+    }
+    if (whole && membership_self(g->m)->e.status == MSG_MEMBER_JOINING &&
+        membership_set_status(g->m, MSG_MEMBER_NORMAL) == 0) {
+        g->node->ring = membership_ring(g->m);
+        g->dirty = true;
+        LOG(LOG_INFO, "joined", "epoch=%llu digest=%016llx",
+            (unsigned long long)membership_epoch(g->m),
+            (unsigned long long)membership_digest(g->m));
+    }
+}
+
+/*
+ * Whether an ACK of n entries from p leaves us holding the whole table:
+ * it answered a SYN that listed all we hold and was not cut at the bound,
+ * or (a table too large for one SYN) the ring we now hold is the one p
+ * reports in its entry.
+ */
+static bool gossip_whole(struct gossip *g, const struct peer *p, size_t n)
+{
+    const struct member *sender = membership_find(g->m, p->remote.id);
+
+    if (g->syn_complete && n < MSG_GOSSIP_ENTRIES_MAX) {
+        return true;
+    }
+    return sender != NULL && sender != membership_self(g->m) &&
+           sender->e.digest == membership_digest(g->m);
+}
+
+static void on_syn(struct gossip *g, struct peer *p, const struct msg *m)
+{
+    struct msg_member *entries = malloc(MSG_GOSSIP_ENTRIES_MAX * sizeof(*entries));
+    struct msg_digest *requests = malloc(MSG_GOSSIP_DIGESTS_MAX * sizeof(*requests));
+    struct msg ack = {.type = MSG_GOSSIP_ACK};
+
+    if (entries != NULL && requests != NULL) {
+        membership_answer(g->m, m->u.syn.digests, m->u.syn.n, m->u.syn.complete, entries,
+                          MSG_GOSSIP_ENTRIES_MAX, &ack.u.entries.n, requests,
+                          MSG_GOSSIP_DIGESTS_MAX, &ack.u.entries.n_requests);
+        ack.u.entries.entries = entries;
+        ack.u.entries.requests = requests;
+        peer_send(p, &ack);
+    }
+    free(entries);
+    free(requests);
+}
+
+static void on_ack(struct gossip *g, struct peer *p, const struct msg *m)
+{
+    struct msg_member *entries = malloc(MSG_GOSSIP_ENTRIES_MAX * sizeof(*entries));
+    struct msg ack2 = {.type = MSG_GOSSIP_ACK2};
+    size_t k = 0;
+
+    gossip_merge_list(g, m->u.entries.entries, m->u.entries.n);
+    for (size_t i = 0; entries != NULL && i < m->u.entries.n_requests; i++) {
+        const struct member *e = membership_find(g->m, m->u.entries.requests[i].id);
+        if (e != NULL && k < MSG_GOSSIP_ENTRIES_MAX) {
+            entries[k++] = e->e;
+        }
+    }
+    if (entries != NULL && k > 0) {
+        ack2.u.entries.n = k;
+        ack2.u.entries.entries = entries;
+        peer_send(p, &ack2);
+    }
+    free(entries);
+    gossip_exchanged(g, gossip_whole(g, p, m->u.entries.n));
+}
+
+static void on_ack2(struct gossip *g, struct peer *p, const struct msg *m)
+{
+    (void)p;
+    gossip_merge_list(g, m->u.entries.entries, m->u.entries.n);
+    /* It answers the other side's list, which may have left out what we lack. */
+    gossip_exchanged(g, false);
+}
+
+void gossip_message(struct server *n, struct peer *p, const struct msg *m)
+{
+    struct gossip *g = n->gossip;
+
+    if (g == NULL) {
+        return;
+    }
+    membership_heard(g->m, p->remote.id, clock_mono_ms());
+    switch (m->type) {
+    case MSG_GOSSIP_SYN:
+        on_syn(g, p, m);
+        break;
+    case MSG_GOSSIP_ACK:
+        on_ack(g, p, m);
+        break;
+    case MSG_GOSSIP_ACK2:
+        on_ack2(g, p, m);
+        break;
+    default: /* PING and PONG: the arrival above is all they carry */
+        break;
+    }
+}
+
+/*
+ * A member we do not know yet dialled us (a newcomer dials every member
+ * its seed told it of): exchange with it at once, so its entry reaches
+ * every member in one round rather than by rumour, round after round.
+ */
+void gossip_peer_identified(struct server *n, struct peer *p)
+{
+    struct gossip *g = n->gossip;
+
+    if (g == NULL) {
+        return;
+    }
+    if (membership_find(g->m, p->remote.id) == NULL) {
+        gossip_send_syn(g, p);
+    }
+    membership_heard(g->m, p->remote.id, clock_mono_ms());
+}
+
+void gossip_peer_closed(struct server *n, struct peer *p)
+{
+    (void)n;
+    (void)p;
+}
+
+/* --- rounds ------------------------------------------------------------------------- */
+
+/* The state last logged for member id (alive for a member first seen); NULL on no memory. */
+static struct gossip_seen *gossip_seen(struct gossip *g, const char *id)
+{
+    for (size_t i = 0; i < g->n_seen; i++) {
+        if (strcmp(g->seen[i].id, id) == 0) {
+            return &g->seen[i];
+        }
+    }
+    if (g->n_seen == g->cap_seen) {
+        size_t cap = g->cap_seen ? 2 * g->cap_seen : 16;
+        struct gossip_seen *p = realloc(g->seen, cap * sizeof(*p));
+        if (p == NULL) {
+            return NULL;
+        }
+        g->seen = p;
+        g->cap_seen = cap;
+    }
+    snprintf(g->seen[g->n_seen].id, sizeof(g->seen[0].id), "%s", id);
+    g->seen[g->n_seen].state = DETECTOR_ALIVE;
+    return &g->seen[g->n_seen++];
+}
+
+/* Refresh the detectors and log every member whose state changed. */
+static void gossip_detect(struct gossip *g)
+{
+    static const char *const events[] = {"member_up", "member_suspect", "member_down"};
+    uint64_t now = clock_mono_ms();
+
+    membership_detect(g->m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
+    for (size_t i = 0; i < membership_count(g->m); i++) {
+        const struct member *e = membership_at(g->m, i);
+        struct gossip_seen *seen;
+        if (e == membership_self(g->m) || (seen = gossip_seen(g, e->e.id)) == NULL ||
+            seen->state == e->state) {
+            continue;
+        }
+        LOG(e->state == DETECTOR_DOWN ? LOG_WARN : LOG_INFO, events[e->state],
+            "id=%s peer_addr=%s phi=%.2f", e->e.id, e->e.peer_addr, detector_phi(&e->det, now));
+        seen->state = e->state;
+    }
+}
+
+/* Whether a member is one we keep in touch with: not ourselves, not gone. */
+static bool gossip_tracked(const struct gossip *g, const struct member *e)
+{
+    return e != membership_self(g->m) && e->e.status != MSG_MEMBER_LEFT &&
+           e->e.status != MSG_MEMBER_REMOVED;
+}
+
+/* Ping every tracked member (connecting where needed); count the live and the down. */
+static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down)
+{
+    struct msg ping = {.type = MSG_PING};
+
+    *live = *down = 0;
+    ping.u.ping.sent_ms = clock_mono_ms();
+    for (size_t i = 0; i < membership_count(g->m); i++) {
+        const struct member *e = membership_at(g->m, i);
+        struct peer *p;
+        if (!gossip_tracked(g, e)) {
+            continue;
+        }
+        *live += e->state != DETECTOR_DOWN;
+        *down += e->state == DETECTOR_DOWN;
+        p = gossip_link(g, e->e.id, e->e.peer_addr,
+                        e->state == DETECTOR_DOWN ? GOSSIP_RECONNECT_DOWN_MS
+                                                  : g->node->cfg.gossip_interval_ms);
+        if (p != NULL) {
+            ping.u.ping.seq = ++g->ping_seq;
+            peer_send(p, &ping);
+        }
+    }
+}
+
+/* A random tracked member in the wanted state class (live or down); NULL when none. */
+static const struct member *gossip_pick(struct gossip *g, bool want_down, size_t count)
+{
+    size_t k;
+
+    if (count == 0) {
+        return NULL;
+    }
+    k = (size_t)(gossip_rand(g) % count);
+    for (size_t i = 0; i < membership_count(g->m); i++) {
+        const struct member *e = membership_at(g->m, i);
+        if (gossip_tracked(g, e) && (e->state == DETECTOR_DOWN) == want_down && k-- == 0) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static bool gossip_is_seed(const struct gossip *g, const char *addr)
+{
+    const struct settings *c = &g->node->cfg;
+    char text[MSG_ADDR_MAX];
+
+    for (size_t i = 0; i < c->n_seeds; i++) {
+        settings_addr_text(&c->seeds[i], text, sizeof(text));
+        if (strcmp(text, addr) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Gossip with a seed (by address): when cut off, or now and then. */
+static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_was_seed)
+{
+    const struct settings *c = &g->node->cfg;
+    char addr[MSG_ADDR_MAX];
+    struct peer *p;
+    size_t k;
+
+    if (c->n_seeds == 0 || (target_was_seed && live >= c->n_seeds)) {
+        return;
+    }
+    if (live + down > 0 && gossip_rand(g) % (live + down) >= c->n_seeds) {
+        return;
+    }
+    k = (size_t)(gossip_rand(g) % c->n_seeds);
+    settings_addr_text(&c->seeds[k], addr, sizeof(addr));
+    p = gossip_link(g, NULL, addr, c->gossip_interval_ms);
+    if (p != NULL) {
+        gossip_send_syn(g, p);
+    }
+}
+
+static void gossip_round(struct gossip *g)
+{
+    const struct member *target;
+    struct peer *p;
+    size_t live, down;
+    bool seed = false;
+
+    if (g->removed) {
+        server_shutdown(g->node, "removed", GOSSIP_EXIT_REMOVED);
+        return;
+    }
+    membership_heartbeat(g->m);
+    gossip_detect(g);
+    gossip_ping_all(g, &live, &down);
+    target = gossip_pick(g, false, live);
+    if (target != NULL && (p = peer_find(g->node, target->e.id, target->e.peer_addr)) != NULL) {
+        gossip_send_syn(g, p);
+        seed = gossip_is_seed(g, target->e.peer_addr);
+    }
+    if (down > 0 && gossip_rand(g) % (live + 1) < down) {
+        target = gossip_pick(g, true, down);
+        p = target != NULL ? peer_find(g->node, target->e.id, target->e.peer_addr) : NULL;
+        if (p != NULL) {
+            gossip_send_syn(g, p);
+        }
+    }
+    gossip_seed(g, live, down, seed);
+    if (g->dirty) {
+        gossip_save(g, false);
+    }
+}
+
+static void on_round(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    gossip_round(w->data);
+}
+
+void gossip_start(struct server *n)
+{
+    struct gossip *g = n->gossip;
+    double every = (double)n->cfg.gossip_interval_ms / 1000.0;
+
+    ev_timer_init(&g->round_w, on_round, 0., every);
+    g->round_w.data = g;
+    ev_timer_start(n->loop, &g->round_w);
+}
+
+void gossip_stop(struct server *n)
+{
+    struct gossip *g = n->gossip;
+
+    if (g == NULL) {
+        return;
+    }
+    ev_timer_stop(n->loop, &g->round_w);
+    gossip_save(g, true);
+}
+
+void gossip_destroy(struct server *n)
+{
+    struct gossip *g = n->gossip;
+
+    if (g == NULL) {
+        return;
+    }
+    if (g->m != NULL) {
+        membership_destroy(g->m);
+    }
+    free(g->dials);
+    free(g->seen);
+    free(g);
+    n->gossip = NULL;
+    n->ring = NULL;
+}
+
+const struct membership *gossip_members(const struct server *n)
+{
+    return n->gossip != NULL ? n->gossip->m : NULL;
+}
+
+bool gossip_converged(const struct server *n, size_t *agree, size_t *up)
+{
+    const struct gossip *g = n->gossip;
+    uint64_t digest = membership_digest(g->m);
+
+    *agree = *up = 0;
+    for (size_t i = 0; i < membership_count(g->m); i++) {
+        const struct member *e = membership_at(g->m, i);
+        bool is_self = e == membership_self(g->m);
+        if (!is_self && (!gossip_tracked(g, e) || e->state == DETECTOR_DOWN)) {
+            continue;
+        }
+        (*up)++;
+        *agree += is_self || e->e.digest == digest;
+    }
+    return *agree == *up;
+}

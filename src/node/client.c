@@ -1,0 +1,554 @@
+/*
+ * client.c - RESP connections: reading, the ordered pipeline, replies and
+ * limits (client.h).
+ *
+ * The pipeline.  Parsed commands queue in arrival order as `pending`
+ * entries.  Starting goes front to back: a write command starts at once
+ * (its writes join the store's queue); any other command starts only when
+ * no write of this connection is in flight.  Flushing goes front to back
+ * too: the first entries whose replies are complete are appended to the
+ * output.  A reply written while its entry is first goes straight to the
+ * output; otherwise it waits in the entry's own buffer.
+ *
+ * Freeing.  The store borrows a write's key and value (owned by its
+ * entry's parsed command) until the write completes.  So a connection that
+ * closes with writes in flight is marked dead and freed by the completion
+ * of its last write, never before.  And a connection closed while one of
+ * its own handlers runs is freed when that handler returns: every entry
+ * point goes through client_enter()/client_leave().
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "commands.h"
+#include "error.h"
+#include "log.h"
+#include "server.h"
+
+/* Finished entries kept for reuse per connection: a deep pipeline's worth. */
+#define CLIENT_SPARE_MAX 64
+/* An entry whose reply buffer grew past this is freed, not kept. */
+#define CLIENT_SPARE_REPLY_MAX (64 * 1024)
+/* Bytes read per read() call: enough for a pipeline of small commands. */
+#define CLIENT_READ_CHUNK (16 * 1024)
+
+static void client_process(struct client *c);
+static void client_flush(struct client *c);
+
+/* --- pending entries -------------------------------------------------------- */
+
+static struct pending *pending_new(struct client *c, struct resp_cmd *cmd)
+{
+    struct pending *p = c->spare;
+
+    if (p != NULL) {
+        c->spare = p->next;
+        c->n_spare--;
+    } else if ((p = calloc(1, sizeof(*p))) != NULL) {
+        buf_init(&p->reply, 0);
+        vclock_init(&p->context);
+    } else {
+        return NULL;
+    }
+    p->next = NULL;
+    p->c = c;
+    p->cmd = cmd;
+    p->index = -1;
+    if (c->tail != NULL) {
+        c->tail->next = p;
+    } else {
+        c->head = p;
+    }
+    c->tail = p;
+    if (c->next_start == NULL) {
+        c->next_start = p;
+    }
+    c->n_pending++;
+    return p;
+}
+
+static void pending_free(struct pending *p)
+{
+    resp_cmd_free(p->cmd);
+    buf_free(&p->reply);
+    vclock_deinit(&p->context);
+    free(p->writes);
+    free(p);
+}
+
+/*
+ * Done with an entry of a live connection: its parsed command goes back to
+ * the parser and the entry to a short free list, so a steady pipeline
+ * allocates nothing per command.
+ */
+static void pending_recycle(struct client *c, struct pending *p)
+{
+    struct buf reply;
+
+    resp_parser_recycle(&c->parser, p->cmd);
+    p->cmd = NULL;
+    if (c->n_spare >= CLIENT_SPARE_MAX || p->reply.cap > CLIENT_SPARE_REPLY_MAX) {
+        pending_free(p);
+        return;
+    }
+    free(p->writes);
+    vclock_deinit(&p->context);
+    reply = p->reply;
+    buf_clear(&reply);
+    memset(p, 0, sizeof(*p));
+    p->reply = reply;
+    vclock_init(&p->context);
+    p->next = c->spare;
+    c->spare = p;
+    c->n_spare++;
+}
+
+/* Unlink and free the first entry. */
+static void pending_pop(struct client *c)
+{
+    struct pending *p = c->head;
+
+    c->head = p->next;
+    if (c->head == NULL) {
+        c->tail = NULL;
+    }
+    if (c->next_start == p) {
+        c->next_start = p->next;
+    }
+    c->n_pending--;
+    pending_recycle(c, p);
+}
+
+struct buf *client_reply(struct pending *p)
+{
+    return p == p->c->head ? &p->c->out : &p->reply;
+}
+
+void client_error(struct pending *p, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    resp_put_error(client_reply(p), msg);
+    p->error = true;
+}
+
+/* --- lifecycle ----------------------------------------------------------------- */
+
+static void client_free(struct client *c)
+{
+    while (c->head != NULL) {
+        pending_pop(c);
+    }
+    while (c->spare != NULL) {
+        struct pending *p = c->spare;
+        c->spare = p->next;
+        pending_free(p);
+    }
+    resp_parser_deinit(&c->parser);
+    buf_free(&c->in);
+    buf_free(&c->out);
+    free(c);
+}
+
+static void client_unlink(struct client *c)
+{
+    struct server *n = c->node;
+
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        n->clients = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    n->n_clients--;
+}
+
+void client_close(struct client *c, const char *why)
+{
+    struct pending *p, *keep = NULL;
+
+    if (c->dead) {
+        return;
+    }
+    LOG(LOG_DEBUG, "client_close", "client=%llu peer=%s reason=%s", (unsigned long long)c->id,
+        c->addr, why);
+    ev_io_stop(c->node->loop, &c->rio);
+    ev_io_stop(c->node->loop, &c->wio);
+    ev_timer_stop(c->node->loop, &c->idle);
+    close(c->fd);
+    c->fd = -1;
+    c->dead = true;
+    client_unlink(c);
+    /* keep only entries whose writes are in flight: the store still borrows them */
+    while ((p = c->head) != NULL) {
+        c->head = p->next;
+        if (p->writing) {
+            p->next = keep;
+            keep = p;
+        } else {
+            pending_free(p);
+        }
+    }
+    c->head = keep;
+    c->tail = NULL;
+    c->next_start = NULL;
+    if (c->depth == 0 && c->n_writing == 0) {
+        client_free(c);
+    }
+}
+
+static void client_enter(struct client *c)
+{
+    c->depth++;
+}
+
+/* Leave a handler; frees the client when it died and nothing holds it any more. */
+static void client_leave(struct client *c)
+{
+    if (--c->depth == 0 && c->dead && c->n_writing == 0) {
+        client_free(c);
+    }
+}
+
+static void client_on_read(struct ev_loop *loop, ev_io *w, int revents);
+static void client_on_write(struct ev_loop *loop, ev_io *w, int revents);
+static void client_on_idle(struct ev_loop *loop, ev_timer *w, int revents);
+
+static void client_limits(const struct server *n, struct resp_limits *lim)
+{
+    lim->multibulk_max = n->cfg.multibulk_max;
+    lim->bulk_max = n->cfg.value_max > n->cfg.key_max ? n->cfg.value_max : n->cfg.key_max;
+    lim->bulk_hard_max = RESP_BULK_HARD_MAX_DEFAULT;
+    lim->inline_max = RESP_INLINE_MAX_DEFAULT;
+}
+
+/* Refuse a connection past maxclients the way Redis does, then close it. */
+static void client_refuse(struct server *n, int fd)
+{
+    static const char msg[] = "-ERR max number of clients reached\r\n";
+    ssize_t w = write(fd, msg, sizeof(msg) - 1);
+
+    (void)w;
+    close(fd);
+    n->metrics.connections_rejected++;
+}
+
+void client_accept(struct server *n, int fd, const struct sockaddr_storage *addr)
+{
+    struct resp_limits lim;
+    struct client *c;
+
+    n->metrics.connections_received++;
+    if (n->n_clients >= n->cfg.maxclients || n->stopping || (c = calloc(1, sizeof(*c))) == NULL) {
+        client_refuse(n, fd);
+        return;
+    }
+    c->node = n;
+    c->fd = fd;
+    c->id = ++n->next_client_id;
+    c->proto = 2;
+    c->authed = n->cfg.requirepass[0] == '\0';
+    c->loopback = net_is_loopback(addr);
+    net_addr_text(addr, c->addr);
+    buf_init(&c->in, n->cfg.query_buffer_max);
+    buf_init(&c->out, 0);
+    client_limits(n, &lim);
+    resp_parser_init(&c->parser, &lim);
+    c->created_ms = c->last_ms = clock_mono_ms();
+    ev_io_init(&c->rio, client_on_read, fd, EV_READ);
+    ev_io_init(&c->wio, client_on_write, fd, EV_WRITE);
+    c->rio.data = c->wio.data = c;
+    ev_init(&c->idle, client_on_idle);
+    c->idle.data = c;
+    c->next = n->clients;
+    if (n->clients != NULL) {
+        n->clients->prev = c;
+    }
+    n->clients = c;
+    n->n_clients++;
+    ev_io_start(n->loop, &c->rio);
+    if (n->cfg.timeout_ms > 0) {
+        c->idle.repeat = (double)n->cfg.timeout_ms / 1000.0;
+        ev_timer_again(n->loop, &c->idle);
+    }
+}
+
+void client_stop(struct client *c)
+{
+    client_enter(c);
+    c->closing = true;
+    ev_io_stop(c->node->loop, &c->rio);
+    client_process(c);
+    client_leave(c);
+}
+
+/* --- starting commands ------------------------------------------------------------ */
+
+/* Count a finished command in the metrics. */
+static void client_account(struct pending *p)
+{
+    struct server *n = p->c->node;
+
+    n->metrics.commands_processed++;
+    if (p->index >= 0) {
+        metrics_count_command(&n->metrics, p->index, p->error,
+                              (clock_mono_ns() - p->start_ns) / 1000);
+    }
+}
+
+void client_finish(struct pending *p)
+{
+    struct client *c = p->c;
+
+    client_enter(c);
+    p->done = true;
+    if (p->writing) {
+        p->writing = false;
+        c->n_writing--;
+    }
+    client_account(p);
+    if (!c->dead) {
+        client_process(c);
+    }
+    client_leave(c);
+}
+
+/* Run one command; it either replies now or finishes later through client_finish(). */
+static void client_start(struct client *c, struct pending *p)
+{
+    p->started = true;
+    p->start_ns = c->batch_ns;
+    c->commands++;
+    if (commands_run(c, p) == CMD_ASYNC) {
+        p->writing = true;
+        c->n_writing++;
+        return;
+    }
+    p->done = true;
+    client_account(p);
+}
+
+/* Start every command the ordering rule allows. */
+static void client_start_ready(struct client *c)
+{
+    /* one clock read for the commands started together; each is timed to its reply */
+    c->batch_ns = clock_mono_ns();
+    /* and one read snapshot: it holds every write acknowledged before now */
+    store_read_hold(c->node->store);
+    while (c->next_start != NULL && !c->dead) {
+        struct pending *p = c->next_start;
+        if (p->done) {
+            c->next_start = p->next; /* an error reply queued by the parser */
+            continue;
+        }
+        if (c->n_writing > 0 && !commands_is_write(p)) {
+            break; /* wait: it must see the writes before it */
+        }
+        c->next_start = p->next;
+        client_start(c, p);
+    }
+    store_read_release(c->node->store);
+}
+
+/* --- input ------------------------------------------------------------------------------ */
+
+/* Queue an error reply produced by the parser, after the replies before it. */
+static void client_queue_error(struct client *c, const char *msg)
+{
+    struct pending *p = pending_new(c, NULL);
+
+    if (p == NULL) {
+        client_close(c, "out_of_memory");
+        return;
+    }
+    resp_put_errorf(client_reply(p), "ERR %s", msg);
+    p->error = true;
+    p->done = true;
+}
+
+/* Parse what has arrived into queued commands, up to pipeline-max. */
+static void client_parse(struct client *c)
+{
+    struct server *n = c->node;
+
+    while (!c->closing && !c->dead && c->n_pending < n->cfg.pipeline_max && c->in.len > 0) {
+        struct resp_cmd *cmd = NULL;
+        size_t used = 0;
+        enum resp_status st = resp_parse(&c->parser, buf_data(&c->in), c->in.len, &used, &cmd);
+        buf_consume(&c->in, used);
+        if (st == RESP_PROTOCOL_ERROR) {
+            n->metrics.client_protocol_errors++;
+            LOG(LOG_INFO, "client_protocol_error", "client=%llu peer=%s error=\"%s\"",
+                (unsigned long long)c->id, c->addr, c->parser.error);
+            client_queue_error(c, c->parser.error);
+            c->closing = true;
+            return;
+        }
+        if (c->parser.cur != NULL && c->parser.cur->arena_len > n->cfg.query_buffer_max) {
+            n->metrics.client_limit_errors++;
+            client_queue_error(c, "Protocol error: command larger than query-buffer-max");
+            c->closing = true;
+            return;
+        }
+        if (st == RESP_NEED_MORE) {
+            return;
+        }
+        if (pending_new(c, cmd) == NULL) {
+            resp_cmd_free(cmd);
+            client_close(c, "out_of_memory");
+            return;
+        }
+    }
+}
+
+/* Pause reading at pipeline-max; resume when replies drained below it. */
+static void client_read_flow(struct client *c)
+{
+    struct server *n = c->node;
+    bool full = c->n_pending >= n->cfg.pipeline_max;
+
+    if (c->closing || c->dead) {
+        return;
+    }
+    if (full && !c->read_paused) {
+        ev_io_stop(n->loop, &c->rio);
+        c->read_paused = true;
+    } else if (!full && c->read_paused) {
+        ev_io_start(n->loop, &c->rio);
+        c->read_paused = false;
+    }
+}
+
+/* Parse, start and flush until nothing moves.  Called inside client_enter()/leave(). */
+static void client_process(struct client *c)
+{
+    size_t before;
+
+    if (c->dead) {
+        return;
+    }
+    do {
+        before = c->n_pending + c->in.len;
+        client_parse(c);
+        client_start_ready(c);
+        if (c->dead) {
+            return;
+        }
+        while (c->head != NULL && c->head->done) {
+            buf_append(&c->out, buf_data(&c->head->reply), c->head->reply.len);
+            pending_pop(c);
+        }
+    } while (c->n_pending + c->in.len != before && c->in.len > 0);
+    client_read_flow(c);
+    client_flush(c);
+}
+
+static void client_on_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct client *c = w->data;
+    uint8_t *p;
+    ssize_t r;
+
+    (void)loop;
+    (void)revents;
+    client_enter(c);
+    p = buf_reserve(&c->in, CLIENT_READ_CHUNK);
+    if (p == NULL) {
+        c->node->metrics.client_limit_errors++;
+        client_close(c, "query_buffer_limit");
+        goto out_leave;
+    }
+    r = read(c->fd, p, CLIENT_READ_CHUNK);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+        goto out_leave;
+    }
+    if (r <= 0) {
+        /* the peer is done sending: answer what it sent, then close */
+        c->closing = true;
+        ev_io_stop(c->node->loop, &c->rio);
+    } else {
+        buf_commit(&c->in, (size_t)r);
+        c->node->metrics.net_input_bytes += (uint64_t)r;
+        c->last_ms = clock_mono_ms();
+    }
+    client_process(c);
+out_leave:
+    client_leave(c);
+}
+
+/* --- output ------------------------------------------------------------------------------ */
+
+static void client_flush(struct client *c)
+{
+    struct server *n = c->node;
+
+    while (c->out.len > 0) {
+        ssize_t w = send(c->fd, buf_data(&c->out), c->out.len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0 && errno == EAGAIN) {
+            break;
+        }
+        if (w <= 0) {
+            client_close(c, "write_error");
+            return;
+        }
+        buf_consume(&c->out, (size_t)w);
+        n->metrics.net_output_bytes += (uint64_t)w;
+    }
+    if (c->out.len > n->cfg.output_buffer_max) {
+        n->metrics.client_limit_errors++;
+        client_close(c, "output_buffer_limit");
+        return;
+    }
+    if (c->out.len > 0) {
+        ev_io_start(n->loop, &c->wio);
+        return;
+    }
+    ev_io_stop(n->loop, &c->wio);
+    if (c->closing && c->head == NULL) {
+        client_close(c, c->parser.error != NULL ? "protocol_error" : "closed");
+    }
+}
+
+static void client_on_write(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct client *c = w->data;
+
+    (void)loop;
+    (void)revents;
+    client_enter(c);
+    client_flush(c);
+    client_leave(c);
+}
+
+/* Idle timeout: close a connection with nothing in flight and no traffic for `timeout`. */
+static void client_on_idle(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct client *c = w->data;
+    double idle = (double)(clock_mono_ms() - c->last_ms) / 1000.0;
+
+    (void)revents;
+    if (c->head != NULL || idle + 0.001 < w->repeat) {
+        ev_timer_again(loop, w);
+        return;
+    }
+    c->node->metrics.client_timeouts++;
+    client_enter(c);
+    client_close(c, "idle_timeout");
+    client_leave(c);
+}

@@ -1,0 +1,1149 @@
+/*
+ * commands.c - what each client command does (commands.h).
+ *
+ * Reads are served synchronously from the store: a key with one live
+ * version answers GET with it; a key with siblings answers GET with
+ * -CONFLICT (a plain Redis reply has room for one value and ringkv does not
+ * pick one silently), and KGET returns them all with the context a KSET
+ * needs to resolve them.  Writes go through kv.h and reply when their
+ * writes complete.  The context a client sees is the hex form of the
+ * record's merged vector clock (storage/vclock.h's encoding).
+ */
+#include "commands.h"
+
+#include <fnmatch.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autoconf.h"
+#include "client.h"
+#include "clock.h"
+#include "settings.h"
+#include "error.h"
+#include "gossip.h"
+#include "hex.h"
+#include "log.h"
+#include "membership.h"
+#include "metrics.h"
+#include "server.h"
+#include "record.h"
+
+/* The protocol level HELLO reports, for clients that gate features on it. */
+#define COMMANDS_REDIS_VERSION "7.0.0"
+/* Bound on a KSET context: a clock of VCLOCK_PRUNE_KEEP_DEFAULT full-length entries, in hex. */
+#define COMMANDS_CONTEXT_HEX_MAX (2 * (2 + 64 * (1 + 64 + 16)))
+
+static const uint8_t *arg(const struct pending *p, size_t i, size_t *len)
+{
+    *len = p->cmd->argv[i].len;
+    return p->cmd->argv[i].p;
+}
+
+static const char *arg_str(const struct pending *p, size_t i)
+{
+    return (const char *)p->cmd->argv[i].p;
+}
+
+static int reply_ok(struct pending *p)
+{
+    resp_put_simple(client_reply(p), "OK");
+    return CMD_DONE;
+}
+
+/* A key or value over its limit: an error reply, counted as a limit error. */
+static bool over_limit(struct client *c, struct pending *p, const char *what, size_t len,
+                       uint64_t max)
+{
+    if (len <= max) {
+        return false;
+    }
+    c->node->metrics.client_limit_errors++;
+    client_error(p, "ERR %s of %zu bytes is over %s-max (%llu bytes)", what, len, what,
+                 (unsigned long long)max);
+    return true;
+}
+
+/* --- reading ---------------------------------------------------------------------- */
+
+/* Live (non-tombstone) siblings of r. */
+static size_t live_count(const struct record *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        n += !r->s[i].tombstone;
+    }
+    return n;
+}
+
+struct value_reply {
+    struct client *c;
+    struct pending *p;
+    struct buf *out;
+};
+
+/* The stored record of a GET: reply from its bytes without decoding it. */
+static int value_reply_fn(void *ctx, const uint8_t *record, size_t len)
+{
+    struct value_reply *v = ctx;
+    const uint8_t *value;
+    size_t n, vlen;
+    bool tombstone;
+
+    if (record_peek(record, len, &n, &tombstone, &value, &vlen) != 0) {
+        return RK_ESYNTAX;
+    }
+    if (n == 1 && tombstone) {
+        v->c->node->metrics.keyspace_misses++;
+        resp_put_null(v->out, v->c->proto);
+    } else if (n > 1) {
+        v->c->node->metrics.keyspace_hits++;
+        v->p->error = true;
+        resp_put_errorf(v->out,
+                        "CONFLICT the key has %zu siblings: read them with KGET and "
+                        "resolve with KSET key value CONTEXT ctx",
+                        n);
+    } else {
+        v->c->node->metrics.keyspace_hits++;
+        resp_put_bulk(v->out, value, vlen);
+    }
+    return 0;
+}
+
+/*
+ * Reply with the single value of key: bulk, nil when absent or deleted,
+ * -CONFLICT when it holds siblings.  Counts hits and misses.
+ */
+static void reply_value(struct client *c, struct pending *p, struct buf *out, const uint8_t *key,
+                        size_t len)
+{
+    struct value_reply v = {c, p, out};
+    int rc = kv_read_raw(c->node, key, len, value_reply_fn, &v);
+
+    if (rc == RK_ENOTFOUND) {
+        c->node->metrics.keyspace_misses++;
+        resp_put_null(out, c->proto);
+    } else if (rc != 0) {
+        p->error = true;
+        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+    }
+}
+
+static int cmd_get(struct client *c, struct pending *p)
+{
+    size_t len;
+    const uint8_t *key = arg(p, 1, &len);
+
+    if (!over_limit(c, p, "key", len, c->node->cfg.key_max)) {
+        reply_value(c, p, client_reply(p), key, len);
+    }
+    return CMD_DONE;
+}
+
+static int cmd_mget(struct client *c, struct pending *p)
+{
+    struct buf *out = client_reply(p);
+
+    resp_put_array(out, p->cmd->argc - 1);
+    for (size_t i = 1; i < p->cmd->argc; i++) {
+        size_t len;
+        const uint8_t *key = arg(p, i, &len);
+        if (len > c->node->cfg.key_max) {
+            resp_put_errorf(out, "ERR key of %zu bytes is over key-max", len);
+            continue;
+        }
+        reply_value(c, p, out, key, len);
+    }
+    return CMD_DONE;
+}
+
+static int cmd_exists(struct client *c, struct pending *p)
+{
+    int64_t n = 0;
+    struct record r;
+
+    record_init(&r);
+    for (size_t i = 1; i < p->cmd->argc; i++) {
+        size_t len;
+        const uint8_t *key = arg(p, i, &len);
+        n += len <= c->node->cfg.key_max && kv_read(c->node, key, len, &r) == 0 &&
+             live_count(&r) > 0;
+    }
+    record_deinit(&r);
+    resp_put_int(client_reply(p), n);
+    return CMD_DONE;
+}
+
+/* KGET key: [context, [value, ...]] with every live sibling. */
+static int cmd_kget(struct client *c, struct pending *p)
+{
+    struct buf *out = client_reply(p);
+    struct vclock ctx;
+    struct record r;
+    size_t len, clen;
+    const uint8_t *key = arg(p, 1, &len);
+    uint8_t *enc;
+    char *hex;
+    int rc;
+
+    if (over_limit(c, p, "key", len, c->node->cfg.key_max)) {
+        return CMD_DONE;
+    }
+    record_init(&r);
+    vclock_init(&ctx);
+    rc = kv_read(c->node, key, len, &r);
+    if ((rc != 0 && rc != RK_ENOTFOUND) || record_context(&r, &ctx) != 0) {
+        client_error(p, "ERR read failed: %s", rk_strerror(rc ? rc : RK_ENOMEM));
+        goto out_free;
+    }
+    clen = vclock_encoded_size(&ctx);
+    enc = malloc(clen);
+    hex = malloc(2 * clen + 1);
+    if (enc != NULL && hex != NULL) {
+        vclock_encode(&ctx, enc);
+        hex_encode(hex, enc, clen);
+        resp_put_array(out, 2);
+        resp_put_bulk_str(out, hex);
+        resp_put_array(out, live_count(&r));
+        for (size_t i = 0; i < r.n; i++) {
+            if (!r.s[i].tombstone) {
+                resp_put_bulk(out, r.s[i].value, r.s[i].value_len);
+            }
+        }
+    } else {
+        client_error(p, "ERR out of memory");
+    }
+    free(enc);
+    free(hex);
+out_free:
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+    return CMD_DONE;
+}
+
+/* --- writing ------------------------------------------------------------------------ */
+
+static const char *write_error_text(int rc)
+{
+    switch (rc) {
+    case RK_EMISMATCH:
+        return "CONFLICT the context is older than a write this node has made since: read the "
+               "key again with KGET and retry";
+    case RK_ETOOBIG:
+        return "ERR the key holds max-siblings siblings: resolve them with KSET key value CONTEXT";
+    case RK_ENOSPC:
+        return "ERR the store is full: writes are refused until space is freed (reads still "
+               "work)";
+    case RK_ECLOSED:
+        return "ERR ringkv is shutting down";
+    default:
+        return NULL;
+    }
+}
+
+/* Reply for a finished write command: its own reply on success, else the first error. */
+static void write_reply(struct pending *p)
+{
+    const char *text = write_error_text(p->first_error);
+
+    if (p->first_error == 0) {
+        if (strcmp(p->command->name, "del") == 0) {
+            resp_put_int(client_reply(p), p->count);
+        } else {
+            resp_put_simple(client_reply(p), "OK");
+        }
+    } else if (text != NULL) {
+        client_error(p, "%s", text);
+    } else {
+        client_error(p, "ERR write failed: %s", rk_strerror(p->first_error));
+    }
+}
+
+static void write_done(struct kv_write *w, void *ctx)
+{
+    struct pending *p = ctx;
+
+    if (w->result != 0 && p->first_error == 0) {
+        p->first_error = w->result;
+    }
+    p->count += w->existed;
+    if (--p->left == 0) {
+        write_reply(p);
+        client_finish(p);
+    }
+}
+
+/*
+ * Start n writes: pairs (key, value) from argument `first` in steps of
+ * `step` (step 1: deletes of every argument from first).  Replies once all
+ * have completed; when none could start, replies at once.
+ */
+static int start_writes(struct client *c, struct pending *p, size_t first, size_t step,
+                        bool tombstone, const struct vclock *context)
+{
+    size_t n = (p->cmd->argc - first) / step;
+
+    p->writes = calloc(n, sizeof(*p->writes));
+    if (p->writes == NULL) {
+        client_error(p, "ERR out of memory");
+        return CMD_DONE;
+    }
+    p->n_writes = n;
+    p->left = n;
+    for (size_t i = 0; i < n; i++) {
+        size_t klen, vlen = 0;
+        const uint8_t *key = arg(p, first + i * step, &klen);
+        const uint8_t *value = tombstone ? NULL : arg(p, first + i * step + 1, &vlen);
+        int rc = kv_write(c->node, &p->writes[i], key, klen, value, vlen, tombstone, context,
+                          write_done, p);
+        if (rc != 0) {
+            p->first_error = p->first_error ? p->first_error : rc;
+            p->left--;
+        }
+    }
+    if (p->left == 0) {
+        write_reply(p);
+        return CMD_DONE;
+    }
+    return CMD_ASYNC;
+}
+
+/* Keys and values of a write command within their limits (checked before any write starts). */
+static bool write_args_ok(struct client *c, struct pending *p, size_t first, size_t step)
+{
+    for (size_t i = first; i < p->cmd->argc; i += step) {
+        if (over_limit(c, p, "key", p->cmd->argv[i].len, c->node->cfg.key_max) ||
+            (step == 2 &&
+             over_limit(c, p, "value", p->cmd->argv[i + 1].len, c->node->cfg.value_max))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int cmd_set(struct client *c, struct pending *p)
+{
+    if (p->cmd->argc > 3) {
+        client_error(p, "ERR SET option '%s' is not supported by ringkv", arg_str(p, 3));
+        return CMD_DONE;
+    }
+    if (!write_args_ok(c, p, 1, 2)) {
+        return CMD_DONE;
+    }
+    return start_writes(c, p, 1, 2, false, NULL);
+}
+
+static int cmd_mset(struct client *c, struct pending *p)
+{
+    if ((p->cmd->argc - 1) % 2 != 0) {
+        client_error(p, "ERR wrong number of arguments for 'mset' command");
+        return CMD_DONE;
+    }
+    if (!write_args_ok(c, p, 1, 2)) {
+        return CMD_DONE;
+    }
+    return start_writes(c, p, 1, 2, false, NULL);
+}
+
+static int cmd_del(struct client *c, struct pending *p)
+{
+    if (!write_args_ok(c, p, 1, 1)) {
+        return CMD_DONE;
+    }
+    return start_writes(c, p, 1, 1, true, NULL);
+}
+
+/* KSET key value [CONTEXT ctx]: a write over exactly the siblings ctx saw. */
+static int cmd_kset(struct client *c, struct pending *p)
+{
+    size_t hlen, used;
+    const uint8_t *hex;
+    uint8_t *raw;
+
+    if (p->cmd->argc != 3 && p->cmd->argc != 5) {
+        client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx]");
+        return CMD_DONE;
+    }
+    if (!write_args_ok(c, p, 1, 2)) {
+        return CMD_DONE;
+    }
+    if (p->cmd->argc == 3) {
+        return start_writes(c, p, 1, 2, false, NULL);
+    }
+    if (!resp_arg_is(p->cmd, 3, "context")) {
+        client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx]");
+        return CMD_DONE;
+    }
+    hex = arg(p, 4, &hlen);
+    raw = malloc(hlen / 2 + 1);
+    if (raw == NULL || hlen > COMMANDS_CONTEXT_HEX_MAX ||
+        !hex_decode(raw, (const char *)hex, hlen) ||
+        vclock_decode(raw, hlen / 2, &used, &p->context) != 0 || used != hlen / 2) {
+        free(raw);
+        client_error(p, "ERR invalid CONTEXT: use the context KGET returned");
+        return CMD_DONE;
+    }
+    free(raw);
+    p->cmd->argc = 3; /* the writes take key and value only */
+    return start_writes(c, p, 1, 2, false, &p->context);
+}
+
+/* --- connection ---------------------------------------------------------------------- */
+
+static int cmd_ping(struct client *c, struct pending *p)
+{
+    (void)c;
+    if (p->cmd->argc > 2) {
+        client_error(p, "ERR wrong number of arguments for 'ping' command");
+    } else if (p->cmd->argc == 2) {
+        resp_put_bulk(client_reply(p), p->cmd->argv[1].p, p->cmd->argv[1].len);
+    } else {
+        resp_put_simple(client_reply(p), "PONG");
+    }
+    return CMD_DONE;
+}
+
+static int cmd_echo(struct client *c, struct pending *p)
+{
+    (void)c;
+    resp_put_bulk(client_reply(p), p->cmd->argv[1].p, p->cmd->argv[1].len);
+    return CMD_DONE;
+}
+
+/* TIME: the node's wall clock, as Redis gives it: seconds and microseconds. */
+static int cmd_time(struct client *c, struct pending *p)
+{
+    struct timespec ts;
+    struct buf *out = client_reply(p);
+    char sec[24], usec[24];
+
+    (void)c;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(sec, sizeof(sec), "%lld", (long long)ts.tv_sec);
+    snprintf(usec, sizeof(usec), "%ld", ts.tv_nsec / 1000);
+    resp_put_array(out, 2);
+    resp_put_bulk_str(out, sec);
+    resp_put_bulk_str(out, usec);
+    return CMD_DONE;
+}
+
+static int cmd_quit(struct client *c, struct pending *p)
+{
+    c->closing = true;
+    return reply_ok(p);
+}
+
+static int cmd_select(struct client *c, struct pending *p)
+{
+    (void)c;
+    if (strcmp(arg_str(p, 1), "0") != 0) {
+        client_error(p, "ERR DB index is out of range");
+        return CMD_DONE;
+    }
+    return reply_ok(p);
+}
+
+/* Constant-time password check against requirepass. */
+static bool password_ok(const struct server *n, const struct resp_arg *pass)
+{
+    size_t len = strlen(n->cfg.requirepass);
+    return pass->len == len && sodium_memcmp(pass->p, n->cfg.requirepass, len) == 0;
+}
+
+/* AUTH [user] password; user must be "default" (ringkv has one user). */
+static bool check_auth(struct client *c, struct pending *p, size_t user_at, size_t pass_at)
+{
+    if (c->node->cfg.requirepass[0] == '\0') {
+        client_error(p, "ERR AUTH <password> called without any password configured for the "
+                        "default user. Are you sure your configuration is correct?");
+        return false;
+    }
+    if ((user_at != 0 && !resp_arg_is(p->cmd, user_at, "default")) ||
+        !password_ok(c->node, &p->cmd->argv[pass_at])) {
+        client_error(p, "WRONGPASS invalid username-password pair or user is disabled.");
+        LOG(LOG_WARN, "auth_failed", "client=%llu peer=%s", (unsigned long long)c->id, c->addr);
+        return false;
+    }
+    c->authed = true;
+    return true;
+}
+
+static int cmd_auth(struct client *c, struct pending *p)
+{
+    if (p->cmd->argc > 3) {
+        client_error(p, "ERR syntax error");
+        return CMD_DONE;
+    }
+    if (check_auth(c, p, p->cmd->argc == 3 ? 1 : 0, p->cmd->argc - 1)) {
+        reply_ok(p);
+    }
+    return CMD_DONE;
+}
+
+static bool client_name_ok(const struct resp_arg *a)
+{
+    for (size_t i = 0; i < a->len; i++) {
+        if (a->p[i] < '!' || a->p[i] > '~') {
+            return false;
+        }
+    }
+    return a->len <= CLIENT_NAME_MAX;
+}
+
+static void hello_reply(struct client *c, struct pending *p)
+{
+    struct buf *out = client_reply(p);
+
+    resp_put_map(out, 8, c->proto);
+    resp_put_bulk_str(out, "server");
+    resp_put_bulk_str(out, "ringkv");
+    resp_put_bulk_str(out, "version");
+    resp_put_bulk_str(out, COMMANDS_REDIS_VERSION);
+    resp_put_bulk_str(out, "ringkv_version");
+    resp_put_bulk_str(out, PACKAGE_VERSION);
+    resp_put_bulk_str(out, "proto");
+    resp_put_int(out, c->proto);
+    resp_put_bulk_str(out, "id");
+    resp_put_int(out, (int64_t)c->id);
+    resp_put_bulk_str(out, "mode");
+    resp_put_bulk_str(out, "standalone");
+    resp_put_bulk_str(out, "role");
+    resp_put_bulk_str(out, "master");
+    resp_put_bulk_str(out, "modules");
+    resp_put_array(out, 0);
+}
+
+/* HELLO [protover [AUTH user pass] [SETNAME name]] */
+static int cmd_hello(struct client *c, struct pending *p)
+{
+    size_t i = 2;
+    int proto = c->proto;
+
+    if (p->cmd->argc >= 2) {
+        proto = strcmp(arg_str(p, 1), "2") == 0 ? 2 : strcmp(arg_str(p, 1), "3") == 0 ? 3 : 0;
+        if (proto == 0) {
+            client_error(p, "NOPROTO unsupported protocol version");
+            return CMD_DONE;
+        }
+    }
+    for (; i < p->cmd->argc; i++) {
+        if (resp_arg_is(p->cmd, i, "auth") && i + 2 < p->cmd->argc) {
+            if (!check_auth(c, p, i + 1, i + 2)) {
+                return CMD_DONE;
+            }
+            i += 2;
+        } else if (resp_arg_is(p->cmd, i, "setname") && i + 1 < p->cmd->argc &&
+                   client_name_ok(&p->cmd->argv[i + 1])) {
+            snprintf(c->name, sizeof(c->name), "%s", arg_str(p, ++i));
+        } else {
+            client_error(p, "ERR Syntax error in HELLO option '%s'", arg_str(p, i));
+            return CMD_DONE;
+        }
+    }
+    if (!c->authed) {
+        client_error(p, "NOAUTH HELLO must be called with the client already authenticated, "
+                        "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                        "authenticate the client and select the RESP protocol version at the "
+                        "same time");
+        return CMD_DONE;
+    }
+    c->proto = proto;
+    hello_reply(c, p);
+    return CMD_DONE;
+}
+
+static void client_list_line(struct buf *out, const struct client *x, uint64_t now_ms)
+{
+    buf_printf(out, "id=%llu addr=%s name=%s age=%llu idle=%llu cmd=%llu resp=%d\n",
+               (unsigned long long)x->id, x->addr, x->name,
+               (unsigned long long)((now_ms - x->created_ms) / 1000),
+               (unsigned long long)((now_ms - x->last_ms) / 1000), (unsigned long long)x->commands,
+               x->proto);
+}
+
+static int cmd_client(struct client *c, struct pending *p)
+{
+    struct buf *out = client_reply(p);
+
+    if (resp_arg_is(p->cmd, 1, "setname") && p->cmd->argc == 3) {
+        if (!client_name_ok(&p->cmd->argv[2])) {
+            client_error(p, "ERR Client names cannot contain spaces, newlines or special "
+                            "characters.");
+            return CMD_DONE;
+        }
+        snprintf(c->name, sizeof(c->name), "%s", arg_str(p, 2));
+        return reply_ok(p);
+    }
+    if (resp_arg_is(p->cmd, 1, "getname") && p->cmd->argc == 2) {
+        if (c->name[0] == '\0') {
+            resp_put_null(out, c->proto);
+        } else {
+            resp_put_bulk_str(out, c->name);
+        }
+        return CMD_DONE;
+    }
+    if (resp_arg_is(p->cmd, 1, "id") && p->cmd->argc == 2) {
+        resp_put_int(out, (int64_t)c->id);
+        return CMD_DONE;
+    }
+    if (resp_arg_is(p->cmd, 1, "setinfo") && p->cmd->argc == 4) {
+        return reply_ok(p);
+    }
+    if (resp_arg_is(p->cmd, 1, "list") && p->cmd->argc == 2) {
+        struct buf text;
+        uint64_t now = clock_mono_ms();
+        buf_init(&text, 0);
+        for (const struct client *x = c->node->clients; x != NULL; x = x->next) {
+            client_list_line(&text, x, now);
+        }
+        resp_put_verbatim(out, buf_data(&text), text.len, c->proto);
+        buf_free(&text);
+        return CMD_DONE;
+    }
+    client_error(p,
+                 "ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT "
+                 "HELP.",
+                 arg_str(p, 1));
+    return CMD_DONE;
+}
+
+/* --- server ------------------------------------------------------------------------ */
+
+static int cmd_info(struct client *c, struct pending *p)
+{
+    struct buf text;
+
+    buf_init(&text, 0);
+    if (p->cmd->argc == 1) {
+        metrics_info(c->node, NULL, &text);
+    }
+    for (size_t i = 1; i < p->cmd->argc; i++) {
+        metrics_info(c->node, arg_str(p, i), &text);
+    }
+    resp_put_verbatim(client_reply(p), buf_data(&text), text.len, c->proto);
+    buf_free(&text);
+    return CMD_DONE;
+}
+
+static int cmd_dbsize(struct client *c, struct pending *p)
+{
+    struct store_stats st;
+
+    store_get_stats(c->node->store, &st);
+    resp_put_int(client_reply(p), (int64_t)st.keys);
+    return CMD_DONE;
+}
+
+/* CONFIG GET pattern...: every setting whose name matches, as name/value pairs. */
+static void settings_get(struct client *c, struct pending *p)
+{
+    struct buf *out = client_reply(p);
+    struct buf items;
+    size_t n = 0;
+    char value[SETTINGS_PATH_MAX + 64];
+
+    buf_init(&items, 0);
+    for (size_t d = 0; d < settings_defs_count; d++) {
+        for (size_t i = 2; i < p->cmd->argc; i++) {
+            if (fnmatch(arg_str(p, i), settings_defs[d].name, FNM_CASEFOLD) == 0) {
+                settings_format(&c->node->cfg, &settings_defs[d], value, sizeof(value));
+                resp_put_bulk_str(&items, settings_defs[d].name);
+                resp_put_bulk_str(&items, value);
+                n++;
+                break;
+            }
+        }
+    }
+    resp_put_map(out, n, c->proto);
+    buf_append(out, buf_data(&items), items.len);
+    buf_free(&items);
+}
+
+/* CONFIG SET name value: only settings marked changeable at run time. */
+static void settings_set_runtime(struct client *c, struct pending *p)
+{
+    const struct settings_def *d = settings_find(arg_str(p, 2));
+    struct settings next = c->node->cfg;
+    char err[256];
+
+    if (d == NULL || !d->runtime) {
+        client_error(p, "ERR CONFIG SET failed: '%s' %s", arg_str(p, 2),
+                     d == NULL ? "is not a setting" : "cannot change at run time");
+        return;
+    }
+    if (settings_set(&next, d->name, arg_str(p, 3), err, sizeof(err)) != 0 ||
+        settings_check(&next, err, sizeof(err)) != 0) {
+        client_error(p, "ERR CONFIG SET failed: %s", err);
+        return;
+    }
+    c->node->cfg = next;
+    log_set_level(next.log_level);
+    LOG(LOG_INFO, "config_set", "setting=%s client=%llu", d->name, (unsigned long long)c->id);
+    reply_ok(p);
+}
+
+static int cmd_config(struct client *c, struct pending *p)
+{
+    if (resp_arg_is(p->cmd, 1, "get") && p->cmd->argc >= 3) {
+        settings_get(c, p);
+    } else if (resp_arg_is(p->cmd, 1, "set") && p->cmd->argc == 4) {
+        settings_set_runtime(c, p);
+    } else {
+        client_error(p,
+                     "ERR unknown subcommand or wrong number of arguments for '%s'. Try "
+                     "CONFIG HELP.",
+                     arg_str(p, 1));
+    }
+    return CMD_DONE;
+}
+
+static int cmd_cluster(struct client *c, struct pending *p)
+{
+    (void)c;
+    client_error(p, "ERR This instance has cluster support disabled");
+    return CMD_DONE;
+}
+
+/* COMMAND info entry: name, arity, flags, first key, last key, step. */
+static void command_info(struct buf *out, const struct command *cmd)
+{
+    resp_put_array(out, 6);
+    resp_put_bulk_str(out, cmd->name);
+    resp_put_int(out, cmd->arity);
+    resp_put_array(out, 1);
+    resp_put_simple(out, cmd->flags & CMD_WRITE  ? "write"
+                         : cmd->flags & CMD_READ ? "readonly"
+                                                 : "fast");
+    resp_put_int(out, cmd->first_key);
+    resp_put_int(out, cmd->last_key);
+    resp_put_int(out, cmd->key_step);
+}
+
+static void command_docs(struct buf *out, const struct command *cmd, int proto)
+{
+    resp_put_bulk_str(out, cmd->name);
+    resp_put_map(out, 2, proto);
+    resp_put_bulk_str(out, "summary");
+    resp_put_bulk_str(out, cmd->summary);
+    resp_put_bulk_str(out, "group");
+    resp_put_bulk_str(out, cmd->flags & CMD_ADMIN ? "server" : "string");
+}
+
+static int cmd_command(struct client *c, struct pending *p)
+{
+    struct buf *out = client_reply(p);
+
+    if (p->cmd->argc == 1) {
+        resp_put_array(out, commands_count);
+        for (size_t i = 0; i < commands_count; i++) {
+            command_info(out, &commands[i]);
+        }
+    } else if (resp_arg_is(p->cmd, 1, "count")) {
+        resp_put_int(out, (int64_t)commands_count);
+    } else if (resp_arg_is(p->cmd, 1, "docs")) {
+        size_t n = 0;
+        struct buf docs;
+        buf_init(&docs, 0);
+        for (size_t i = 0; i < commands_count; i++) {
+            bool want = p->cmd->argc == 2;
+            for (size_t a = 2; a < p->cmd->argc && !want; a++) {
+                want = strcasecmp(arg_str(p, a), commands[i].name) == 0;
+            }
+            if (want) {
+                command_docs(&docs, &commands[i], c->proto);
+                n++;
+            }
+        }
+        resp_put_map(out, n, c->proto);
+        buf_append(out, buf_data(&docs), docs.len);
+        buf_free(&docs);
+    } else if (resp_arg_is(p->cmd, 1, "info")) {
+        resp_put_array(out, p->cmd->argc - 2);
+        for (size_t a = 2; a < p->cmd->argc; a++) {
+            const struct command *cmd = commands_find(arg_str(p, a), p->cmd->argv[a].len, NULL);
+            if (cmd != NULL) {
+                command_info(out, cmd);
+            } else {
+                resp_put_null(out, c->proto);
+            }
+        }
+    } else {
+        client_error(p, "ERR unknown subcommand '%s'. Try COMMAND HELP.", arg_str(p, 1));
+    }
+    return CMD_DONE;
+}
+
+/* A fraction as the decimal text the admin replies use for non-integers. */
+static void put_fraction(struct buf *out, double v, int digits)
+{
+    char text[32];
+    snprintf(text, sizeof(text), "%.*f", digits, v);
+    resp_put_bulk_str(out, text);
+}
+
+static void put_hex64(struct buf *out, uint64_t v)
+{
+    char text[17];
+    snprintf(text, sizeof(text), "%016llx", (unsigned long long)v);
+    resp_put_bulk_str(out, text);
+}
+
+static const char *member_state_name(const struct membership *m, const struct member *e)
+{
+    return e == membership_self(m) ? "self" : detector_state_name(e->state);
+}
+
+/* Primary ownership of every member of the ring, as fractions, indexed like the table. */
+static double member_owns(const struct ring *r, const struct member *e, const ring_len *own)
+{
+    int i = ring_member_count(r) > 0 ? ring_member_find(r, e->e.id) : RK_ENOTFOUND;
+    return i >= 0 ? ring_len_fraction(own[i]) : 0.0;
+}
+
+static void status_member(struct buf *out, const struct membership *m, const struct member *e,
+                          double owns, int proto)
+{
+    bool up = e == membership_self(m) || e->state != DETECTOR_DOWN;
+
+    resp_put_map(out, 10, proto);
+    resp_put_bulk_str(out, "id");
+    resp_put_bulk_str(out, e->e.id);
+    resp_put_bulk_str(out, "rack");
+    resp_put_bulk_str(out, e->e.rack);
+    resp_put_bulk_str(out, "tokens");
+    resp_put_int(out, e->e.tokens);
+    resp_put_bulk_str(out, "status");
+    resp_put_bulk_str(out, membership_status_names[e->e.status]);
+    resp_put_bulk_str(out, "up");
+    resp_put_int(out, up);
+    resp_put_bulk_str(out, "state");
+    resp_put_bulk_str(out, member_state_name(m, e));
+    resp_put_bulk_str(out, "owns");
+    put_fraction(out, owns, 6);
+    resp_put_bulk_str(out, "peer_addr");
+    resp_put_bulk_str(out, e->e.peer_addr);
+    resp_put_bulk_str(out, "client_addr");
+    resp_put_bulk_str(out, e->e.client_addr);
+    resp_put_bulk_str(out, "digest");
+    put_hex64(out, e->e.digest);
+}
+
+static void status_members(struct client *c, struct buf *out)
+{
+    const struct membership *m = gossip_members(c->node);
+    const struct ring *r = membership_ring(m);
+    ring_len *own = calloc(ring_member_count(r) + 1, sizeof(*own));
+
+    if (own != NULL && ring_member_count(r) > 0) {
+        ring_ownership(r, 1, own);
+    }
+    resp_put_array(out, membership_count(m));
+    for (size_t i = 0; i < membership_count(m); i++) {
+        const struct member *e = membership_at(m, i);
+        status_member(out, m, e, own != NULL ? member_owns(r, e, own) : 0.0, c->proto);
+    }
+    free(own);
+}
+
+/* RINGKV STATUS: this node and the cluster as it sees it, for `ringkv status`. */
+static void ringkv_status(struct client *c, struct pending *p)
+{
+    struct server *n = c->node;
+    const struct membership *m = gossip_members(n);
+    struct buf *out = client_reply(p);
+    struct store_stats st;
+    char hexid[2 * CHANNEL_CLUSTER_ID_BYTES + 1];
+    size_t agree, up;
+    bool converged = gossip_converged(n, &agree, &up);
+
+    store_get_stats(n->store, &st);
+    hex_encode(hexid, n->cluster_id, sizeof(n->cluster_id));
+    resp_put_map(out, 15, c->proto);
+    resp_put_bulk_str(out, "id");
+    resp_put_bulk_str(out, n->cfg.id);
+    resp_put_bulk_str(out, "rack");
+    resp_put_bulk_str(out, n->cfg.rack);
+    resp_put_bulk_str(out, "tokens");
+    resp_put_int(out, n->cfg.tokens);
+    resp_put_bulk_str(out, "cluster_id");
+    resp_put_bulk_str(out, hexid);
+    resp_put_bulk_str(out, "epoch");
+    resp_put_int(out, (int64_t)membership_epoch(m));
+    resp_put_bulk_str(out, "digest");
+    put_hex64(out, membership_digest(m));
+    resp_put_bulk_str(out, "converged");
+    resp_put_int(out, converged);
+    resp_put_bulk_str(out, "agree");
+    resp_put_int(out, (int64_t)agree);
+    resp_put_bulk_str(out, "up_count");
+    resp_put_int(out, (int64_t)up);
+    resp_put_bulk_str(out, "keys");
+    resp_put_int(out, (int64_t)st.keys);
+    resp_put_bulk_str(out, "map_used_bytes");
+    resp_put_int(out, (int64_t)st.map_used);
+    resp_put_bulk_str(out, "uptime_s");
+    resp_put_int(out, (int64_t)server_uptime_s(n));
+    resp_put_bulk_str(out, "clients");
+    resp_put_int(out, (int64_t)n->n_clients);
+    resp_put_bulk_str(out, "status");
+    resp_put_bulk_str(out, membership_status_names[membership_self(m)->e.status]);
+    resp_put_bulk_str(out, "members");
+    status_members(c, out);
+}
+
+/* RINGKV MEMBERS: the failure detector's view of every member. */
+static void ringkv_members(struct client *c, struct pending *p)
+{
+    const struct membership *m = gossip_members(c->node);
+    struct buf *out = client_reply(p);
+    uint64_t now = clock_mono_ms();
+
+    resp_put_array(out, membership_count(m));
+    for (size_t i = 0; i < membership_count(m); i++) {
+        const struct member *e = membership_at(m, i);
+        bool self = e == membership_self(m);
+        resp_put_map(out, 8, c->proto);
+        resp_put_bulk_str(out, "id");
+        resp_put_bulk_str(out, e->e.id);
+        resp_put_bulk_str(out, "state");
+        resp_put_bulk_str(out, member_state_name(m, e));
+        resp_put_bulk_str(out, "phi");
+        put_fraction(out, self ? 0.0 : detector_phi(&e->det, now), 2);
+        resp_put_bulk_str(out, "generation");
+        resp_put_int(out, (int64_t)e->e.generation);
+        resp_put_bulk_str(out, "version");
+        resp_put_int(out, (int64_t)e->e.version);
+        resp_put_bulk_str(out, "last_heard_ms");
+        resp_put_int(out, self ? 0 : e->heard_ms == 0 ? -1 : (int64_t)(now - e->heard_ms));
+        resp_put_bulk_str(out, "mean_interval_ms");
+        put_fraction(out, self ? 0.0 : detector_mean(&e->det), 1);
+        resp_put_bulk_str(out, "status");
+        resp_put_bulk_str(out, membership_status_names[e->e.status]);
+    }
+}
+
+/* One arc of RINGKV RING: (start, end], its share, its preference list. */
+static void ring_arc(struct buf *out, const struct ring *r, uint64_t start, uint64_t end,
+                     ring_len len, const uint32_t *list, size_t n, int proto)
+{
+    resp_put_map(out, 5, proto);
+    resp_put_bulk_str(out, "start");
+    put_hex64(out, start);
+    resp_put_bulk_str(out, "end");
+    put_hex64(out, end);
+    resp_put_bulk_str(out, "fraction");
+    put_fraction(out, ring_len_fraction(len), 6);
+    resp_put_bulk_str(out, "owner");
+    resp_put_bulk_str(out, ring_member_id(r, list[0]));
+    resp_put_bulk_str(out, "preflist");
+    resp_put_array(out, n);
+    for (size_t i = 0; i < n; i++) {
+        resp_put_bulk_str(out, ring_member_id(r, list[i]));
+    }
+}
+
+/* The arcs of r for rf, adjacent arcs with the same list merged; returns how many. */
+static size_t ring_arcs(struct buf *out, const struct ring *r, unsigned rf, int proto)
+{
+    size_t t = ring_token_count(r), arcs = 0, n = 0, pn;
+    uint32_t list[RING_RF_MAX] = {0}, prev[RING_RF_MAX];
+    uint64_t start = ring_token_at(r, t - 1).pos, arc_start = start;
+    ring_len len = 0;
+
+    for (size_t i = 0; i <= t; i++) {
+        uint64_t end = i < t ? ring_token_at(r, i).pos : 0;
+        pn = n;
+        memcpy(prev, list, sizeof(list));
+        if (i < t) {
+            ring_preflist(r, end, rf, list, &n);
+        }
+        if (i > 0 && (i == t || n != pn || memcmp(prev, list, n * sizeof(*list)) != 0)) {
+            ring_arc(out, r, arc_start, start, len, prev, pn, proto);
+            arcs++;
+            arc_start = start;
+            len = 0;
+        }
+        if (i < t) {
+            len += i == 0 ? RING_CIRCLE - start + end : (ring_len)(end - start);
+            start = end;
+        }
+    }
+    return arcs;
+}
+
+/* RINGKV RING [RF]: the arcs of the ring with their preference lists. */
+static void ringkv_ring(struct client *c, struct pending *p)
+{
+    const struct membership *m = gossip_members(c->node);
+    const struct ring *r = membership_ring(m);
+    unsigned rf = c->node->cfg.rf;
+    struct buf arcs, *out = client_reply(p);
+    size_t n = 0;
+
+    if (p->cmd->argc == 3) {
+        rf = (unsigned)strtoul(arg_str(p, 2), NULL, 10);
+    }
+    if (rf < 1 || rf > RING_RF_MAX) {
+        client_error(p, "ERR RINGKV RING: rf must be 1 to %d", RING_RF_MAX);
+        return;
+    }
+    buf_init(&arcs, 0);
+    if (ring_token_count(r) > 0) {
+        n = ring_arcs(&arcs, r, rf, c->proto);
+    }
+    resp_put_map(out, 4, c->proto);
+    resp_put_bulk_str(out, "epoch");
+    resp_put_int(out, (int64_t)membership_epoch(m));
+    resp_put_bulk_str(out, "digest");
+    put_hex64(out, membership_digest(m));
+    resp_put_bulk_str(out, "rf");
+    resp_put_int(out, rf);
+    resp_put_bulk_str(out, "arcs");
+    resp_put_array(out, n);
+    buf_append(out, buf_data(&arcs), arcs.len);
+    buf_free(&arcs);
+}
+
+/* RINGKV REMOVE ID: write the removal of a member this node sees down. */
+static void ringkv_remove(struct client *c, struct pending *p)
+{
+    char err[256];
+
+    if (strlen(arg_str(p, 2)) != p->cmd->argv[2].len) {
+        client_error(p, "ERR RINGKV REMOVE: a member id has no NUL bytes");
+        return;
+    }
+    if (gossip_remove(c->node, arg_str(p, 2), err, sizeof(err)) != 0) {
+        client_error(p, "ERR RINGKV REMOVE: %s", err);
+        return;
+    }
+    resp_put_simple(client_reply(p), "OK");
+}
+
+struct ringkv_verb {
+    const char *name;
+    int min_args, max_args; /* words after RINGKV */
+    void (*run)(struct client *c, struct pending *p);
+};
+
+static const struct ringkv_verb ringkv_verbs[] = {
+    {"status", 1, 1, ringkv_status},
+    {"members", 1, 1, ringkv_members},
+    {"ring", 1, 2, ringkv_ring},
+    {"remove", 2, 2, ringkv_remove},
+};
+
+static int cmd_ringkv(struct client *c, struct pending *p)
+{
+    size_t words = p->cmd->argc - 1;
+
+    for (size_t i = 0; i < sizeof(ringkv_verbs) / sizeof(ringkv_verbs[0]); i++) {
+        const struct ringkv_verb *v = &ringkv_verbs[i];
+        if (resp_arg_is(p->cmd, 1, v->name) && words >= (size_t)v->min_args &&
+            words <= (size_t)v->max_args) {
+            v->run(c, p);
+            return CMD_DONE;
+        }
+    }
+    client_error(p,
+                 "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS, MEMBERS, "
+                 "RING [rf], REMOVE id)",
+                 arg_str(p, 1));
+    return CMD_DONE;
+}
+
+/* --- the table -------------------------------------------------------------------- */
+
+const struct command commands[] = {
+    {"get", 2, CMD_READ, cmd_get, 1, 1, 1, "the value of a key"},
+    {"set", -3, CMD_WRITE, cmd_set, 1, 1, 1, "set a key to a value (no options)"},
+    {"del", -2, CMD_WRITE, cmd_del, 1, -1, 1, "delete keys; the number that existed"},
+    {"exists", -2, CMD_READ, cmd_exists, 1, -1, 1, "how many of the keys exist"},
+    {"mget", -2, CMD_READ, cmd_mget, 1, -1, 1, "the values of several keys"},
+    {"mset", -3, CMD_WRITE, cmd_mset, 1, -1, 2, "set several keys"},
+    {"kget", 2, CMD_READ, cmd_kget, 1, 1, 1, "every sibling of a key, with its context"},
+    {"kset", -3, CMD_WRITE, cmd_kset, 1, 1, 1, "write over the siblings a context saw"},
+    {"ping", -1, CMD_NOAUTH, cmd_ping, 0, 0, 0, "PONG, or the argument"},
+    {"echo", 2, 0, cmd_echo, 0, 0, 0, "the argument"},
+    {"time", 1, 0, cmd_time, 0, 0, 0, "the node's wall clock: seconds, microseconds"},
+    {"hello", -1, CMD_NOAUTH, cmd_hello, 0, 0, 0, "handshake, choose RESP2 or RESP3"},
+    {"auth", -2, CMD_NOAUTH, cmd_auth, 0, 0, 0, "authenticate with requirepass"},
+    {"quit", 1, CMD_NOAUTH, cmd_quit, 0, 0, 0, "close the connection"},
+    {"select", 2, 0, cmd_select, 0, 0, 0, "database 0 is the only one"},
+    {"client", -2, 0, cmd_client, 0, 0, 0, "SETNAME, GETNAME, ID, SETINFO, LIST"},
+    {"command", -1, 0, cmd_command, 0, 0, 0, "COUNT, DOCS, INFO of commands"},
+    {"info", -1, 0, cmd_info, 0, 0, 0, "server, clients, stats, keyspace, cluster ..."},
+    {"dbsize", 1, CMD_READ, cmd_dbsize, 0, 0, 0, "keys stored, tombstones included"},
+    {"config", -2, CMD_ADMIN, cmd_config, 0, 0, 0, "GET settings, SET run-time ones"},
+    {"cluster", -1, 0, cmd_cluster, 0, 0, 0, "not a Redis Cluster: standalone error"},
+    {"ringkv", -2, CMD_ADMIN, cmd_ringkv, 0, 0, 0, "cluster administration"},
+};
+const size_t commands_count = sizeof(commands) / sizeof(commands[0]);
+
+_Static_assert(sizeof(commands) / sizeof(commands[0]) <= METRICS_COMMANDS_MAX,
+               "the metrics need a slot per command");
+
+const struct command *commands_find(const char *name, size_t len, int *index)
+{
+    for (size_t i = 0; i < commands_count; i++) {
+        if (strlen(commands[i].name) == len && strncasecmp(commands[i].name, name, len) == 0) {
+            if (index != NULL) {
+                *index = (int)i;
+            }
+            return &commands[i];
+        }
+    }
+    return NULL;
+}
+
+bool commands_is_write(struct pending *p)
+{
+    if (p->command == NULL && p->cmd != NULL && p->cmd->argc > 0) {
+        p->command = commands_find(arg_str(p, 0), p->cmd->argv[0].len, &p->index);
+    }
+    return p->command != NULL && (p->command->flags & CMD_WRITE);
+}
+
+static void unknown_command(struct pending *p)
+{
+    char args[256] = "";
+    size_t used = 0;
+
+    for (size_t i = 1; i < p->cmd->argc && used < sizeof(args) - 1; i++) {
+        int w = snprintf(args + used, sizeof(args) - used, "'%.32s' ", arg_str(p, i));
+        used += w > 0 ? (size_t)w : 0;
+    }
+    client_error(p, "ERR unknown command '%.64s', with args beginning with: %s", arg_str(p, 0),
+                 args);
+}
+
+int commands_run(struct client *c, struct pending *p)
+{
+    const struct command *cmd;
+    int argc = (int)p->cmd->argc;
+
+    if (p->cmd->too_big) {
+        c->node->metrics.client_limit_errors++;
+        client_error(p, "ERR argument of %zu bytes is over value-max (%llu bytes)",
+                     p->cmd->too_big_len, (unsigned long long)c->node->cfg.value_max);
+        return CMD_DONE;
+    }
+    commands_is_write(p);
+    cmd = p->command;
+    if (cmd == NULL) {
+        unknown_command(p);
+    } else if (!c->authed && !(cmd->flags & CMD_NOAUTH)) {
+        client_error(p, "NOAUTH Authentication required.");
+    } else if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
+        client_error(p, "ERR wrong number of arguments for '%s' command", cmd->name);
+    } else if ((cmd->flags & CMD_ADMIN) && !c->loopback && !c->node->cfg.admin_any) {
+        client_error(p, "ERR %s is accepted from loopback only (see the admin-from setting)",
+                     cmd->name);
+    } else if ((cmd->flags & CMD_WRITE) && c->node->stopping) {
+        client_error(p, "ERR ringkv is shutting down");
+    } else {
+        return cmd->run(c, p);
+    }
+    return CMD_DONE;
+}

@@ -1,0 +1,472 @@
+/*
+ * metrics.c - counters, INFO, and GET /metrics (metrics.h).
+ *
+ * INFO follows Redis's layout ("# Section", then key:value lines, CRLF),
+ * with the keys Redis tools read (redis_version, connected_clients,
+ * keyspace_hits, db0:keys=...) and ringkv's own prefixed ringkv_.  The
+ * Prometheus exposition (text format 0.0.4) carries the same numbers under
+ * ringkv_ names.  The HTTP side is deliberately minimal: one request per
+ * connection, GET /metrics only, bounded request size and time.
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "autoconf.h"
+#include "commands.h"
+#include "error.h"
+#include "gossip.h"
+#include "log.h"
+#include "membership.h"
+#include "server.h"
+
+const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS - 1] = {
+    50,    100,   250,    500,    1000,   2500,    5000,    10000,
+    25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 10000000,
+};
+
+const char *const metrics_reject_names[METRICS_REJECT_REASONS] = {
+    "too_big", "syntax", "version", "auth", "timeout", "limit", "aborted",
+};
+
+/* The version INFO reports as redis_version, for tools that gate on it. */
+#define METRICS_REDIS_VERSION "7.0.0"
+/* A metrics request must arrive whole within this many bytes and seconds. */
+#define METRICS_HTTP_REQUEST_MAX 8192
+#define METRICS_HTTP_TIMEOUT_S 5.0
+
+void metrics_count_command(struct metrics *m, int index, bool error, uint64_t usec)
+{
+    struct metrics_command *c;
+    size_t b = 0;
+
+    if (index < 0 || index >= METRICS_COMMANDS_MAX) {
+        return;
+    }
+    c = &m->command[index];
+    c->calls++;
+    c->errors += error;
+    c->usec_sum += usec;
+    while (b < METRICS_LATENCY_BUCKETS - 1 && usec > metrics_latency_bounds_us[b]) {
+        b++;
+    }
+    c->buckets[b]++;
+}
+
+/* --- INFO ----------------------------------------------------------------------- */
+
+static void info_server(struct server *n, struct buf *out)
+{
+    struct utsname u;
+    uint64_t up = server_uptime_s(n);
+
+    uname(&u);
+    buf_printf(out,
+               "# Server\r\nredis_version:%s\r\nringkv_version:%s\r\nredis_mode:standalone\r\n"
+               "os:%s %s %s\r\narch_bits:%d\r\nprocess_id:%ld\r\nrun_id:%016llx\r\n"
+               "tcp_port:%u\r\nuptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
+               "ringkv_node_id:%s\r\n\r\n",
+               METRICS_REDIS_VERSION, PACKAGE_VERSION, u.sysname, u.release, u.machine,
+               (int)(sizeof(void *) * 8), (long)getpid(), (unsigned long long)n->run_id,
+               n->cfg.client.port, (unsigned long long)up, (unsigned long long)(up / 86400),
+               n->cfg.id);
+}
+
+static void info_clients(struct server *n, struct buf *out)
+{
+    buf_printf(out,
+               "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%llu\r\n"
+               "blocked_clients:0\r\n\r\n",
+               (unsigned long long)n->n_clients, (unsigned long long)n->cfg.maxclients);
+}
+
+static const char *const sync_names[] = {"always", "batch", "none"};
+
+static void info_persistence(struct server *n, struct buf *out)
+{
+    struct store_stats st;
+
+    store_get_stats(n->store, &st);
+    buf_printf(out,
+               "# Persistence\r\nloading:0\r\nringkv_sync:%s\r\nringkv_store_map_bytes:%llu\r\n"
+               "ringkv_store_used_bytes:%llu\r\nringkv_store_commits:%llu\r\n"
+               "ringkv_store_fsyncs:%llu\r\nringkv_store_writes:%llu\r\n"
+               "ringkv_store_write_errors:%llu\r\nringkv_store_full_errors:%llu\r\n\r\n",
+               sync_names[n->cfg.sync], (unsigned long long)st.map_size,
+               (unsigned long long)st.map_used, (unsigned long long)st.commits,
+               (unsigned long long)st.syncs, (unsigned long long)st.ops,
+               (unsigned long long)st.ops_failed, (unsigned long long)st.enospc);
+}
+
+static void info_stats(struct server *n, struct buf *out)
+{
+    const struct metrics *m = &n->metrics;
+
+    buf_printf(out,
+               "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+               "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
+               "rejected_connections:%llu\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
+               "ringkv_protocol_errors:%llu\r\nringkv_limit_errors:%llu\r\n"
+               "ringkv_client_timeouts:%llu\r\n\r\n",
+               (unsigned long long)m->connections_received,
+               (unsigned long long)m->commands_processed, (unsigned long long)m->net_input_bytes,
+               (unsigned long long)m->net_output_bytes, (unsigned long long)m->connections_rejected,
+               (unsigned long long)m->keyspace_hits, (unsigned long long)m->keyspace_misses,
+               (unsigned long long)m->client_protocol_errors,
+               (unsigned long long)m->client_limit_errors, (unsigned long long)m->client_timeouts);
+}
+
+static void info_keyspace(struct server *n, struct buf *out)
+{
+    struct store_stats st;
+
+    store_get_stats(n->store, &st);
+    buf_printf(out, "# Keyspace\r\n");
+    if (st.keys > 0) {
+        buf_printf(out, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)st.keys);
+    }
+    buf_printf(out, "\r\n");
+}
+
+static void info_cluster(struct server *n, struct buf *out)
+{
+    const struct metrics *m = &n->metrics;
+    const struct membership *mem = gossip_members(n);
+    size_t agree = 0, up = 0;
+    bool converged = mem != NULL && gossip_converged(n, &agree, &up);
+
+    if (mem != NULL) {
+        buf_printf(out,
+                   "# Ring\r\nringkv_epoch:%llu\r\nringkv_digest:%016llx\r\n"
+                   "ringkv_converged:%d\r\nringkv_agree:%zu\r\nringkv_up:%zu\r\n"
+                   "ringkv_known_members:%zu\r\n\r\n",
+                   (unsigned long long)membership_epoch(mem),
+                   (unsigned long long)membership_digest(mem), converged, agree, up,
+                   membership_count(mem));
+    }
+
+    buf_printf(out,
+               "# Cluster\r\ncluster_enabled:0\r\nringkv_node_id:%s\r\nringkv_rack:%s\r\n"
+               "ringkv_tokens:%u\r\nringkv_members:%zu\r\nringkv_rf:%u\r\nringkv_r:%u\r\n"
+               "ringkv_w:%u\r\nringkv_peers_connected:%llu\r\nringkv_peer_handshakes:%llu\r\n",
+               n->cfg.id, n->cfg.rack, n->cfg.tokens, ring_member_count(n->ring), n->cfg.rf,
+               n->cfg.r, n->cfg.w, (unsigned long long)n->n_peers,
+               (unsigned long long)m->peer_handshakes);
+    for (int i = 0; i < METRICS_REJECT_REASONS; i++) {
+        buf_printf(out, "ringkv_peer_rejected_%s:%llu\r\n", metrics_reject_names[i],
+                   (unsigned long long)m->peer_rejected[i]);
+    }
+    buf_printf(out, "\r\n");
+}
+
+static void info_commandstats(struct server *n, struct buf *out)
+{
+    buf_printf(out, "# Commandstats\r\n");
+    for (size_t i = 0; i < commands_count; i++) {
+        const struct metrics_command *c = &n->metrics.command[i];
+        if (c->calls == 0) {
+            continue;
+        }
+        buf_printf(out, "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,failed_calls=%llu\r\n",
+                   commands[i].name, (unsigned long long)c->calls, (unsigned long long)c->usec_sum,
+                   (double)c->usec_sum / (double)c->calls, (unsigned long long)c->errors);
+    }
+    buf_printf(out, "\r\n");
+}
+
+struct info_section {
+    const char *name;
+    void (*print)(struct server *n, struct buf *out);
+    bool in_default;
+};
+
+static const struct info_section info_sections[] = {
+    {"server", info_server, true},
+    {"clients", info_clients, true},
+    {"persistence", info_persistence, true},
+    {"stats", info_stats, true},
+    {"keyspace", info_keyspace, true},
+    {"cluster", info_cluster, true},
+    {"commandstats", info_commandstats, false},
+};
+
+int metrics_info(struct server *n, const char *section, struct buf *out)
+{
+    bool all = section != NULL &&
+               (strcasecmp(section, "all") == 0 || strcasecmp(section, "everything") == 0);
+    bool dflt = section == NULL || strcasecmp(section, "default") == 0;
+    int found = RK_ENOTFOUND;
+
+    for (size_t i = 0; i < sizeof(info_sections) / sizeof(info_sections[0]); i++) {
+        const struct info_section *s = &info_sections[i];
+        if (all || (dflt && s->in_default) ||
+            (section != NULL && strcasecmp(section, s->name) == 0)) {
+            s->print(n, out);
+            found = 0;
+        }
+    }
+    return found;
+}
+
+/* --- Prometheus -------------------------------------------------------------------- */
+
+static void prom_counter(struct buf *out, const char *name, const char *help, uint64_t v)
+{
+    buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+               (unsigned long long)v);
+}
+
+static void prom_gauge(struct buf *out, const char *name, const char *help, uint64_t v)
+{
+    buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name,
+               (unsigned long long)v);
+}
+
+static void prom_commands(struct server *n, struct buf *out)
+{
+    buf_printf(out, "# HELP ringkv_commands_total Commands answered, by command and result.\n"
+                    "# TYPE ringkv_commands_total counter\n");
+    for (size_t i = 0; i < commands_count; i++) {
+        const struct metrics_command *c = &n->metrics.command[i];
+        buf_printf(out, "ringkv_commands_total{command=\"%s\",result=\"ok\"} %llu\n",
+                   commands[i].name, (unsigned long long)(c->calls - c->errors));
+        buf_printf(out, "ringkv_commands_total{command=\"%s\",result=\"error\"} %llu\n",
+                   commands[i].name, (unsigned long long)c->errors);
+    }
+}
+
+static void prom_latency(struct server *n, struct buf *out)
+{
+    buf_printf(out, "# HELP ringkv_command_duration_seconds Time from a command's start to its "
+                    "reply.\n# TYPE ringkv_command_duration_seconds histogram\n");
+    for (size_t i = 0; i < commands_count; i++) {
+        const struct metrics_command *c = &n->metrics.command[i];
+        uint64_t cum = 0;
+        if (c->calls == 0) {
+            continue;
+        }
+        for (size_t b = 0; b < METRICS_LATENCY_BUCKETS; b++) {
+            cum += c->buckets[b];
+            if (b < METRICS_LATENCY_BUCKETS - 1) {
+                buf_printf(out,
+                           "ringkv_command_duration_seconds_bucket{command=\"%s\",le=\"%g\"} "
+                           "%llu\n",
+                           commands[i].name, (double)metrics_latency_bounds_us[b] / 1e6,
+                           (unsigned long long)cum);
+            } else {
+                buf_printf(out,
+                           "ringkv_command_duration_seconds_bucket{command=\"%s\",le=\"+Inf\"} "
+                           "%llu\n",
+                           commands[i].name, (unsigned long long)cum);
+            }
+        }
+        buf_printf(out, "ringkv_command_duration_seconds_sum{command=\"%s\"} %.6f\n",
+                   commands[i].name, (double)c->usec_sum / 1e6);
+        buf_printf(out, "ringkv_command_duration_seconds_count{command=\"%s\"} %llu\n",
+                   commands[i].name, (unsigned long long)c->calls);
+    }
+}
+
+static void prom_peers(struct server *n, struct buf *out)
+{
+    const struct metrics *m = &n->metrics;
+
+    prom_gauge(out, "ringkv_peer_connections", "Open node-to-node connections.", n->n_peers);
+    prom_counter(out, "ringkv_peer_handshakes_total", "Peer handshakes completed.",
+                 m->peer_handshakes);
+    buf_printf(out, "# HELP ringkv_peer_rejected_total Peer connections or frames refused, by "
+                    "reason.\n# TYPE ringkv_peer_rejected_total counter\n");
+    for (int i = 0; i < METRICS_REJECT_REASONS; i++) {
+        buf_printf(out, "ringkv_peer_rejected_total{reason=\"%s\"} %llu\n", metrics_reject_names[i],
+                   (unsigned long long)m->peer_rejected[i]);
+    }
+    prom_counter(out, "ringkv_peer_messages_received_total", "Peer messages received.",
+                 m->peer_messages_in);
+    prom_counter(out, "ringkv_peer_messages_sent_total", "Peer messages sent.",
+                 m->peer_messages_out);
+}
+
+static void prom_store(struct server *n, struct buf *out)
+{
+    struct store_stats st;
+
+    store_get_stats(n->store, &st);
+    prom_gauge(out, "ringkv_store_keys", "Keys stored, tombstones included.", st.keys);
+    prom_gauge(out, "ringkv_store_hints", "Hints kept for unreachable replicas.", st.hints);
+    prom_gauge(out, "ringkv_store_map_bytes", "Size of the LMDB map.", st.map_size);
+    prom_gauge(out, "ringkv_store_used_bytes", "Bytes of LMDB pages in use.", st.map_used);
+    prom_counter(out, "ringkv_store_commits_total", "Write transactions committed.", st.commits);
+    prom_counter(out, "ringkv_store_fsyncs_total", "fsyncs issued.", st.syncs);
+    prom_counter(out, "ringkv_store_full_errors_total", "Writes refused for lack of space.",
+                 st.enospc);
+}
+
+static void prom_clients(struct server *n, struct buf *out)
+{
+    const struct metrics *m = &n->metrics;
+
+    prom_gauge(out, "ringkv_clients", "Open client connections.", n->n_clients);
+    prom_counter(out, "ringkv_connections_received_total", "Client connections accepted.",
+                 m->connections_received);
+    prom_counter(out, "ringkv_connections_rejected_total",
+                 "Client connections refused at "
+                 "maxclients.",
+                 m->connections_rejected);
+    prom_counter(out, "ringkv_client_protocol_errors_total", "Client protocol errors.",
+                 m->client_protocol_errors);
+    prom_counter(out, "ringkv_client_limit_errors_total", "Client requests over a limit.",
+                 m->client_limit_errors);
+    prom_counter(out, "ringkv_client_timeouts_total", "Idle clients closed.", m->client_timeouts);
+    prom_counter(out, "ringkv_keyspace_hits_total", "Reads that found a value.", m->keyspace_hits);
+    prom_counter(out, "ringkv_keyspace_misses_total", "Reads that found none.", m->keyspace_misses);
+    prom_counter(out, "ringkv_net_input_bytes_total", "Bytes read from clients.",
+                 m->net_input_bytes);
+    prom_counter(out, "ringkv_net_output_bytes_total", "Bytes written to clients.",
+                 m->net_output_bytes);
+}
+
+int metrics_prometheus(struct server *n, struct buf *out)
+{
+    buf_printf(out,
+               "# HELP ringkv_info The node's identity.\n# TYPE ringkv_info gauge\n"
+               "ringkv_info{id=\"%s\",rack=\"%s\",version=\"%s\"} 1\n",
+               n->cfg.id, n->cfg.rack, PACKAGE_VERSION);
+    prom_gauge(out, "ringkv_uptime_seconds", "Seconds since the node started.", server_uptime_s(n));
+    prom_clients(n, out);
+    prom_commands(n, out);
+    prom_latency(n, out);
+    prom_peers(n, out);
+    prom_store(n, out);
+    return 0;
+}
+
+/* --- HTTP ---------------------------------------------------------------------------- */
+
+struct metrics_http {
+    struct server *node;
+    int fd;
+    ev_io rio, wio;
+    ev_timer timer;
+    struct buf in, out;
+};
+
+static void http_free(struct metrics_http *h)
+{
+    ev_io_stop(h->node->loop, &h->rio);
+    ev_io_stop(h->node->loop, &h->wio);
+    ev_timer_stop(h->node->loop, &h->timer);
+    close(h->fd);
+    buf_free(&h->in);
+    buf_free(&h->out);
+    free(h);
+}
+
+static void http_respond(struct metrics_http *h, const char *status, const char *type,
+                         const struct buf *body)
+{
+    buf_printf(&h->out,
+               "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+               "Connection: close\r\n\r\n",
+               status, type, body->len);
+    buf_append(&h->out, buf_data(body), body->len);
+    ev_io_stop(h->node->loop, &h->rio);
+    ev_io_start(h->node->loop, &h->wio);
+}
+
+/* A whole request head has arrived: answer it. */
+static void http_handle(struct metrics_http *h)
+{
+    const char *req = (const char *)buf_data(&h->in);
+    struct buf body;
+
+    buf_init(&body, 0);
+    if (strncmp(req, "GET ", 4) != 0) {
+        buf_append_str(&body, "only GET is served here\n");
+        http_respond(h, "405 Method Not Allowed", "text/plain", &body);
+    } else if (strncmp(req + 4, "/metrics ", 9) != 0 && strncmp(req + 4, "/metrics?", 9) != 0) {
+        buf_append_str(&body, "see /metrics\n");
+        http_respond(h, "404 Not Found", "text/plain", &body);
+    } else {
+        metrics_prometheus(h->node, &body);
+        http_respond(h, "200 OK", "text/plain; version=0.0.4; charset=utf-8", &body);
+    }
+    buf_free(&body);
+}
+
+static void http_on_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct metrics_http *h = w->data;
+    uint8_t *p = buf_reserve(&h->in, 1024);
+    ssize_t r;
+
+    (void)loop;
+    (void)revents;
+    if (p == NULL) {
+        http_free(h);
+        return;
+    }
+    r = read(h->fd, p, 1023);
+    if (r < 0 && errno == EAGAIN) {
+        return;
+    }
+    if (r <= 0) {
+        http_free(h);
+        return;
+    }
+    buf_commit(&h->in, (size_t)r);
+    buf_data(&h->in)[h->in.len] = '\0';
+    if (strstr((const char *)buf_data(&h->in), "\r\n\r\n") != NULL ||
+        strstr((const char *)buf_data(&h->in), "\n\n") != NULL) {
+        http_handle(h);
+    }
+}
+
+static void http_on_write(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct metrics_http *h = w->data;
+    ssize_t r = send(h->fd, buf_data(&h->out), h->out.len, MSG_NOSIGNAL);
+
+    (void)loop;
+    (void)revents;
+    if (r < 0 && errno == EAGAIN) {
+        return;
+    }
+    if (r > 0) {
+        buf_consume(&h->out, (size_t)r);
+    }
+    if (r <= 0 || h->out.len == 0) {
+        http_free(h);
+    }
+}
+
+static void http_on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    http_free(w->data);
+}
+
+void metrics_http_accept(struct server *n, int fd)
+{
+    struct metrics_http *h = calloc(1, sizeof(*h));
+
+    if (h == NULL) {
+        close(fd);
+        return;
+    }
+    h->node = n;
+    h->fd = fd;
+    buf_init(&h->in, METRICS_HTTP_REQUEST_MAX);
+    buf_init(&h->out, 0);
+    ev_io_init(&h->rio, http_on_read, fd, EV_READ);
+    ev_io_init(&h->wio, http_on_write, fd, EV_WRITE);
+    ev_timer_init(&h->timer, http_on_timeout, METRICS_HTTP_TIMEOUT_S, 0.);
+    h->rio.data = h->wio.data = h->timer.data = h;
+    ev_io_start(n->loop, &h->rio);
+    ev_timer_start(n->loop, &h->timer);
+}

@@ -1,0 +1,85 @@
+/*
+ * metrics.h - the node's counters, and the two ways they are read: INFO on
+ * the client port (Redis's format, sections a Redis user looks for plus
+ * ringkv's own) and GET /metrics (Prometheus text format) on the metrics
+ * address.  Both print the same numbers from the same struct.
+ *
+ * Counters are plain integers: everything that updates them runs in the
+ * event-loop thread.  Storage figures are read from the store when a
+ * report is made.
+ */
+#ifndef RINGKV_METRICS_H
+#define RINGKV_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+struct server;
+
+/* Room for every command of the command table (commands.c asserts it fits). */
+#define METRICS_COMMANDS_MAX 64
+/*
+ * Latency buckets, upper bounds in microseconds: a decade split 1-2.5-5,
+ * from 50 us (a read served from memory) to 10 s (a write stuck behind a
+ * slow disk), as Prometheus client libraries lay out their defaults.
+ */
+#define METRICS_LATENCY_BUCKETS 17
+extern const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS - 1];
+
+struct metrics_command {
+    uint64_t calls;
+    uint64_t errors;
+    uint64_t usec_sum;
+    uint64_t buckets[METRICS_LATENCY_BUCKETS]; /* the last is +Inf */
+};
+
+/* Why a peer connection or frame was refused. */
+enum metrics_reject {
+    METRICS_REJECT_TOO_BIG, /* frame over frame-max */
+    METRICS_REJECT_SYNTAX,  /* malformed handshake or message */
+    METRICS_REJECT_VERSION, /* unsupported protocol version */
+    METRICS_REJECT_AUTH,    /* wrong cluster key, or a frame that did not open */
+    METRICS_REJECT_TIMEOUT, /* handshake not finished in time */
+    METRICS_REJECT_LIMIT,   /* peer-maxconn reached */
+    METRICS_REJECT_ABORTED, /* hung up before the handshake ended */
+    METRICS_REJECT_REASONS,
+};
+extern const char *const metrics_reject_names[METRICS_REJECT_REASONS];
+
+struct metrics {
+    uint64_t connections_received;
+    uint64_t connections_rejected; /* maxclients reached */
+    uint64_t client_protocol_errors;
+    uint64_t client_limit_errors; /* key/value/buffer limits broken */
+    uint64_t client_timeouts;
+    uint64_t commands_processed;
+    uint64_t keyspace_hits, keyspace_misses;
+    uint64_t net_input_bytes, net_output_bytes;
+    struct metrics_command command[METRICS_COMMANDS_MAX];
+    uint64_t peer_connections;
+    uint64_t peer_handshakes;
+    uint64_t peer_rejected[METRICS_REJECT_REASONS];
+    uint64_t peer_messages_in, peer_messages_out;
+};
+
+/* Count one command: which, whether it answered with an error, how long it took. */
+void metrics_count_command(struct metrics *m, int index, bool error, uint64_t usec);
+
+/*
+ * INFO: the named section ("server", "clients", "persistence", "stats",
+ * "keyspace", "cluster", "commandstats"), or every default section for
+ * NULL or "default", "all" or "everything" for all of them.  Appends Redis's
+ * "# Section\r\nkey:value\r\n" text to out.  RK_ENOTFOUND for an unknown
+ * section name (Redis prints nothing then; so does INFO here).
+ */
+int metrics_info(struct server *n, const char *section, struct buf *out);
+
+/* The Prometheus text exposition of every counter. */
+int metrics_prometheus(struct server *n, struct buf *out);
+
+/* Serve one HTTP connection on the metrics listener (GET /metrics). */
+void metrics_http_accept(struct server *n, int fd);
+
+#endif

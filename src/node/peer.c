@@ -1,0 +1,523 @@
+/*
+ * peer.c - sealed node-to-node connections (peer.h).
+ */
+#include "peer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bytes.h"
+#include "error.h"
+#include "frame.h"
+#include "gossip.h"
+#include "log.h"
+#include "server.h"
+
+/* Bytes read per read() call. */
+#define PEER_READ_CHUNK (64 * 1024)
+
+static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents);
+static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
+static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
+static void peer_flush(struct peer *p);
+
+static void peer_free(struct peer *p)
+{
+    channel_deinit(&p->ch);
+    buf_free(&p->in);
+    buf_free(&p->out);
+    buf_free(&p->msg);
+    buf_free(&p->queued);
+    free(p);
+}
+
+void peer_close(struct peer *p, const char *why)
+{
+    struct server *n = p->node;
+
+    if (p->dead) {
+        return;
+    }
+    /* A refused dial repeats every round while a member is away: debug, the detector says the rest.
+     */
+    LOG(strcmp(why, "connect_failed") == 0 ? LOG_DEBUG : LOG_INFO, "peer_close",
+        "peer=%s remote_id=%s reason=%s", p->addr, p->identified ? p->remote.id : "-", why);
+    ev_io_stop(n->loop, &p->rio);
+    ev_io_stop(n->loop, &p->wio);
+    ev_timer_stop(n->loop, &p->timer);
+    close(p->fd);
+    p->dead = true;
+    gossip_peer_closed(n, p);
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else {
+        n->peers = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    }
+    n->n_peers--;
+    if (p->depth == 0) {
+        peer_free(p);
+    }
+}
+
+static void peer_enter(struct peer *p)
+{
+    p->depth++;
+}
+
+static void peer_leave(struct peer *p)
+{
+    if (--p->depth == 0 && p->dead) {
+        peer_free(p);
+    }
+}
+
+/* Refuse: count the reason, log it with the peer's address, close. */
+static void peer_reject(struct peer *p, enum metrics_reject reason, int err)
+{
+    p->node->metrics.peer_rejected[reason]++;
+    LOG(LOG_WARN, "peer_rejected", "peer=%s reason=%s error=\"%s\"", p->addr,
+        metrics_reject_names[reason], err != 0 ? rk_strerror(err) : "handshake not completed");
+    peer_close(p, metrics_reject_names[reason]);
+}
+
+static enum metrics_reject reject_reason(int err)
+{
+    switch (err) {
+    case RK_ETOOBIG:
+        return METRICS_REJECT_TOO_BIG;
+    case RK_EMISMATCH:
+        return METRICS_REJECT_VERSION;
+    case RK_EAUTH:
+        return METRICS_REJECT_AUTH;
+    default:
+        return METRICS_REJECT_SYNTAX;
+    }
+}
+
+static struct peer *peer_new(struct server *n, int fd, bool outbound)
+{
+    struct peer *p = calloc(1, sizeof(*p));
+
+    if (p == NULL) {
+        return NULL;
+    }
+    if (channel_init(&p->ch, n->key, outbound ? CHANNEL_INITIATOR : CHANNEL_RESPONDER,
+                     n->cfg.frame_max) != 0) {
+        free(p);
+        return NULL;
+    }
+    p->node = n;
+    p->fd = fd;
+    p->outbound = outbound;
+    buf_init(&p->in, n->cfg.frame_max + FRAME_HEADER_BYTES + PEER_READ_CHUNK);
+    buf_init(&p->out, 0);
+    buf_init(&p->msg, 0);
+    buf_init(&p->queued, n->cfg.frame_max);
+    ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
+    ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
+    ev_timer_init(&p->timer, peer_on_timer, (double)n->cfg.handshake_timeout_ms / 1000.0, 0.);
+    p->rio.data = p->wio.data = p->timer.data = p;
+    p->next = n->peers;
+    if (n->peers != NULL) {
+        n->peers->prev = p;
+    }
+    n->peers = p;
+    n->n_peers++;
+    n->metrics.peer_connections++;
+    ev_timer_start(n->loop, &p->timer);
+    return p;
+}
+
+void peer_accept(struct server *n, int fd, const struct sockaddr_storage *addr)
+{
+    char text[NET_ADDR_TEXT];
+    struct peer *p;
+
+    net_addr_text(addr, text);
+    if (n->n_peers >= n->cfg.peer_maxconn || n->stopping) {
+        n->metrics.peer_rejected[METRICS_REJECT_LIMIT]++;
+        LOG(LOG_WARN, "peer_rejected", "peer=%s reason=limit", text);
+        close(fd);
+        return;
+    }
+    p = peer_new(n, fd, false);
+    if (p == NULL) {
+        close(fd);
+        return;
+    }
+    memcpy(p->addr, text, sizeof(p->addr));
+    ev_io_start(n->loop, &p->rio);
+}
+
+/* Seal plain[0..len) as the next frame. */
+static int peer_seal(struct peer *p, const uint8_t *plain, size_t len)
+{
+    int rc = channel_seal(&p->ch, plain, len, &p->out);
+
+    if (rc == 0) {
+        p->node->metrics.peer_messages_out++;
+    }
+    return rc;
+}
+
+int peer_send(struct peer *p, const struct msg *m)
+{
+    struct buf plain;
+    uint8_t head[4];
+    int rc;
+
+    if (p->dead) {
+        return RK_ECLOSED;
+    }
+    buf_init(&plain, 0);
+    rc = msg_encode(m, &plain);
+    if (rc == 0 && channel_is_open(&p->ch)) {
+        rc = peer_seal(p, buf_data(&plain), plain.len);
+    } else if (rc == 0) {
+        bytes_put_be32(head, (uint32_t)plain.len);
+        rc = buf_append(&p->queued, head, sizeof(head));
+        rc = rc ? rc : buf_append(&p->queued, buf_data(&plain), plain.len);
+    }
+    buf_free(&plain);
+    if (rc != 0) {
+        peer_close(p, "send_failed");
+        return rc;
+    }
+    peer_flush(p);
+    return 0;
+}
+
+/* The channel opened: seal what was sent before. */
+static int peer_send_queued(struct peer *p)
+{
+    while (p->queued.len >= 4) {
+        const uint8_t *q = buf_data(&p->queued);
+        size_t len = bytes_get_be32(q);
+        int rc = peer_seal(p, q + 4, len);
+        if (rc != 0) {
+            return rc;
+        }
+        buf_consume(&p->queued, 4 + len);
+    }
+    return 0;
+}
+
+struct peer *peer_find(struct server *n, const char *id, const char *addr)
+{
+    for (struct peer *p = n->peers; p != NULL; p = p->next) {
+        if (p->dead) {
+            continue;
+        }
+        if (id != NULL && p->identified && strcmp(p->remote.id, id) == 0) {
+            return p;
+        }
+        if (addr != NULL && ((p->outbound && strcmp(p->target, addr) == 0) ||
+                             (p->identified && strcmp(p->remote.peer_addr, addr) == 0))) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The channel just opened: introduce ourselves. */
+static void peer_opened(struct peer *p)
+{
+    struct server *n = p->node;
+    struct msg m = {.type = MSG_IDENT};
+
+    ev_timer_stop(n->loop, &p->timer);
+    n->metrics.peer_handshakes++;
+    snprintf(m.u.ident.id, sizeof(m.u.ident.id), "%s", n->cfg.id);
+    snprintf(m.u.ident.rack, sizeof(m.u.ident.rack), "%s", n->cfg.rack);
+    m.u.ident.version = CHANNEL_VERSION;
+    settings_addr_text(&n->cfg.listen, m.u.ident.peer_addr, sizeof(m.u.ident.peer_addr));
+    settings_addr_text(&n->cfg.client, m.u.ident.client_addr, sizeof(m.u.ident.client_addr));
+    if (peer_send(p, &m) == 0 && peer_send_queued(p) != 0) {
+        peer_close(p, "send_failed");
+    }
+}
+
+/* --- messages -------------------------------------------------------------------- */
+
+/* One end of p's connection: ours (getsockname) or the other's (getpeername). */
+static bool peer_end(const struct peer *p, bool ours, struct sockaddr_storage *a, socklen_t *len)
+{
+    *len = sizeof(*a);
+    memset(a, 0, sizeof(*a));
+    return (ours ? getsockname(p->fd, (struct sockaddr *)a, len)
+                 : getpeername(p->fd, (struct sockaddr *)a, len)) == 0;
+}
+
+/*
+ * The other end of p's connection when it is one of our own connections
+ * (we dialled ourselves), else NULL.  Judged by the sockets, not by
+ * names, so a second process that claims our id is never taken for us.
+ */
+static struct peer *peer_loop_partner(const struct peer *p)
+{
+    struct sockaddr_storage a, b;
+    socklen_t alen, blen;
+
+    /* an outbound connection's own end is the far end of an inbound one, and the reverse */
+    if (!peer_end(p, p->outbound, &a, &alen)) {
+        return NULL;
+    }
+    for (struct peer *q = p->node->peers; q != NULL; q = q->next) {
+        if (q != p && q->outbound != p->outbound && !q->dead &&
+            peer_end(q, q->outbound, &b, &blen) && alen == blen && memcmp(&a, &b, alen) == 0) {
+            return q;
+        }
+    }
+    return NULL;
+}
+
+static void on_ident(struct peer *p, const struct msg *m)
+{
+    if (strcmp(m->u.ident.id, p->node->cfg.id) == 0) {
+        struct peer *partner = peer_loop_partner(p);
+        if (partner != NULL) {
+            /* We dialled ourselves, by another name for our address (a seed list):
+             * both ends close now, and that address is not dialled again. */
+            struct peer *out = p->outbound ? p : partner;
+            LOG(LOG_DEBUG, "peer_self", "peer=%s", out->target);
+            gossip_self_dialled(p->node, out->target);
+            peer_close(partner, "self");
+            peer_close(p, "self");
+            return;
+        }
+        LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s peer_addr=%s", p->addr, m->u.ident.id,
+            m->u.ident.peer_addr);
+        peer_close(p, "same_id");
+        gossip_same_id(p->node, m->u.ident.peer_addr);
+        return;
+    }
+    p->remote = m->u.ident;
+    p->identified = true;
+    LOG(LOG_DEBUG, "peer_ident", "peer=%s remote_id=%s rack=%s peer_addr=%s", p->addr, p->remote.id,
+        p->remote.rack, p->remote.peer_addr);
+    gossip_peer_identified(p->node, p);
+}
+
+static void on_ping(struct peer *p, const struct msg *m)
+{
+    struct msg pong = {.type = MSG_PONG, .u.ping = m->u.ping};
+
+    if (peer_send(p, &pong) == 0) {
+        gossip_message(p->node, p, m);
+    }
+}
+
+/* Gossip and pongs: the membership engine's business. */
+static void on_gossip(struct peer *p, const struct msg *m)
+{
+    gossip_message(p->node, p, m);
+}
+
+struct peer_handler {
+    enum msg_type type;
+    void (*handle)(struct peer *p, const struct msg *m);
+};
+
+static const struct peer_handler peer_handlers[] = {
+    {MSG_IDENT, on_ident},       {MSG_PING, on_ping},         {MSG_PONG, on_gossip},
+    {MSG_GOSSIP_SYN, on_gossip}, {MSG_GOSSIP_ACK, on_gossip}, {MSG_GOSSIP_ACK2, on_gossip},
+};
+
+static void peer_message(struct peer *p)
+{
+    struct msg m;
+    int rc = msg_decode(buf_data(&p->msg), p->msg.len, &m);
+
+    buf_clear(&p->msg);
+    if (rc != 0) {
+        peer_reject(p, METRICS_REJECT_SYNTAX, rc);
+        return;
+    }
+    p->node->metrics.peer_messages_in++;
+    if (!p->identified && m.type != MSG_IDENT) {
+        msg_free(&m);
+        peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(peer_handlers) / sizeof(peer_handlers[0]); i++) {
+        if (peer_handlers[i].type == m.type) {
+            peer_handlers[i].handle(p, &m);
+            break;
+        }
+    }
+    msg_free(&m);
+}
+
+/* --- I/O --------------------------------------------------------------------------- */
+
+/* Feed the channel every complete frame that has arrived. */
+static void peer_input(struct peer *p)
+{
+    while (!p->dead && p->in.len > 0) {
+        bool was_open = channel_is_open(&p->ch);
+        size_t used = 0;
+        int rc = channel_feed(&p->ch, buf_data(&p->in), p->in.len, &used, &p->out, &p->msg);
+        buf_consume(&p->in, used);
+        if (rc < 0) {
+            peer_reject(p, reject_reason(rc), rc);
+            return;
+        }
+        if (rc == CHANNEL_NEED_MORE) {
+            break;
+        }
+        if (!was_open && channel_is_open(&p->ch)) {
+            peer_opened(p);
+        } else if (rc == CHANNEL_MESSAGE) {
+            peer_message(p);
+        }
+    }
+    if (!p->dead) {
+        peer_flush(p);
+    }
+}
+
+static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct peer *p = w->data;
+    uint8_t *d;
+    ssize_t r;
+
+    (void)loop;
+    (void)revents;
+    peer_enter(p);
+    d = buf_reserve(&p->in, PEER_READ_CHUNK);
+    r = d != NULL ? read(p->fd, d, PEER_READ_CHUNK) : -1;
+    if (r < 0 && d != NULL && (errno == EAGAIN || errno == EINTR)) {
+        goto out_leave;
+    }
+    if (r <= 0 && !channel_is_open(&p->ch)) {
+        /* a peer that cannot prove the key often just hangs up: count it */
+        peer_reject(p, METRICS_REJECT_ABORTED, 0);
+        goto out_leave;
+    }
+    if (r <= 0) {
+        peer_close(p, r == 0 ? "eof" : "read_error");
+        goto out_leave;
+    }
+    buf_commit(&p->in, (size_t)r);
+    peer_input(p);
+out_leave:
+    peer_leave(p);
+}
+
+static void peer_flush(struct peer *p)
+{
+    while (p->out.len > 0 && !p->connecting) {
+        ssize_t w = send(p->fd, buf_data(&p->out), p->out.len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0 && errno == EAGAIN) {
+            break;
+        }
+        if (w <= 0) {
+            peer_close(p, "write_error");
+            return;
+        }
+        buf_consume(&p->out, (size_t)w);
+    }
+    if (p->out.len > 0 || p->connecting) {
+        ev_io_start(p->node->loop, &p->wio);
+    } else {
+        ev_io_stop(p->node->loop, &p->wio);
+    }
+}
+
+static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct peer *p = w->data;
+
+    (void)loop;
+    (void)revents;
+    peer_enter(p);
+    if (p->connecting) {
+        int e = net_connect_result(p->fd);
+        if (e != 0) {
+            LOG(LOG_DEBUG, "peer_connect_failed", "peer=%s error=\"%s\"", p->addr, strerror(e));
+            peer_close(p, "connect_failed");
+            goto out_leave;
+        }
+        p->connecting = false;
+        ev_io_start(p->node->loop, &p->rio);
+    }
+    peer_flush(p);
+out_leave:
+    peer_leave(p);
+}
+
+static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct peer *p = w->data;
+
+    (void)loop;
+    (void)revents;
+    peer_enter(p);
+    if (!channel_is_open(&p->ch)) {
+        peer_reject(p, METRICS_REJECT_TIMEOUT, 0);
+    }
+    peer_leave(p);
+}
+
+/* Split "host:port"; false when it is not one. */
+static bool peer_split_addr(const char *addr, char *host, size_t cap, uint16_t *port)
+{
+    const char *colon = strrchr(addr, ':');
+    char *end;
+    unsigned long v;
+
+    if (colon == NULL || (size_t)(colon - addr) >= cap || colon == addr) {
+        return false;
+    }
+    v = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || v == 0 || v > 65535) {
+        return false;
+    }
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    *port = (uint16_t)v;
+    return true;
+}
+
+struct peer *peer_connect(struct server *n, const char *addr, char *err, size_t err_len)
+{
+    char host[MSG_ADDR_MAX];
+    uint16_t port;
+    struct peer *p;
+    int fd;
+
+    if (!peer_split_addr(addr, host, sizeof(host), &port)) {
+        snprintf(err, err_len, "'%s' is not host:port", addr);
+        return NULL;
+    }
+    fd = net_connect(host, port, n->cfg.listen.host, err, err_len);
+    if (fd < 0) {
+        return NULL;
+    }
+    p = peer_new(n, fd, true);
+    if (p == NULL) {
+        close(fd);
+        snprintf(err, err_len, "out of memory");
+        return NULL;
+    }
+    snprintf(p->addr, sizeof(p->addr), "%s", addr);
+    snprintf(p->target, sizeof(p->target), "%s", addr);
+    p->connecting = true;
+    if (channel_start(&p->ch, &p->out) != 0) {
+        peer_close(p, "handshake_failed");
+        snprintf(err, err_len, "cannot start the handshake");
+        return NULL;
+    }
+    ev_io_start(n->loop, &p->wio);
+    return p;
+}

@@ -1,0 +1,67 @@
+/*
+ * peer.h - node-to-node connections over the sealed channel.
+ *
+ * Either side may connect.  The connecting side binds to its own listen
+ * address first (net.h), then both run the channel's handshake; a
+ * connection that does not complete it within handshake-timeout, presents
+ * the wrong cluster key, or sends anything malformed is refused, counted by
+ * reason (metrics.h) and logged with the peer's address, and the node goes
+ * on unaffected.  Once the channel is open each side sends MSG_IDENT
+ * first; every later message is dispatched through a table by type.
+ */
+#ifndef RINGKV_PEER_H
+#define RINGKV_PEER_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "buf.h"
+#include "channel.h"
+#include "msg.h"
+#include "net.h"
+
+struct server;
+
+struct peer {
+    struct server *node;
+    struct peer *prev, *next;
+    int fd;
+    ev_io rio, wio;
+    ev_timer timer; /* the handshake deadline */
+    struct channel ch;
+    struct buf in, out, msg;
+    bool outbound;
+    bool connecting;
+    bool identified; /* the remote's MSG_IDENT has arrived */
+    bool dead;
+    int depth; /* handlers of this peer on the stack */
+    struct msg_ident remote;
+    char addr[NET_ADDR_TEXT];
+    char target[MSG_ADDR_MAX]; /* outbound: the address we connected to */
+    struct buf queued;         /* messages sent before the channel opened, length-prefixed */
+};
+
+/* Take over an accepted connection on the peer port. */
+void peer_accept(struct server *n, int fd, const struct sockaddr_storage *addr);
+
+/*
+ * Connect to another node's peer port (addr "host:port") from this node's
+ * own address; the connection is returned at once and messages sent on it
+ * wait until its channel opens.  NULL with err set when it cannot start.
+ */
+struct peer *peer_connect(struct server *n, const char *addr, char *err, size_t err_len);
+
+/*
+ * Send one message: sealed at once on an open channel, queued until the
+ * channel opens otherwise.  RK_ETOOBIG or RK_ENOMEM close the connection.
+ */
+int peer_send(struct peer *p, const struct msg *m);
+
+/* An identified connection to member id, or an outbound one to addr; NULL when none. */
+struct peer *peer_find(struct server *n, const char *id, const char *addr);
+
+/* Close now; why is logged. */
+void peer_close(struct peer *p, const char *why);
+
+#endif

@@ -1,0 +1,318 @@
+/*
+ * server.c - creating, running and stopping a node (server.h).
+ *
+ * Shutdown.  The first SIGTERM or SIGINT stops the listeners, stops every
+ * client from reading, and lets each finish the commands it already read:
+ * their writes complete (or fail) and their replies go out, then the
+ * connection closes.  When every client is gone, or SERVER_SHUTDOWN_GRACE_MS
+ * has passed, the loop ends and server_destroy() closes the store, which
+ * first completes every write still queued.  A second signal exits at
+ * once: LMDB is crash-safe, so what was acknowledged stays, and nothing
+ * unacknowledged was promised.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "clock.h"
+#include "error.h"
+#include "gossip.h"
+#include "log.h"
+#include "net.h"
+#include "peer.h"
+
+/* Pending connections the kernel keeps per listener: Redis's tcp-backlog default. */
+#define NODE_LISTEN_BACKLOG 511
+/* How often a stopping node checks whether its clients are gone. */
+#define NODE_SHUTDOWN_POLL_S 0.02
+
+uint64_t server_uptime_s(const struct server *n)
+{
+    return (clock_mono_ms() - n->start_ms) / 1000;
+}
+
+/* --- listeners ------------------------------------------------------------------- */
+
+typedef void (*accept_fn)(struct server *n, int fd, const struct sockaddr_storage *addr);
+
+static void http_accept(struct server *n, int fd, const struct sockaddr_storage *addr)
+{
+    (void)addr;
+    metrics_http_accept(n, fd);
+}
+
+static void server_accept(struct server *n, int lfd, accept_fn take)
+{
+    struct sockaddr_storage addr;
+    socklen_t len;
+    int fd;
+
+    while ((fd = net_accept(lfd, &addr, &len)) >= 0) {
+        take(n, fd, &addr);
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        LOG(LOG_WARN, "accept_failed", "error=\"%s\"", strerror(errno));
+    }
+}
+
+static void on_client_listener(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    server_accept(w->data, w->fd, client_accept);
+}
+
+static void on_peer_listener(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    server_accept(w->data, w->fd, peer_accept);
+}
+
+static void on_metrics_listener(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    server_accept(w->data, w->fd, http_accept);
+}
+
+static int server_listen(struct server *n, const char *setting, const struct settings_addr *a,
+                         int *fd, ev_io *w, void (*cb)(struct ev_loop *, ev_io *, int), char *err,
+                         size_t err_len)
+{
+    char why[256];
+
+    *fd = net_listen(a->host, a->port, NODE_LISTEN_BACKLOG, why, sizeof(why));
+    if (*fd < 0) {
+        snprintf(err, err_len, "%s: %s", setting, why);
+        return *fd;
+    }
+    ev_io_init(w, cb, *fd, EV_READ);
+    w->data = n;
+    return 0;
+}
+
+static void server_close_listeners(struct server *n)
+{
+    int *fds[] = {&n->client_fd, &n->peer_fd, &n->metrics_fd};
+    ev_io *ws[] = {&n->client_w, &n->peer_w, &n->metrics_w};
+
+    for (size_t i = 0; i < 3; i++) {
+        if (*fds[i] >= 0) {
+            ev_io_stop(n->loop, ws[i]);
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+    }
+}
+
+/* --- store completions, signals, shutdown --------------------------------------------- */
+
+static void on_store(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct server *n = w->data;
+
+    (void)loop;
+    (void)revents;
+    store_dispatch(n->store);
+}
+
+static void on_shutdown_poll(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct server *n = w->data;
+
+    (void)revents;
+    if (n->n_clients == 0) {
+        ev_break(loop, EVBREAK_ALL);
+    }
+}
+
+static void on_shutdown_deadline(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct server *n = w->data;
+
+    (void)revents;
+    LOG(LOG_WARN, "shutdown_forced", "clients=%llu", (unsigned long long)n->n_clients);
+    while (n->clients != NULL) {
+        client_close(n->clients, "shutdown");
+    }
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* Stop serving; cause is "signal=NAME" or "reason=WORD" for the log line. */
+static void server_begin_shutdown(struct server *n, const char *cause)
+{
+    LOG(LOG_INFO, "shutdown", "%s clients=%llu", cause, (unsigned long long)n->n_clients);
+    n->stopping = true;
+    gossip_stop(n);
+    server_close_listeners(n);
+    while (n->peers != NULL) {
+        peer_close(n->peers, "shutdown");
+    }
+    for (struct client *c = n->clients, *next; c != NULL; c = next) {
+        next = c->next;
+        client_stop(c);
+    }
+    ev_timer_init(&n->shutdown_w, on_shutdown_deadline, SERVER_SHUTDOWN_GRACE_MS / 1000.0, 0.);
+    n->shutdown_w.data = n;
+    ev_timer_start(n->loop, &n->shutdown_w);
+    ev_timer_init(&n->shutdown_poll_w, on_shutdown_poll, 0., NODE_SHUTDOWN_POLL_S);
+    n->shutdown_poll_w.data = n;
+    ev_timer_start(n->loop, &n->shutdown_poll_w);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    struct server *n = w->data;
+    const char *name = w->signum == SIGTERM ? "SIGTERM" : "SIGINT";
+    char cause[32];
+
+    (void)loop;
+    (void)revents;
+    if (n->stopping) {
+        LOG(LOG_WARN, "exit_now", "signal=%s", name);
+        _exit(1);
+    }
+    snprintf(cause, sizeof(cause), "signal=%s", name);
+    server_begin_shutdown(n, cause);
+}
+
+void server_shutdown(struct server *n, const char *reason, int exit_code)
+{
+    char cause[64];
+
+    if (n->stopping) {
+        return;
+    }
+    n->exit_code = exit_code;
+    snprintf(cause, sizeof(cause), "reason=%s", reason);
+    server_begin_shutdown(n, cause);
+}
+
+/* --- creating and running ----------------------------------------------------------------- */
+
+static int server_open_store(struct server *n, char *err, size_t err_len)
+{
+    struct store_config sc;
+    char why[512];
+    int rc;
+
+    store_config_defaults(&sc);
+    sc.path = n->cfg.data;
+    sc.node_id = n->cfg.id;
+    sc.cluster_id = n->cluster_id;
+    sc.cluster_id_len = sizeof(n->cluster_id);
+    memcpy(sc.seed, n->cfg.ring_seed, RING_SEED_LEN);
+    sc.sync = n->cfg.sync;
+    sc.batch_ms = (uint32_t)n->cfg.sync_interval_ms;
+    sc.map_max = n->cfg.map_size_max;
+    sc.map_initial = sc.map_initial < sc.map_max ? sc.map_initial : sc.map_max;
+    sc.max_siblings = n->cfg.max_siblings;
+    sc.conflicts = n->cfg.conflicts;
+    rc = store_open(&n->store, &sc, why, sizeof(why));
+    if (rc != 0) {
+        snprintf(err, err_len, "data: %s", why);
+    }
+    return rc;
+}
+
+static int server_open(struct server *n, char *err, size_t err_len)
+{
+    char why[512];
+    int rc = channel_key_load(&n->key, n->cfg.cluster_key, why, sizeof(why));
+
+    if (rc != 0) {
+        snprintf(err, err_len, "cluster-key: %s", why);
+        return rc;
+    }
+    channel_key_cluster_id(n->key, n->cluster_id);
+    rc = server_open_store(n, err, err_len);
+    rc = rc ? rc : gossip_create(n, err, err_len);
+    rc = rc ? rc
+            : server_listen(n, "client", &n->cfg.client, &n->client_fd, &n->client_w,
+                            on_client_listener, err, err_len);
+    rc = rc ? rc
+            : server_listen(n, "listen", &n->cfg.listen, &n->peer_fd, &n->peer_w, on_peer_listener,
+                            err, err_len);
+    if (rc == 0 && n->cfg.metrics.set) {
+        rc = server_listen(n, "metrics", &n->cfg.metrics, &n->metrics_fd, &n->metrics_w,
+                           on_metrics_listener, err, err_len);
+    }
+    return rc;
+}
+
+int server_create(struct server **out, const struct settings *cfg, char *err, size_t err_len)
+{
+    struct server *n = calloc(1, sizeof(*n));
+    int rc;
+
+    *out = NULL;
+    if (n == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    n->cfg = *cfg;
+    n->client_fd = n->peer_fd = n->metrics_fd = -1;
+    n->loop = ev_default_loop(EVFLAG_AUTO);
+    n->start_ms = clock_mono_ms();
+    randombytes_buf(&n->run_id, sizeof(n->run_id));
+    rc = server_open(n, err, err_len);
+    if (rc != 0) {
+        server_destroy(n);
+        return rc;
+    }
+    *out = n;
+    return 0;
+}
+
+int server_run(struct server *n)
+{
+    ev_io_start(n->loop, &n->client_w);
+    ev_io_start(n->loop, &n->peer_w);
+    if (n->metrics_fd >= 0) {
+        ev_io_start(n->loop, &n->metrics_w);
+    }
+    ev_io_init(&n->store_w, on_store, store_event_fd(n->store), EV_READ);
+    n->store_w.data = n;
+    ev_io_start(n->loop, &n->store_w);
+    ev_signal_init(&n->sigterm_w, on_signal, SIGTERM);
+    ev_signal_init(&n->sigint_w, on_signal, SIGINT);
+    n->sigterm_w.data = n->sigint_w.data = n;
+    ev_signal_start(n->loop, &n->sigterm_w);
+    ev_signal_start(n->loop, &n->sigint_w);
+    gossip_start(n);
+    LOG(LOG_INFO, "node_start", "client=%s:%u listen=%s:%u metrics=%s:%u rack=%s tokens=%u data=%s",
+        n->cfg.client.host, n->cfg.client.port, n->cfg.listen.host, n->cfg.listen.port,
+        n->cfg.metrics.set ? n->cfg.metrics.host : "off", n->cfg.metrics.port, n->cfg.rack,
+        n->cfg.tokens, n->cfg.data);
+    ev_run(n->loop, 0);
+    LOG(LOG_INFO, "node_stop", "clients=%llu", (unsigned long long)n->n_clients);
+    return n->exit_code;
+}
+
+void server_destroy(struct server *n)
+{
+    if (n == NULL) {
+        return;
+    }
+    server_close_listeners(n);
+    while (n->peers != NULL) {
+        peer_close(n->peers, "exit");
+    }
+    while (n->clients != NULL) {
+        client_close(n->clients, "exit");
+    }
+    if (n->loop != NULL) {
+        ev_io_stop(n->loop, &n->store_w);
+    }
+    gossip_destroy(n);
+    store_close(n->store); /* completes queued writes; their clients are already closed */
+    channel_key_free(n->key);
+    free(n);
+}

@@ -1,0 +1,87 @@
+/*
+ * server.h - one ringkv node: its settings, store, ring, keys, event loop,
+ * listeners, connections and counters.
+ *
+ * The node layer is a handful of modules around this struct, all running
+ * in the one event-loop thread: client.c (RESP connections), commands.c
+ * (what each command does), kv.c (the data operations commands use),
+ * peer.c (sealed node-to-node connections), metrics.c (counters, INFO,
+ * GET /metrics).  The struct is shared among them, and only them.
+ *
+ * Lifecycle: server_create() opens everything and fails with one line on
+ * any problem; server_run() serves until SIGTERM (graceful: stop accepting,
+ * finish or fail what is in flight, close the store) or a second SIGTERM
+ * or SIGINT (exit at once: the store is crash-safe, nothing acknowledged
+ * is lost); server_destroy() releases what is left.
+ */
+#ifndef RINGKV_SERVER_H
+#define RINGKV_SERVER_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "channel.h"
+#include "settings.h"
+#include "metrics.h"
+#include "ring.h"
+#include "store.h"
+
+struct client;
+struct peer;
+
+/* Grace for in-flight work at shutdown before it is failed: covers an fsync under load. */
+#define SERVER_SHUTDOWN_GRACE_MS 5000
+
+struct server {
+    struct settings cfg;
+    struct ev_loop *loop;
+    struct store *store;
+    struct channel_key *key;
+    uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
+    struct gossip *gossip;   /* membership, failure detection, the ring */
+    const struct ring *ring; /* the ring in force, owned by membership; replaced, never changed */
+    int exit_code;           /* what server_run() returns */
+    uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */
+    uint64_t run_id;         /* random per process, for INFO */
+
+    int client_fd, peer_fd, metrics_fd; /* listeners, -1 when closed */
+    ev_io client_w, peer_w, metrics_w;
+    ev_io store_w; /* store completions */
+    ev_signal sigterm_w, sigint_w;
+    ev_timer shutdown_w;      /* the grace deadline */
+    ev_timer shutdown_poll_w; /* checks whether every client is gone */
+    bool stopping;
+
+    struct client *clients; /* doubly linked, newest first */
+    uint64_t n_clients;
+    uint64_t next_client_id;
+    struct peer *peers;
+    uint64_t n_peers;
+
+    struct metrics metrics;
+};
+
+/*
+ * Open the store, load the cluster key, build the ring and bind the
+ * listeners.  On error *out is NULL and err holds one line naming the
+ * setting or resource at fault.
+ */
+int server_create(struct server **out, const struct settings *cfg, char *err, size_t err_len);
+
+/* Serve until shut down; returns the process exit code. */
+int server_run(struct server *n);
+
+/*
+ * Begin the graceful shutdown a SIGTERM starts, for reason (one word, for
+ * the log), with server_run() then returning exit_code.  Not from inside a
+ * peer's callback: it closes every peer.
+ */
+void server_shutdown(struct server *n, const char *reason, int exit_code);
+
+void server_destroy(struct server *n);
+
+/* Seconds since the node started. */
+uint64_t server_uptime_s(const struct server *n);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * settings.h - ringkvd's settings: one table drives the config file, the
+ * command-line flags, --test-config and CONFIG GET.
+ *
+ * Every setting is a line `name value` of the config file ('#' starts a
+ * comment line) and the flag `--name value`; flags win over the file,
+ * which wins over the defaults.  Durations take units (ms, s, m, h, d; a
+ * bare number is in the setting's own unit), sizes take units (B, KB, MB,
+ * GB, TB, powers of 1024, any case; a bare number is bytes).  A bad value
+ * is refused with one line naming the setting and saying why; settings
+ * that must agree (r <= rf, ...) are checked together by settings_check().
+ */
+#ifndef RINGKV_CONFIG_H
+#define RINGKV_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "record.h"
+#include "ring.h"
+#include "store.h"
+
+#define SETTINGS_PATH_MAX 1024
+#define SETTINGS_HOST_MAX 256
+#define SETTINGS_SEEDS_MAX 64
+#define SETTINGS_PASS_MAX 512
+/*
+ * Room for any setting's text from settings_format(), NUL included.  The
+ * longest is a full seeds list: 64 addresses of a 255-byte host, ':' and
+ * a 5-digit port, with commas between them.
+ */
+#define SETTINGS_VALUE_MAX (SETTINGS_SEEDS_MAX * (SETTINGS_HOST_MAX + 7))
+
+/* A "host:port" address; host is an IPv4 address or a name, port 1..65535. */
+struct settings_addr {
+    char host[SETTINGS_HOST_MAX];
+    uint16_t port;
+    bool set; /* false: the setting is off (metrics) */
+};
+
+struct settings {
+    char id[RING_NAME_MAX + 1];
+    char rack[RING_NAME_MAX + 1];
+    uint32_t tokens;
+    struct settings_addr listen;  /* peer port */
+    struct settings_addr client;  /* RESP port */
+    struct settings_addr metrics; /* GET /metrics; off by default */
+    char data[SETTINGS_PATH_MAX];
+    struct settings_addr seeds[SETTINGS_SEEDS_MAX];
+    size_t n_seeds;
+    char cluster_key[SETTINGS_PATH_MAX];
+    uint8_t ring_seed[RING_SEED_LEN];
+    uint32_t rf, r, w;
+    enum store_sync sync;
+    uint64_t sync_interval_ms;
+    uint64_t gossip_interval_ms;
+    uint64_t handoff_rate; /* bytes per second */
+    enum log_level log_level;
+    enum record_conflicts conflicts;
+    uint32_t max_siblings;
+    uint64_t tombstone_grace_ms;
+    uint64_t key_max;
+    uint64_t value_max;
+    uint64_t multibulk_max;
+    uint64_t query_buffer_max;
+    uint64_t output_buffer_max;
+    uint64_t pipeline_max;
+    uint64_t maxclients;
+    uint64_t timeout_ms; /* client idle timeout, 0: none */
+    uint64_t frame_max;
+    uint64_t peer_maxconn;
+    uint64_t handshake_timeout_ms;
+    uint64_t map_size_max;
+    char requirepass[SETTINGS_PASS_MAX]; /* empty: no AUTH needed */
+    bool admin_any; /* RINGKV admin verbs from any address, not loopback only */
+};
+
+enum settings_kind {
+    SETTINGS_NAME,     /* node id or rack: PLACEMENT.md section 2 */
+    SETTINGS_UINT,     /* an integer */
+    SETTINGS_DURATION, /* stored in ms */
+    SETTINGS_SIZE,     /* stored in bytes */
+    SETTINGS_ENUM,     /* one of `choices`, stored as its index (int-sized enum) */
+    SETTINGS_ADDR,     /* struct settings_addr; "" turns it off where allowed */
+    SETTINGS_ADDRS,    /* comma-separated list of addresses (seeds) */
+    SETTINGS_PATH,     /* a file or directory name */
+    SETTINGS_HEX16,    /* 16 bytes as 32 hex digits (ring-seed) */
+    SETTINGS_SECRET,   /* a string never shown by CONFIG GET or --test-config */
+};
+
+struct settings_def {
+    const char *name;
+    enum settings_kind kind;
+    size_t offset;              /* into struct settings */
+    size_t width;               /* bytes of the field: 4 or 8 for integers, buffer size for text */
+    const char *def;            /* default, as text */
+    uint64_t min, max;          /* bounds of UINT, DURATION (ms), SIZE (bytes) */
+    const char *unit;           /* of a bare number: "ms", "s", "bytes", "" */
+    const char *const *choices; /* ENUM: NULL-terminated */
+    bool runtime;               /* may change while running (CONFIG SET) */
+    bool optional;              /* ADDR, NAME, PATH: may be "" (off, or unset for settings_check) */
+    const char *doc;            /* one line for --help and the README */
+};
+
+extern const struct settings_def settings_defs[];
+extern const size_t settings_defs_count;
+
+const struct settings_def *settings_find(const char *name);
+
+/* Every setting at its default. */
+void settings_init(struct settings *c);
+
+/* a as "host:port" (how members, seeds and IDENTs name addresses), cut at cap. */
+void settings_addr_text(const struct settings_addr *a, char *out, size_t cap);
+
+/*
+ * Set one setting from text.  RK_ENOTFOUND for an unknown name, RK_EINVAL
+ * for a bad value; err gets one line: "rf: '0' is out of range 1 to 16".
+ */
+int settings_set(struct settings *c, const char *name, const char *value, char *err,
+                 size_t err_len);
+
+/*
+ * Apply a config file's text: `name value` lines, '#' comments, blank
+ * lines; the value is the rest of the line, trimmed.  Errors name origin
+ * and line: "ringkv.conf:12: tokens: 'many' is not a number".  The text is
+ * untrusted: lines are bounded, nothing is allocated from it.
+ */
+int settings_parse_text(struct settings *c, const char *text, size_t len, const char *origin,
+                        char *err, size_t err_len);
+int settings_load_file(struct settings *c, const char *path, char *err, size_t err_len);
+
+/* Cross-setting consistency; one line in err naming the settings. */
+int settings_check(const struct settings *c, char *err, size_t err_len);
+
+/* A setting's current value as text (secrets as "(hidden)" or ""). */
+int settings_format(const struct settings *c, const struct settings_def *d, char *buf, size_t cap);
+
+/* Print every setting as a config file line, in table order. */
+void settings_print(const struct settings *c, FILE *out);
+
+/* What the command line asked for besides settings. */
+struct settings_cli {
+    const char *settings_file; /* --config FILE, or a lone first argument */
+    bool test_config;          /* --test-config */
+    bool help;                 /* --help */
+    bool version;              /* --version */
+};
+
+/*
+ * Build the configuration from the command line: defaults, then the config
+ * file, then every --name value flag.  Errors as settings_set(), naming the
+ * flag; RK_EINVAL for an unknown flag or a missing value.
+ */
+int settings_from_args(struct settings *c, int argc, char **argv, struct settings_cli *cli,
+                       char *err, size_t err_len);
+
+#endif
