@@ -5,7 +5,8 @@
  * proto/PROTOCOL.md section 7 lays each one out byte by byte, with its
  * bounds and an example.  In short:
  *
- *   IDENT   [1, id str, rack str, version uint, peer_addr str, client_addr str]
+ *   IDENT   [1, id str, rack str, version uint, peer_addr str, client_addr str,
+ *            proto uint, cluster]
  *   PING    [2, seq uint, sent_ms uint]
  *   PONG    [3, seq uint, sent_ms uint]
  *   SYN     [4, epoch uint, digest uint, complete bool, [digest, ...]]
@@ -15,17 +16,23 @@
  *   entry   [id str, rack str, tokens uint, peer_addr str, client_addr str,
  *            status uint, generation uint, version uint, instance bin,
  *            ring_version uint, digest uint]
+ *   cluster [rf uint, conflicts str, ring_seed bin 16], or nil
+ *
+ * IDENT's proto and cluster came with message-set version 2: a version-1
+ * IDENT ends at client_addr, and decodes as proto 1 without cluster
+ * settings.
  *
  * A SYN carries at most MSG_GOSSIP_DIGESTS_MAX digests and an ACK as many
  * requested ids; an ACK or ACK2 at most MSG_GOSSIP_ENTRIES_MAX entries.  A
  * member list on its own (msg_members_encode(), the data directory's copy
  * of the member table) is a bare array of entries.
  *
- * Each type has one row in msg_kinds[]: its name, how many fields it has,
- * its encoder, its decoder and what releases its decoded lists;
- * msg_encode(), msg_decode() and msg_free() only frame the array around
- * the row's functions, so adding a message is adding a row and its
- * functions.
+ * Each type has one row in msg_kinds[]: its name, the message-set version
+ * that introduced it, how many fields its first form had (a receiver
+ * requires those) and how many this version writes, its encoder, its
+ * decoder and what releases its decoded lists; msg_encode(), msg_decode()
+ * and msg_free() only frame the array around the row's functions, so
+ * adding a message is adding a row and its functions.
  *
  * Encoding uses msgpack-c's packer, whose output is the smallest form of
  * every value, and refuses what a decoder would refuse: invalid fields
@@ -70,6 +77,10 @@
 /* Fields of a member entry and of a digest that this version reads and writes. */
 #define MSG_MEMBER_FIELDS 11
 #define MSG_DIGEST_FIELDS 3
+#define MSG_CLUSTER_FIELDS 3
+/* IDENT's fields in message-set version 1, and the two version 2 appended. */
+#define MSG_IDENT_V1_FIELDS 5
+#define MSG_IDENT_FIELDS 7
 /*
  * The smallest encoding of a list item, for checking a list's count
  * against the bytes left.  An entry: fixarray head 1, id and rack 2 each
@@ -90,32 +101,37 @@ struct msg_sink {
 
 struct msg_kind {
     const char *name;
-    size_t fields; /* elements after the type that this version reads and writes */
+    uint32_t since;  /* the message-set version that introduced the type */
+    size_t required; /* fields of the type's first form: fewer is malformed */
+    size_t fields;   /* fields after the type that this version writes, and reads when present */
     int (*encode)(msgpack_packer *pk, const struct msg *m);
-    int (*decode)(struct mp_reader *r, struct msg *m);
+    /* present: the fields the array holds, at least required; read at most fields of them */
+    int (*decode)(struct mp_reader *r, size_t present, struct msg *m);
     void (*release)(struct msg *m); /* frees what decode allocated; NULL: nothing */
 };
 
 static int msg_ident_encode(msgpack_packer *pk, const struct msg *m);
-static int msg_ident_decode(struct mp_reader *r, struct msg *m);
+static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m);
 static int msg_ping_encode(msgpack_packer *pk, const struct msg *m);
-static int msg_ping_decode(struct mp_reader *r, struct msg *m);
+static int msg_ping_decode(struct mp_reader *r, size_t present, struct msg *m);
 static int msg_syn_encode(msgpack_packer *pk, const struct msg *m);
-static int msg_syn_decode(struct mp_reader *r, struct msg *m);
+static int msg_syn_decode(struct mp_reader *r, size_t present, struct msg *m);
 static void msg_syn_release(struct msg *m);
 static int msg_ack_encode(msgpack_packer *pk, const struct msg *m);
-static int msg_ack_decode(struct mp_reader *r, struct msg *m);
+static int msg_ack_decode(struct mp_reader *r, size_t present, struct msg *m);
 static int msg_ack2_encode(msgpack_packer *pk, const struct msg *m);
-static int msg_ack2_decode(struct mp_reader *r, struct msg *m);
+static int msg_ack2_decode(struct mp_reader *r, size_t present, struct msg *m);
 static void msg_entries_release(struct msg *m);
 
 static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
-    [MSG_IDENT] = {"ident", 5, msg_ident_encode, msg_ident_decode, NULL},
-    [MSG_PING] = {"ping", 2, msg_ping_encode, msg_ping_decode, NULL},
-    [MSG_PONG] = {"pong", 2, msg_ping_encode, msg_ping_decode, NULL},
-    [MSG_GOSSIP_SYN] = {"gossip_syn", 4, msg_syn_encode, msg_syn_decode, msg_syn_release},
-    [MSG_GOSSIP_ACK] = {"gossip_ack", 2, msg_ack_encode, msg_ack_decode, msg_entries_release},
-    [MSG_GOSSIP_ACK2] = {"gossip_ack2", 1, msg_ack2_encode, msg_ack2_decode, msg_entries_release},
+    [MSG_IDENT] = {"ident", 1, MSG_IDENT_V1_FIELDS, MSG_IDENT_FIELDS, msg_ident_encode,
+                   msg_ident_decode, NULL},
+    [MSG_PING] = {"ping", 1, 2, 2, msg_ping_encode, msg_ping_decode, NULL},
+    [MSG_PONG] = {"pong", 1, 2, 2, msg_ping_encode, msg_ping_decode, NULL},
+    [MSG_GOSSIP_SYN] = {"gossip_syn", 1, 4, 4, msg_syn_encode, msg_syn_decode, msg_syn_release},
+    [MSG_GOSSIP_ACK] = {"gossip_ack", 1, 2, 2, msg_ack_encode, msg_ack_decode, msg_entries_release},
+    [MSG_GOSSIP_ACK2] = {"gossip_ack2", 1, 1, 1, msg_ack2_encode, msg_ack2_decode,
+                         msg_entries_release},
 };
 
 static const struct msg_kind *msg_kind_find(uint64_t type)
@@ -131,6 +147,13 @@ const char *msg_type_name(int type)
     const struct msg_kind *k = type < 0 ? NULL : msg_kind_find((uint64_t)type);
 
     return k == NULL ? "unknown" : k->name;
+}
+
+bool msg_type_known(int type, uint32_t proto)
+{
+    const struct msg_kind *k = type < 0 ? NULL : msg_kind_find((uint64_t)type);
+
+    return k != NULL && k->since <= proto;
 }
 
 /* --- field validation, shared by encoder and decoder ----------------------- */
@@ -185,12 +208,32 @@ static bool msg_name_valid(const char *s, size_t cap)
     return len < cap && ring_name_valid(s, len);
 }
 
-/* IDENT's addresses keep their first rule: the host may fill the field. */
+bool msg_cluster_valid(const struct msg_cluster *c)
+{
+    size_t len = strnlen(c->conflicts, sizeof(c->conflicts));
+
+    if (c->rf == 0 || len == 0 || len == sizeof(c->conflicts)) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char ch = c->conflicts[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * IDENT's addresses keep their first rule: the host may fill the field.
+ * The message-set version is at least 1.
+ */
 static bool msg_ident_valid(const struct msg_ident *id)
 {
     return msg_name_valid(id->id, sizeof(id->id)) && msg_name_valid(id->rack, sizeof(id->rack)) &&
            msg_addr_valid(id->peer_addr, sizeof(id->peer_addr), sizeof(id->peer_addr)) &&
-           msg_addr_valid(id->client_addr, sizeof(id->client_addr), sizeof(id->client_addr));
+           msg_addr_valid(id->client_addr, sizeof(id->client_addr), sizeof(id->client_addr)) &&
+           id->proto >= MSG_PROTO_V1 && (!id->has_cluster || msg_cluster_valid(&id->cluster));
 }
 
 bool msg_member_valid(const struct msg_member *e)
@@ -237,6 +280,22 @@ static int msg_pack_cstr(msgpack_packer *pk, const char *s)
     return rc != 0 ? rc : msgpack_pack_str_body(pk, s, len);
 }
 
+/* IDENT's cluster settings: [rf, conflicts, ring_seed], or nil when it has none. */
+static int msg_cluster_encode(msgpack_packer *pk, const struct msg_ident *id)
+{
+    const struct msg_cluster *c = &id->cluster;
+
+    if (!id->has_cluster) {
+        return msgpack_pack_nil(pk);
+    }
+    if (msgpack_pack_array(pk, MSG_CLUSTER_FIELDS) != 0 || msgpack_pack_uint32(pk, c->rf) != 0 ||
+        msg_pack_cstr(pk, c->conflicts) != 0 || msgpack_pack_bin(pk, sizeof(c->ring_seed)) != 0 ||
+        msgpack_pack_bin_body(pk, c->ring_seed, sizeof(c->ring_seed)) != 0) {
+        return RK_ENOMEM;
+    }
+    return 0;
+}
+
 static int msg_ident_encode(msgpack_packer *pk, const struct msg *m)
 {
     const struct msg_ident *id = &m->u.ident;
@@ -246,7 +305,8 @@ static int msg_ident_encode(msgpack_packer *pk, const struct msg *m)
     }
     if (msg_pack_cstr(pk, id->id) != 0 || msg_pack_cstr(pk, id->rack) != 0 ||
         msgpack_pack_uint32(pk, id->version) != 0 || msg_pack_cstr(pk, id->peer_addr) != 0 ||
-        msg_pack_cstr(pk, id->client_addr) != 0) {
+        msg_pack_cstr(pk, id->client_addr) != 0 || msgpack_pack_uint32(pk, id->proto) != 0 ||
+        msg_cluster_encode(pk, id) != 0) {
         return RK_ENOMEM;
     }
     return 0;
@@ -457,23 +517,9 @@ static int msg_read_uint32(struct mp_reader *r, uint32_t max, uint32_t *out)
     return 0;
 }
 
-static int msg_ident_decode(struct mp_reader *r, struct msg *m)
+static int msg_ping_decode(struct mp_reader *r, size_t present, struct msg *m)
 {
-    struct msg_ident *id = &m->u.ident;
-
-    msg_read_cstr(r, id->id, sizeof(id->id));
-    msg_read_cstr(r, id->rack, sizeof(id->rack));
-    msg_read_uint32(r, UINT32_MAX, &id->version);
-    msg_read_cstr(r, id->peer_addr, sizeof(id->peer_addr));
-    msg_read_cstr(r, id->client_addr, sizeof(id->client_addr));
-    if (r->err != 0) {
-        return r->err;
-    }
-    return msg_ident_valid(id) ? 0 : RK_ESYNTAX;
-}
-
-static int msg_ping_decode(struct mp_reader *r, struct msg *m)
-{
+    (void)present;
     mp_read_uint(r, &m->u.ping.seq);
     return mp_read_uint(r, &m->u.ping.sent_ms);
 }
@@ -496,20 +542,71 @@ static int msg_read_record(struct mp_reader *r, size_t fields, size_t *n)
     return *n < fields ? msg_fail(r, RK_ESYNTAX) : 0;
 }
 
-/* The instance: a bin of exactly 16 bytes. */
-static int msg_read_instance(struct mp_reader *r, uint8_t *out)
+/* A bin of exactly len bytes into out (a member's instance, a ring seed). */
+static int msg_read_fixed_bin(struct mp_reader *r, uint8_t *out, size_t len)
 {
     const uint8_t *p;
-    size_t len;
+    size_t got;
 
-    if (mp_read_bin(r, MSG_INSTANCE_LEN, &p, &len) != 0) {
+    if (mp_read_bin(r, len, &p, &got) != 0) {
         return r->err;
     }
-    if (len != MSG_INSTANCE_LEN) {
+    if (got != len) {
         return msg_fail(r, RK_ESYNTAX);
     }
     memcpy(out, p, len);
     return 0;
+}
+
+/* The instance: a bin of exactly 16 bytes. */
+static int msg_read_instance(struct mp_reader *r, uint8_t *out)
+{
+    return msg_read_fixed_bin(r, out, MSG_INSTANCE_LEN);
+}
+
+/* IDENT's cluster settings: nil (none announced) or [rf, conflicts, ring_seed, ...]. */
+static int msg_cluster_decode(struct mp_reader *r, struct msg_ident *id)
+{
+    struct msg_cluster *c = &id->cluster;
+    size_t n;
+
+    if (mp_peek_nil(r)) {
+        return mp_read_nil(r);
+    }
+    if (msg_read_record(r, MSG_CLUSTER_FIELDS, &n) != 0) {
+        return r->err;
+    }
+    msg_read_uint32(r, UINT32_MAX, &c->rf);
+    msg_read_cstr(r, c->conflicts, sizeof(c->conflicts));
+    msg_read_fixed_bin(r, c->ring_seed, sizeof(c->ring_seed));
+    if (r->err == 0 && !msg_cluster_valid(c)) {
+        return msg_fail(r, RK_ESYNTAX);
+    }
+    id->has_cluster = true;
+    return msg_skip_rest(r, n - MSG_CLUSTER_FIELDS);
+}
+
+/* The five fields of version 1, then proto and cluster when the sender wrote them. */
+static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m)
+{
+    struct msg_ident *id = &m->u.ident;
+
+    msg_read_cstr(r, id->id, sizeof(id->id));
+    msg_read_cstr(r, id->rack, sizeof(id->rack));
+    msg_read_uint32(r, UINT32_MAX, &id->version);
+    msg_read_cstr(r, id->peer_addr, sizeof(id->peer_addr));
+    msg_read_cstr(r, id->client_addr, sizeof(id->client_addr));
+    id->proto = MSG_PROTO_V1;
+    if (present > MSG_IDENT_V1_FIELDS) {
+        msg_read_uint32(r, UINT32_MAX, &id->proto);
+    }
+    if (present > MSG_IDENT_V1_FIELDS + 1) {
+        msg_cluster_decode(r, id);
+    }
+    if (r->err != 0) {
+        return r->err;
+    }
+    return msg_ident_valid(id) ? 0 : RK_ESYNTAX;
 }
 
 /*
@@ -617,10 +714,11 @@ static int msg_digests_decode(struct mp_reader *r, bool ids_only, struct msg_dig
     return rc;
 }
 
-static int msg_syn_decode(struct mp_reader *r, struct msg *m)
+static int msg_syn_decode(struct mp_reader *r, size_t present, struct msg *m)
 {
     struct msg_gossip_syn *s = &m->u.syn;
 
+    (void)present;
     mp_read_uint(r, &s->epoch);
     mp_read_uint(r, &s->digest);
     if (mp_read_bool(r, &s->complete) != 0) {
@@ -629,18 +727,20 @@ static int msg_syn_decode(struct mp_reader *r, struct msg *m)
     return msg_digests_decode(r, false, &s->digests, &s->n);
 }
 
-static int msg_ack_decode(struct mp_reader *r, struct msg *m)
+static int msg_ack_decode(struct mp_reader *r, size_t present, struct msg *m)
 {
     struct msg_gossip_entries *a = &m->u.entries;
     int rc = msg_entries_decode(r, MSG_GOSSIP_ENTRIES_MAX, &a->entries, &a->n);
 
+    (void)present;
     return rc != 0 ? rc : msg_digests_decode(r, true, &a->requests, &a->n_requests);
 }
 
-static int msg_ack2_decode(struct mp_reader *r, struct msg *m)
+static int msg_ack2_decode(struct mp_reader *r, size_t present, struct msg *m)
 {
     struct msg_gossip_entries *a = &m->u.entries;
 
+    (void)present;
     return msg_entries_decode(r, MSG_GOSSIP_ENTRIES_MAX, &a->entries, &a->n);
 }
 
@@ -662,28 +762,42 @@ static int msg_decode_head(struct mp_reader *r, size_t *n, const struct msg_kind
     if (*k == NULL) {
         return RK_ENOTFOUND;
     }
-    if (*n - MSG_HEAD_ELEMENTS < (*k)->fields) {
+    if (*n - MSG_HEAD_ELEMENTS < (*k)->required) {
         return RK_ESYNTAX;
     }
     out->type = (enum msg_type)type;
     return 0;
 }
 
+int msg_peek_type(const uint8_t *in, size_t len, uint64_t *type)
+{
+    struct mp_reader r;
+    size_t n = 0;
+
+    *type = 0;
+    mp_reader_init(&r, in, len);
+    if (mp_read_array(&r, MSG_FIELDS_MAX, &n) != 0 || n < MSG_HEAD_ELEMENTS) {
+        return RK_ESYNTAX;
+    }
+    return mp_read_uint(&r, type) != 0 ? RK_ESYNTAX : 0;
+}
+
 int msg_decode(const uint8_t *in, size_t len, struct msg *out)
 {
     const struct msg_kind *k;
     struct mp_reader r;
-    size_t n = 0;
+    size_t n = 0, present = 0;
     int rc;
 
     memset(out, 0, sizeof(*out));
     mp_reader_init(&r, in, len);
     rc = msg_decode_head(&r, &n, &k, out);
     if (rc == 0) {
-        rc = k->decode(&r, out);
+        present = n - MSG_HEAD_ELEMENTS;
+        rc = k->decode(&r, present, out);
     }
-    if (rc == 0) {
-        rc = msg_skip_rest(&r, n - MSG_HEAD_ELEMENTS - k->fields);
+    if (rc == 0 && present > k->fields) {
+        rc = msg_skip_rest(&r, present - k->fields);
     }
     if (rc == 0 && !mp_done(&r)) {
         rc = RK_ESYNTAX;

@@ -5,13 +5,21 @@
  * A message is a msgpack array whose first element is its type number and
  * whose other elements are its fields in a fixed order.  A receiver
  * ignores elements past the fields it knows, so a newer node can add a
- * field at the end without breaking an older one; an unknown type is an
- * error the receiver counts and logs.  Every decoder is bounded (mp.h):
- * each count and length is checked against the limits below before use.
+ * field at the end without breaking an older one.  Every decoder is
+ * bounded (mp.h): each count and length is checked against the limits
+ * below before use.
+ *
+ * The set of message types has its own version, MSG_PROTO_VERSION, apart
+ * from the channel's (channel.h): each type names the version that
+ * introduced it, each node announces its version in IDENT (`proto`), and a
+ * sender sends a type only to a peer whose version knows it
+ * (msg_type_known()).  A receiver that still gets a type it does not know
+ * counts it and drops that message, not the connection (msg_decode()
+ * says RK_ENOTFOUND and msg_peek_type() gives the number).
  *
  * Messages are added here as the parts that use them arrive (gossip,
  * replication, handoff); each has a struct, an entry in the type table of
- * msg.c, and a section in PROTOCOL.md.
+ * msg.c with the version that introduced it, and a section in PROTOCOL.md.
  */
 #ifndef RINGKV_MSG_H
 #define RINGKV_MSG_H
@@ -36,12 +44,39 @@ enum msg_type {
 /* Elements a message array may have: its type, its fields, later additions. */
 #define MSG_FIELDS_MAX 64
 
+/*
+ * The message-set version this node speaks.  1: the types of the first
+ * release (IDENT .. GOSSIP_ACK2); a peer whose IDENT has no `proto` field
+ * speaks version 1.  2: IDENT carries `proto` and the cluster settings,
+ * and a receiver drops a message of an unknown type instead of the
+ * connection.  It goes up by one with each release that adds types.
+ */
+#define MSG_PROTO_VERSION 2
+#define MSG_PROTO_V1 1
+
+/* Longest conflicts mode a cluster settings announcement names ("siblings"). */
+#define MSG_CONFLICTS_MAX 16
+
+/*
+ * The settings every member of a cluster must share, as IDENT announces
+ * them: they decide where a key lives (rf, ring_seed) and how concurrent
+ * versions merge (conflicts).  The node compares them at the handshake.
+ */
+struct msg_cluster {
+    uint32_t rf;                           /* replicas of each key, >= 1 */
+    char conflicts[MSG_CONFLICTS_MAX + 1]; /* "siblings", "lww": [a-z0-9_-], 1..16 bytes */
+    uint8_t ring_seed[RING_SEED_LEN];      /* the ring's hash seed */
+};
+
 struct msg_ident {
     char id[RING_NAME_MAX + 1]; /* the sender's node id */
     char rack[RING_NAME_MAX + 1];
-    uint32_t version;      /* the sender's protocol version (CHANNEL_VERSION) */
+    uint32_t version;      /* the sender's channel version (CHANNEL_VERSION) */
     char peer_addr[272];   /* the address the sender listens on, "host:port" */
     char client_addr[272]; /* its client (RESP) address */
+    uint32_t proto;        /* its message-set version, >= 1; MSG_PROTO_V1 when absent */
+    bool has_cluster;      /* it announced cluster settings (absent: a version-1 node, a tool) */
+    struct msg_cluster cluster;
 };
 
 struct msg_ping {
@@ -130,10 +165,29 @@ int msg_encode(const struct msg *m, struct buf *out);
  * and against the bytes left before allocation; msg_free() releases them
  * (and is harmless on every other message).
  * Errors: RK_ESYNTAX (malformed, trailing bytes, invalid node id, address
- * or entry), RK_ENOTFOUND (unknown type), RK_ETOOBIG (a field or a list
- * over its bound), RK_ENOMEM; on error *out is zeroed and owns nothing.
+ * or entry), RK_ENOTFOUND (a well-formed head whose type this node does
+ * not know: the one error after which a receiver keeps the connection),
+ * RK_ETOOBIG (a field or a list over its bound), RK_ENOMEM; on error *out
+ * is zeroed and owns nothing.
  */
 int msg_decode(const uint8_t *in, size_t len, struct msg *out);
+
+/*
+ * The type number at the head of in[0..len) into *type, whether or not
+ * this node knows it (for counting the unknown ones).  RK_ESYNTAX when
+ * the bytes do not start with an array head and a uint.
+ */
+int msg_peek_type(const uint8_t *in, size_t len, uint64_t *type);
+
+/*
+ * Whether a peer of message-set version proto knows type: the type exists
+ * here and was introduced in proto or before.  A sender asks this before
+ * sending a type that is newer than version 1.
+ */
+bool msg_type_known(int type, uint32_t proto);
+
+/* Whether c's fields are valid: rf >= 1, conflicts a lowercase name. */
+bool msg_cluster_valid(const struct msg_cluster *c);
 
 /*
  * A list of member entries on its own, as the data directory keeps the

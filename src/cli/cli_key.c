@@ -311,6 +311,7 @@ static int check_send_hello(struct check *k)
     snprintf(ident.u.ident.id, sizeof(ident.u.ident.id), "%s", NODE_CHECK_ID);
     snprintf(ident.u.ident.rack, sizeof(ident.u.ident.rack), "%s", NODE_CHECK_RACK);
     ident.u.ident.version = CHANNEL_VERSION;
+    ident.u.ident.proto = MSG_PROTO_VERSION;
     net_local_text(k->d.fd, local);
     snprintf(ident.u.ident.peer_addr, sizeof(ident.u.ident.peer_addr), "%s", local);
     snprintf(ident.u.ident.client_addr, sizeof(ident.u.ident.client_addr), "%s", local);

@@ -161,7 +161,8 @@ static void info_cluster(struct server *n, struct buf *out)
         buf_printf(out, "ringkv_peer_rejected_%s:%llu\r\n", metrics_reject_names[i],
                    (unsigned long long)m->peer_rejected[i]);
     }
-    buf_printf(out, "\r\n");
+    buf_printf(out, "ringkv_peer_messages_unknown:%llu\r\n\r\n",
+               (unsigned long long)m->peer_messages_unknown);
 }
 
 static void info_commandstats(struct server *n, struct buf *out)
@@ -289,6 +290,9 @@ static void prom_peers(struct server *n, struct buf *out)
                  m->peer_messages_in);
     prom_counter(out, "ringkv_peer_messages_sent_total", "Peer messages sent.",
                  m->peer_messages_out);
+    prom_counter(out, "ringkv_peer_messages_unknown_total",
+                 "Peer messages of a type this node does not know, dropped.",
+                 m->peer_messages_unknown);
 }
 
 static void prom_store(struct server *n, struct buf *out)

@@ -62,6 +62,7 @@ struct metrics {
     uint64_t peer_handshakes;
     uint64_t peer_rejected[METRICS_REJECT_REASONS];
     uint64_t peer_messages_in, peer_messages_out;
+    uint64_t peer_messages_unknown; /* of a type this node does not know: dropped */
 };
 
 /* Count one command: which, whether it answered with an error, how long it took. */

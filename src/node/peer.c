@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bytes.h"
+#include "cluster_settings.h"
 #include "error.h"
 #include "frame.h"
 #include "gossip.h"
@@ -175,6 +176,9 @@ int peer_send(struct peer *p, const struct msg *m)
     if (p->dead) {
         return RK_ECLOSED;
     }
+    if (!msg_type_known((int)m->type, p->identified ? p->remote.proto : MSG_PROTO_V1)) {
+        return RK_EMISMATCH;
+    }
     buf_init(&plain, 0);
     rc = msg_encode(m, &plain);
     if (rc == 0 && channel_is_open(&p->ch)) {
@@ -236,6 +240,9 @@ static void peer_opened(struct peer *p)
     snprintf(m.u.ident.id, sizeof(m.u.ident.id), "%s", n->cfg.id);
     snprintf(m.u.ident.rack, sizeof(m.u.ident.rack), "%s", n->cfg.rack);
     m.u.ident.version = CHANNEL_VERSION;
+    m.u.ident.proto = MSG_PROTO_VERSION;
+    m.u.ident.has_cluster = true;
+    cluster_settings_from(&n->cfg, &m.u.ident.cluster);
     settings_addr_text(&n->cfg.listen, m.u.ident.peer_addr, sizeof(m.u.ident.peer_addr));
     settings_addr_text(&n->cfg.client, m.u.ident.client_addr, sizeof(m.u.ident.client_addr));
     if (peer_send(p, &m) == 0 && peer_send_queued(p) != 0) {
@@ -329,11 +336,32 @@ static const struct peer_handler peer_handlers[] = {
     {MSG_GOSSIP_SYN, on_gossip}, {MSG_GOSSIP_ACK, on_gossip}, {MSG_GOSSIP_ACK2, on_gossip},
 };
 
+/*
+ * A message of a type this node does not know, from an identified peer: a
+ * newer node's type.  Counted and dropped; the connection stays, since
+ * the sender is a member speaking a later message set.
+ */
+static void peer_unknown_type(struct peer *p)
+{
+    uint64_t type = 0;
+
+    (void)msg_peek_type(buf_data(&p->msg), p->msg.len, &type);
+    p->node->metrics.peer_messages_in++;
+    p->node->metrics.peer_messages_unknown++;
+    LOG(LOG_DEBUG, "peer_unknown_type", "peer=%s remote_id=%s type=%llu proto=%u", p->addr,
+        p->remote.id, (unsigned long long)type, p->remote.proto);
+}
+
 static void peer_message(struct peer *p)
 {
     struct msg m;
     int rc = msg_decode(buf_data(&p->msg), p->msg.len, &m);
 
+    if (rc == RK_ENOTFOUND && p->identified) {
+        peer_unknown_type(p);
+        buf_clear(&p->msg);
+        return;
+    }
     buf_clear(&p->msg);
     if (rc != 0) {
         peer_reject(p, METRICS_REJECT_SYNTAX, rc);

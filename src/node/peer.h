@@ -55,6 +55,9 @@ struct peer *peer_connect(struct server *n, const char *addr, char *err, size_t 
 /*
  * Send one message: sealed at once on an open channel, queued until the
  * channel opens otherwise.  RK_ETOOBIG or RK_ENOMEM close the connection.
+ * A type the peer's message-set version does not know (msg_type_known();
+ * before its IDENT, version 1) is not sent: RK_EMISMATCH, the connection
+ * stays.
  */
 int peer_send(struct peer *p, const struct msg *m);
 

@@ -26,10 +26,22 @@
 /* Entries a member list may hold here: enough to reach the bound with small inputs. */
 #define FUZZ_MEMBERS_MAX 8
 
+static bool fuzz_cluster_equal(const struct msg_ident *a, const struct msg_ident *b)
+{
+    if (a->has_cluster != b->has_cluster) {
+        return false;
+    }
+    return !a->has_cluster ||
+           (a->cluster.rf == b->cluster.rf &&
+            strcmp(a->cluster.conflicts, b->cluster.conflicts) == 0 &&
+            memcmp(a->cluster.ring_seed, b->cluster.ring_seed, sizeof(a->cluster.ring_seed)) == 0);
+}
+
 static bool fuzz_ident_equal(const struct msg_ident *a, const struct msg_ident *b)
 {
     return strcmp(a->id, b->id) == 0 && strcmp(a->rack, b->rack) == 0 && a->version == b->version &&
-           strcmp(a->peer_addr, b->peer_addr) == 0 && strcmp(a->client_addr, b->client_addr) == 0;
+           strcmp(a->peer_addr, b->peer_addr) == 0 && strcmp(a->client_addr, b->client_addr) == 0 &&
+           a->proto == b->proto && fuzz_cluster_equal(a, b);
 }
 
 static bool fuzz_member_equal(const struct msg_member *a, const struct msg_member *b)
@@ -113,6 +125,9 @@ static void fuzz_message(const uint8_t *data, size_t size)
 
     if (msg_decode(data, size, &m) != 0) {
         return;
+    }
+    if (!msg_type_known((int)m.type, MSG_PROTO_VERSION)) {
+        abort(); /* a type decoded that this version does not claim to know */
     }
     buf_init(&once, 0);
     buf_init(&twice, 0);

@@ -155,11 +155,18 @@ static struct msg ident_example(void)
     m.u.ident.version = 1;
     strcpy(m.u.ident.peer_addr, "127.0.0.1:7371");
     strcpy(m.u.ident.client_addr, "127.0.0.1:7370");
+    m.u.ident.proto = 2;
+    m.u.ident.has_cluster = true;
+    m.u.ident.cluster.rf = 3;
+    strcpy(m.u.ident.cluster.conflicts, "siblings");
+    for (int i = 0; i < RING_SEED_LEN; i++) {
+        m.u.ident.cluster.ring_seed[i] = (uint8_t)i;
+    }
     return m;
 }
 
-/* The IDENT of ident_example(), by hand. */
-static void ident_example_bytes(struct bytes *b)
+/* The IDENT of message-set version 1: the five fields, as a version-1 node sends it. */
+static void ident_v1_bytes(struct bytes *b)
 {
     unhex(b, "96 01 a2");
     add_text(b, "n1");
@@ -169,6 +176,19 @@ static void ident_example_bytes(struct bytes *b)
     add_text(b, "127.0.0.1:7371");
     add_hex(b, "ae");
     add_text(b, "127.0.0.1:7370");
+}
+
+/* The cluster settings of ident_example(), by hand: rf 3, "siblings", seed 00 .. 0f. */
+static const char *const ident_example_cluster =
+    "93 03 a8 73 69 62 6c 69 6e 67 73 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f";
+
+/* The IDENT of ident_example(), by hand (PROTOCOL.md section 7.1's example). */
+static void ident_example_bytes(struct bytes *b)
+{
+    ident_v1_bytes(b);
+    b->p[0] = 0x98;
+    add_hex(b, "02");
+    add_hex(b, ident_example_cluster);
 }
 
 static void assert_member_eq(const struct msg_member *a, const struct msg_member *b)
@@ -225,6 +245,15 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ck_assert_uint_eq(a->u.ident.version, b->u.ident.version);
         ck_assert_str_eq(a->u.ident.peer_addr, b->u.ident.peer_addr);
         ck_assert_str_eq(a->u.ident.client_addr, b->u.ident.client_addr);
+        ck_assert_uint_eq(a->u.ident.proto, b->u.ident.proto);
+        ck_assert_int_eq(a->u.ident.has_cluster, b->u.ident.has_cluster);
+        if (a->u.ident.has_cluster) {
+            ck_assert_uint_eq(a->u.ident.cluster.rf, b->u.ident.cluster.rf);
+            ck_assert_str_eq(a->u.ident.cluster.conflicts, b->u.ident.cluster.conflicts);
+            ck_assert_int_eq(
+                memcmp(a->u.ident.cluster.ring_seed, b->u.ident.cluster.ring_seed, RING_SEED_LEN),
+                0);
+        }
     } else if (a->type == MSG_PING || a->type == MSG_PONG) {
         ck_assert(a->u.ping.seq == b->u.ping.seq);
         ck_assert(a->u.ping.sent_ms == b->u.ping.sent_ms);
@@ -258,12 +287,14 @@ START_TEST(test_ident_golden)
 
     ident_example_bytes(&want);
     assert_golden(&m, &want);
-    /* A 40-byte id takes str8, a version over 65535 a uint32. */
+    /* A 40-byte id takes str8, a version over 65535 a uint32; no cluster settings: nil. */
     memset(m.u.ident.id, 'a', 40);
     m.u.ident.id[40] = '\0';
     m.u.ident.version = 70000;
     strcpy(m.u.ident.peer_addr, "[::1]:1");
-    unhex(&want, "96 01 d9 28");
+    m.u.ident.proto = 300;
+    m.u.ident.has_cluster = false;
+    unhex(&want, "98 01 d9 28");
     for (int i = 0; i < 40; i++) {
         add_text(&want, "a");
     }
@@ -273,6 +304,14 @@ START_TEST(test_ident_golden)
     add_text(&want, "[::1]:1");
     add_hex(&want, "ae");
     add_text(&want, "127.0.0.1:7370");
+    add_hex(&want, "cd 01 2c c0");
+    assert_golden(&m, &want);
+    /* rf 200 takes uint8, "lww" a fixstr. */
+    m.u.ident.has_cluster = true;
+    m.u.ident.cluster.rf = 200;
+    strcpy(m.u.ident.cluster.conflicts, "lww");
+    want.len -= 1;
+    add_hex(&want, "93 cc c8 a3 6c 77 77 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f");
     assert_golden(&m, &want);
 }
 END_TEST
@@ -397,6 +436,27 @@ static void random_gossip(struct msg *m)
     }
 }
 
+/* A message-set version >= 1 of any width, and cluster settings or none. */
+static void random_cluster(struct msg_ident *id)
+{
+    size_t len = 1 + rng_next() % MSG_CONFLICTS_MAX;
+
+    id->proto = (uint32_t)(rng_next() >> (rng_next() % 33));
+    id->proto = id->proto == 0 ? 1 : id->proto;
+    id->has_cluster = rng_next() % 2 == 0;
+    if (!id->has_cluster) {
+        return;
+    }
+    id->cluster.rf = 1 + (uint32_t)(rng_next() % UINT32_MAX);
+    for (size_t i = 0; i < len; i++) {
+        id->cluster.conflicts[i] = "abcdefghijklmnopqrstuvwxyz0123456789_-"[rng_next() % 38];
+    }
+    id->cluster.conflicts[len] = '\0';
+    for (size_t i = 0; i < RING_SEED_LEN; i++) {
+        id->cluster.ring_seed[i] = (uint8_t)rng_next();
+    }
+}
+
 /* A random message of any type; its lists are freed with free_random_msg(). */
 static struct msg random_msg(void)
 {
@@ -410,6 +470,7 @@ static struct msg random_msg(void)
         m.u.ident.version = (uint32_t)(rng_next() >> (rng_next() % 33));
         random_addr(m.u.ident.peer_addr);
         random_addr(m.u.ident.client_addr);
+        random_cluster(&m.u.ident);
     } else if (m.type == MSG_PING || m.type == MSG_PONG) {
         m.u.ping.seq = random_u64();
         m.u.ping.sent_ms = random_u64();
@@ -478,7 +539,7 @@ START_TEST(test_trailing_fields_accepted)
     ck_assert_int_eq(m.type, MSG_PING);
     ck_assert(m.u.ping.seq == 7 && m.u.ping.sent_ms == 1000);
     ident_example_bytes(&b);
-    b.p[0] = 0x97;
+    b.p[0] = 0x99;
     add_hex(&b, "cb 40 09 21 fb 54 44 2d 18"); /* a float64 */
     ck_assert_int_eq(decode(&b, &m), 0);
     ck_assert_str_eq(m.u.ident.client_addr, "127.0.0.1:7370");
@@ -543,7 +604,7 @@ START_TEST(test_missing_fields)
 
     unhex(&b, "92 02 07");
     ck_assert_int_eq(decode(&b, &m), RK_ESYNTAX);
-    ident_example_bytes(&b);
+    ident_v1_bytes(&b);
     b.p[0] = 0x95;
     b.len -= 15; /* drop client_addr */
     ck_assert_int_eq(decode(&b, &m), RK_ESYNTAX);
@@ -570,14 +631,15 @@ END_TEST
 
 START_TEST(test_every_truncation_refused)
 {
-    struct bytes golden[4];
+    struct bytes golden[5];
     struct msg m;
 
     ident_example_bytes(&golden[0]);
     unhex(&golden[1], "93 02 07 cd 03 e8");
     unhex(&golden[2], "93 03 cf 00 00 00 01 00 00 00 00 cf ff ff ff ff ff ff ff ff");
     unhex(&golden[3], "96 02 07 cd 03 e8 a6 66 75 74 75 72 65 92 01 81 a1 61 02 c0");
-    for (size_t g = 0; g < 4; g++) {
+    ident_v1_bytes(&golden[4]);
+    for (size_t g = 0; g < 5; g++) {
         ck_assert_int_eq(msg_decode(golden[g].p, golden[g].len, &m), 0);
         for (size_t len = 0; len < golden[g].len; len++) {
             ck_assert_msg(msg_decode(golden[g].p, len, &m) != 0, "message %zu cut at %zu", g, len);
@@ -586,7 +648,7 @@ START_TEST(test_every_truncation_refused)
 }
 END_TEST
 
-/* IDENT with one field replaced by raw msgpack bytes. */
+/* A version-1 IDENT with one field replaced by raw msgpack bytes. */
 static int ident_with(int field, const char *hex)
 {
     static const char *const fields[] = {"a2 6e 31", "a2 72 31", "01",
@@ -673,6 +735,133 @@ START_TEST(test_ident_invalid_refused)
 }
 END_TEST
 
+/*
+ * A version-2 IDENT: the five fields of ident_example(), then proto (field
+ * 5) and the cluster settings (field 6) as raw msgpack bytes.
+ */
+static int ident2_with(const char *proto, const char *cluster, struct msg *m)
+{
+    struct bytes b;
+
+    ident_v1_bytes(&b);
+    b.p[0] = 0x98;
+    add_hex(&b, proto);
+    add_hex(&b, cluster);
+    return decode(&b, m);
+}
+
+/* ident2_with(), proto 2, the cluster settings array with one field replaced. */
+static int cluster_with(int field, const char *hex)
+{
+    static const char *const fields[] = {"03", "a8 73 69 62 6c 69 6e 67 73",
+                                         "c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"};
+    char cluster[512] = "93";
+    struct msg m;
+
+    for (int i = 0; i < 3; i++) {
+        strcat(cluster, " ");
+        strcat(cluster, i == field ? hex : fields[i]);
+    }
+    return ident2_with("02", cluster, &m);
+}
+
+START_TEST(test_ident_versions)
+{
+    struct msg m;
+    struct bytes b;
+
+    /* A version-1 IDENT: proto 1, no cluster settings. */
+    ident_v1_bytes(&b);
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.ident.proto, MSG_PROTO_V1);
+    ck_assert(!m.u.ident.has_cluster);
+    /* proto without the settings, and proto with nil settings. */
+    b.p[0] = 0x97;
+    add_hex(&b, "05");
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.ident.proto, 5);
+    ck_assert(!m.u.ident.has_cluster);
+    ck_assert_int_eq(ident2_with("02", "c0", &m), 0);
+    ck_assert_uint_eq(m.u.ident.proto, 2);
+    ck_assert(!m.u.ident.has_cluster);
+    ck_assert_int_eq(ident2_with("02", ident_example_cluster, &m), 0);
+    ck_assert(m.u.ident.has_cluster && m.u.ident.cluster.rf == 3);
+    ck_assert_str_eq(m.u.ident.cluster.conflicts, "siblings");
+    ck_assert_uint_eq(m.u.ident.cluster.ring_seed[15], 15);
+    /* proto: at least 1, a uint32. */
+    ck_assert_int_eq(ident2_with("00", "c0", &m), RK_ESYNTAX);
+    ck_assert_int_eq(ident2_with("ff", "c0", &m), RK_ESYNTAX);
+    ck_assert_int_eq(ident2_with("a1 32", "c0", &m), RK_ESYNTAX);
+    ck_assert_int_eq(ident2_with("cf 00 00 00 01 00 00 00 00", "c0", &m), RK_ETOOBIG);
+    ck_assert_int_eq(ident2_with("ce ff ff ff ff", "c0", &m), 0);
+}
+END_TEST
+
+START_TEST(test_ident_cluster_refused)
+{
+    struct msg m;
+
+    ck_assert_int_eq(cluster_with(-1, ""), 0);
+    ck_assert_int_eq(cluster_with(0, "00"), RK_ESYNTAX); /* rf 0 */
+    ck_assert_int_eq(cluster_with(0, "ce ff ff ff ff"), 0);
+    ck_assert_int_eq(cluster_with(0, "cf 00 00 00 01 00 00 00 00"), RK_ETOOBIG);
+    ck_assert_int_eq(cluster_with(1, "a0"), RK_ESYNTAX);          /* empty */
+    ck_assert_int_eq(cluster_with(1, "a3 4c 57 57"), RK_ESYNTAX); /* "LWW" */
+    ck_assert_int_eq(cluster_with(1, "a3 6c 20 77"), RK_ESYNTAX); /* "l w" */
+    ck_assert_int_eq(cluster_with(1, "c4 03 6c 77 77"), RK_ESYNTAX);
+    ck_assert_int_eq(cluster_with(1, "b0 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61"), 0);
+    ck_assert_int_eq(cluster_with(1, "b1 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61 61"),
+                     RK_ETOOBIG);
+    ck_assert_int_eq(cluster_with(2, "c4 0f 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e"),
+                     RK_ESYNTAX);
+    ck_assert_int_eq(cluster_with(2, "c4 11 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10"),
+                     RK_ETOOBIG);
+    ck_assert_int_eq(cluster_with(2, "a2 61 61"), RK_ESYNTAX);
+    /* The settings' shape: an array of at least three, more are skipped. */
+    ck_assert_int_eq(ident2_with("02", "92 03 a3 6c 77 77", &m), RK_ESYNTAX);
+    ck_assert_int_eq(ident2_with("02", "a3 6c 77 77", &m), RK_ESYNTAX);
+    ck_assert_int_eq(ident2_with("02", "80", &m), RK_ESYNTAX);
+    ck_assert_int_eq(
+        ident2_with("02",
+                    "95 01 a3 6c 77 77 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f "
+                    "a6 66 75 74 75 72 65 92 01 c0",
+                    &m),
+        0);
+    ck_assert_uint_eq(m.u.ident.cluster.rf, 1);
+    ck_assert_str_eq(m.u.ident.cluster.conflicts, "lww");
+}
+END_TEST
+
+START_TEST(test_type_known)
+{
+    static const char *const heads[] = {"91 00", "93 07 01 02", "91 cc c8", "92 7f c0", "91 05"};
+    static const uint64_t types[] = {0, 7, 200, 127, 5};
+    struct bytes b;
+    uint64_t type;
+
+    for (int t = MSG_IDENT; t <= MSG_GOSSIP_ACK2; t++) {
+        ck_assert(msg_type_known(t, MSG_PROTO_V1));
+        ck_assert(msg_type_known(t, MSG_PROTO_VERSION));
+        ck_assert(!msg_type_known(t, 0));
+    }
+    ck_assert(!msg_type_known(0, MSG_PROTO_VERSION));
+    ck_assert(!msg_type_known(-1, MSG_PROTO_VERSION));
+    ck_assert(!msg_type_known(MSG_TYPE_MAX + 1, UINT32_MAX));
+    for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+        unhex(&b, heads[i]);
+        ck_assert_int_eq(msg_peek_type(b.p, b.len, &type), 0);
+        ck_assert_uint_eq(type, types[i]);
+    }
+    unhex(&b, "90");
+    ck_assert_int_eq(msg_peek_type(b.p, b.len, &type), RK_ESYNTAX);
+    unhex(&b, "91 a1 31");
+    ck_assert_int_eq(msg_peek_type(b.p, b.len, &type), RK_ESYNTAX);
+    unhex(&b, "c0");
+    ck_assert_int_eq(msg_peek_type(b.p, b.len, &type), RK_ESYNTAX);
+    ck_assert_int_eq(msg_peek_type(b.p, 0, &type), RK_ESYNTAX);
+}
+END_TEST
+
 START_TEST(test_encode_invalid_refused)
 {
     struct msg m = ident_example();
@@ -680,6 +869,21 @@ START_TEST(test_encode_invalid_refused)
 
     buf_init(&out, 0);
     ck_assert_int_eq(buf_append(&out, "keep", 4), 0);
+    m.u.ident.proto = 0;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m = ident_example();
+    m.u.ident.cluster.rf = 0;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.u.ident.has_cluster = false; /* settings not announced are not checked */
+    ck_assert_int_eq(msg_encode(&m, &out), 0);
+    out.len = 4;
+    m = ident_example();
+    strcpy(m.u.ident.cluster.conflicts, "LWW");
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m = ident_example();
+    memset(m.u.ident.cluster.conflicts, 'a', sizeof(m.u.ident.cluster.conflicts)); /* no NUL */
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m = ident_example();
     strcpy(m.u.ident.id, "bad id");
     ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
     m = ident_example();
@@ -1777,6 +1981,9 @@ static Suite *msg_suite(void)
         {"encode_invalid_refused", test_encode_invalid_refused},
         {"encode_bounded_buffer", test_encode_bounded_buffer},
         {"member_golden", test_member_golden},
+        {"ident_versions", test_ident_versions},
+        {"ident_cluster_refused", test_ident_cluster_refused},
+        {"type_known", test_type_known},
         {"syn_golden", test_syn_golden},
         {"ack_golden", test_ack_golden},
         {"ack2_golden", test_ack2_golden},
