@@ -350,7 +350,7 @@ int cli_placement_explain(int argc, char **argv)
     if (rc == 0) {
         rc = explain_run(&o, r, key, len, argv[argc - 1]);
     }
-    ring_destroy(r);
+    ring_unref(r);
     free(key);
     cli_members_free(&o.members);
     return rc;

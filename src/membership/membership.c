@@ -4,16 +4,16 @@
  *
  * What it owns: an array of entries (struct member) sorted by id in ring
  * id order (memcmp, a shorter prefix first: PLACEMENT.md section 4), our
- * own among them at index `self`; the ring in force, built from them; the
- * ring's digest; and the rotation counter of membership_digests().
+ * own among them at index `self`; a reference to the ring in force, built
+ * from them; the ring listeners; and the rotation counter of
+ * membership_digests().
  *
  * Invariants, true whenever a public function returns:
  *   - ids are unique and sorted, so lookups are binary searches and two
  *     tables holding the same entries hold them in the same order;
  *   - the ring was built by ring_create() from the entries whose status
  *     is normal or leaving, with their id, rack and tokens;
- *   - digest is the hash below of that ring, and our own entry's digest
- *     field equals it;
+ *   - our own entry's digest field is that ring's digest;
  *   - every function that fails leaves the table as it was: a merge whose
  *     ring cannot be built is undone, a restore is all or nothing.
  *
@@ -29,24 +29,13 @@
  * hold the new ring.  The epoch is computed when asked: the sum, modulo
  * 2^64, of every entry's ring_version, ours included.
  *
- * The ring digest (a uint64, the same on every node holding the same
- * ring) is BLAKE2b with an 8-byte output (the digest length is a BLAKE2b
- * parameter: this is BLAKE2b-64, not a longer hash cut short), unkeyed,
- * over this byte string:
- *
- *     seed          16 bytes, the ring seed
- *     then, for each member of the ring, in id order (ring index order):
- *     id_len        1 byte, 1 .. 64
- *     id            id_len bytes
- *     rack_len      1 byte, 1 .. 64
- *     rack          rack_len bytes
- *     tokens        4 bytes, the token count, unsigned big-endian
- *
- * The 8 output bytes are read as a little-endian integer, as ring_hash()
- * reads SipHash.  In Python: int.from_bytes(hashlib.blake2b(data,
- * digest_size=8).digest(), "little").  An empty ring hashes the seed
- * alone.  The lengths make the encoding prefix-free, so different member
- * lists never encode to the same bytes.
+ * The ring in force.  The ring's digest (ring.h, computed by ring_create())
+ * names it.  membership_ring_install() is the only place a ring is put in
+ * force: a rebuilt ring with the digest of the one in force is dropped (a
+ * rebuild that changes no placement, such as a joining member removed, is
+ * no ring change); any other is installed and every listener called with
+ * (old, new) before the table drops its reference to old.  Listeners may
+ * read the table and take references, never change it (asserted).
  *
  * Failure detection.  Every entry but ours has a detector (detector.h).
  * Arrivals are: a merge of a newer entry written by the member (a new
@@ -60,9 +49,7 @@
 #include "membership.h"
 
 #include <assert.h>
-#include <endian.h>
 #include <limits.h>
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,14 +57,6 @@
 
 /* First allocation of the entry array; it doubles from there to MEMBERSHIP_MAX. */
 #define MEMBERSHIP_CAP_INITIAL 16
-/*
- * Bytes of the ring digest: 64 bits, so two different rings compared by
- * gossip collide with probability 2^-64.  libsodium accepts 1 .. 64;
- * crypto_generichash_BYTES_MIN (16) is its advice for uses where an
- * attacker picks inputs to collide, and this hash authenticates nothing:
- * the sealed channel does.
- */
-#define MEMBERSHIP_DIGEST_LEN 8
 /* Bytes an id field occupies, terminator included: the bound of every id compare. */
 #define MEMBERSHIP_ID_SIZE (RING_NAME_MAX + 1)
 
@@ -92,12 +71,17 @@ struct membership {
     uint64_t heartbeat_ms;  /* the interval every member's detector starts from */
     struct member *members; /* n entries sorted by id, room for cap */
     size_t n, cap;
-    size_t self;       /* index of our own entry */
-    struct ring *ring; /* owned; built from the entries in the ring set */
-    uint64_t digest;   /* of ring */
-    size_t rotation;   /* the other entry membership_digests() offers first */
-    bool deferring;    /* between membership_defer() and membership_commit() */
-    bool ring_stale;   /* an entry changed that the ring does not reflect yet */
+    size_t self;             /* index of our own entry */
+    const struct ring *ring; /* in force; one reference held; from the entries in the ring set */
+    size_t rotation;         /* the other entry membership_digests() offers first */
+    bool deferring;          /* between membership_defer() and membership_commit() */
+    bool ring_stale;         /* an entry changed that the ring does not reflect yet */
+    bool installing;         /* ring listeners are being called */
+    struct membership_listener {
+        membership_ring_fn fn;
+        void *ctx;
+    } listeners[MEMBERSHIP_LISTENERS_MAX];
+    size_t n_listeners;
 };
 
 /* How to take back one entry put into the table, when the ring cannot follow. */
@@ -249,45 +233,6 @@ static void membership_erase(struct membership *m, size_t pos)
     }
 }
 
-/* Feed the digest encoding of the top of the file with one name: length, bytes. */
-static int membership_digest_name(crypto_generichash_state *st, const char *name)
-{
-    uint8_t len = (uint8_t)strnlen(name, RING_NAME_MAX);
-
-    if (crypto_generichash_update(st, &len, sizeof(len)) != 0) {
-        return RK_EINVAL;
-    }
-    return crypto_generichash_update(st, (const uint8_t *)name, len) != 0 ? RK_EINVAL : 0;
-}
-
-/* The digest of ring r: the encoding and hash of the top of the file. */
-static int membership_ring_digest(const struct ring *r, uint64_t *out)
-{
-    crypto_generichash_state st;
-    uint8_t hash[MEMBERSHIP_DIGEST_LEN];
-    uint64_t le;
-
-    if (crypto_generichash_init(&st, NULL, 0, sizeof(hash)) != 0 ||
-        crypto_generichash_update(&st, ring_seed(r), RING_SEED_LEN) != 0) {
-        return RK_EINVAL;
-    }
-    for (uint32_t i = 0; i < ring_member_count(r); i++) {
-        uint32_t tokens_be = htobe32(ring_member_tokens(r, i));
-
-        if (membership_digest_name(&st, ring_member_id(r, i)) != 0 ||
-            membership_digest_name(&st, ring_member_rack(r, i)) != 0 ||
-            crypto_generichash_update(&st, (const uint8_t *)&tokens_be, sizeof(tokens_be)) != 0) {
-            return RK_EINVAL;
-        }
-    }
-    if (crypto_generichash_final(&st, hash, sizeof(hash)) != 0) {
-        return RK_EINVAL;
-    }
-    memcpy(&le, hash, sizeof(le));
-    *out = le64toh(le);
-    return 0;
-}
-
 /* A new ring from the entries in the ring set. */
 static int membership_ring_build(const struct membership *m, struct ring **out)
 {
@@ -314,8 +259,34 @@ static int membership_ring_build(const struct membership *m, struct ring **out)
 }
 
 /*
+ * Put r in force: the one place a ring is installed.  A ring with the
+ * digest of the one in force is the same ring (ring.h): it is dropped and
+ * the ring in force stays, so no listener hears of a change that is none.
+ * Otherwise every listener is called with (old, new) while the table still
+ * holds its reference to old, which is dropped only afterwards: a listener
+ * that wants old for longer takes its own reference.  Takes over the
+ * caller's reference to r.
+ */
+static void membership_ring_install(struct membership *m, struct ring *r)
+{
+    const struct ring *old = m->ring;
+
+    if (old != NULL && ring_digest(old) == ring_digest(r)) {
+        ring_unref(r);
+        return;
+    }
+    m->ring = r;
+    m->installing = true;
+    for (size_t i = 0; old != NULL && i < m->n_listeners; i++) {
+        m->listeners[i].fn(m->listeners[i].ctx, old, r);
+    }
+    m->installing = false;
+    ring_unref(old);
+}
+
+/*
  * Build the ring of the current entries and put it in force, with its
- * digest, also into our entry's digest field; *self_changed says whether
+ * digest also into our entry's digest field; *self_changed says whether
  * that field changed.  Our version is the caller's to bump: a change that
  * already bumps it must not bump it twice.  On error nothing changed.
  */
@@ -323,28 +294,18 @@ static int membership_ring_rebuild(struct membership *m, bool *self_changed)
 {
     struct msg_member *self = &m->members[m->self].e;
     struct ring *r;
-    uint64_t digest;
     int rc;
 
+    assert(!m->installing && "membership: a ring listener changed the table");
     rc = membership_ring_build(m, &r);
     if (rc != 0) {
         return rc;
     }
-    rc = membership_ring_digest(r, &digest);
-    if (rc != 0) {
-        goto out_destroy_ring;
-    }
-    ring_destroy(m->ring);
-    m->ring = r;
-    m->digest = digest;
+    membership_ring_install(m, r);
     m->ring_stale = false;
-    *self_changed = self->digest != digest;
-    self->digest = digest;
+    *self_changed = self->digest != ring_digest(m->ring);
+    self->digest = ring_digest(m->ring);
     return 0;
-
-out_destroy_ring:
-    ring_destroy(r);
-    return rc;
 }
 
 /* Our entry's digest field changed: a change of our entry. */
@@ -411,7 +372,7 @@ void membership_destroy(struct membership *m)
     if (m == NULL) {
         return;
     }
-    ring_destroy(m->ring);
+    ring_unref(m->ring);
     free(m->members);
     free(m);
 }
@@ -738,7 +699,20 @@ uint64_t membership_epoch(const struct membership *m)
 
 uint64_t membership_digest(const struct membership *m)
 {
-    return m->digest;
+    return ring_digest(m->ring);
+}
+
+int membership_ring_listen(struct membership *m, membership_ring_fn fn, void *ctx)
+{
+    assert(fn != NULL && "membership_ring_listen: NULL listener");
+    assert(!m->installing && "membership_ring_listen: called from a ring listener");
+    if (m->n_listeners == MEMBERSHIP_LISTENERS_MAX) {
+        return RK_ETOOBIG;
+    }
+    m->listeners[m->n_listeners].fn = fn;
+    m->listeners[m->n_listeners].ctx = ctx;
+    m->n_listeners++;
+    return 0;
 }
 
 static void membership_digest_of(const struct msg_member *e, struct msg_digest *d)

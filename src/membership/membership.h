@@ -20,14 +20,31 @@
  *
  * The ring.  Members whose status is normal or leaving own ranges; joining
  * members do not yet, left and removed ones no longer.  The ring is rebuilt
- * (ring_create(), immutable) whenever a ring-affecting field of any entry
- * changes: rack, tokens or status.  Its epoch is the sum of every entry's
- * ring_version, so any merge of two tables has an epoch at least as large
- * as either, and a later ring never has a smaller one; its digest is a
- * hash of the ring's exact content (seed and, in id order, each member's
- * id, rack and tokens), the same on every node that holds the same ring.
- * A cluster has converged when every live member reports (in its entry's
- * digest field) the digest the others hold.
+ * (ring_create(), immutable, reference-counted) whenever a ring-affecting
+ * field of any entry changes: rack, tokens or status.  A ring is named by
+ * its digest (ring.h: a hash of the ring's exact content, seed and, in id
+ * order, each member's id, rack and tokens), the same on every node that
+ * holds the same ring.  A cluster has converged when every live member
+ * reports (in its entry's digest field) the digest the others hold.
+ *
+ * One ring in force, and an event when it changes.  The table holds one
+ * reference to the ring in force, and one internal function installs a
+ * new one: a rebuilt ring whose digest is that of the ring in force is no
+ * change and is dropped; otherwise every listener registered with
+ * membership_ring_listen() is called with (old ring, new ring) before the
+ * table lets go of old.  A holder that must go on using a ring after it is
+ * replaced (a request that started under it) takes its own reference
+ * (ring_ref()) and drops it when done.
+ *
+ * The epoch.  The sum of every entry's ring_version.  It orders changes
+ * of the member table that concern the ring: a member joining, leaving,
+ * removed, back in a new life, its rack or tokens changed.  Any merge of
+ * two tables has an epoch at least as large as either, so a later table
+ * never has a smaller one.  It does not name a ring: it can move while the
+ * ring stays the same (a joining member removed; an earlier life's entry
+ * answered by raising ours, MEMBERSHIP_RAISED; a member removed and back),
+ * and two nodes at the same epoch can hold different rings until gossip
+ * has spread every entry.  The digest names the ring; logs name it so.
  *
  * Failure detection.  Every entry but our own carries a phi accrual
  * detector (detector.h) fed with the arrivals of the member's heartbeats:
@@ -55,6 +72,11 @@
 #define MEMBERSHIP_REMOVE_RING_BUMP 1
 /* Members one table holds: as many as a ring may have. */
 #define MEMBERSHIP_MAX RING_MEMBERS_MAX
+/*
+ * Ring listeners one table holds: room for those DESIGN.md names
+ * (coordinator, hints, handoff, anti-entropy, metrics) and a few more.
+ */
+#define MEMBERSHIP_LISTENERS_MAX 8
 
 extern const char *const membership_status_names[MSG_MEMBER_STATUS_MAX + 1];
 
@@ -162,10 +184,32 @@ int membership_put_back(struct membership *m, const struct msg_member *old);
 size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi,
                          double down_phi);
 
-/* The ring in force (owned by the table, valid until it changes), its epoch and digest. */
+/*
+ * The ring in force, borrowed: valid until the table changes, or for as
+ * long as the caller holds a reference it took with ring_ref().
+ */
 const struct ring *membership_ring(const struct membership *m);
+/* The epoch (top of file): orders member-table changes; it does not name a ring. */
 uint64_t membership_epoch(const struct membership *m);
+/* The digest of the ring in force: ring_digest(membership_ring(m)). */
 uint64_t membership_digest(const struct membership *m);
+
+/*
+ * A ring change: called when new_ring replaces old_ring in force (they
+ * have different digests).  Both are borrowed for the call: membership_ring()
+ * already returns new_ring, and old_ring is freed after the last listener
+ * returns unless someone took a reference.  A listener may read the table
+ * and take references; it must not change the table (asserted).
+ */
+typedef void (*membership_ring_fn)(void *ctx, const struct ring *old_ring,
+                                   const struct ring *new_ring);
+
+/*
+ * Call fn(ctx, old, new) at every ring change from now on, after the
+ * listeners registered before it.  RK_ETOOBIG past
+ * MEMBERSHIP_LISTENERS_MAX.  Not from inside a listener (asserted).
+ */
+int membership_ring_listen(struct membership *m, membership_ring_fn fn, void *ctx);
 /* Whether a status owns ranges. */
 bool membership_in_ring(uint32_t status);
 

@@ -36,12 +36,20 @@
  *   [0, pos[0]], so its arc is the whole circle when all tokens share one
  *   position.  Tokens that share a position with an earlier token own an
  *   empty arc.
+ *
+ * Digest and lifetime
+ *   The digest (ring.h) is computed once, by ring_create(), from the
+ *   members it sorted.  The reference count is the one field that changes
+ *   after the build; it is atomic, so the promise of ring.h (any thread may
+ *   read a ring) holds for taking and dropping references too.
  */
 #include "ring.h"
 
 #include <assert.h>
 #include <endian.h>
+#include <limits.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +73,14 @@ const uint8_t ring_default_seed[RING_SEED_LEN] = {
  */
 #define RING_BUCKET_BITS_MAX 20
 #define RING_BUCKET_SCAN_MAX 8
+/*
+ * Bytes of the ring digest: 64 bits, so two different rings compared by
+ * gossip collide with probability 2^-64.  libsodium accepts 1 .. 64;
+ * crypto_generichash_BYTES_MIN (16) is its advice for uses where an
+ * attacker picks inputs to collide, and this hash authenticates nothing:
+ * the sealed channel does.
+ */
+#define RING_DIGEST_LEN 8
 
 struct ring_node {
     char id[RING_NAME_MAX + 1];
@@ -85,6 +101,8 @@ struct ring_slot {
 };
 
 struct ring {
+    atomic_uint refs; /* references held: ring_create()'s, then ring_ref()'s */
+    uint64_t digest;  /* ring_digest(): the ring's name */
     uint8_t seed[RING_SEED_LEN];
     size_t n_members;
     size_t n_racks;
@@ -495,6 +513,60 @@ static int ring_build_buckets(struct ring *r)
     return 0;
 }
 
+/* Every allocation of r, whatever its count (a half-built ring has none). */
+static void ring_free(struct ring *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    free(r->nodes);
+    free(r->slot);
+    free(r->tok_member);
+    free(r->tok_index);
+    free(r->pref_tail);
+    free(r->bucket);
+    free(r);
+}
+
+/* Feed the digest (ring.h) one name: its length byte, then its bytes. */
+static int ring_digest_name(crypto_generichash_state *st, const char *name)
+{
+    uint8_t len = (uint8_t)strnlen(name, RING_NAME_MAX);
+
+    if (crypto_generichash_update(st, &len, sizeof(len)) != 0) {
+        return RK_EINVAL;
+    }
+    return crypto_generichash_update(st, (const uint8_t *)name, len) != 0 ? RK_EINVAL : 0;
+}
+
+/* r->digest from the seed and the members in id order: the encoding of ring.h. */
+static int ring_compute_digest(struct ring *r)
+{
+    crypto_generichash_state st;
+    uint8_t hash[RING_DIGEST_LEN];
+    uint64_t le;
+
+    if (crypto_generichash_init(&st, NULL, 0, sizeof(hash)) != 0 ||
+        crypto_generichash_update(&st, r->seed, RING_SEED_LEN) != 0) {
+        return RK_EINVAL;
+    }
+    for (size_t i = 0; i < r->n_members; i++) {
+        uint32_t tokens_be = htobe32(r->nodes[i].tokens);
+
+        if (ring_digest_name(&st, r->nodes[i].id) != 0 ||
+            ring_digest_name(&st, r->nodes[i].rack) != 0 ||
+            crypto_generichash_update(&st, (const uint8_t *)&tokens_be, sizeof(tokens_be)) != 0) {
+            return RK_EINVAL;
+        }
+    }
+    if (crypto_generichash_final(&st, hash, sizeof(hash)) != 0) {
+        return RK_EINVAL;
+    }
+    memcpy(&le, hash, sizeof(le));
+    r->digest = le64toh(le);
+    return 0;
+}
+
 int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
                 const struct ring_member *members, size_t n)
 {
@@ -533,25 +605,56 @@ int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
             goto out_destroy;
         }
     }
+    err = ring_compute_digest(r);
+    if (err != 0) {
+        goto out_destroy;
+    }
+    atomic_init(&r->refs, 1);
     *out = r;
     return 0;
 out_destroy:
-    ring_destroy(r);
+    ring_free(r);
     return err;
 }
 
-void ring_destroy(struct ring *r)
+const struct ring *ring_ref(const struct ring *r)
 {
+    struct ring *w = (struct ring *)r; /* the count is not part of the ring's value */
+    unsigned before;
+
+    if (r == NULL) {
+        return NULL;
+    }
+    before = atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+    assert(before > 0 && before < UINT_MAX && "ring_ref: a freed ring, or too many references");
+    (void)before;
+    return r;
+}
+
+void ring_unref(const struct ring *r)
+{
+    struct ring *w = (struct ring *)r;
+    unsigned before;
+
     if (r == NULL) {
         return;
     }
-    free(r->nodes);
-    free(r->slot);
-    free(r->tok_member);
-    free(r->tok_index);
-    free(r->pref_tail);
-    free(r->bucket);
-    free(r);
+    /* release: this holder's reads happen before the free; acquire: the free after all of them */
+    before = atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel);
+    assert(before > 0 && "ring_unref: more releases than references");
+    if (before == 1) {
+        ring_free(w);
+    }
+}
+
+unsigned ring_refs(const struct ring *r)
+{
+    return atomic_load_explicit(&((struct ring *)r)->refs, memory_order_relaxed);
+}
+
+uint64_t ring_digest(const struct ring *r)
+{
+    return r->digest;
 }
 
 const uint8_t *ring_seed(const struct ring *r)

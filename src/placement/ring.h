@@ -6,6 +6,32 @@
  * never sees a half-built one and a ring may be read from any number of
  * threads without locks.  Nothing here does I/O.
  *
+ * Lifetime.  A ring is reference-counted: ring_create() returns it with one
+ * reference, ring_ref() takes another, ring_unref() drops one and frees the
+ * ring with the last.  Whoever keeps a ring beyond the call that handed it
+ * over (a request that must finish under the ring it started with, while a
+ * newer ring is put in force) takes a reference; every pointer into the ring
+ * (ids, racks, ring_diff() moves) stays valid while it holds one.
+ *
+ * Name.  A ring is named by its digest, a 64-bit hash of its exact content:
+ * BLAKE2b with an 8-byte output (the digest length is a BLAKE2b parameter:
+ * BLAKE2b-64, not a longer hash cut short), unkeyed, over
+ *
+ *     seed          16 bytes, the ring seed
+ *     then, for each member of the ring, in id order (ring index order):
+ *     id_len        1 byte, 1 .. 64
+ *     id            id_len bytes
+ *     rack_len      1 byte, 1 .. 64
+ *     rack          rack_len bytes
+ *     tokens        4 bytes, the token count, unsigned big-endian
+ *
+ * with the 8 output bytes read as a little-endian integer, as ring_hash()
+ * reads SipHash.  In Python: int.from_bytes(hashlib.blake2b(data,
+ * digest_size=8).digest(), "little").  An empty ring hashes the seed alone.
+ * The lengths make the encoding prefix-free, so different member lists never
+ * encode to the same bytes: two rings with the same digest place every key
+ * alike, on every node.
+ *
  * Members are identified by their index in the ring, 0 .. ring_member_count()-1,
  * in ascending id order (memcmp, shorter prefix first), whatever order they
  * were given in.  Indices are only meaningful for the ring that returned them;
@@ -82,18 +108,33 @@ int ring_member_check(const struct ring_member *m, const char **what);
  * ring, on which every lookup returns RK_EEMPTY).  The ring copies what it
  * needs.  Errors: RK_EINVAL or RK_ERANGE for an invalid member (see
  * ring_member_check), RK_EDUP when two members share an id, RK_ETOOBIG for
- * more than RING_MEMBERS_MAX members, RK_ENOMEM.  On success *out owns the
- * ring; free it with ring_destroy().
+ * more than RING_MEMBERS_MAX members, RK_ENOMEM.  On success *out is the
+ * ring with one reference, the caller's; ring_unref() drops it.
  */
 int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
                 const struct ring_member *members, size_t n);
-void ring_destroy(struct ring *r);
+
+/*
+ * Take one more reference to r and return r (NULL stays NULL).  r must be
+ * alive: the caller holds a reference, or borrows r from someone who does
+ * for the duration of this call.
+ */
+const struct ring *ring_ref(const struct ring *r);
+
+/* Drop one reference; the last one frees r.  NULL is ignored. */
+void ring_unref(const struct ring *r);
+
+/* References held now: for tests and diagnostics, not for deciding anything. */
+unsigned ring_refs(const struct ring *r);
+
+/* The ring's name: the digest of the top of this file. */
+uint64_t ring_digest(const struct ring *r);
 
 const uint8_t *ring_seed(const struct ring *r);
 size_t ring_member_count(const struct ring *r);
 size_t ring_rack_count(const struct ring *r);
 size_t ring_token_count(const struct ring *r);
-/* Strings are owned by the ring and valid until ring_destroy(). */
+/* Strings are owned by the ring and valid while a reference to it is held. */
 const char *ring_member_id(const struct ring *r, uint32_t member);
 const char *ring_member_rack(const struct ring *r, uint32_t member);
 uint32_t ring_member_tokens(const struct ring *r, uint32_t member);

@@ -237,9 +237,9 @@ struct ring_worlds {
 
 static void ring_worlds_destroy(struct ring_worlds *w)
 {
-    ring_destroy(w->base);
-    ring_destroy(w->join);
-    ring_destroy(w->removal);
+    ring_unref(w->base);
+    ring_unref(w->join);
+    ring_unref(w->removal);
     memset(w, 0, sizeof(*w));
 }
 
@@ -525,7 +525,7 @@ static int bounded_place(const struct sample *s, struct world *w)
 out_free:
     free((void *)p.tok_node);
     free(p.load);
-    ring_destroy(r);
+    ring_unref(r);
     return err;
 }
 

@@ -103,7 +103,7 @@ static void vec_case_fail(struct vec_state *v, const char *fmt, ...)
 
 static void vec_case_reset(struct vec_state *v)
 {
-    ring_destroy(v->ring);
+    ring_unref(v->ring);
     v->ring = NULL;
     v->in_case = false;
     v->broken = false;

@@ -329,7 +329,7 @@ static struct ring *ring_measure(const struct ring_member *m, size_t n, struct b
         uint64_t t0 = now_ns();
         r = ring_make(m, n);
         ms[i] = (double)(now_ns() - t0) / 1e6;
-        ring_destroy(r);
+        ring_unref(r);
     }
     row->build_ms = median(ms, BENCH_BUILD_RUNS);
     before = heap_in_use();
@@ -503,7 +503,7 @@ static bool bench_size(const struct keyset *keys, size_t n, struct bench_row *ro
     memcached_free(memc[0]);
     memcached_free(memc[1]);
 #endif
-    ring_destroy(r);
+    ring_unref(r);
     return ok;
 }
 

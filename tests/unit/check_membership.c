@@ -12,6 +12,7 @@
 #include <endian.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1209,6 +1210,219 @@ START_TEST(test_deferred_list)
 }
 END_TEST
 
+/* --- the ring in force and its change event ------------------------------------ */
+
+/* Changes a listener records; more than any test makes. */
+#define T_EVENTS 8
+
+/* What one ring listener heard. */
+struct heard {
+    const struct membership *m;
+    int *clock; /* shared by the listeners of one table: the order of calls */
+    size_t calls;
+    int at[T_EVENTS];
+    uint64_t old_digest[T_EVENTS], new_digest[T_EVENTS];
+    size_t old_members[T_EVENTS], new_members[T_EVENTS];
+    bool new_in_force[T_EVENTS];
+    const struct ring *kept; /* keep_first: a reference to the first old ring heard */
+    bool keep_first;
+};
+
+static void heard_ring(void *ctx, const struct ring *old_ring, const struct ring *new_ring)
+{
+    struct heard *h = ctx;
+
+    ck_assert_uint_lt(h->calls, T_EVENTS);
+    h->at[h->calls] = (*h->clock)++;
+    h->old_digest[h->calls] = ring_digest(old_ring);
+    h->new_digest[h->calls] = ring_digest(new_ring);
+    h->old_members[h->calls] = ring_member_count(old_ring);
+    h->new_members[h->calls] = ring_member_count(new_ring);
+    h->new_in_force[h->calls] = membership_ring(h->m) == new_ring;
+    if (h->keep_first && h->kept == NULL) {
+        h->kept = ring_ref(old_ring);
+    }
+    h->calls++;
+}
+
+static void count_ring(void *ctx, const struct ring *old_ring, const struct ring *new_ring)
+{
+    (void)old_ring;
+    (void)new_ring;
+    (*(size_t *)ctx)++;
+}
+
+/* Merge a normal member with 4 tokens in rack r1, generation 1 at version v. */
+static void merge_normal(struct membership *m, const char *id, uint64_t v)
+{
+    struct msg_member e;
+
+    entry_make(&e, id, "r1", 4, MSG_MEMBER_NORMAL, 1, v);
+    merge(m, &e, T_START, NULL);
+}
+
+/*
+ * Listeners hear (old, new) in the order they registered, with new already
+ * in force; a heartbeat, a member outside the ring, or a rebuild that comes
+ * back with the digest in force are no change.  The epoch moves where the
+ * digest does not.
+ */
+START_TEST(test_ring_listeners)
+{
+    struct membership *m = table_new("n1", MSG_MEMBER_NORMAL);
+    int clock = 0;
+    struct heard a = {.m = m, .clock = &clock}, b = {.m = m, .clock = &clock};
+    uint64_t d0 = membership_digest(m), epoch0 = membership_epoch(m), d1;
+    const struct ring *r1;
+    struct msg_member e;
+    size_t extra = 0;
+
+    ck_assert_int_eq(membership_ring_listen(m, heard_ring, &a), 0);
+    ck_assert_int_eq(membership_ring_listen(m, heard_ring, &b), 0);
+    merge_normal(m, "n2", 1);
+    d1 = membership_digest(m);
+    r1 = membership_ring(m);
+    ck_assert_uint_eq(a.calls, 1);
+    ck_assert_uint_eq(b.calls, 1);
+    ck_assert_int_lt(a.at[0], b.at[0]);
+    ck_assert_uint_eq(a.old_digest[0], d0);
+    ck_assert_uint_eq(a.new_digest[0], d1);
+    ck_assert_uint_eq(a.old_members[0], 1);
+    ck_assert_uint_eq(a.new_members[0], 2);
+    ck_assert(a.new_in_force[0] && b.new_in_force[0]);
+
+    merge_normal(m, "n2", 2); /* a heartbeat */
+    entry_make(&e, "n3", "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+    merge(m, &e, T_START, NULL);                     /* outside the ring */
+    ck_assert_int_eq(membership_remove(m, "n3"), 0); /* rebuilt: the same ring */
+    ck_assert_uint_eq(a.calls, 1);
+    ck_assert_ptr_eq(membership_ring(m), r1);
+
+    ck_assert_int_eq(membership_remove(m, "n2"), 0);
+    ck_assert_uint_eq(a.calls, 2);
+    ck_assert_uint_eq(a.old_digest[1], d1);
+    ck_assert_uint_eq(a.new_members[1], 1);
+    /* The ring of the start again, by its digest; the epoch has only grown. */
+    ck_assert_uint_eq(a.new_digest[1], d0);
+    ck_assert_uint_gt(membership_epoch(m), epoch0);
+
+    for (size_t i = 2; i < MEMBERSHIP_LISTENERS_MAX; i++) {
+        ck_assert_int_eq(membership_ring_listen(m, count_ring, &extra), 0);
+    }
+    ck_assert_int_eq(membership_ring_listen(m, count_ring, &extra), RK_ETOOBIG);
+    merge_normal(m, "n4", 1);
+    ck_assert_uint_eq(extra, MEMBERSHIP_LISTENERS_MAX - 2);
+    ck_assert_uint_eq(b.calls, 3);
+    membership_destroy(m);
+}
+END_TEST
+
+/*
+ * A request that started under a ring holds a reference and finishes under
+ * that ring after three ring changes: same digest, same preference list,
+ * its borrowed ids still readable (ASan checks the reads), a diff against
+ * the ring now in force.  A listener's reference to an old ring keeps it
+ * the same way.  The table keeps one reference, to the ring in force only.
+ */
+START_TEST(test_ring_holder_outlives_changes)
+{
+    struct membership *m = table_new("n1", MSG_MEMBER_NORMAL);
+    int clock = 0;
+    struct heard h = {.m = m, .clock = &clock, .keep_first = true};
+    const struct ring *req;
+    uint64_t req_digest, pos;
+    uint32_t list[2], again[2];
+    const char *ids[2];
+    char copies[2][RING_NAME_MAX + 1];
+    size_t n, n_again;
+    struct ring_diff d;
+
+    merge_normal(m, "n2", 1);
+    merge_normal(m, "n3", 1);
+    ck_assert_int_eq(membership_ring_listen(m, heard_ring, &h), 0);
+    req = ring_ref(membership_ring(m));
+    req_digest = ring_digest(req);
+    pos = ring_key_position(req, "key", 3);
+    ck_assert_int_eq(ring_preflist(req, pos, 2, list, &n), 0);
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = ring_member_id(req, list[i]);
+        snprintf(copies[i], sizeof(copies[i]), "%s", ids[i]);
+    }
+
+    merge_normal(m, "n4", 1);
+    ck_assert_int_eq(membership_remove(m, "n2"), 0);
+    merge_normal(m, "n5", 1);
+    ck_assert_uint_eq(h.calls, 3);
+    ck_assert_uint_eq(h.old_digest[0], req_digest);
+    ck_assert_uint_ne(membership_digest(m), req_digest);
+
+    ck_assert_uint_eq(ring_refs(req), 2); /* the request's and the listener's */
+    ck_assert_uint_eq(ring_refs(membership_ring(m)), 1);
+    ck_assert_uint_eq(ring_digest(req), req_digest);
+    ck_assert_uint_eq(ring_member_count(req), 3);
+    ck_assert_int_eq(ring_preflist(req, pos, 2, again, &n_again), 0);
+    ck_assert_uint_eq(n_again, n);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(again[i], list[i]);
+        ck_assert_str_eq(ids[i], copies[i]);
+    }
+    ck_assert_int_eq(ring_diff(req, membership_ring(m), 2, &d), 0);
+    ck_assert_uint_gt(d.n_moves, 0);
+    ring_diff_free(&d);
+    ring_unref(req);
+    ck_assert_ptr_eq(h.kept, req);
+    ck_assert_uint_eq(ring_refs(h.kept), 1);
+    ring_unref(h.kept);
+    membership_destroy(m);
+}
+END_TEST
+
+/* A reference outlives the table itself; a change undone is a change back. */
+START_TEST(test_ring_refs_edges)
+{
+    struct membership *m = table_new("n1", MSG_MEMBER_NORMAL);
+    int clock = 0;
+    struct heard h = {.m = m, .clock = &clock};
+    const struct ring *held;
+    struct msg_member before;
+    uint64_t d;
+
+    merge_normal(m, "n2", 1);
+    ck_assert_int_eq(membership_ring_listen(m, heard_ring, &h), 0);
+    d = membership_digest(m);
+    before = membership_find(m, "n2")->e;
+    ck_assert_int_eq(membership_remove(m, "n2"), 0);
+    ck_assert_int_eq(membership_put_back(m, &before), 0);
+    ck_assert_uint_eq(h.calls, 2);
+    ck_assert_uint_eq(h.new_digest[0], h.old_digest[1]);
+    ck_assert_uint_eq(h.new_digest[1], d);
+
+    held = ring_ref(membership_ring(m));
+    membership_destroy(m);
+    ck_assert_uint_eq(ring_refs(held), 1);
+    ck_assert_uint_eq(ring_digest(held), d);
+    ck_assert_uint_eq(ring_member_count(held), 2);
+    ring_unref(held);
+}
+END_TEST
+
+/* A listener that changes the table (here: our status) is a programming error. */
+static void changing_listener(void *ctx, const struct ring *old_ring, const struct ring *new_ring)
+{
+    (void)old_ring;
+    (void)new_ring;
+    membership_set_status(ctx, MSG_MEMBER_LEAVING);
+}
+
+START_TEST(test_ring_listener_may_not_change)
+{
+    struct membership *m = table_new("n1", MSG_MEMBER_NORMAL);
+
+    ck_assert_int_eq(membership_ring_listen(m, changing_listener, m), 0);
+    merge_normal(m, "n2", 1); /* aborts */
+}
+END_TEST
+
 static Suite *membership_suite(void)
 {
     Suite *s = suite_create("membership");
@@ -1239,12 +1453,21 @@ static Suite *membership_suite(void)
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
         {"table_full", test_table_full},
+        {"ring_listeners", test_ring_listeners},
+        {"ring_holder", test_ring_holder_outlives_changes},
+        {"ring_refs", test_ring_refs_edges},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_add_checked_fixture(tc, rng_setup, NULL);
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    {
+        TCase *tc = tcase_create("ring_listener_may_not_change");
+        tcase_set_timeout(tc, 30);
+        tcase_add_test_raise_signal(tc, test_ring_listener_may_not_change, SIGABRT);
         suite_add_tcase(s, tc);
     }
     return s;

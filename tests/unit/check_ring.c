@@ -145,7 +145,7 @@ START_TEST(test_empty_ring)
     ck_assert_int_eq(ring_preflist(r, 5, 3, out, &n), RK_EEMPTY);
     ck_assert_int_eq(ring_preflist_walk(r, 5, 3, out, &n, NULL, NULL), RK_EEMPTY);
     ck_assert_int_eq(ring_ownership(r, 1, own), RK_EEMPTY);
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -161,7 +161,7 @@ START_TEST(test_rf_bounds)
     ck_assert_int_eq(ring_preflist(r, 1, RING_RF_MAX + 1, out, &n), RK_ERANGE);
     ck_assert_int_eq(ring_preflist(r, 1, RING_RF_MAX, out, &n), 0);
     ck_assert_uint_eq(n, 2);
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -197,7 +197,7 @@ START_TEST(test_tokens_sorted)
                                           ring_member_id(r, b.member), b.index),
                          0);
     }
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -216,7 +216,7 @@ START_TEST(test_token_positions)
         }
     }
     ck_assert(found);
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -245,7 +245,7 @@ START_TEST(test_owner_and_wrap)
     }
     ck_assert_int_eq(ring_owner_token(r, 0, &t, &wrapped), 0);
     ck_assert_uint_eq(t, 0);
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -286,7 +286,7 @@ START_TEST(test_fast_path_equals_walk)
         }
         check_fast_equals_walk(r, 0);
         check_fast_equals_walk(r, UINT64_MAX);
-        ring_destroy(r);
+        ring_unref(r);
     }
 }
 END_TEST
@@ -314,7 +314,7 @@ START_TEST(test_walk_steps)
     ck_assert_int_eq(counts[RING_STEP_SET_ASIDE], 1);
     ck_assert_int_eq(counts[RING_STEP_APPENDED], 1);
     ck_assert_str_ne(ring_member_rack(r, out[0]), ring_member_rack(r, out[1]));
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -333,7 +333,7 @@ START_TEST(test_ownership_sums)
         }
         ck_assert(sum == RING_CIRCLE * rf);
     }
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -347,7 +347,7 @@ START_TEST(test_single_token_owns_circle)
     ck_assert_int_eq(ring_ownership(r, 1, own), 0);
     ck_assert(own[0] == RING_CIRCLE);
     ck_assert_double_eq(ring_len_fraction(own[0]), 1.0);
-    ring_destroy(r);
+    ring_unref(r);
 }
 END_TEST
 
@@ -434,8 +434,8 @@ START_TEST(test_diff_join_moves_only_to_new_node)
         ck_assert(d.copies == own[ring_member_find(after, x)]);
         check_diff_by_sampling(before, after, rf, &d);
         ring_diff_free(&d);
-        ring_destroy(before);
-        ring_destroy(after);
+        ring_unref(before);
+        ring_unref(after);
     }
 }
 END_TEST
@@ -473,8 +473,8 @@ START_TEST(test_diff_removal_moves_only_from_removed_node)
         }
         check_diff_by_sampling(before, after, rf, &d);
         ring_diff_free(&d);
-        ring_destroy(before);
-        ring_destroy(after);
+        ring_unref(before);
+        ring_unref(after);
     }
 }
 END_TEST
@@ -498,10 +498,10 @@ START_TEST(test_diff_identical_and_errors)
     ck_assert_int_eq(ring_diff(a, b, 0, &d), RK_ERANGE);
     ck_assert_int_eq(ring_create(&empty, ring_default_seed, NULL, 0), 0);
     ck_assert_int_eq(ring_diff(a, empty, 3, &d), RK_EEMPTY);
-    ring_destroy(empty);
-    ring_destroy(a);
-    ring_destroy(b);
-    ring_destroy(c);
+    ring_unref(empty);
+    ring_unref(a);
+    ring_unref(b);
+    ring_unref(c);
 }
 END_TEST
 
@@ -523,8 +523,77 @@ START_TEST(test_diff_whole_circle)
     ck_assert_str_eq(d.moves[0].lose[0], "a");
     ck_assert_str_eq(d.moves[0].gain[0], "b");
     ring_diff_free(&d);
-    ring_destroy(ra);
-    ring_destroy(rb);
+    ring_unref(ra);
+    ring_unref(rb);
+}
+END_TEST
+
+/*
+ * References: a new ring has one; ring_ref() returns the same ring with one
+ * more; the ring outlives every release but the last, with its content and
+ * digest intact (under ASan a read after the last release is an error);
+ * NULL is accepted by both.
+ */
+START_TEST(test_refcount)
+{
+    struct ring_member a[] = {{"a", "r1", 8}, {"b", "r2", 8}};
+    struct ring *r, *empty;
+    const struct ring *held;
+    uint64_t digest;
+
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, a, 2), 0);
+    ck_assert_uint_eq(ring_refs(r), 1);
+    digest = ring_digest(r);
+    held = ring_ref(r);
+    ck_assert_ptr_eq(held, r);
+    ck_assert_uint_eq(ring_refs(r), 2);
+    ck_assert_ptr_eq(ring_ref(r), r);
+    ck_assert_uint_eq(ring_refs(r), 3);
+    ring_unref(r); /* the creator's reference */
+    ring_unref(r);
+    ck_assert_uint_eq(ring_refs(held), 1);
+    ck_assert_uint_eq(ring_member_count(held), 2);
+    ck_assert_str_eq(ring_member_id(held, 1), "b");
+    ck_assert_uint_eq(ring_digest(held), digest);
+    ring_unref(held);
+
+    ck_assert_ptr_null(ring_ref(NULL));
+    ring_unref(NULL);
+
+    /* An empty ring is counted the same way. */
+    ck_assert_int_eq(ring_create(&empty, ring_default_seed, NULL, 0), 0);
+    ck_assert_ptr_eq(ring_ref(empty), empty);
+    ring_unref(empty);
+    ck_assert_uint_eq(ring_refs(empty), 1);
+    ring_unref(empty);
+
+    /* A failed build hands out nothing to release. */
+    a[1].tokens = 0;
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, a, 2), RK_ERANGE);
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+/* The digest is a function of the content: seed and members, whatever their order. */
+START_TEST(test_digest_names_content)
+{
+    struct ring_member ab[] = {{"a", "r1", 8}, {"b", "r2", 8}};
+    struct ring_member ba[] = {{"b", "r2", 8}, {"a", "r1", 8}};
+    struct ring_member more[] = {{"a", "r1", 9}, {"b", "r2", 8}};
+    uint8_t seed[RING_SEED_LEN] = {1};
+    struct ring *x, *y, *z, *s;
+
+    ck_assert_int_eq(ring_create(&x, ring_default_seed, ab, 2), 0);
+    ck_assert_int_eq(ring_create(&y, ring_default_seed, ba, 2), 0);
+    ck_assert_int_eq(ring_create(&z, ring_default_seed, more, 2), 0);
+    ck_assert_int_eq(ring_create(&s, seed, ab, 2), 0);
+    ck_assert_uint_eq(ring_digest(x), ring_digest(y));
+    ck_assert_uint_ne(ring_digest(x), ring_digest(z));
+    ck_assert_uint_ne(ring_digest(x), ring_digest(s));
+    ring_unref(x);
+    ring_unref(y);
+    ring_unref(z);
+    ring_unref(s);
 }
 END_TEST
 
@@ -553,6 +622,8 @@ static Suite *ring_suite(void)
         {"diff_removal", test_diff_removal_moves_only_from_removed_node},
         {"diff_identical", test_diff_identical_and_errors},
         {"diff_whole_circle", test_diff_whole_circle},
+        {"refcount", test_refcount},
+        {"digest", test_digest_names_content},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

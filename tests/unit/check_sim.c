@@ -259,9 +259,9 @@ START_TEST(test_ring_moved_is_ownership)
         ck_assert(f.remove_moved == ring_len_fraction(dr.moved));
         ring_diff_free(&dj);
         ring_diff_free(&dr);
-        ring_destroy(base);
-        ring_destroy(join);
-        ring_destroy(removal);
+        ring_unref(base);
+        ring_unref(join);
+        ring_unref(removal);
         sim_members_deinit(&ms);
     }
 }
@@ -297,7 +297,7 @@ START_TEST(test_ring_ownership_sums)
         ck_assert(sum_rf == RING_CIRCLE * (cfg.nodes < 3 ? cfg.nodes : 3));
         figures_of(&cfg, SIM_RING, 16, &f);
         ck_assert(f.max_mean >= 1.0 && f.min_mean <= 1.0 && f.replica_max_mean >= 1.0);
-        ring_destroy(r);
+        ring_unref(r);
         sim_members_deinit(&ms);
     }
 }
