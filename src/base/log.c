@@ -31,7 +31,6 @@
 #include <time.h>
 
 #include "error.h"
-#include "ring.h"
 
 /*
  * Longest line: PIPE_BUF (4096 on Linux), so one line written to a pipe
@@ -55,7 +54,7 @@ static const char *const log_level_names[] = {
 #define LOG_LEVELS (sizeof(log_level_names) / sizeof(log_level_names[0]))
 
 /* The node id as printed: quoted when it needs it, "-" until log_init(). */
-static char log_node[2 * RING_NAME_MAX + LOG_QUOTE_MIN] = "-";
+static char log_node[2 * LOG_NODE_ID_MAX + LOG_QUOTE_MIN] = "-";
 static FILE *log_out;
 
 void log_init(const char *node_id, FILE *out)

@@ -24,6 +24,12 @@ enum log_level {
 
 extern enum log_level log_threshold;
 
+/*
+ * Longest node id printed whole (a node id is at most 64 bytes, ring.h's
+ * RING_NAME_MAX, which the node checks against this); a longer one is cut.
+ */
+#define LOG_NODE_ID_MAX 64
+
 /* Set the node id printed on every line (copied) and where lines go (stderr when NULL). */
 void log_init(const char *node_id, FILE *out);
 void log_set_level(enum log_level level);

@@ -12,12 +12,20 @@
  *
  * Connections.  A node keeps one connection to each member it tracks
  * (either side may have opened it): gossip exchanges and pings ride on
- * it.  A member that is down is reconnected to at most every
- * GOSSIP_RECONNECT_DOWN_MS, so a dead node costs a refused connection a
- * second, not one a round.
+ * it.  Connections are the node's: gossip finds, dials and sends on them
+ * through its hooks (gossip.h) and keeps none.  A member that is down is
+ * reconnected to at most every GOSSIP_RECONNECT_DOWN_MS, so a dead node
+ * costs a refused connection a second, not one a round.
+ *
+ * The ring.  Merges, removals and status changes go to the member table,
+ * which installs every new ring itself and tells the listeners the node
+ * registered (gossip_ring_listen()); gossip only notes that the table
+ * changed, to save it.
  */
 #include "gossip.h"
 
+#include <assert.h>
+#include <ev.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +34,7 @@
 #include "clock.h"
 #include "error.h"
 #include "log.h"
-#include "membership.h"
-#include "server.h"
-#include "peer.h"
+#include "store.h"
 
 /* A down member is reconnected to at most this often. */
 #define GOSSIP_RECONNECT_DOWN_MS 1000
@@ -36,7 +42,8 @@
 #define GOSSIP_TABLE_READ_FIRST 128
 
 struct gossip {
-    struct server *node;
+    struct gossip_settings cfg;
+    struct gossip_hooks hooks;
     struct membership *m;
     ev_timer round_w;
     uint64_t rng;
@@ -47,7 +54,6 @@ struct gossip {
     bool removed;      /* an operator removed this node: stop at the next round */
     bool syn_complete; /* our last SYN listed every member we hold */
     uint8_t instance[16];
-    char self_addr[MSG_ADDR_MAX];     /* our peer address, as members and seeds name it */
     char conflict_addr[MSG_ADDR_MAX]; /* the last address logged as claiming our id */
     struct gossip_dial {
         char addr[MSG_ADDR_MAX];
@@ -135,7 +141,7 @@ static int gossip_save_async(struct gossip *g, const char *name, const void *v, 
     sv->op.value_len = len;
     sv->op.done = gossip_saved;
     sv->op.ctx = sv;
-    rc = store_submit(g->node->store, &sv->op);
+    rc = store_submit(g->cfg.store, &sv->op);
     if (rc != 0) {
         free(sv);
     }
@@ -155,7 +161,7 @@ static int gossip_save_async(struct gossip *g, const char *name, const void *v, 
  */
 static int gossip_save(struct gossip *g, bool sync)
 {
-    struct store *s = g->node->store;
+    struct store *s = g->cfg.store;
     uint8_t epoch[8], digest[8];
     struct buf b;
     int rc;
@@ -186,7 +192,7 @@ static int gossip_save(struct gossip *g, bool sync)
 /* Our generation (one more than the last run's) and instance id, saved before use. */
 static int gossip_identity(struct gossip *g, uint64_t *generation, char *err, size_t err_len)
 {
-    struct store *s = g->node->store;
+    struct store *s = g->cfg.store;
     uint8_t gen[8];
     size_t len;
     int rc;
@@ -221,14 +227,14 @@ static int gossip_identity(struct gossip *g, uint64_t *generation, char *err, si
 static void gossip_self_entry(struct gossip *g, uint64_t generation, const struct msg_member *saved,
                               struct msg_member *e)
 {
-    const struct settings *c = &g->node->cfg;
+    const struct gossip_settings *c = &g->cfg;
 
     memset(e, 0, sizeof(*e));
     snprintf(e->id, sizeof(e->id), "%s", c->id);
     snprintf(e->rack, sizeof(e->rack), "%s", c->rack);
     e->tokens = c->tokens;
-    settings_addr_text(&c->listen, e->peer_addr, sizeof(e->peer_addr));
-    settings_addr_text(&c->client, e->client_addr, sizeof(e->client_addr));
+    snprintf(e->peer_addr, sizeof(e->peer_addr), "%s", c->peer_addr);
+    snprintf(e->client_addr, sizeof(e->client_addr), "%s", c->client_addr);
     e->generation = generation;
     e->version = 1;
     memcpy(e->instance, g->instance, sizeof(e->instance));
@@ -302,8 +308,8 @@ static int gossip_read_table(struct store *s, uint8_t **blob, size_t *len)
 static int gossip_restore(struct gossip *g, const struct msg_member *self, const uint8_t *blob,
                           size_t len, struct membership **m, char *err, size_t err_len)
 {
-    const struct settings *c = &g->node->cfg;
-    int rc = membership_create(m, c->ring_seed, self, c->gossip_interval_ms, clock_mono_ms());
+    const struct gossip_settings *c = &g->cfg;
+    int rc = membership_create(m, c->ring_seed, self, c->interval_ms, clock_mono_ms());
 
     if (rc != 0) {
         snprintf(err, err_len, "cannot build the member table: %s", rk_strerror(rc));
@@ -326,19 +332,18 @@ static int gossip_restore(struct gossip *g, const struct msg_member *self, const
  */
 static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t err_len)
 {
-    struct server *n = g->node;
     struct msg_member self, saved;
     struct membership *scratch = NULL;
     uint8_t *blob;
     size_t len;
     bool have;
-    int rc = gossip_read_table(n->store, &blob, &len);
+    int rc = gossip_read_table(g->cfg.store, &blob, &len);
 
     if (rc != 0) {
         snprintf(err, err_len, "data: cannot read the saved member table: %s", rk_strerror(rc));
         return rc;
     }
-    have = len > 0 && gossip_saved_self(blob, len, n->cfg.id, &saved);
+    have = len > 0 && gossip_saved_self(blob, len, g->cfg.id, &saved);
     gossip_self_entry(g, 1, have ? &saved : NULL, &self);
     rc = gossip_restore(g, &self, blob, len, &scratch, err, err_len);
     if (scratch != NULL) {
@@ -353,26 +358,29 @@ static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t
     return rc;
 }
 
-int gossip_create(struct server *n, char *err, size_t err_len)
+int gossip_create(struct gossip **out, const struct gossip_settings *settings,
+                  const struct gossip_hooks *hooks, char *err, size_t err_len)
 {
     struct gossip *g = calloc(1, sizeof(*g));
     uint64_t generation;
     int rc;
 
+    *out = NULL;
     if (g == NULL) {
         snprintf(err, err_len, "out of memory");
         return RK_ENOMEM;
     }
-    g->node = n;
-    settings_addr_text(&n->cfg.listen, g->self_addr, sizeof(g->self_addr));
+    assert(settings->n_seeds <= GOSSIP_SEEDS_MAX && "gossip_create: too many seeds");
+    g->cfg = *settings;
+    g->hooks = *hooks;
     randombytes_buf(&g->rng, sizeof(g->rng));
     g->rng |= 1;
-    n->gossip = g;
     rc = gossip_load(g, &generation, err, err_len);
     if (rc != 0) {
+        gossip_destroy(g);
         return rc;
     }
-    n->ring = membership_ring(g->m);
+    *out = g;
     LOG(LOG_INFO, "membership_loaded", "generation=%llu members=%zu epoch=%llu digest=%016llx",
         (unsigned long long)generation, membership_count(g->m),
         (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m));
@@ -410,16 +418,16 @@ static struct gossip_dial *gossip_dial(struct gossip *g, const char *addr)
 static struct peer *gossip_link(struct gossip *g, const char *id, const char *addr,
                                 uint64_t retry_ms)
 {
-    struct peer *p = peer_find(g->node, id, addr);
+    struct peer *p = g->hooks.find(g->hooks.ctx, id, addr);
     struct gossip_dial *d;
     uint64_t now = clock_mono_ms();
     char err[256];
 
-    if (p != NULL || g->node->stopping) {
+    if (p != NULL) {
         return p;
     }
     /* Never ourselves: a seed list naming us, or a stale member whose address we now hold. */
-    if (strcmp(addr, g->self_addr) == 0) {
+    if (strcmp(addr, g->cfg.peer_addr) == 0) {
         return NULL;
     }
     d = gossip_dial(g, addr);
@@ -427,7 +435,7 @@ static struct peer *gossip_link(struct gossip *g, const char *id, const char *ad
         return NULL;
     }
     d->next_ms = now + retry_ms;
-    p = peer_connect(g->node, addr, err, sizeof(err));
+    p = g->hooks.dial(g->hooks.ctx, addr, err, sizeof(err));
     if (p == NULL) {
         LOG(LOG_DEBUG, "peer_dial_failed", "peer=%s error=\"%s\"", addr, err);
     }
@@ -444,40 +452,31 @@ static void gossip_send_syn(struct gossip *g, struct peer *p)
     m.u.syn.n = membership_digests(g->m, digests, MSG_GOSSIP_DIGESTS_MAX, &m.u.syn.complete);
     g->syn_complete = m.u.syn.complete;
     m.u.syn.digests = digests;
-    peer_send(p, &m);
+    g->hooks.send(g->hooks.ctx, p, &m);
 }
 
 /* --- receiving ------------------------------------------------------------------- */
 
 static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down);
 
-/* Stop this node: another process has our id.  One line on stderr, exit status 2. */
+/* Another process at addr has our id, and we are still joining: the node must not run. */
 static void gossip_refuse(struct gossip *g, const char *addr)
 {
-    struct server *n = g->node;
-
-    fprintf(stderr,
-            "ringkvd: node id '%s' is in use by another ringkvd at %s; refusing to run (if that "
-            "node is gone for good, run 'ringkv remove %s' on a live node first)\n",
-            n->cfg.id, addr, n->cfg.id);
     LOG(LOG_ERROR, "id_in_use", "other=%s", addr);
-    n->exit_code = 2;
-    ev_break(n->loop, EVBREAK_ALL);
+    g->hooks.id_in_use(g->hooks.ctx, addr);
 }
 
-void gossip_self_dialled(struct server *n, const char *addr)
+void gossip_self_dialled(struct gossip *g, const char *addr)
 {
-    struct gossip_dial *d = n->gossip != NULL ? gossip_dial(n->gossip, addr) : NULL;
+    struct gossip_dial *d = gossip_dial(g, addr);
 
     if (d != NULL) {
         d->next_ms = UINT64_MAX;
     }
 }
 
-void gossip_same_id(struct server *n, const char *addr)
+void gossip_same_id(struct gossip *g, const char *addr)
 {
-    struct gossip *g = n->gossip;
-
     if (!g->exchanged) {
         gossip_refuse(g, addr);
     }
@@ -601,18 +600,12 @@ static void gossip_merge_list(struct gossip *g, const struct msg_member *list, s
         LOG(LOG_WARN, "ring_rebuild_failed", "error=\"%s\" msg=\"retried at the next change\"",
             rk_strerror(rc));
     }
-    g->node->ring = membership_ring(g->m); /* the ring in force, whatever happened above */
-    if (ring_changed) {
-        g->dirty = true;
-        LOG(LOG_INFO, "ring_changed", "epoch=%llu digest=%016llx members=%zu",
-            (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m),
-            ring_member_count(g->node->ring));
-    }
+    /* the ring listeners have heard of a new ring; the table is saved next round */
+    g->dirty |= ring_changed;
 }
 
-int gossip_remove(struct server *n, const char *id, char *err, size_t err_len)
+int gossip_remove(struct gossip *g, const char *id, char *err, size_t err_len)
 {
-    struct gossip *g = n->gossip;
     const struct member *e = membership_find(g->m, id);
     struct msg_member before;
     int rc;
@@ -642,19 +635,16 @@ int gossip_remove(struct server *n, const char *id, char *err, size_t err_len)
         snprintf(err, err_len, "cannot remove '%s': %s", id, rk_strerror(rc));
         return rc;
     }
-    n->ring = membership_ring(g->m);
     rc = gossip_save(g, true);
     if (rc != 0) {
         /* Not saved: not done.  The entry as it was (its ring is the one we had). */
         int undo = membership_put_back(g->m, &before);
-        n->ring = membership_ring(g->m);
         snprintf(err, err_len, "cannot save the removal of '%s': %s%s", id, rk_strerror(rc),
                  undo != 0 ? "; the removal stays in memory and may spread" : "; nothing changed");
         return rc;
     }
-    LOG(LOG_WARN, "member_removed", "id=%s source=operator epoch=%llu digest=%016llx members=%zu",
-        id, (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m),
-        ring_member_count(n->ring));
+    LOG(LOG_WARN, "member_removed", "id=%s source=operator digest=%016llx members=%zu", id,
+        (unsigned long long)membership_digest(g->m), ring_member_count(membership_ring(g->m)));
     return 0;
 }
 
@@ -675,23 +665,20 @@ static void gossip_exchanged(struct gossip *g, bool whole)
     }
     if (whole && membership_self(g->m)->e.status == MSG_MEMBER_JOINING &&
         membership_set_status(g->m, MSG_MEMBER_NORMAL) == 0) {
-        g->node->ring = membership_ring(g->m);
         g->dirty = true;
-        LOG(LOG_INFO, "joined", "epoch=%llu digest=%016llx",
-            (unsigned long long)membership_epoch(g->m),
-            (unsigned long long)membership_digest(g->m));
+        LOG(LOG_INFO, "joined", "digest=%016llx", (unsigned long long)membership_digest(g->m));
     }
 }
 
 /*
- * Whether an ACK of n entries from p leaves us holding the whole table:
+ * Whether an ACK of n entries from member from_id leaves us holding the whole table:
  * it answered a SYN that listed all we hold and was not cut at the bound,
- * or (a table too large for one SYN) the ring we now hold is the one p
- * reports in its entry.
+ * or (a table too large for one SYN) the ring we now hold is the one the
+ * sender reports in its entry.
  */
-static bool gossip_whole(struct gossip *g, const struct peer *p, size_t n)
+static bool gossip_whole(struct gossip *g, const char *from_id, size_t n)
 {
-    const struct member *sender = membership_find(g->m, p->remote.id);
+    const struct member *sender = membership_find(g->m, from_id);
 
     if (g->syn_complete && n < MSG_GOSSIP_ENTRIES_MAX) {
         return true;
@@ -712,13 +699,13 @@ static void on_syn(struct gossip *g, struct peer *p, const struct msg *m)
                           MSG_GOSSIP_DIGESTS_MAX, &ack.u.entries.n_requests);
         ack.u.entries.entries = entries;
         ack.u.entries.requests = requests;
-        peer_send(p, &ack);
+        g->hooks.send(g->hooks.ctx, p, &ack);
     }
     free(entries);
     free(requests);
 }
 
-static void on_ack(struct gossip *g, struct peer *p, const struct msg *m)
+static void on_ack(struct gossip *g, struct peer *p, const char *from_id, const struct msg *m)
 {
     struct msg_member *entries = malloc(MSG_GOSSIP_ENTRIES_MAX * sizeof(*entries));
     struct msg ack2 = {.type = MSG_GOSSIP_ACK2};
@@ -734,37 +721,31 @@ static void on_ack(struct gossip *g, struct peer *p, const struct msg *m)
     if (entries != NULL && k > 0) {
         ack2.u.entries.n = k;
         ack2.u.entries.entries = entries;
-        peer_send(p, &ack2);
+        g->hooks.send(g->hooks.ctx, p, &ack2);
     }
     free(entries);
-    gossip_exchanged(g, gossip_whole(g, p, m->u.entries.n));
+    gossip_exchanged(g, gossip_whole(g, from_id, m->u.entries.n));
 }
 
-static void on_ack2(struct gossip *g, struct peer *p, const struct msg *m)
+static void on_ack2(struct gossip *g, const struct msg *m)
 {
-    (void)p;
     gossip_merge_list(g, m->u.entries.entries, m->u.entries.n);
     /* It answers the other side's list, which may have left out what we lack. */
     gossip_exchanged(g, false);
 }
 
-void gossip_message(struct server *n, struct peer *p, const struct msg *m)
+void gossip_message(struct gossip *g, struct peer *p, const char *from_id, const struct msg *m)
 {
-    struct gossip *g = n->gossip;
-
-    if (g == NULL) {
-        return;
-    }
-    membership_heard(g->m, p->remote.id, clock_mono_ms());
+    membership_heard(g->m, from_id, clock_mono_ms());
     switch (m->type) {
     case MSG_GOSSIP_SYN:
         on_syn(g, p, m);
         break;
     case MSG_GOSSIP_ACK:
-        on_ack(g, p, m);
+        on_ack(g, p, from_id, m);
         break;
     case MSG_GOSSIP_ACK2:
-        on_ack2(g, p, m);
+        on_ack2(g, m);
         break;
     default: /* PING and PONG: the arrival above is all they carry */
         break;
@@ -776,23 +757,12 @@ void gossip_message(struct server *n, struct peer *p, const struct msg *m)
  * its seed told it of): exchange with it at once, so its entry reaches
  * every member in one round rather than by rumour, round after round.
  */
-void gossip_peer_identified(struct server *n, struct peer *p)
+void gossip_peer_identified(struct gossip *g, struct peer *p, const char *id)
 {
-    struct gossip *g = n->gossip;
-
-    if (g == NULL) {
-        return;
-    }
-    if (membership_find(g->m, p->remote.id) == NULL) {
+    if (membership_find(g->m, id) == NULL) {
         gossip_send_syn(g, p);
     }
-    membership_heard(g->m, p->remote.id, clock_mono_ms());
-}
-
-void gossip_peer_closed(struct server *n, struct peer *p)
-{
-    (void)n;
-    (void)p;
+    membership_heard(g->m, id, clock_mono_ms());
 }
 
 /* --- rounds ------------------------------------------------------------------------- */
@@ -862,11 +832,10 @@ static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down)
         *live += e->state != DETECTOR_DOWN;
         *down += e->state == DETECTOR_DOWN;
         p = gossip_link(g, e->e.id, e->e.peer_addr,
-                        e->state == DETECTOR_DOWN ? GOSSIP_RECONNECT_DOWN_MS
-                                                  : g->node->cfg.gossip_interval_ms);
+                        e->state == DETECTOR_DOWN ? GOSSIP_RECONNECT_DOWN_MS : g->cfg.interval_ms);
         if (p != NULL) {
             ping.u.ping.seq = ++g->ping_seq;
-            peer_send(p, &ping);
+            g->hooks.send(g->hooks.ctx, p, &ping);
         }
     }
 }
@@ -891,12 +860,10 @@ static const struct member *gossip_pick(struct gossip *g, bool want_down, size_t
 
 static bool gossip_is_seed(const struct gossip *g, const char *addr)
 {
-    const struct settings *c = &g->node->cfg;
-    char text[MSG_ADDR_MAX];
+    const struct gossip_settings *c = &g->cfg;
 
     for (size_t i = 0; i < c->n_seeds; i++) {
-        settings_addr_text(&c->seeds[i], text, sizeof(text));
-        if (strcmp(text, addr) == 0) {
+        if (strcmp(c->seeds[i], addr) == 0) {
             return true;
         }
     }
@@ -906,8 +873,7 @@ static bool gossip_is_seed(const struct gossip *g, const char *addr)
 /* Gossip with a seed (by address): when cut off, or now and then. */
 static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_was_seed)
 {
-    const struct settings *c = &g->node->cfg;
-    char addr[MSG_ADDR_MAX];
+    const struct gossip_settings *c = &g->cfg;
     struct peer *p;
     size_t k;
 
@@ -918,8 +884,7 @@ static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_
         return;
     }
     k = (size_t)(gossip_rand(g) % c->n_seeds);
-    settings_addr_text(&c->seeds[k], addr, sizeof(addr));
-    p = gossip_link(g, NULL, addr, c->gossip_interval_ms);
+    p = gossip_link(g, NULL, c->seeds[k], c->interval_ms);
     if (p != NULL) {
         gossip_send_syn(g, p);
     }
@@ -933,20 +898,21 @@ static void gossip_round(struct gossip *g)
     bool seed = false;
 
     if (g->removed) {
-        server_shutdown(g->node, "removed", GOSSIP_EXIT_REMOVED);
+        g->hooks.removed(g->hooks.ctx);
         return;
     }
     membership_heartbeat(g->m);
     gossip_detect(g);
     gossip_ping_all(g, &live, &down);
     target = gossip_pick(g, false, live);
-    if (target != NULL && (p = peer_find(g->node, target->e.id, target->e.peer_addr)) != NULL) {
+    if (target != NULL &&
+        (p = g->hooks.find(g->hooks.ctx, target->e.id, target->e.peer_addr)) != NULL) {
         gossip_send_syn(g, p);
         seed = gossip_is_seed(g, target->e.peer_addr);
     }
     if (down > 0 && gossip_rand(g) % (live + 1) < down) {
         target = gossip_pick(g, true, down);
-        p = target != NULL ? peer_find(g->node, target->e.id, target->e.peer_addr) : NULL;
+        p = target != NULL ? g->hooks.find(g->hooks.ctx, target->e.id, target->e.peer_addr) : NULL;
         if (p != NULL) {
             gossip_send_syn(g, p);
         }
@@ -964,54 +930,50 @@ static void on_round(struct ev_loop *loop, ev_timer *w, int revents)
     gossip_round(w->data);
 }
 
-void gossip_start(struct server *n)
+void gossip_start(struct gossip *g)
 {
-    struct gossip *g = n->gossip;
-    double every = (double)n->cfg.gossip_interval_ms / 1000.0;
+    double every = (double)g->cfg.interval_ms / 1000.0;
 
     ev_timer_init(&g->round_w, on_round, 0., every);
     g->round_w.data = g;
-    ev_timer_start(n->loop, &g->round_w);
+    ev_timer_start(g->cfg.loop, &g->round_w);
 }
 
-void gossip_stop(struct server *n)
+void gossip_stop(struct gossip *g)
 {
-    struct gossip *g = n->gossip;
-
-    if (g == NULL) {
-        return;
-    }
-    ev_timer_stop(n->loop, &g->round_w);
+    ev_timer_stop(g->cfg.loop, &g->round_w);
     gossip_save(g, true);
 }
 
-void gossip_destroy(struct server *n)
+void gossip_destroy(struct gossip *g)
 {
-    struct gossip *g = n->gossip;
-
     if (g == NULL) {
         return;
     }
-    if (g->m != NULL) {
-        membership_destroy(g->m);
-    }
+    membership_destroy(g->m);
     free(g->dials);
     free(g->seen);
     free(g);
-    n->gossip = NULL;
-    n->ring = NULL;
 }
 
-const struct membership *gossip_members(const struct server *n)
+const struct membership *gossip_members(const struct gossip *g)
 {
-    return n->gossip != NULL ? n->gossip->m : NULL;
+    return g->m;
 }
 
-bool gossip_converged(const struct server *n, size_t *agree, size_t *up)
+const struct ring *gossip_ring(const struct gossip *g)
 {
-    const struct gossip *g = n->gossip;
+    return membership_ring(g->m);
+}
+
+int gossip_ring_listen(struct gossip *g, membership_ring_fn fn, void *ctx)
+{
+    return membership_ring_listen(g->m, fn, ctx);
+}
+
+bool gossip_converged(const struct gossip *g, size_t *agree, size_t *up)
+{
     uint64_t digest = membership_digest(g->m);
-
     *agree = *up = 0;
     for (size_t i = 0; i < membership_count(g->m); i++) {
         const struct member *e = membership_at(g->m, i);

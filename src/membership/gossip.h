@@ -33,7 +33,20 @@
  * member can still write in that generation); gossip spreads it, and the
  * ring loses the member.  A removed member that was only paused or cut off
  * learns of it when it is heard again, logs event=removed_from_cluster and
- * stops (exit GOSSIP_EXIT_REMOVED); starting it again is a new life.
+ * tells the node (hooks.removed), which stops; starting it again is a new
+ * life.
+ *
+ * Seams.  Gossip knows the node only through what the node hands it: a
+ * struct gossip_settings (its id, rack, tokens, ring seed, interval, its
+ * addresses and seeds as "host:port" text, the store of its data directory
+ * and the event loop) and a struct gossip_hooks table of callbacks (send a
+ * message on a connection, find or dial a connection, this node removed,
+ * this node's id in use elsewhere).  Connections are the node's struct
+ * peer, opaque here: gossip passes them back to the hooks and never looks
+ * inside; the node says who is at the other end (the remote id) when it
+ * hands one over.  The ring in force belongs to the member table
+ * (membership.h): gossip_ring() lends it, and the node hears of every
+ * change through a listener it registers with gossip_ring_listen().
  */
 #ifndef RINGKV_GOSSIP_H
 #define RINGKV_GOSSIP_H
@@ -42,61 +55,113 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "membership.h"
 #include "msg.h"
+#include "ring.h"
 
-/* server_run()'s exit code when an operator removed this node from the cluster. */
-#define GOSSIP_EXIT_REMOVED 3
+/* Seeds gossip keeps: as many as the seeds setting takes. */
+#define GOSSIP_SEEDS_MAX 64
 
-struct server;
-struct peer;
+struct ev_loop;
+struct gossip;
+struct peer; /* the node's connection to another node: opaque to gossip */
+struct store;
+
+/* What gossip needs of the node's settings, as plain values (copied by gossip_create()). */
+struct gossip_settings {
+    char id[RING_NAME_MAX + 1];
+    char rack[RING_NAME_MAX + 1];
+    uint32_t tokens;
+    uint8_t ring_seed[RING_SEED_LEN];
+    uint64_t interval_ms;         /* gossip-interval: time between rounds */
+    char peer_addr[MSG_ADDR_MAX]; /* our peer address, "host:port", as members and seeds name it */
+    char client_addr[MSG_ADDR_MAX];
+    char seeds[GOSSIP_SEEDS_MAX][MSG_ADDR_MAX]; /* "host:port" each */
+    size_t n_seeds;
+    struct store *store;  /* the data directory; borrowed until gossip_destroy() */
+    struct ev_loop *loop; /* rounds run on it; borrowed until gossip_destroy() */
+};
 
 /*
- * Set up membership for n: read the generation, instance id and saved
- * member table from the data directory, take the next generation, and
- * build the table and ring.  err gets one line on failure.
+ * How gossip reaches the node.  Every hook gets ctx first.  Connections
+ * are borrowed for the call: gossip keeps no struct peer past the hook or
+ * handler that handed it over, and asks find() again next time.
  */
-int gossip_create(struct server *n, char *err, size_t err_len);
+struct gossip_hooks {
+    /* Send m on p; 0, or an error after which the node has closed p. */
+    int (*send)(void *ctx, struct peer *p, const struct msg *m);
+    /* The connection to member id, or an outbound one to addr (either may be NULL); NULL when none.
+     */
+    struct peer *(*find)(void *ctx, const char *id, const char *addr);
+    /* Start a connection to addr; NULL with err set when it cannot start (or the node is stopping).
+     */
+    struct peer *(*dial)(void *ctx, const char *addr, char *err, size_t err_len);
+    /*
+     * An operator removed this node from the cluster.  Called from a round,
+     * never from inside a connection's handler, so the node may close every
+     * connection; it is expected to stop (exit status 3, by the README).
+     */
+    void (*removed)(void *ctx);
+    /*
+     * Another process, at other_addr, holds this node's id, and this node
+     * has not yet exchanged tables with the cluster: it must not run.  May
+     * be called from inside a connection's handler; the node stops at once.
+     */
+    void (*id_in_use)(void *ctx, const char *other_addr);
+    void *ctx;
+};
+
+/*
+ * Set up membership: read the generation, instance id and saved member
+ * table from the store, take the next generation, and build the table and
+ * ring.  settings and hooks are copied.  On failure *out is NULL and err
+ * has one line.
+ */
+int gossip_create(struct gossip **out, const struct gossip_settings *settings,
+                  const struct gossip_hooks *hooks, char *err, size_t err_len);
 
 /* Start gossip rounds (the first one at once). */
-void gossip_start(struct server *n);
+void gossip_start(struct gossip *g);
 
 /* Stop rounds and save the member table (synchronously); for shutdown. */
-void gossip_stop(struct server *n);
+void gossip_stop(struct gossip *g);
 
-void gossip_destroy(struct server *n);
+/* Release everything; NULL is ignored.  A reference taken to a ring stays valid. */
+void gossip_destroy(struct gossip *g);
 
-/* A peer connection identified itself (MSG_IDENT arrived). */
-void gossip_peer_identified(struct server *n, struct peer *p);
-
-/* A peer connection closed. */
-void gossip_peer_closed(struct server *n, struct peer *p);
+/* Connection p, to member id, identified itself (MSG_IDENT arrived). */
+void gossip_peer_identified(struct gossip *g, struct peer *p, const char *id);
 
 /*
  * A peer introduced itself with our own id (from addr): a second process
- * claims our id.  A node still joining refuses to run; one that has been
- * part of the cluster only drops that connection.
+ * claims our id.  A node still joining refuses to run (hooks.id_in_use);
+ * one that has been part of the cluster only drops that connection.
  */
-void gossip_same_id(struct server *n, const char *addr);
+void gossip_same_id(struct gossip *g, const char *addr);
 
 /* An outbound connection to addr reached this very node: never dial addr again. */
-void gossip_self_dialled(struct server *n, const char *addr);
+void gossip_self_dialled(struct gossip *g, const char *addr);
 
-/* Gossip and liveness messages from an identified peer. */
-void gossip_message(struct server *n, struct peer *p, const struct msg *m);
+/* Gossip and liveness messages from connection p, identified as member from_id. */
+void gossip_message(struct gossip *g, struct peer *p, const char *from_id, const struct msg *m);
 
 /*
  * Remove member id from the cluster (RINGKV REMOVE): only a member this
  * node sees down, never ourselves.  The removal is saved before this
  * returns 0; otherwise err says why nothing changed.
  */
-int gossip_remove(struct server *n, const char *id, char *err, size_t err_len);
-
-struct membership;
+int gossip_remove(struct gossip *g, const char *id, char *err, size_t err_len);
 
 /* The member table (read-only), for status reports. */
-const struct membership *gossip_members(const struct server *n);
+const struct membership *gossip_members(const struct gossip *g);
+
+/* The ring in force, borrowed as membership_ring() lends it; ring_ref() to keep it. */
+const struct ring *gossip_ring(const struct gossip *g);
+
+/* Register a ring-change listener (membership_ring_listen()): 0 or RK_ETOOBIG. */
+int gossip_ring_listen(struct gossip *g, membership_ring_fn fn, void *ctx);
 
 /* Whether every member that is up reports the ring digest we hold. */
-bool gossip_converged(const struct server *n, size_t *agree, size_t *up);
+bool gossip_converged(const struct gossip *g, size_t *agree, size_t *up);
 
 #endif

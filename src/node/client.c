@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "commands.h"
 #include "error.h"
+#include "kv.h"
 #include "log.h"
 #include "server.h"
 
@@ -347,7 +348,7 @@ static void client_start_ready(struct client *c)
     /* one clock read for the commands started together; each is timed to its reply */
     c->batch_ns = clock_mono_ns();
     /* and one read snapshot: it holds every write acknowledged before now */
-    store_read_hold(c->node->store);
+    kv_read_hold(c->node->kv);
     while (c->next_start != NULL && !c->dead) {
         struct pending *p = c->next_start;
         if (p->done) {
@@ -360,7 +361,7 @@ static void client_start_ready(struct client *c)
         c->next_start = p->next;
         client_start(c, p);
     }
-    store_read_release(c->node->store);
+    kv_read_release(c->node->kv);
 }
 
 /* --- input ------------------------------------------------------------------------------ */

@@ -119,7 +119,7 @@ static void reply_value(struct client *c, struct pending *p, struct buf *out, co
                         size_t len)
 {
     struct value_reply v = {c, p, out};
-    int rc = kv_read_raw(c->node, key, len, value_reply_fn, &v);
+    int rc = kv_read_raw(c->node->kv, key, len, value_reply_fn, &v);
 
     if (rc == RK_ENOTFOUND) {
         c->node->metrics.keyspace_misses++;
@@ -167,7 +167,7 @@ static int cmd_exists(struct client *c, struct pending *p)
     for (size_t i = 1; i < p->cmd->argc; i++) {
         size_t len;
         const uint8_t *key = arg(p, i, &len);
-        n += len <= c->node->cfg.key_max && kv_read(c->node, key, len, &r) == 0 &&
+        n += len <= c->node->cfg.key_max && kv_read(c->node->kv, key, len, &r) == 0 &&
              live_count(&r) > 0;
     }
     record_deinit(&r);
@@ -192,7 +192,7 @@ static int cmd_kget(struct client *c, struct pending *p)
     }
     record_init(&r);
     vclock_init(&ctx);
-    rc = kv_read(c->node, key, len, &r);
+    rc = kv_read(c->node->kv, key, len, &r);
     if ((rc != 0 && rc != RK_ENOTFOUND) || record_context(&r, &ctx) != 0) {
         client_error(p, "ERR read failed: %s", rk_strerror(rc ? rc : RK_ENOMEM));
         goto out_free;
@@ -295,7 +295,7 @@ static int start_writes(struct client *c, struct pending *p, size_t first, size_
         size_t klen, vlen = 0;
         const uint8_t *key = arg(p, first + i * step, &klen);
         const uint8_t *value = tombstone ? NULL : arg(p, first + i * step + 1, &vlen);
-        int rc = kv_write(c->node, &p->writes[i], key, klen, value, vlen, tombstone, context,
+        int rc = kv_write(c->node->kv, &p->writes[i], key, klen, value, vlen, tombstone, context,
                           write_done, p);
         if (rc != 0) {
             p->first_error = p->first_error ? p->first_error : rc;
@@ -831,7 +831,7 @@ static void status_member(struct buf *out, const struct membership *m, const str
 
 static void status_members(struct client *c, struct buf *out)
 {
-    const struct membership *m = gossip_members(c->node);
+    const struct membership *m = gossip_members(c->node->gossip);
     const struct ring *r = membership_ring(m);
     ring_len *own = calloc(ring_member_count(r) + 1, sizeof(*own));
 
@@ -850,12 +850,12 @@ static void status_members(struct client *c, struct buf *out)
 static void ringkv_status(struct client *c, struct pending *p)
 {
     struct server *n = c->node;
-    const struct membership *m = gossip_members(n);
+    const struct membership *m = gossip_members(n->gossip);
     struct buf *out = client_reply(p);
     struct store_stats st;
     char hexid[2 * CHANNEL_CLUSTER_ID_BYTES + 1];
     size_t agree, up;
-    bool converged = gossip_converged(n, &agree, &up);
+    bool converged = gossip_converged(n->gossip, &agree, &up);
 
     store_get_stats(n->store, &st);
     hex_encode(hexid, n->cluster_id, sizeof(n->cluster_id));
@@ -895,7 +895,7 @@ static void ringkv_status(struct client *c, struct pending *p)
 /* RINGKV MEMBERS: the failure detector's view of every member. */
 static void ringkv_members(struct client *c, struct pending *p)
 {
-    const struct membership *m = gossip_members(c->node);
+    const struct membership *m = gossip_members(c->node->gossip);
     struct buf *out = client_reply(p);
     uint64_t now = clock_mono_ms();
 
@@ -975,7 +975,7 @@ static size_t ring_arcs(struct buf *out, const struct ring *r, unsigned rf, int 
 /* RINGKV RING [RF]: the arcs of the ring with their preference lists. */
 static void ringkv_ring(struct client *c, struct pending *p)
 {
-    const struct membership *m = gossip_members(c->node);
+    const struct membership *m = gossip_members(c->node->gossip);
     const struct ring *r = membership_ring(m);
     unsigned rf = c->node->cfg.rf;
     struct buf arcs, *out = client_reply(p);
@@ -1014,7 +1014,7 @@ static void ringkv_remove(struct client *c, struct pending *p)
         client_error(p, "ERR RINGKV REMOVE: a member id has no NUL bytes");
         return;
     }
-    if (gossip_remove(c->node, arg_str(p, 2), err, sizeof(err)) != 0) {
+    if (gossip_remove(c->node->gossip, arg_str(p, 2), err, sizeof(err)) != 0) {
         client_error(p, "ERR RINGKV REMOVE: %s", err);
         return;
     }

@@ -136,26 +136,24 @@ static void info_keyspace(struct server *n, struct buf *out)
 static void info_cluster(struct server *n, struct buf *out)
 {
     const struct metrics *m = &n->metrics;
-    const struct membership *mem = gossip_members(n);
+    const struct membership *mem = gossip_members(n->gossip);
     size_t agree = 0, up = 0;
-    bool converged = mem != NULL && gossip_converged(n, &agree, &up);
+    bool converged = gossip_converged(n->gossip, &agree, &up);
 
-    if (mem != NULL) {
-        buf_printf(out,
-                   "# Ring\r\nringkv_epoch:%llu\r\nringkv_digest:%016llx\r\n"
-                   "ringkv_converged:%d\r\nringkv_agree:%zu\r\nringkv_up:%zu\r\n"
-                   "ringkv_known_members:%zu\r\n\r\n",
-                   (unsigned long long)membership_epoch(mem),
-                   (unsigned long long)membership_digest(mem), converged, agree, up,
-                   membership_count(mem));
-    }
+    buf_printf(out,
+               "# Ring\r\nringkv_epoch:%llu\r\nringkv_digest:%016llx\r\n"
+               "ringkv_converged:%d\r\nringkv_agree:%zu\r\nringkv_up:%zu\r\n"
+               "ringkv_known_members:%zu\r\nringkv_ring_changes:%llu\r\n\r\n",
+               (unsigned long long)membership_epoch(mem),
+               (unsigned long long)membership_digest(mem), converged, agree, up,
+               membership_count(mem), (unsigned long long)m->ring_changes);
 
     buf_printf(out,
                "# Cluster\r\ncluster_enabled:0\r\nringkv_node_id:%s\r\nringkv_rack:%s\r\n"
                "ringkv_tokens:%u\r\nringkv_members:%zu\r\nringkv_rf:%u\r\nringkv_r:%u\r\n"
                "ringkv_w:%u\r\nringkv_peers_connected:%llu\r\nringkv_peer_handshakes:%llu\r\n",
-               n->cfg.id, n->cfg.rack, n->cfg.tokens, ring_member_count(n->ring), n->cfg.rf,
-               n->cfg.r, n->cfg.w, (unsigned long long)n->n_peers,
+               n->cfg.id, n->cfg.rack, n->cfg.tokens, ring_member_count(gossip_ring(n->gossip)),
+               n->cfg.rf, n->cfg.r, n->cfg.w, (unsigned long long)n->n_peers,
                (unsigned long long)m->peer_handshakes);
     for (int i = 0; i < METRICS_REJECT_REASONS; i++) {
         buf_printf(out, "ringkv_peer_rejected_%s:%llu\r\n", metrics_reject_names[i],
@@ -293,6 +291,8 @@ static void prom_peers(struct server *n, struct buf *out)
     prom_counter(out, "ringkv_peer_messages_unknown_total",
                  "Peer messages of a type this node does not know, dropped.",
                  m->peer_messages_unknown);
+    prom_counter(out, "ringkv_ring_changes_total", "Rings put in force after the first.",
+                 m->ring_changes);
 }
 
 static void prom_store(struct server *n, struct buf *out)

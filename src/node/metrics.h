@@ -63,6 +63,7 @@ struct metrics {
     uint64_t peer_rejected[METRICS_REJECT_REASONS];
     uint64_t peer_messages_in, peer_messages_out;
     uint64_t peer_messages_unknown; /* of a type this node does not know: dropped */
+    uint64_t ring_changes; /* rings put in force since start (membership's ring listener) */
 };
 
 /* Count one command: which, whether it answered with an error, how long it took. */

@@ -3,6 +3,7 @@
  */
 #include "peer.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,6 @@
 #include "cluster_settings.h"
 #include "error.h"
 #include "frame.h"
-#include "gossip.h"
 #include "log.h"
 #include "server.h"
 
@@ -24,6 +24,13 @@ static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_flush(struct peer *p);
+
+void peer_set_hooks(struct server *n, const struct peer_hooks *hooks)
+{
+    assert(hooks->identified != NULL && hooks->message != NULL && hooks->same_id != NULL &&
+           hooks->self_dialled != NULL && "peer_set_hooks: a required hook is NULL");
+    n->peer_hooks = *hooks;
+}
 
 static void peer_free(struct peer *p)
 {
@@ -51,7 +58,9 @@ void peer_close(struct peer *p, const char *why)
     ev_timer_stop(n->loop, &p->timer);
     close(p->fd);
     p->dead = true;
-    gossip_peer_closed(n, p);
+    if (n->peer_hooks.closed != NULL) {
+        n->peer_hooks.closed(n->peer_hooks.ctx, p);
+    }
     if (p->prev != NULL) {
         p->prev->next = p->next;
     } else {
@@ -293,7 +302,7 @@ static void on_ident(struct peer *p, const struct msg *m)
              * both ends close now, and that address is not dialled again. */
             struct peer *out = p->outbound ? p : partner;
             LOG(LOG_DEBUG, "peer_self", "peer=%s", out->target);
-            gossip_self_dialled(p->node, out->target);
+            p->node->peer_hooks.self_dialled(p->node->peer_hooks.ctx, out->target);
             peer_close(partner, "self");
             peer_close(p, "self");
             return;
@@ -301,14 +310,14 @@ static void on_ident(struct peer *p, const struct msg *m)
         LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s peer_addr=%s", p->addr, m->u.ident.id,
             m->u.ident.peer_addr);
         peer_close(p, "same_id");
-        gossip_same_id(p->node, m->u.ident.peer_addr);
+        p->node->peer_hooks.same_id(p->node->peer_hooks.ctx, m->u.ident.peer_addr);
         return;
     }
     p->remote = m->u.ident;
     p->identified = true;
     LOG(LOG_DEBUG, "peer_ident", "peer=%s remote_id=%s rack=%s peer_addr=%s", p->addr, p->remote.id,
         p->remote.rack, p->remote.peer_addr);
-    gossip_peer_identified(p->node, p);
+    p->node->peer_hooks.identified(p->node->peer_hooks.ctx, p);
 }
 
 static void on_ping(struct peer *p, const struct msg *m)
@@ -316,14 +325,14 @@ static void on_ping(struct peer *p, const struct msg *m)
     struct msg pong = {.type = MSG_PONG, .u.ping = m->u.ping};
 
     if (peer_send(p, &pong) == 0) {
-        gossip_message(p->node, p, m);
+        p->node->peer_hooks.message(p->node->peer_hooks.ctx, p, m);
     }
 }
 
-/* Gossip and pongs: the membership engine's business. */
+/* Gossip and pongs: the membership engine's business, through the server's hook. */
 static void on_gossip(struct peer *p, const struct msg *m)
 {
-    gossip_message(p->node, p, m);
+    p->node->peer_hooks.message(p->node->peer_hooks.ctx, p, m);
 }
 
 struct peer_handler {

@@ -8,6 +8,11 @@
  * reason (metrics.h) and logged with the peer's address, and the node goes
  * on unaffected.  Once the channel is open each side sends MSG_IDENT
  * first; every later message is dispatched through a table by type.
+ *
+ * What a connection learns goes up through a struct peer_hooks table that
+ * the server registers (peer_set_hooks()): the remote identified itself,
+ * a message for gossip arrived, the connection closed, the remote claims
+ * our id, we dialled ourselves.  peer.c calls no higher module by name.
  */
 #ifndef RINGKV_PEER_H
 #define RINGKV_PEER_H
@@ -22,6 +27,29 @@
 #include "net.h"
 
 struct server;
+struct peer;
+
+/*
+ * The server's callbacks, each given ctx first.  The peer is borrowed for
+ * the call.  identified, message, same_id and self_dialled are required;
+ * closed may be NULL.
+ */
+struct peer_hooks {
+    /* p's MSG_IDENT arrived: p->remote holds it. */
+    void (*identified)(void *ctx, struct peer *p);
+    /* A liveness or gossip message (PING, PONG, SYN, ACK, ACK2) from identified p. */
+    void (*message)(void *ctx, struct peer *p, const struct msg *m);
+    /* p is closing: after this call it is never handed out again. */
+    void (*closed)(void *ctx, struct peer *p);
+    /* A remote at addr introduced itself with our own id (p is already closed). */
+    void (*same_id)(void *ctx, const char *addr);
+    /* Our outbound connection to addr reached this very node (both ends are closed). */
+    void (*self_dialled)(void *ctx, const char *addr);
+    void *ctx;
+};
+
+/* Register the hooks of every connection of n (copied); before the first connection. */
+void peer_set_hooks(struct server *n, const struct peer_hooks *hooks);
 
 struct peer {
     struct server *node;

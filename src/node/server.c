@@ -9,6 +9,11 @@
  * first completes every write still queued.  A second signal exits at
  * once: LMDB is crash-safe, so what was acknowledged stays, and nothing
  * unacknowledged was promised.
+ *
+ * Wiring.  server_open() creates the layers below bottom up (store, kv,
+ * gossip) and hands each what it needs as values and callbacks; the
+ * callbacks are the functions of "the layers below" here, each a line or
+ * two that routes to peer.c, gossip or server_shutdown().
  */
 #include "server.h"
 
@@ -23,6 +28,7 @@
 #include "clock.h"
 #include "error.h"
 #include "gossip.h"
+#include "kv.h"
 #include "log.h"
 #include "net.h"
 #include "peer.h"
@@ -150,7 +156,7 @@ static void server_begin_shutdown(struct server *n, const char *cause)
 {
     LOG(LOG_INFO, "shutdown", "%s clients=%llu", cause, (unsigned long long)n->n_clients);
     n->stopping = true;
-    gossip_stop(n);
+    gossip_stop(n->gossip);
     server_close_listeners(n);
     while (n->peers != NULL) {
         peer_close(n->peers, "shutdown");
@@ -195,6 +201,134 @@ void server_shutdown(struct server *n, const char *reason, int exit_code)
     server_begin_shutdown(n, cause);
 }
 
+/* --- the layers below: gossip's hooks, the ring listener, peers' hooks ------------------- */
+
+_Static_assert(GOSSIP_SEEDS_MAX >= SETTINGS_SEEDS_MAX, "gossip keeps every seed");
+_Static_assert(LOG_NODE_ID_MAX >= RING_NAME_MAX, "every log line carries the whole node id");
+
+static int server_gossip_send(void *ctx, struct peer *p, const struct msg *m)
+{
+    (void)ctx;
+    return peer_send(p, m);
+}
+
+static struct peer *server_gossip_find(void *ctx, const char *id, const char *addr)
+{
+    return peer_find(ctx, id, addr);
+}
+
+static struct peer *server_gossip_dial(void *ctx, const char *addr, char *err, size_t err_len)
+{
+    struct server *n = ctx;
+
+    if (n->stopping) {
+        snprintf(err, err_len, "the node is stopping");
+        return NULL;
+    }
+    return peer_connect(n, addr, err, err_len);
+}
+
+static void server_gossip_removed(void *ctx)
+{
+    server_shutdown(ctx, "removed", SERVER_EXIT_REMOVED);
+}
+
+/* Another process has our id: one line on stderr, and stop at once (nothing was served). */
+static void server_gossip_id_in_use(void *ctx, const char *other_addr)
+{
+    struct server *n = ctx;
+
+    fprintf(stderr,
+            "ringkvd: node id '%s' is in use by another ringkvd at %s; refusing to run (if that "
+            "node is gone for good, run 'ringkv remove %s' on a live node first)\n",
+            n->cfg.id, other_addr, n->cfg.id);
+    n->exit_code = SERVER_EXIT_ID_IN_USE;
+    ev_break(n->loop, EVBREAK_ALL);
+}
+
+/* The node's ring listener: a line naming both rings by digest, and the count INFO shows. */
+static void server_ring_changed(void *ctx, const struct ring *old_ring, const struct ring *new_ring)
+{
+    struct server *n = ctx;
+
+    n->metrics.ring_changes++;
+    LOG(LOG_INFO, "ring_changed", "digest=%016llx members=%zu old_digest=%016llx old_members=%zu",
+        (unsigned long long)ring_digest(new_ring), ring_member_count(new_ring),
+        (unsigned long long)ring_digest(old_ring), ring_member_count(old_ring));
+}
+
+static void server_peer_identified(void *ctx, struct peer *p)
+{
+    struct server *n = ctx;
+
+    gossip_peer_identified(n->gossip, p, p->remote.id);
+}
+
+static void server_peer_message(void *ctx, struct peer *p, const struct msg *m)
+{
+    struct server *n = ctx;
+
+    gossip_message(n->gossip, p, p->remote.id, m);
+}
+
+static void server_peer_same_id(void *ctx, const char *addr)
+{
+    struct server *n = ctx;
+
+    gossip_same_id(n->gossip, addr);
+}
+
+static void server_peer_self_dialled(void *ctx, const char *addr)
+{
+    struct server *n = ctx;
+
+    gossip_self_dialled(n->gossip, addr);
+}
+
+/* What gossip needs of the settings, as values: addresses as the text members carry. */
+static void server_gossip_settings(struct server *n, struct gossip_settings *gs)
+{
+    const struct settings *c = &n->cfg;
+
+    memset(gs, 0, sizeof(*gs));
+    snprintf(gs->id, sizeof(gs->id), "%s", c->id);
+    snprintf(gs->rack, sizeof(gs->rack), "%s", c->rack);
+    gs->tokens = c->tokens;
+    memcpy(gs->ring_seed, c->ring_seed, RING_SEED_LEN);
+    gs->interval_ms = c->gossip_interval_ms;
+    settings_addr_text(&c->listen, gs->peer_addr, sizeof(gs->peer_addr));
+    settings_addr_text(&c->client, gs->client_addr, sizeof(gs->client_addr));
+    for (size_t i = 0; i < c->n_seeds; i++) {
+        settings_addr_text(&c->seeds[i], gs->seeds[i], sizeof(gs->seeds[i]));
+    }
+    gs->n_seeds = c->n_seeds;
+    gs->store = n->store;
+    gs->loop = n->loop;
+}
+
+/* Membership over the store, its hooks into this node, and our ring listener. */
+static int server_open_gossip(struct server *n, char *err, size_t err_len)
+{
+    struct gossip_settings gs;
+    const struct gossip_hooks hooks = {
+        .send = server_gossip_send,
+        .find = server_gossip_find,
+        .dial = server_gossip_dial,
+        .removed = server_gossip_removed,
+        .id_in_use = server_gossip_id_in_use,
+        .ctx = n,
+    };
+    int rc;
+
+    server_gossip_settings(n, &gs);
+    rc = gossip_create(&n->gossip, &gs, &hooks, err, err_len);
+    if (rc == 0 && gossip_ring_listen(n->gossip, server_ring_changed, n) != 0) {
+        snprintf(err, err_len, "cannot listen for ring changes");
+        rc = RK_ETOOBIG;
+    }
+    return rc;
+}
+
 /* --- creating and running ----------------------------------------------------------------- */
 
 static int server_open_store(struct server *n, char *err, size_t err_len)
@@ -233,7 +367,11 @@ static int server_open(struct server *n, char *err, size_t err_len)
     }
     channel_key_cluster_id(n->key, n->cluster_id);
     rc = server_open_store(n, err, err_len);
-    rc = rc ? rc : gossip_create(n, err, err_len);
+    if (rc == 0 && kv_create(&n->kv, n->store) != 0) {
+        snprintf(err, err_len, "out of memory");
+        rc = RK_ENOMEM;
+    }
+    rc = rc ? rc : server_open_gossip(n, err, err_len);
     rc = rc ? rc
             : server_listen(n, "client", &n->cfg.client, &n->client_fd, &n->client_w,
                             on_client_listener, err, err_len);
@@ -262,6 +400,13 @@ int server_create(struct server **out, const struct settings *cfg, char *err, si
     n->loop = ev_default_loop(EVFLAG_AUTO);
     n->start_ms = clock_mono_ms();
     randombytes_buf(&n->run_id, sizeof(n->run_id));
+    peer_set_hooks(n, &(const struct peer_hooks){
+                          .identified = server_peer_identified,
+                          .message = server_peer_message,
+                          .same_id = server_peer_same_id,
+                          .self_dialled = server_peer_self_dialled,
+                          .ctx = n,
+                      });
     rc = server_open(n, err, err_len);
     if (rc != 0) {
         server_destroy(n);
@@ -286,7 +431,7 @@ int server_run(struct server *n)
     n->sigterm_w.data = n->sigint_w.data = n;
     ev_signal_start(n->loop, &n->sigterm_w);
     ev_signal_start(n->loop, &n->sigint_w);
-    gossip_start(n);
+    gossip_start(n->gossip);
     LOG(LOG_INFO, "node_start", "client=%s:%u listen=%s:%u metrics=%s:%u rack=%s tokens=%u data=%s",
         n->cfg.client.host, n->cfg.client.port, n->cfg.listen.host, n->cfg.listen.port,
         n->cfg.metrics.set ? n->cfg.metrics.host : "off", n->cfg.metrics.port, n->cfg.rack,
@@ -311,8 +456,9 @@ void server_destroy(struct server *n)
     if (n->loop != NULL) {
         ev_io_stop(n->loop, &n->store_w);
     }
-    gossip_destroy(n);
+    gossip_destroy(n->gossip);
     store_close(n->store); /* completes queued writes; their clients are already closed */
+    kv_destroy(n->kv);
     channel_key_free(n->key);
     free(n);
 }

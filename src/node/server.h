@@ -4,9 +4,24 @@
  *
  * The node layer is a handful of modules around this struct, all running
  * in the one event-loop thread: client.c (RESP connections), commands.c
- * (what each command does), kv.c (the data operations commands use),
- * peer.c (sealed node-to-node connections), metrics.c (counters, INFO,
- * GET /metrics).  The struct is shared among them, and only them.
+ * (what each command does), peer.c (sealed node-to-node connections),
+ * metrics.c (counters, INFO, GET /metrics), settings.c (the config table).
+ * The struct is shared among them, and only them.
+ *
+ * The layers below never see it.  server.c wires them together:
+ *   - gossip (src/membership) gets a struct gossip_settings filled from
+ *     the settings (addresses as "host:port" text) and a struct
+ *     gossip_hooks table (send, find, dial: peer.c's; removed and
+ *     id_in_use: stop the node); connections are opaque to it;
+ *   - the ring in force belongs to the member table: the server reads it
+ *     through gossip_ring(), and its ring listener (gossip_ring_listen())
+ *     logs event=ring_changed with the old and new digests and counts
+ *     ring changes; whoever keeps a ring past the event loop turn takes a
+ *     reference (ring_ref());
+ *   - kv (src/replication) gets the store; commands read and write through
+ *     it, and client.c takes its read snapshots through it;
+ *   - peer.c tells what a connection learns through a struct peer_hooks
+ *     table that server.c registers and routes to gossip.
  *
  * Lifecycle: server_create() opens everything and fails with one line on
  * any problem; server_run() serves until SIGTERM (graceful: stop accepting,
@@ -22,16 +37,21 @@
 #include <stdint.h>
 
 #include "channel.h"
-#include "settings.h"
 #include "metrics.h"
-#include "ring.h"
+#include "peer.h"
+#include "settings.h"
 #include "store.h"
 
 struct client;
-struct peer;
+struct gossip;
+struct kv;
 
 /* Grace for in-flight work at shutdown before it is failed: covers an fsync under load. */
 #define SERVER_SHUTDOWN_GRACE_MS 5000
+/* server_run()'s exit code when another process holds this node's id (gossip.h). */
+#define SERVER_EXIT_ID_IN_USE 2
+/* server_run()'s exit code when an operator removed this node from the cluster. */
+#define SERVER_EXIT_REMOVED 3
 
 struct server {
     struct settings cfg;
@@ -39,11 +59,11 @@ struct server {
     struct store *store;
     struct channel_key *key;
     uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
-    struct gossip *gossip;   /* membership, failure detection, the ring */
-    const struct ring *ring; /* the ring in force, owned by membership; replaced, never changed */
-    int exit_code;           /* what server_run() returns */
-    uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */
-    uint64_t run_id;         /* random per process, for INFO */
+    struct gossip *gossip; /* membership, failure detection, the ring in force */
+    struct kv *kv;         /* the data operations over the store */
+    int exit_code;         /* what server_run() returns */
+    uint64_t start_ms;     /* clock_mono_ms() at start, for uptime */
+    uint64_t run_id;       /* random per process, for INFO */
 
     int client_fd, peer_fd, metrics_fd; /* listeners, -1 when closed */
     ev_io client_w, peer_w, metrics_w;
@@ -58,6 +78,7 @@ struct server {
     uint64_t next_client_id;
     struct peer *peers;
     uint64_t n_peers;
+    struct peer_hooks peer_hooks; /* peer_set_hooks() */
 
     struct metrics metrics;
 };

@@ -3,20 +3,50 @@
  */
 #include "kv.h"
 
-#include <string.h>
+#include <stdlib.h>
 
 #include "error.h"
-#include "server.h"
 
-int kv_read(struct server *n, const void *key, size_t len, struct record *out)
+struct kv {
+    struct store *store; /* borrowed */
+};
+
+int kv_create(struct kv **out, struct store *store)
 {
-    return store_get(n->store, key, len, out);
+    struct kv *kv = calloc(1, sizeof(*kv));
+
+    *out = kv;
+    if (kv == NULL) {
+        return RK_ENOMEM;
+    }
+    kv->store = store;
+    return 0;
 }
 
-int kv_read_raw(struct server *n, const void *key, size_t len,
+void kv_destroy(struct kv *kv)
+{
+    free(kv);
+}
+
+int kv_read_hold(struct kv *kv)
+{
+    return store_read_hold(kv->store);
+}
+
+void kv_read_release(struct kv *kv)
+{
+    store_read_release(kv->store);
+}
+
+int kv_read(struct kv *kv, const void *key, size_t len, struct record *out)
+{
+    return store_get(kv->store, key, len, out);
+}
+
+int kv_read_raw(struct kv *kv, const void *key, size_t len,
                 int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx)
 {
-    return store_read(n->store, key, len, fn, ctx);
+    return store_read(kv->store, key, len, fn, ctx);
 }
 
 /* The store's completion, in the event loop: hand the result to the caller. */
@@ -30,7 +60,7 @@ static void kv_write_done(struct store_op *op, void *ctx)
     w->done(w, w->ctx);
 }
 
-int kv_write(struct server *n, struct kv_write *w, const void *key, size_t len, const void *value,
+int kv_write(struct kv *kv, struct kv_write *w, const void *key, size_t len, const void *value,
              size_t value_len, bool tombstone, const struct vclock *context, kv_done_fn done,
              void *ctx)
 {
@@ -47,5 +77,5 @@ int kv_write(struct server *n, struct kv_write *w, const void *key, size_t len, 
     w->ctx = ctx;
     w->result = 0;
     w->existed = false;
-    return store_submit(n->store, &w->op);
+    return store_submit(kv->store, &w->op);
 }

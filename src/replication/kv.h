@@ -8,6 +8,10 @@
  * setting.  Replication puts a coordinator behind these same calls, which
  * is why writes are asynchronous and completions come back to the event
  * loop: a command never waits on a disk or a peer.
+ *
+ * kv knows the store (later the coordinator), never the node: the node
+ * creates one struct kv over its store and its client connections reach
+ * the data only through it, read snapshots included (kv_read_hold()).
  */
 #ifndef RINGKV_KV_H
 #define RINGKV_KV_H
@@ -20,7 +24,7 @@
 #include "store.h"
 #include "vclock.h"
 
-struct server;
+struct kv;
 struct kv_write;
 
 typedef void (*kv_done_fn)(struct kv_write *w, void *ctx);
@@ -35,19 +39,33 @@ struct kv_write {
     bool existed; /* a live value was replaced */
 };
 
+/* The data operations over store (borrowed until kv_destroy()); RK_ENOMEM. */
+int kv_create(struct kv **out, struct store *store);
+void kv_destroy(struct kv *kv);
+
+/*
+ * Hold one read snapshot for the reads that follow until the matching
+ * kv_read_release(): a pipeline of commands started together reads one
+ * state, which includes every write completed before the hold and none
+ * after (store_read_hold()).  Holds nest.  Returns 0 or an error, after
+ * which reads go on unheld (each reads the latest state).
+ */
+int kv_read_hold(struct kv *kv);
+void kv_read_release(struct kv *kv);
+
 /*
  * Read the record of key into out (emptied first; the caller owns it).
  * RK_ENOTFOUND when the key was never written or its tombstones were
  * collected.
  */
-int kv_read(struct server *n, const void *key, size_t len, struct record *out);
+int kv_read(struct kv *kv, const void *key, size_t len, struct record *out);
 
 /*
  * Call fn with key's encoded record, borrowed for the call only: the read
  * path that copies nothing it does not need (store_read()).  RK_ENOTFOUND
  * when absent.
  */
-int kv_read_raw(struct server *n, const void *key, size_t len,
+int kv_read_raw(struct kv *kv, const void *key, size_t len,
                 int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx);
 
 /*
@@ -57,7 +75,7 @@ int kv_read_raw(struct server *n, const void *key, size_t len,
  * called exactly once from the event loop, or an error at once (and done
  * is never called): RK_ECLOSED when the node is stopping.
  */
-int kv_write(struct server *n, struct kv_write *w, const void *key, size_t len, const void *value,
+int kv_write(struct kv *kv, struct kv_write *w, const void *key, size_t len, const void *value,
              size_t value_len, bool tombstone, const struct vclock *context, kv_done_fn done,
              void *ctx);
 
