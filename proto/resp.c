@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 
 /*
  * Bytes of an argument reserved when its header arrives; the rest grows as
@@ -169,38 +170,21 @@ void resp_parser_recycle(struct resp_parser *p, struct resp_cmd *c)
  */
 static int resp_arena_reserve(struct resp_cmd *c, size_t need, size_t most)
 {
-    size_t room = c->arena_cap - c->arena_len;
-    size_t grow = c->arena_cap < RESP_ARENA_MIN ? RESP_ARENA_MIN : c->arena_cap;
-    uint8_t *a;
+    size_t n = c->arena_len + need, limit = c->arena_len + most;
 
-    if (room >= need) {
-        return 0;
+    if (n < RESP_ARENA_MIN) {
+        n = resp_min(RESP_ARENA_MIN, limit);
     }
-    grow = resp_min(grow, most - room);
-    grow = grow < need - room ? need - room : grow;
-    a = realloc(c->arena, c->arena_cap + grow);
-    if (a == NULL) {
-        return RK_ENOMEM;
-    }
-    c->arena = a;
-    c->arena_cap += grow;
-    return 0;
+    return grow_array_max(&c->arena, &c->arena_cap, n, limit, 1);
 }
 
 /* Append an argument of len bytes; its bytes go to the arena separately. */
 static int resp_cmd_push(struct resp_cmd *c, size_t len)
 {
-    struct resp_arg *v;
-    size_t cap;
+    size_t want = c->argc + 1 < RESP_ARGV_MIN ? RESP_ARGV_MIN : c->argc + 1;
 
-    if (c->argc == c->argv_cap) {
-        cap = c->argv_cap == 0 ? RESP_ARGV_MIN : c->argv_cap * 2;
-        v = realloc(c->argv, cap * sizeof(*v));
-        if (v == NULL) {
-            return RK_ENOMEM;
-        }
-        c->argv = v;
-        c->argv_cap = cap;
+    if (grow_array(&c->argv, &c->argv_cap, want, sizeof(*c->argv)) != 0) {
+        return RK_ENOMEM;
     }
     c->argv[c->argc++] = (struct resp_arg){NULL, len};
     return 0;

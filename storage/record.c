@@ -42,6 +42,7 @@
 
 #include "bytes.h"
 #include "error.h"
+#include "grow.h"
 
 /* The fixed record head: format, flags, u16 sibling count. */
 #define RECORD_HEAD_BYTES 4
@@ -161,22 +162,7 @@ void record_deinit(struct record *r)
 /* Make room for `need` siblings in all; the siblings already there stay. */
 static int record_reserve(struct record *r, size_t need)
 {
-    size_t cap = r->cap < RECORD_CAP_MIN ? RECORD_CAP_MIN : r->cap;
-    struct sibling *s;
-
-    if (need <= r->cap) {
-        return 0;
-    }
-    while (cap < need) {
-        cap *= 2;
-    }
-    s = realloc(r->s, cap * sizeof(*s));
-    if (s == NULL) {
-        return RK_ENOMEM;
-    }
-    r->s = s;
-    r->cap = cap;
-    return 0;
+    return grow_array(&r->s, &r->cap, need < RECORD_CAP_MIN ? RECORD_CAP_MIN : need, sizeof(*r->s));
 }
 
 int record_push(struct record *r, const struct sibling *s)

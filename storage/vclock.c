@@ -27,6 +27,7 @@
 
 #include "bytes.h"
 #include "error.h"
+#include "grow.h"
 #include "hlc.h"
 
 /* Bytes of an entry after its id: u64 counter and u64 stamp. */
@@ -231,7 +232,7 @@ int vclock_merge(struct vclock *dst, const struct vclock *src)
     free(dst->e);
     dst->e = out;
     dst->n = (uint32_t)n;
-    dst->cap = (uint32_t)bound;
+    dst->cap = bound;
     return 0;
 
 out_free:
@@ -242,19 +243,9 @@ out_free:
 /* Make room for one more entry, doubling the capacity. */
 static int vclock_grow(struct vclock *vc)
 {
-    uint32_t cap = vc->cap < VCLOCK_CAP_MIN ? VCLOCK_CAP_MIN : vc->cap * 2;
-    struct vclock_entry *e;
+    size_t want = vc->n + 1u < VCLOCK_CAP_MIN ? VCLOCK_CAP_MIN : vc->n + 1u;
 
-    if (vc->n < vc->cap) {
-        return 0;
-    }
-    e = realloc(vc->e, cap * sizeof(*e));
-    if (e == NULL) {
-        return RK_ENOMEM;
-    }
-    vc->e = e;
-    vc->cap = cap;
-    return 0;
+    return grow_array(&vc->e, &vc->cap, want, sizeof(*vc->e));
 }
 
 /* Insert a new entry (id, 1, stamp) at index at, which keeps the id order. */
@@ -452,7 +443,7 @@ int vclock_decode(const uint8_t *buf, size_t len, size_t *used, struct vclock *v
     }
     vc->e = e;
     vc->n = (uint32_t)n;
-    vc->cap = (uint32_t)n;
+    vc->cap = n;
     *used = pos;
     return 0;
 

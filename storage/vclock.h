@@ -56,7 +56,7 @@ struct vclock_entry {
 struct vclock {
     struct vclock_entry *e;
     uint32_t n;
-    uint32_t cap;
+    size_t cap; /* entries allocated (grow.h) */
 };
 
 enum vclock_order {

@@ -8,7 +8,10 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 
+/* First allocation: a small reply or frame fits without growing. */
+#define BUF_FIRST_CAP 256
 /* Compact once the consumed prefix is at least this much and half the allocation. */
 #define BUF_COMPACT_MIN 4096
 
@@ -32,10 +35,9 @@ void buf_clear(struct buf *b)
 
 uint8_t *buf_reserve(struct buf *b, size_t n)
 {
-    size_t need, cap;
-    uint8_t *p;
+    size_t need;
 
-    if (b->max != 0 && (n > b->max || b->len > b->max - n)) {
+    if ((b->max != 0 && (n > b->max || b->len > b->max - n)) || n > SIZE_MAX - b->start - b->len) {
         return NULL;
     }
     if (b->start > 0 && (b->len == 0 || b->start >= BUF_COMPACT_MIN) &&
@@ -44,19 +46,9 @@ uint8_t *buf_reserve(struct buf *b, size_t n)
         b->start = 0;
     }
     need = b->start + b->len + n;
-    if (need <= b->cap) {
-        return b->p + b->start + b->len;
-    }
-    cap = b->cap ? b->cap : 256;
-    while (cap < need) {
-        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    }
-    p = realloc(b->p, cap);
-    if (p == NULL) {
+    if (grow_array(&b->p, &b->cap, need < BUF_FIRST_CAP ? BUF_FIRST_CAP : need, 1) != 0) {
         return NULL;
     }
-    b->p = p;
-    b->cap = cap;
     return b->p + b->start + b->len;
 }
 

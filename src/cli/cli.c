@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 #include "hex.h"
+
+/* Bytes cli_read_file() asks of each read. */
+#define CLI_READ_CHUNK 65536
 
 int cli_dispatch(const char *prog, const struct cli_verb *table, size_t n, int argc, char **argv)
 {
@@ -58,37 +62,34 @@ int cli_usage(const char *usage, const char *fmt, ...)
 int cli_read_file(const char *path, char **buf, size_t *len)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    size_t cap = 65536, used = 0;
-    char *b;
+    size_t cap = 0, used = 0;
+    char *b = NULL;
+    int err = 0, read_errno = 0;
 
     if (f == NULL) {
         cli_error("cannot open %s: %s", path, strerror(errno));
         return RK_EIO;
     }
-    b = malloc(cap + 1);
-    while (b != NULL) {
-        used += fread(b + used, 1, cap - used, f);
-        if (used < cap) {
+    do {
+        /* room for a chunk and the NUL; the read ends when it leaves room */
+        if (grow_array(&b, &cap, used + CLI_READ_CHUNK + 1, 1) != 0) {
+            err = RK_ENOMEM;
             break;
         }
-        cap *= 2;
-        char *nb = realloc(b, cap + 1);
-        if (nb == NULL) {
-            free(b);
-        }
-        b = nb;
-    }
-    if (b == NULL || ferror(f)) {
-        int err = b == NULL ? RK_ENOMEM : RK_EIO;
-        cli_error("cannot read %s: %s", path, b == NULL ? "out of memory" : strerror(errno));
-        free(b);
-        if (f != stdin) {
-            fclose(f);
-        }
-        return err;
+        used += fread(b + used, 1, cap - used - 1, f);
+    } while (used == cap - 1);
+    if (err == 0 && ferror(f)) {
+        err = RK_EIO;
+        read_errno = errno;
     }
     if (f != stdin) {
         fclose(f);
+    }
+    if (err != 0) {
+        cli_error("cannot read %s: %s", path,
+                  err == RK_ENOMEM ? "out of memory" : strerror(read_errno));
+        free(b);
+        return err;
     }
     b[used] = '\0';
     *buf = b;
@@ -134,14 +135,8 @@ static int members_push(struct cli_members *ms, const char *id, size_t id_len, c
 {
     struct ring_member *m;
 
-    if (ms->n == ms->cap) {
-        size_t cap = ms->cap ? 2 * ms->cap : 16;
-        struct ring_member *p = realloc(ms->m, cap * sizeof(*p));
-        if (p == NULL) {
-            return RK_ENOMEM;
-        }
-        ms->m = p;
-        ms->cap = cap;
+    if (grow_array(&ms->m, &ms->cap, ms->n + 1, sizeof(*ms->m)) != 0) {
+        return RK_ENOMEM;
     }
     m = &ms->m[ms->n];
     m->id = strndup(id, id_len);

@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "cli_placement.h"
 #include "error.h"
+#include "grow.h"
 #include "hex.h"
 #include "ring.h"
 
@@ -51,15 +52,9 @@ static void explain_record(void *ctx, enum ring_step what, size_t token, uint32_
     struct explain_walk *w = ctx;
     struct explain_step st = {what, token, member, member};
 
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 256;
-        struct explain_step *p = realloc(w->steps, cap * sizeof(*p));
-        if (p == NULL) {
-            w->oom = true;
-            return;
-        }
-        w->steps = p;
-        w->cap = cap;
+    if (grow_array(&w->steps, &w->cap, w->n + 1, sizeof(*w->steps)) != 0) {
+        w->oom = true;
+        return;
     }
     if (what == RING_STEP_CHOSEN && w->n_chosen < RING_RF_MAX) {
         w->chosen[w->n_chosen++] = member;

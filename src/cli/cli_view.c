@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 #include "respc.h"
 
 /* --- reading replies ------------------------------------------------------------- */
@@ -374,14 +375,9 @@ static char *table_copy(const char *s)
 /* Add a row of t->cols cells (copied); RK_ENOMEM. */
 static int table_row(struct view_table *t, const char *const *cells)
 {
-    if (t->rows == t->cap) {
-        size_t cap = t->cap != 0 ? 2 * t->cap : 16;
-        char **p = realloc(t->cell, cap * t->cols * sizeof(*p));
-        if (p == NULL) {
-            return RK_ENOMEM;
-        }
-        t->cell = p;
-        t->cap = cap;
+    /* an element is a row of t->cols cells */
+    if (grow_array(&t->cell, &t->cap, t->rows + 1, t->cols * sizeof(*t->cell)) != 0) {
+        return RK_ENOMEM;
     }
     char **row = t->cell + t->rows * t->cols;
     for (size_t i = 0; i < t->cols; i++) {

@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 
 /* First allocation of the entry array; it doubles from there to MEMBERSHIP_MAX. */
 #define MEMBERSHIP_CAP_INITIAL 16
@@ -180,23 +181,13 @@ static bool membership_ring_fields_differ(const struct msg_member *a, const stru
 /* Room for one more entry: RK_ETOOBIG at MEMBERSHIP_MAX, RK_ENOMEM. */
 static int membership_reserve(struct membership *m)
 {
-    struct member *p;
-    size_t cap;
-
     if (m->n < m->cap) {
         return 0;
     }
     if (m->n >= MEMBERSHIP_MAX) {
         return RK_ETOOBIG;
     }
-    cap = m->cap * 2 < MEMBERSHIP_MAX ? m->cap * 2 : MEMBERSHIP_MAX;
-    p = realloc(m->members, cap * sizeof(*p));
-    if (p == NULL) {
-        return RK_ENOMEM;
-    }
-    m->members = p;
-    m->cap = cap;
-    return 0;
+    return grow_array_max(&m->members, &m->cap, m->n + 1, MEMBERSHIP_MAX, sizeof(*m->members));
 }
 
 /* Insert e at pos (from membership_search()), first heard at now_ms. */

@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 
 const uint8_t ring_default_seed[RING_SEED_LEN] = {
     0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
@@ -1000,14 +1001,8 @@ static int diff_arc(struct diff_walk *w, uint64_t start, uint64_t end, ring_len 
         d->moves[d->n_moves - 1].len += len;
         return 0;
     }
-    if (d->n_moves == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 64;
-        struct ring_move *m = realloc(d->moves, cap * sizeof(*m));
-        if (m == NULL) {
-            return RK_ENOMEM;
-        }
-        d->moves = m;
-        w->cap = cap;
+    if (grow_array(&d->moves, &w->cap, d->n_moves + 1, sizeof(*d->moves)) != 0) {
+        return RK_ENOMEM;
     }
     d->moves[d->n_moves++] = mv;
     return 0;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 #include "hex.h"
 #include "ring.h"
 
@@ -123,13 +124,8 @@ static bool vec_bytes(struct vec_state *v, const struct vec_field *f, size_t *le
     if (f->len == 0 || f->len % 2 != 0) {
         return false;
     }
-    if (f->len / 2 > v->scratch_cap) {
-        uint8_t *s = realloc(v->scratch, f->len / 2);
-        if (s == NULL) {
-            return false;
-        }
-        v->scratch = s;
-        v->scratch_cap = f->len / 2;
+    if (grow_array(&v->scratch, &v->scratch_cap, f->len / 2, 1) != 0) {
+        return false;
     }
     *len = f->len / 2;
     return hex_decode(v->scratch, f->p, f->len);
@@ -252,14 +248,8 @@ static int vec_node(struct vec_state *v, const struct vec_field *f)
         vec_case_fail(v, "more than %d nodes in case '%s'", RING_MEMBERS_MAX, v->case_name);
         return 0;
     }
-    if (v->n_nodes == v->cap_nodes) {
-        size_t cap = v->cap_nodes ? 2 * v->cap_nodes : 16;
-        struct vec_node *p = realloc(v->nodes, cap * sizeof(*p));
-        if (p == NULL) {
-            return RK_ENOMEM;
-        }
-        v->nodes = p;
-        v->cap_nodes = cap;
+    if (grow_array(&v->nodes, &v->cap_nodes, v->n_nodes + 1, sizeof(*v->nodes)) != 0) {
+        return RK_ENOMEM;
     }
     n = &v->nodes[v->n_nodes];
     if (!vec_uint(&f[3], RING_TOKENS_MIN, RING_TOKENS_MAX, &n->tokens)) {
