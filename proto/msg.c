@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "error.h"
 #include "mp.h"
 
@@ -68,10 +69,6 @@
 #define MSG_SKIP_DEPTH 8
 /* Elements before the fields: the type number. */
 #define MSG_HEAD_ELEMENTS 1
-/* The largest TCP port number. */
-#define MSG_PORT_MAX 65535
-/* The longest host of a member's address: a DNS name's limit (RFC 1035, 2.3.4). */
-#define MSG_HOST_MAX 255
 /* Bytes of a member's instance: a random 128-bit value. */
 #define MSG_INSTANCE_LEN sizeof(((struct msg_member *)0)->instance)
 /* Fields of a member entry and of a digest that this version reads and writes. */
@@ -158,46 +155,20 @@ bool msg_type_known(int type, uint32_t proto)
 
 /* --- field validation, shared by encoder and decoder ----------------------- */
 
-static bool msg_port_valid(const char *s, size_t len)
-{
-    uint32_t port = 0;
-
-    if (len == 0 || len > 5 || s[0] == '0') {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return false;
-        }
-        port = port * 10 + (uint32_t)(s[i] - '0');
-    }
-    return port <= MSG_PORT_MAX;
-}
-
 /*
- * A NUL-terminated "host:port" in a field of cap bytes: printable ASCII
- * without spaces, a non-empty host of at most host_max bytes before the
- * last colon (a name, an IPv4 address or a bracketed IPv6 address) and a
- * decimal port 1 .. 65535 after it.
+ * A NUL-terminated "host:port" in a field of cap bytes, by addr.h's rules,
+ * and in the one spelling addr_format() writes, so that two members'
+ * addresses compare as text (a bracketed IPv6 address in its canonical
+ * form, a port without leading zeros).
  */
-static bool msg_addr_valid(const char *s, size_t cap, size_t host_max)
+static bool msg_addr_valid(const char *s, size_t cap)
 {
     size_t len = strnlen(s, cap);
-    const char *colon;
+    char text[ADDR_TEXT_MAX];
+    struct addr a;
 
-    if (len == 0 || len == cap) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] <= ' ' || s[i] > '~') {
-            return false;
-        }
-    }
-    colon = memrchr(s, ':', len);
-    if (colon == NULL || colon == s || (size_t)(colon - s) > host_max) {
-        return false;
-    }
-    return msg_port_valid(colon + 1, len - (size_t)(colon - s) - 1);
+    return len < cap && addr_parse(s, len, 0, &a, NULL) == 0 &&
+           addr_format(text, sizeof(text), a.host, a.port) == 0 && strcmp(text, s) == 0;
 }
 
 /* A NUL-terminated node id or rack name in a field of cap bytes. */
@@ -224,16 +195,13 @@ bool msg_cluster_valid(const struct msg_cluster *c)
     return true;
 }
 
-/*
- * IDENT's addresses keep their first rule: the host may fill the field.
- * The message-set version is at least 1.
- */
+/* The message-set version is at least 1. */
 static bool msg_ident_valid(const struct msg_ident *id)
 {
     return msg_name_valid(id->id, sizeof(id->id)) && msg_name_valid(id->rack, sizeof(id->rack)) &&
-           msg_addr_valid(id->peer_addr, sizeof(id->peer_addr), sizeof(id->peer_addr)) &&
-           msg_addr_valid(id->client_addr, sizeof(id->client_addr), sizeof(id->client_addr)) &&
-           id->proto >= MSG_PROTO_V1 && (!id->has_cluster || msg_cluster_valid(&id->cluster));
+           msg_addr_valid(id->peer_addr, sizeof(id->peer_addr)) &&
+           msg_addr_valid(id->client_addr, sizeof(id->client_addr)) && id->proto >= MSG_PROTO_V1 &&
+           (!id->has_cluster || msg_cluster_valid(&id->cluster));
 }
 
 bool msg_member_valid(const struct msg_member *e)
@@ -241,8 +209,8 @@ bool msg_member_valid(const struct msg_member *e)
     return msg_name_valid(e->id, sizeof(e->id)) && msg_name_valid(e->rack, sizeof(e->rack)) &&
            e->tokens >= RING_TOKENS_MIN && e->tokens <= RING_TOKENS_MAX &&
            e->status <= MSG_MEMBER_STATUS_MAX &&
-           msg_addr_valid(e->peer_addr, sizeof(e->peer_addr), MSG_HOST_MAX) &&
-           msg_addr_valid(e->client_addr, sizeof(e->client_addr), MSG_HOST_MAX);
+           msg_addr_valid(e->peer_addr, sizeof(e->peer_addr)) &&
+           msg_addr_valid(e->client_addr, sizeof(e->client_addr));
 }
 
 /* --- encoding -------------------------------------------------------------- */

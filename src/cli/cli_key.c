@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "addr.h"
 #include "channel.h"
 #include "cli.h"
 #include "cli_data.h"
@@ -131,7 +132,7 @@ struct check_opts {
     const char *key_path;
     uint32_t timeout_ms;
     bool json;
-    char host[DIAL_HOST_MAX + 1];
+    char host[ADDR_HOST_MAX + 1];
     uint16_t port;
 };
 
@@ -153,7 +154,8 @@ static int check_parse(int argc, char **argv, struct check_opts *o)
                                          {"timeout", required_argument, NULL, 't'},
                                          {"json", no_argument, NULL, OPT_JSON},
                                          {0, 0, 0, 0}};
-    const char *timeout = NULL, *timeout_from = "-t";
+    const char *timeout = NULL, *timeout_from = "-t", *why;
+    struct addr a;
     int c;
 
     memset(o, 0, sizeof(*o));
@@ -183,11 +185,11 @@ static int check_parse(int argc, char **argv, struct check_opts *o)
     if (o->key_path == NULL || argc - optind != 1) {
         return cli_usage(PEER_CHECK_USAGE, "expected --cluster-key FILE and one HOST[:PORT]");
     }
-    if (dial_addr_parse(argv[optind], NODE_PEER_PORT, o->host, sizeof(o->host), &o->port) != 0) {
-        return cli_usage(PEER_CHECK_USAGE,
-                         "expected HOST[:PORT] with a port from 1 to 65535, not '%.300s'",
-                         argv[optind]);
+    if (addr_parse(argv[optind], strlen(argv[optind]), NODE_PEER_PORT, &a, &why) != 0) {
+        return cli_usage(PEER_CHECK_USAGE, "'%.300s' is not HOST[:PORT] (%s)", argv[optind], why);
     }
+    memcpy(o->host, a.host, sizeof(o->host));
+    o->port = a.port;
     return 0;
 }
 

@@ -18,44 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "clock.h"
 #include "error.h"
 #include "net.h"
-
-int dial_addr_parse(const char *s, uint16_t default_port, char *host, size_t host_cap,
-                    uint16_t *port)
-{
-    const char *colon = strrchr(s, ':');
-    size_t host_len = colon != NULL ? (size_t)(colon - s) : strlen(s);
-    unsigned long v = default_port;
-
-    if (host_len == 0 || (colon == NULL && default_port == 0)) {
-        return RK_EINVAL;
-    }
-    if (host_len >= host_cap) {
-        return RK_ETOOBIG;
-    }
-    if (colon != NULL) {
-        const char *p = colon + 1;
-        v = 0;
-        if (*p == '\0' || strlen(p) > 5) {
-            return RK_ERANGE;
-        }
-        for (; *p != '\0'; p++) {
-            if (*p < '0' || *p > '9') {
-                return RK_ERANGE;
-            }
-            v = v * 10 + (unsigned long)(*p - '0');
-        }
-    }
-    if (v == 0 || v > UINT16_MAX) {
-        return RK_ERANGE;
-    }
-    memcpy(host, s, host_len);
-    host[host_len] = '\0';
-    *port = (uint16_t)v;
-    return 0;
-}
 
 int dial_timeout_parse(const char *s, uint32_t *ms)
 {
@@ -118,7 +84,7 @@ int dial_connect(struct dial *d, const char *host, uint16_t port, uint32_t timeo
     int rc, e;
 
     d->timeout_ms = timeout_ms;
-    snprintf(d->addr, sizeof(d->addr), "%s:%u", host, port);
+    addr_format(d->addr, sizeof(d->addr), host, port);
     d->fd = net_connect(host, port, NULL, err, err_len);
     if (d->fd < 0) {
         rc = d->fd;
@@ -146,27 +112,24 @@ int dial_send(struct dial *d, const void *p, size_t len, uint64_t deadline_us, c
 {
     const uint8_t *b = p;
 
-    while (len > 0) {
-        ssize_t n = send(d->fd, b, len, MSG_NOSIGNAL);
-        if (n > 0) {
-            b += n;
-            len -= (size_t)n;
-            continue;
+    for (;;) {
+        size_t sent;
+        int rc = net_send(d->fd, b, len, &sent);
+        if (rc != 0) {
+            snprintf(err, err_len, "connection to %s lost while sending: %s", d->addr,
+                     strerror(errno));
+            return rc;
         }
-        if (n < 0 && errno == EINTR) {
-            continue;
+        b += sent;
+        len -= sent;
+        if (len == 0) {
+            return 0;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int rc = dial_wait(d, POLLOUT, deadline_us, "sending to", err, err_len);
-            if (rc != 0) {
-                return rc;
-            }
-            continue;
+        rc = dial_wait(d, POLLOUT, deadline_us, "sending to", err, err_len);
+        if (rc != 0) {
+            return rc;
         }
-        snprintf(err, err_len, "connection to %s lost while sending: %s", d->addr, strerror(errno));
-        return errno == EPIPE || errno == ECONNRESET ? RK_ECLOSED : RK_EIO;
     }
-    return 0;
 }
 
 /* Read what is ready into in without waiting; *got counts the bytes appended. */

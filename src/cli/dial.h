@@ -1,7 +1,7 @@
 /*
  * dial.h - blocking TCP client connections for the ringkv CLI: parse a
- * "host:port" and a timeout, connect, send everything, receive what has
- * arrived, each step bounded by a deadline.
+ * timeout, connect to a host and port (parsed by addr.h), send
+ * everything, receive what has arrived, each step bounded by a deadline.
  *
  * The socket underneath is non-blocking (net_connect() makes it so); every
  * wait is a poll() up to a deadline on the monotonic clock, so a node that
@@ -16,32 +16,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "buf.h"
 
-/* Longest host name (DNS's limit on a name in text form). */
-#define DIAL_HOST_MAX 255
-/* "host:port" and its NUL. */
-#define DIAL_ADDR_TEXT (DIAL_HOST_MAX + 7)
 /* Largest timeout a person can mean: a day. */
 #define DIAL_TIMEOUT_MAX_MS (24u * 3600 * 1000)
 
 /* One connection; the caller owns the struct, dial_connect() fills it in. */
 struct dial {
-    int fd;                    /* -1 when not connected */
-    uint32_t timeout_ms;       /* the timeout the caller works with, for messages */
-    char addr[DIAL_ADDR_TEXT]; /* "host:port" as given, for messages */
+    int fd;                   /* -1 when not connected */
+    uint32_t timeout_ms;      /* the timeout the caller works with, for messages */
+    char addr[ADDR_TEXT_MAX]; /* "host:port" (addr_format()), for messages */
 };
-
-/*
- * Split "HOST:PORT" at its last colon into host (host_cap bytes with the
- * NUL) and port.  Without a colon, s is the host and the port is
- * default_port, or the input is refused when default_port is 0.  Errors:
- * RK_EINVAL (empty host, no port where one is needed), RK_ERANGE (a port
- * that is not a decimal from 1 to 65535), RK_ETOOBIG (a host longer than
- * host_cap - 1 bytes).  Nothing is resolved here.
- */
-int dial_addr_parse(const char *s, uint16_t default_port, char *host, size_t host_cap,
-                    uint16_t *port);
 
 /*
  * Parse a timeout in seconds, a decimal that may have a fraction ("5",

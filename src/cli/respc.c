@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "error.h"
 #include "hex.h"
 
@@ -43,16 +44,15 @@ void respc_opts_init(struct respc_opts *o)
 int respc_opts_set_addr(struct respc_opts *o, const char *s, const char *what, char *err,
                         size_t err_len)
 {
-    char host[sizeof(o->host)];
-    uint16_t port;
+    struct addr a;
+    const char *why;
 
-    if (dial_addr_parse(s, RESPC_PORT_DEFAULT, host, sizeof(host), &port) != 0) {
-        snprintf(err, err_len, "%s: expected HOST[:PORT] with a port from 1 to 65535, not '%.300s'",
-                 what, s);
+    if (addr_parse(s, strlen(s), RESPC_PORT_DEFAULT, &a, &why) != 0) {
+        snprintf(err, err_len, "%s: '%.300s' is not HOST[:PORT] (%s)", what, s, why);
         return RK_EINVAL;
     }
-    memcpy(o->host, host, sizeof(host));
-    o->port = port;
+    memcpy(o->host, a.host, sizeof(o->host));
+    o->port = a.port;
     return 0;
 }
 

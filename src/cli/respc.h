@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "buf.h"
 #include "dial.h"
 #include "resp.h"
@@ -35,7 +36,7 @@
 #define RESPC_REPLY_MAX (RESP_BULK_HARD_MAX_DEFAULT + 1024 * 1024)
 
 struct respc_opts {
-    char host[DIAL_HOST_MAX + 1];
+    char host[ADDR_HOST_MAX + 1];
     uint16_t port;
     uint32_t timeout_ms;
     const char *password; /* borrowed; NULL: no AUTH */
@@ -46,7 +47,8 @@ struct respc_opts {
 void respc_opts_init(struct respc_opts *o);
 
 /*
- * Set the address from "HOST[:PORT]" (the port defaults to 7370), or the
+ * Set the address from "HOST[:PORT]" (addr.h's rules; the port defaults
+ * to 7370), or the
  * timeout from seconds ("5", "0.5").  what names the source for the error
  * sentence ("-H", "RINGKV_ADDR").  RK_EINVAL with err set on bad input.
  */

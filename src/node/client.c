@@ -31,6 +31,7 @@
 #include "error.h"
 #include "kv.h"
 #include "log.h"
+#include "net.h"
 #include "server.h"
 
 /* Finished entries kept for reuse per connection: a deep pipeline's worth. */
@@ -495,21 +496,13 @@ out_leave:
 static void client_flush(struct client *c)
 {
     struct server *n = c->node;
+    size_t sent;
+    int rc = net_send_buf(c->fd, &c->out, &sent);
 
-    while (c->out.len > 0) {
-        ssize_t w = send(c->fd, buf_data(&c->out), c->out.len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w < 0 && errno == EAGAIN) {
-            break;
-        }
-        if (w <= 0) {
-            client_close(c, "write_error");
-            return;
-        }
-        buf_consume(&c->out, (size_t)w);
-        n->metrics.net_output_bytes += (uint64_t)w;
+    n->metrics.net_output_bytes += sent;
+    if (rc != 0) {
+        client_close(c, "write_error");
+        return;
     }
     if (c->out.len > n->cfg.output_buffer_max) {
         n->metrics.client_limit_errors++;

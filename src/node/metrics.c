@@ -23,6 +23,7 @@
 #include "gossip.h"
 #include "log.h"
 #include "membership.h"
+#include "net.h"
 #include "server.h"
 
 const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS - 1] = {
@@ -433,17 +434,12 @@ static void http_on_read(struct ev_loop *loop, ev_io *w, int revents)
 static void http_on_write(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct metrics_http *h = w->data;
-    ssize_t r = send(h->fd, buf_data(&h->out), h->out.len, MSG_NOSIGNAL);
+    size_t sent;
+    int rc = net_send_buf(h->fd, &h->out, &sent);
 
     (void)loop;
     (void)revents;
-    if (r < 0 && errno == EAGAIN) {
-        return;
-    }
-    if (r > 0) {
-        buf_consume(&h->out, (size_t)r);
-    }
-    if (r <= 0 || h->out.len == 0) {
+    if (rc != 0 || h->out.len == 0) {
         http_free(h);
     }
 }

@@ -31,7 +31,6 @@
  */
 #include "settings.h"
 
-#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +43,7 @@
 
 #include <sodium.h>
 
+#include "addr.h"
 #include "error.h"
 #include "frame.h"
 #include "hex.h"
@@ -84,6 +84,8 @@
 #define SETTINGS_ECHO_MAX 64
 /* One error message, before an origin and line number are added. */
 #define SETTINGS_ERR_MAX 512
+/* Room for "is not host:port (<addr.h's phrase>)". */
+#define SETTINGS_ADDR_WHY_MAX 128
 /* Longest flag or setting name we copy to look up; every real one is shorter. */
 #define SETTINGS_NAME_BUF 64
 /* timeout's upper bound: Redis's (an int of seconds). */
@@ -807,52 +809,24 @@ static int format_hex16(const struct settings *c, const struct settings_def *d, 
 
 /* ---- addresses ----------------------------------------------------------- */
 
-/* A host name or IPv4 address: letters, digits, '.', '-', '_'; all-numeric means IPv4. */
-static const char *host_check(const char *host, size_t len)
+/*
+ * Parse "host:port" (addr.h's rules) from s[0..len) into *out; NULL, or
+ * why it is not an address, as the rest of a "'v' ..." sentence.
+ */
+static const char *addr_text_parse(const char *s, size_t len, struct settings_addr *out,
+                                   char *why_buf, size_t why_cap)
 {
-    struct in_addr in;
-
-    if (len == 0 || len >= SETTINGS_HOST_MAX) {
-        return "is not host:port";
-    }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)host[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
-        if (!ok) {
-            return "is not host:port";
-        }
-    }
-    if (strspn(host, "0123456789.") == len && inet_pton(AF_INET, host, &in) != 1) {
-        return "is not host:port (the host is not an IPv4 address)";
-    }
-    return NULL;
-}
-
-/* Parse "host:port" from s[0..len) into *out; NULL, or why it is not an address. */
-static const char *addr_parse(const char *s, size_t len, struct settings_addr *out)
-{
-    const char *colon = memrchr(s, ':', len);
-    struct settings_addr a;
-    uint64_t port = 0;
+    struct addr a;
     const char *why;
 
-    memset(&a, 0, sizeof(a));
-    if (colon == NULL || (size_t)(colon - s) >= sizeof(a.host)) {
-        return "is not host:port";
+    if (addr_parse(s, len, 0, &a, &why) != 0) {
+        snprintf(why_buf, why_cap, "is not host:port (%s)", why);
+        return why_buf;
     }
-    memcpy(a.host, s, (size_t)(colon - s));
-    why = host_check(a.host, (size_t)(colon - s));
-    if (why != NULL) {
-        return why;
-    }
-    if (parse_digits(colon + 1, len - (size_t)(colon - s) - 1, &port) != NUM_OK || port < 1 ||
-        port > UINT16_MAX) {
-        return "is not host:port (the port is not 1 to 65535)";
-    }
-    a.port = (uint16_t)port;
-    a.set = true;
-    *out = a;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->host, a.host, sizeof(out->host));
+    out->port = a.port;
+    out->set = true;
     return NULL;
 }
 
@@ -861,10 +835,11 @@ static int set_addr(struct settings *c, const struct settings_def *d, const char
 {
     struct settings_addr a;
     const char *why = NULL;
+    char why_buf[SETTINGS_ADDR_WHY_MAX];
 
     memset(&a, 0, sizeof(a));
     if (!(v[0] == '\0' && d->optional)) {
-        why = addr_parse(v, strlen(v), &a);
+        why = addr_text_parse(v, strlen(v), &a, why_buf, sizeof(why_buf));
     }
     if (why != NULL) {
         return bad_value(d, v, err, err_len, "%s", why);
@@ -876,7 +851,7 @@ static int set_addr(struct settings *c, const struct settings_def *d, const char
 
 void settings_addr_text(const struct settings_addr *a, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s:%u", a->host, (unsigned)a->port);
+    addr_format(out, cap, a->host, a->port);
 }
 
 static int format_addr(const struct settings *c, const struct settings_def *d, char *buf,
@@ -887,7 +862,7 @@ static int format_addr(const struct settings *c, const struct settings_def *d, c
     if (!a->set) {
         return put(buf, cap, "%s", "");
     }
-    return put(buf, cap, "%s:%u", a->host, (unsigned)a->port);
+    return addr_format(buf, cap, a->host, a->port);
 }
 
 static bool is_blank(char ch)
@@ -923,13 +898,14 @@ static int addrs_parse(const struct settings_def *d, const char *v, struct setti
         const char *end = strchrnul(item, ',');
         size_t len = (size_t)(end - item);
         const char *why;
+        char why_buf[SETTINGS_ADDR_WHY_MAX];
 
         trim(&item, &len);
         if (*n == SETTINGS_SEEDS_MAX) {
             return fail(err, err_len, RK_EINVAL, "%s: more than %d addresses", d->name,
                         SETTINGS_SEEDS_MAX);
         }
-        why = addr_parse(item, len, &seeds[*n]);
+        why = addr_text_parse(item, len, &seeds[*n], why_buf, sizeof(why_buf));
         if (why != NULL) {
             return fail(err, err_len, RK_EINVAL, "%s: '%s' %s", d->name, echo(shown, item, len),
                         why);
@@ -970,8 +946,11 @@ static int format_addrs(const struct settings *c, const struct settings_def *d, 
     }
     buf[0] = '\0';
     for (size_t i = 0; i < c->n_seeds; i++) {
-        int rc = put(buf + used, cap - used, "%s%s:%u", i > 0 ? "," : "", c->seeds[i].host,
-                     (unsigned)c->seeds[i].port);
+        int rc = i > 0 ? put(buf + used, cap - used, ",") : 0;
+        if (rc == 0) {
+            used += strlen(buf + used);
+            rc = addr_format(buf + used, cap - used, c->seeds[i].host, c->seeds[i].port);
+        }
         if (rc != 0) {
             return rc;
         }

@@ -18,13 +18,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "addr.h"
 #include "log.h"
 #include "record.h"
 #include "ring.h"
 #include "store.h"
 
 #define SETTINGS_PATH_MAX 1024
-#define SETTINGS_HOST_MAX 256
+#define SETTINGS_HOST_MAX (ADDR_HOST_MAX + 1)
 #define SETTINGS_SEEDS_MAX 64
 #define SETTINGS_PASS_MAX 512
 /*
@@ -34,7 +35,10 @@
  */
 #define SETTINGS_VALUE_MAX (SETTINGS_SEEDS_MAX * (SETTINGS_HOST_MAX + 7))
 
-/* A "host:port" address; host is an IPv4 address or a name, port 1..65535. */
+/*
+ * A "host:port" address (addr.h's rules): host is a name, an IPv4 address
+ * or an IPv6 address (kept without its brackets), port 1..65535.
+ */
 struct settings_addr {
     char host[SETTINGS_HOST_MAX];
     uint16_t port;

@@ -1,7 +1,7 @@
 /*
  * check_dial.c - unit tests of the CLI's blocking connections (src/cli/dial.c).
  *
- * Address and timeout parsing are pure and tested case by case.  The I/O
+ * Timeout parsing is pure and tested case by case (addresses: check_addr.c).  The I/O
  * tests use a socket pair or a loopback listener on a port the kernel
  * picks, so nothing depends on a fixed port; the timeout tests use short
  * deadlines and check both the error and that the wait ended near its
@@ -21,82 +21,6 @@
 #include "dial.h"
 #include "error.h"
 #include "net.h"
-
-static int parse_addr(const char *s, uint16_t def, char *host, uint16_t *port)
-{
-    return dial_addr_parse(s, def, host, DIAL_HOST_MAX + 1, port);
-}
-
-START_TEST(test_addr_host_port)
-{
-    char host[DIAL_HOST_MAX + 1];
-    uint16_t port = 0;
-
-    ck_assert_int_eq(parse_addr("127.0.0.1:7370", 0, host, &port), 0);
-    ck_assert_str_eq(host, "127.0.0.1");
-    ck_assert_uint_eq(port, 7370);
-    ck_assert_int_eq(parse_addr("node-1.example:1", 7370, host, &port), 0);
-    ck_assert_str_eq(host, "node-1.example");
-    ck_assert_uint_eq(port, 1);
-    ck_assert_int_eq(parse_addr("h:65535", 0, host, &port), 0);
-    ck_assert_uint_eq(port, 65535);
-    /* the last colon splits, so a host part may hold colons */
-    ck_assert_int_eq(parse_addr("a:b:9", 0, host, &port), 0);
-    ck_assert_str_eq(host, "a:b");
-    ck_assert_uint_eq(port, 9);
-}
-END_TEST
-
-START_TEST(test_addr_default_port)
-{
-    char host[DIAL_HOST_MAX + 1];
-    uint16_t port = 0;
-
-    ck_assert_int_eq(parse_addr("10.0.0.5", 7371, host, &port), 0);
-    ck_assert_str_eq(host, "10.0.0.5");
-    ck_assert_uint_eq(port, 7371);
-    ck_assert_int_eq(parse_addr("10.0.0.5", 0, host, &port), RK_EINVAL);
-}
-END_TEST
-
-START_TEST(test_addr_rejects)
-{
-    static const struct {
-        const char *s;
-        int err;
-    } bad[] = {
-        {"", RK_EINVAL},     {":7370", RK_EINVAL},   {"h:", RK_ERANGE},
-        {"h:0", RK_ERANGE},  {"h:65536", RK_ERANGE}, {"h:123456", RK_ERANGE},
-        {"h:+1", RK_ERANGE}, {"h:-1", RK_ERANGE},    {"h:1a", RK_ERANGE},
-        {"h: 1", RK_ERANGE}, {"h:99999", RK_ERANGE},
-    };
-    char host[DIAL_HOST_MAX + 1] = "unchanged";
-    uint16_t port = 42;
-
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ck_assert_msg(parse_addr(bad[i].s, 7370, host, &port) == bad[i].err, "'%s' not refused",
-                      bad[i].s);
-    }
-    ck_assert_str_eq(host, "unchanged");
-    ck_assert_uint_eq(port, 42);
-}
-END_TEST
-
-START_TEST(test_addr_host_too_long)
-{
-    char s[DIAL_HOST_MAX + 8], host[DIAL_HOST_MAX + 1];
-    uint16_t port;
-
-    memset(s, 'a', DIAL_HOST_MAX);
-    strcpy(s + DIAL_HOST_MAX, ":1");
-    ck_assert_int_eq(parse_addr(s, 0, host, &port), 0);
-    ck_assert_uint_eq(strlen(host), DIAL_HOST_MAX);
-    memset(s, 'a', DIAL_HOST_MAX + 1);
-    strcpy(s + DIAL_HOST_MAX + 1, ":1");
-    ck_assert_int_eq(parse_addr(s, 0, host, &port), RK_ETOOBIG);
-    ck_assert_int_eq(dial_addr_parse("abcd:1", 0, host, 4, &port), RK_ETOOBIG);
-}
-END_TEST
 
 START_TEST(test_timeout_parse)
 {
@@ -277,11 +201,9 @@ static Suite *dial_suite(void)
         const char *name;
         const TTest *fn;
     } cases[] = {
-        {"addr_host_port", test_addr_host_port}, {"addr_default_port", test_addr_default_port},
-        {"addr_rejects", test_addr_rejects},     {"addr_host_too_long", test_addr_host_too_long},
-        {"timeout_parse", test_timeout_parse},   {"connect_refused", test_connect_refused},
-        {"recv_timeout", test_recv_timeout},     {"recv_then_eof", test_recv_then_eof},
-        {"recv_bounded", test_recv_bounded},     {"send_round_trip", test_send_round_trip},
+        {"timeout_parse", test_timeout_parse}, {"connect_refused", test_connect_refused},
+        {"recv_timeout", test_recv_timeout},   {"recv_then_eof", test_recv_then_eof},
+        {"recv_bounded", test_recv_bounded},   {"send_round_trip", test_send_round_trip},
         {"send_timeout", test_send_timeout},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -201,8 +201,14 @@ START_TEST(test_opts)
     ck_assert_str_eq(o.host, "10.0.0.1");
     ck_assert_uint_eq(o.port, 17370);
     ck_assert_int_eq(respc_opts_set_addr(&o, "x:0", "RINGKV_ADDR", err, sizeof(err)), RK_EINVAL);
-    ck_assert_str_eq(err, "RINGKV_ADDR: expected HOST[:PORT] with a port from 1 to 65535, not "
-                          "'x:0'");
+    ck_assert_str_eq(err, "RINGKV_ADDR: 'x:0' is not HOST[:PORT] (the port is not 1 to 65535)");
+    ck_assert_int_eq(respc_opts_set_addr(&o, "[::1]", "-H", err, sizeof(err)), 0);
+    ck_assert_str_eq(o.host, "::1");
+    ck_assert_uint_eq(o.port, 7370);
+    ck_assert_int_eq(respc_opts_set_addr(&o, "::1", "-H", err, sizeof(err)), RK_EINVAL);
+    ck_assert_str_eq(err, "-H: '::1' is not HOST[:PORT] (an IPv6 host goes in brackets, as "
+                          "[::1]:7371)");
+    ck_assert_int_eq(respc_opts_set_addr(&o, "10.0.0.1:17370", "-H", err, sizeof(err)), 0);
     ck_assert_str_eq(o.host, "10.0.0.1");
     ck_assert_int_eq(respc_opts_set_timeout(&o, "0.5", "-t", err, sizeof(err)), 0);
     ck_assert_uint_eq(o.timeout_ms, 500);

@@ -448,11 +448,19 @@ START_TEST(test_addr)
     set_ok("client", "db-1.example.com:65535");
     ck_assert_str_eq(fmt("client"), "db-1.example.com:65535");
     set_ok("listen", "localhost:1");
-    set_bad("client", "127.0.0.1", "client: '127.0.0.1' is not host:port");
-    set_bad("client", "", "client: '' is not host:port");
-    set_bad("client", ":7370", "client: ':7370' is not host:port");
-    set_bad("client", "a b:1", "client: 'a b:1' is not host:port");
-    set_bad("client", "::1:80", "client: '::1:80' is not host:port");
+    set_bad("client", "127.0.0.1", "client: '127.0.0.1' is not host:port (the port is missing)");
+    set_bad("client", "", "client: '' is not host:port (the host is empty)");
+    set_bad("client", ":7370", "client: ':7370' is not host:port (the host is empty)");
+    set_bad("client", "a b:1",
+            "client: 'a b:1' is not host:port (the host has a character other than A-Z a-z "
+            "0-9 . - _)");
+    set_bad("client", "::1:80",
+            "client: '::1:80' is not host:port (an IPv6 host goes in brackets, as [::1]:7371)");
+    set_ok("client", "[0::1]:80");
+    ck_assert(strcmp(c.client.host, "::1") == 0 && c.client.port == 80);
+    ck_assert_str_eq(fmt("client"), "[::1]:80");
+    set_bad("client", "127.0.0.1:07370",
+            "client: '127.0.0.1:07370' is not host:port (the port is not 1 to 65535)");
     set_bad("client",
             "127.0.0.1:", "client: '127.0.0.1:' is not host:port (the port is not 1 to 65535)");
     set_bad("client", "127.0.0.1:0", NULL);
@@ -476,7 +484,7 @@ START_TEST(test_addr_optional)
     set_ok("metrics", "");
     ck_assert(!c.metrics.set);
     ck_assert_str_eq(fmt("metrics"), "");
-    set_bad("metrics", "9100", "metrics: '9100' is not host:port");
+    set_bad("metrics", "9100", "metrics: '9100' is not host:port (the port is missing)");
 }
 END_TEST
 
@@ -491,9 +499,9 @@ START_TEST(test_seeds)
     set_ok("seeds", " 10.0.0.1:7371 ,\t10.0.0.2:7371 ");
     ck_assert_uint_eq(c.n_seeds, 2);
     ck_assert_str_eq(fmt("seeds"), "10.0.0.1:7371,10.0.0.2:7371");
-    set_bad("seeds", "a:1,", "seeds: '' is not host:port");
-    set_bad("seeds", "a:1,b", "seeds: 'b' is not host:port");
-    set_bad("seeds", "a:1,,b:2", "seeds: '' is not host:port");
+    set_bad("seeds", "a:1,", "seeds: '' is not host:port (the host is empty)");
+    set_bad("seeds", "a:1,b", "seeds: 'b' is not host:port (the port is missing)");
+    set_bad("seeds", "a:1,,b:2", "seeds: '' is not host:port (the host is empty)");
     ck_assert_uint_eq(c.n_seeds, 2);
     for (int i = 0; i < SETTINGS_SEEDS_MAX; i++) {
         used += (size_t)snprintf(list + used, sizeof(list) - used, "%sn%d:%d", i ? "," : "", i,
@@ -643,7 +651,7 @@ START_TEST(test_error_shapes)
     set_bad("rf", "0", "rf: '0' is out of range 1 to 16");
     set_bad("sync", "sometimes", "sync: 'sometimes' is not one of always, batch, none");
     set_bad("tokens", "many", "tokens: 'many' is not a number");
-    set_bad("client", "127.0.0.1", "client: '127.0.0.1' is not host:port");
+    set_bad("client", "127.0.0.1", "client: '127.0.0.1' is not host:port (the port is missing)");
     set_bad("rf",
             "1\n2\x7f"
             "3",
