@@ -1239,13 +1239,15 @@ static int rule_addresses(const struct settings *c, char *err, size_t err_len)
         const struct settings_addr *a;
     } l[] = {{"listen", &c->listen}, {"client", &c->client}, {"metrics", &c->metrics}};
     const size_t n = sizeof(l) / sizeof(l[0]);
+    char text[ADDR_TEXT_MAX];
 
     for (size_t i = 0; i < n; i++) {
         for (size_t j = i + 1; j < n; j++) {
             if (l[i].a->set && l[j].a->set && l[i].a->port == l[j].a->port &&
                 strcmp(l[i].a->host, l[j].a->host) == 0) {
-                return fail(err, err_len, RK_EMISMATCH, "%s and %s are the same address %s:%u",
-                            l[i].name, l[j].name, l[i].a->host, (unsigned)l[i].a->port);
+                settings_addr_text(l[i].a, text, sizeof(text));
+                return fail(err, err_len, RK_EMISMATCH, "%s and %s are the same address %s",
+                            l[i].name, l[j].name, text);
             }
         }
     }

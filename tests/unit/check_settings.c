@@ -1059,6 +1059,11 @@ START_TEST(test_check_addresses)
     ck_assert_str_eq(err, "listen and metrics are the same address 127.0.0.2:7370");
     set_ok("metrics", "127.0.0.1:9100");
     ck_assert_int_eq(settings_check(&c, err, sizeof(err)), 0);
+    /* one IPv6 address in two spellings is one address */
+    set_ok("listen", "[::1]:7371");
+    set_ok("metrics", "[0:0::1]:7371");
+    ck_assert_int_eq(settings_check(&c, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_str_eq(err, "listen and metrics are the same address [::1]:7371");
 }
 END_TEST
 
