@@ -4,6 +4,8 @@
 #
 #   - 3 and 6 nodes converge (same ring digest everywhere, every member up)
 #     within 6 x ceil(log2 N) gossip rounds of the last node answering;
+#   - every ring change is one ring_changed line naming the ring it
+#     replaced, counted in INFO;
 #   - kill -9 of a node: every other node marks it down within
 #     IT_DOWN_ROUNDS rounds (lib.sh), and no other member is suspected;
 #   - SIGSTOP: marked down; SIGCONT: alive again;
@@ -59,6 +61,21 @@ stop_all 3
 rm -rf "$IT_DIR"/n*.data
 converge 6
 PORTS=$(it_ports 6)
+
+# The ring-change event on n6 (one life, joined last): every ring_changed
+# line names the ring it replaced, which is the ring the line before put in
+# force; the last one is the converged ring; INFO counts every one.
+grep 'event=ring_changed' "$IT_DIR/n6.log" |
+    sed -n 's/.* digest=\([0-9a-f]*\) .* old_digest=\([0-9a-f]*\) .*/\2 \1/p' > "$IT_DIR/n6.rings"
+changes=$(wc -l < "$IT_DIR/n6.rings")
+[ "$changes" -ge 1 ] || it_fail "n6 logged no ring_changed while joining 6 nodes"
+awk 'NR > 1 && $1 != prev { print "line " NR ": old " $1 " is not " prev; bad = 1 } { prev = $2 } END { exit bad }' \
+    "$IT_DIR/n6.rings" || it_fail "n6's ring_changed lines do not chain: $(cat "$IT_DIR/n6.rings")"
+it_expect_eq "n6's last ring_changed digest" "$(tail -n 1 "$IT_DIR/n6.rings" | cut -d' ' -f2)" \
+    "$(it_cli n6 RINGKV STATUS | awk 'f { print; exit } $0 == "digest" { f = 1 }')"
+it_expect_eq "n6's INFO ringkv_ring_changes" \
+    "$(it_cli n6 INFO cluster | tr -d '\r' | sed -n 's/^ringkv_ring_changes://p')" "$changes"
+it_log "n6 saw $changes ring changes, each naming the ring it replaced"
 
 # kill -9 of n4: down everywhere within the bound, nobody else suspected.
 others=$(echo "$PORTS" | tr ' ' '\n' | grep -vx "$N4_CLIENT" | tr '\n' ' ')
