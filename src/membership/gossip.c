@@ -33,6 +33,7 @@
 #include "bytes.h"
 #include "clock.h"
 #include "error.h"
+#include "grow.h"
 #include "log.h"
 #include "store.h"
 
@@ -397,14 +398,8 @@ static struct gossip_dial *gossip_dial(struct gossip *g, const char *addr)
             return &g->dials[i];
         }
     }
-    if (g->n_dials == g->cap_dials) {
-        size_t cap = g->cap_dials ? 2 * g->cap_dials : 16;
-        struct gossip_dial *d = realloc(g->dials, cap * sizeof(*d));
-        if (d == NULL) {
-            return NULL;
-        }
-        g->dials = d;
-        g->cap_dials = cap;
+    if (grow_array(&g->dials, &g->cap_dials, g->n_dials + 1, sizeof(*g->dials)) != 0) {
+        return NULL;
     }
     memset(&g->dials[g->n_dials], 0, sizeof(g->dials[0]));
     snprintf(g->dials[g->n_dials].addr, MSG_ADDR_MAX, "%s", addr);
@@ -775,14 +770,8 @@ static struct gossip_seen *gossip_seen(struct gossip *g, const char *id)
             return &g->seen[i];
         }
     }
-    if (g->n_seen == g->cap_seen) {
-        size_t cap = g->cap_seen ? 2 * g->cap_seen : 16;
-        struct gossip_seen *p = realloc(g->seen, cap * sizeof(*p));
-        if (p == NULL) {
-            return NULL;
-        }
-        g->seen = p;
-        g->cap_seen = cap;
+    if (grow_array(&g->seen, &g->cap_seen, g->n_seen + 1, sizeof(*g->seen)) != 0) {
+        return NULL;
     }
     snprintf(g->seen[g->n_seen].id, sizeof(g->seen[0].id), "%s", id);
     g->seen[g->n_seen].state = DETECTOR_ALIVE;

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "bytes.h"
 #include "cluster_settings.h"
 #include "error.h"
@@ -450,19 +451,11 @@ out_leave:
 
 static void peer_flush(struct peer *p)
 {
-    while (p->out.len > 0 && !p->connecting) {
-        ssize_t w = send(p->fd, buf_data(&p->out), p->out.len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w < 0 && errno == EAGAIN) {
-            break;
-        }
-        if (w <= 0) {
-            peer_close(p, "write_error");
-            return;
-        }
-        buf_consume(&p->out, (size_t)w);
+    size_t sent;
+
+    if (!p->connecting && net_send_buf(p->fd, &p->out, &sent) != 0) {
+        peer_close(p, "write_error");
+        return;
     }
     if (p->out.len > 0 || p->connecting) {
         ev_io_start(p->node->loop, &p->wio);
@@ -506,38 +499,18 @@ static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
     peer_leave(p);
 }
 
-/* Split "host:port"; false when it is not one. */
-static bool peer_split_addr(const char *addr, char *host, size_t cap, uint16_t *port)
-{
-    const char *colon = strrchr(addr, ':');
-    char *end;
-    unsigned long v;
-
-    if (colon == NULL || (size_t)(colon - addr) >= cap || colon == addr) {
-        return false;
-    }
-    v = strtoul(colon + 1, &end, 10);
-    if (*end != '\0' || v == 0 || v > 65535) {
-        return false;
-    }
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
-    *port = (uint16_t)v;
-    return true;
-}
-
 struct peer *peer_connect(struct server *n, const char *addr, char *err, size_t err_len)
 {
-    char host[MSG_ADDR_MAX];
-    uint16_t port;
+    struct addr a;
+    const char *why;
     struct peer *p;
     int fd;
 
-    if (!peer_split_addr(addr, host, sizeof(host), &port)) {
-        snprintf(err, err_len, "'%s' is not host:port", addr);
+    if (addr_parse(addr, strlen(addr), 0, &a, &why) != 0) {
+        snprintf(err, err_len, "'%s' is not host:port (%s)", addr, why);
         return NULL;
     }
-    fd = net_connect(host, port, n->cfg.listen.host, err, err_len);
+    fd = net_connect(a.host, a.port, n->cfg.listen.host, err, err_len);
     if (fd < 0) {
         return NULL;
     }

@@ -418,6 +418,8 @@ int server_create(struct server **out, const struct settings *cfg, char *err, si
 
 int server_run(struct server *n)
 {
+    char client_text[ADDR_TEXT_MAX], listen_text[ADDR_TEXT_MAX], metrics_text[ADDR_TEXT_MAX];
+
     ev_io_start(n->loop, &n->client_w);
     ev_io_start(n->loop, &n->peer_w);
     if (n->metrics_fd >= 0) {
@@ -432,10 +434,14 @@ int server_run(struct server *n)
     ev_signal_start(n->loop, &n->sigterm_w);
     ev_signal_start(n->loop, &n->sigint_w);
     gossip_start(n->gossip);
-    LOG(LOG_INFO, "node_start", "client=%s:%u listen=%s:%u metrics=%s:%u rack=%s tokens=%u data=%s",
-        n->cfg.client.host, n->cfg.client.port, n->cfg.listen.host, n->cfg.listen.port,
-        n->cfg.metrics.set ? n->cfg.metrics.host : "off", n->cfg.metrics.port, n->cfg.rack,
-        n->cfg.tokens, n->cfg.data);
+    settings_addr_text(&n->cfg.client, client_text, sizeof(client_text));
+    settings_addr_text(&n->cfg.listen, listen_text, sizeof(listen_text));
+    snprintf(metrics_text, sizeof(metrics_text), "off");
+    if (n->cfg.metrics.set) {
+        settings_addr_text(&n->cfg.metrics, metrics_text, sizeof(metrics_text));
+    }
+    LOG(LOG_INFO, "node_start", "client=%s listen=%s metrics=%s rack=%s tokens=%u data=%s",
+        client_text, listen_text, metrics_text, n->cfg.rack, n->cfg.tokens, n->cfg.data);
     ev_run(n->loop, 0);
     LOG(LOG_INFO, "node_stop", "clients=%llu", (unsigned long long)n->n_clients);
     return n->exit_code;
