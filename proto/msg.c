@@ -17,6 +17,8 @@
  *            status uint, generation uint, version uint, instance bin,
  *            ring_version uint, digest uint]
  *   cluster [rf uint, conflicts str, ring_seed bin 16], or nil
+ *   CREDIT  [9, grant uint, window uint]                       (version 2)
+ *   BULK    [10, seq uint, data bin]                           (version 2)
  *
  * IDENT's proto and cluster came with message-set version 2: a version-1
  * IDENT ends at client_addr, and decodes as proto 1 without cluster
@@ -119,6 +121,10 @@ static int msg_ack_decode(struct mp_reader *r, size_t present, struct msg *m);
 static int msg_ack2_encode(msgpack_packer *pk, const struct msg *m);
 static int msg_ack2_decode(struct mp_reader *r, size_t present, struct msg *m);
 static void msg_entries_release(struct msg *m);
+static int msg_credit_encode(msgpack_packer *pk, const struct msg *m);
+static int msg_credit_decode(struct mp_reader *r, size_t present, struct msg *m);
+static int msg_bulk_encode(msgpack_packer *pk, const struct msg *m);
+static int msg_bulk_decode(struct mp_reader *r, size_t present, struct msg *m);
 
 static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
     [MSG_IDENT] = {"ident", 1, MSG_IDENT_V1_FIELDS, MSG_IDENT_FIELDS, msg_ident_encode,
@@ -129,6 +135,8 @@ static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
     [MSG_GOSSIP_ACK] = {"gossip_ack", 1, 2, 2, msg_ack_encode, msg_ack_decode, msg_entries_release},
     [MSG_GOSSIP_ACK2] = {"gossip_ack2", 1, 1, 1, msg_ack2_encode, msg_ack2_decode,
                          msg_entries_release},
+    [MSG_CREDIT] = {"credit", 2, 2, 2, msg_credit_encode, msg_credit_decode, NULL},
+    [MSG_BULK] = {"bulk", 2, 2, 2, msg_bulk_encode, msg_bulk_decode, NULL},
 };
 
 static const struct msg_kind *msg_kind_find(uint64_t type)
@@ -394,6 +402,42 @@ static int msg_ack2_encode(msgpack_packer *pk, const struct msg *m)
         return RK_EINVAL;
     }
     return msg_entries_encode(pk, a->entries, a->n, MSG_GOSSIP_ENTRIES_MAX);
+}
+
+/* A credit's window is 1 .. MSG_CREDIT_WINDOW_MAX and holds its grant. */
+static bool msg_credit_valid(const struct msg_credit *c)
+{
+    return c->window >= 1 && c->window <= MSG_CREDIT_WINDOW_MAX && c->grant <= c->window;
+}
+
+static int msg_credit_encode(msgpack_packer *pk, const struct msg *m)
+{
+    const struct msg_credit *c = &m->u.credit;
+
+    if (!msg_credit_valid(c)) {
+        return RK_EINVAL;
+    }
+    if (msgpack_pack_uint64(pk, c->grant) != 0 || msgpack_pack_uint64(pk, c->window) != 0) {
+        return RK_ENOMEM;
+    }
+    return 0;
+}
+
+static int msg_bulk_encode(msgpack_packer *pk, const struct msg *m)
+{
+    const struct msg_bulk *b = &m->u.bulk;
+
+    if (b->len > MSG_BULK_DATA_MAX) {
+        return RK_ETOOBIG;
+    }
+    if (b->len > 0 && b->data == NULL) {
+        return RK_EINVAL;
+    }
+    if (msgpack_pack_uint64(pk, b->seq) != 0 || msgpack_pack_bin(pk, b->len) != 0 ||
+        (b->len > 0 && msgpack_pack_bin_body(pk, b->data, b->len) != 0)) {
+        return RK_ENOMEM;
+    }
+    return 0;
 }
 
 int msg_encode(const struct msg *m, struct buf *out)
@@ -710,6 +754,33 @@ static int msg_ack2_decode(struct mp_reader *r, size_t present, struct msg *m)
 
     (void)present;
     return msg_entries_decode(r, MSG_GOSSIP_ENTRIES_MAX, &a->entries, &a->n);
+}
+
+/* A window over MSG_CREDIT_WINDOW_MAX is RK_ETOOBIG; a window of 0 or below the grant RK_ESYNTAX.
+ */
+static int msg_credit_decode(struct mp_reader *r, size_t present, struct msg *m)
+{
+    struct msg_credit *c = &m->u.credit;
+
+    (void)present;
+    mp_read_uint(r, &c->grant);
+    if (mp_read_uint(r, &c->window) != 0) {
+        return r->err;
+    }
+    if (c->window > MSG_CREDIT_WINDOW_MAX) {
+        return msg_fail(r, RK_ETOOBIG);
+    }
+    return msg_credit_valid(c) ? 0 : msg_fail(r, RK_ESYNTAX);
+}
+
+/* The data is not copied: it points into the input. */
+static int msg_bulk_decode(struct mp_reader *r, size_t present, struct msg *m)
+{
+    struct msg_bulk *b = &m->u.bulk;
+
+    (void)present;
+    mp_read_uint(r, &b->seq);
+    return mp_read_bin(r, MSG_BULK_DATA_MAX, &b->data, &b->len);
 }
 
 /* Read the array head and the type; *k is the type's row. */

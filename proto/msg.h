@@ -38,7 +38,9 @@ enum msg_type {
     MSG_GOSSIP_SYN = 4,  /* gossip round, 1 of 3: what the sender knows, as digests */
     MSG_GOSSIP_ACK = 5,  /* 2 of 3: entries the receiver has newer, and what it wants */
     MSG_GOSSIP_ACK2 = 6, /* 3 of 3: the entries asked for */
-    MSG_TYPE_MAX = 6,
+    MSG_CREDIT = 9,      /* bulk lane: the receiver grants bytes of bulk (since version 2) */
+    MSG_BULK = 10,       /* bulk lane: synthetic bulk, for tests and diagnostics (since 2) */
+    MSG_TYPE_MAX = 10,
 };
 
 /* Elements a message array may have: its type, its fields, later additions. */
@@ -141,6 +143,30 @@ struct msg_gossip_entries {
     struct msg_digest *requests; /* ids wanted; generation and version unused; owned */
 };
 
+/*
+ * The bulk lane's credit (src/node/lanes.h has the rules): grant more
+ * bytes of bulk, and the window the receiver keeps, the same in every
+ * CREDIT of a connection.  1 <= window <= MSG_CREDIT_WINDOW_MAX and
+ * grant <= window.
+ */
+#define MSG_CREDIT_WINDOW_MAX ((uint64_t)1 << 30)
+struct msg_credit {
+    uint64_t grant;
+    uint64_t window;
+};
+
+/*
+ * Synthetic bulk: a sequence number and bytes the receiver counts and
+ * discards.  Decoded data points into the decoded input (borrowed: valid
+ * while that input is); at most MSG_BULK_DATA_MAX bytes, a frame's worth.
+ */
+#define MSG_BULK_DATA_MAX ((size_t)1 << 24)
+struct msg_bulk {
+    uint64_t seq;
+    const uint8_t *data;
+    size_t len;
+};
+
 struct msg {
     enum msg_type type;
     union {
@@ -148,6 +174,8 @@ struct msg {
         struct msg_ping ping;              /* MSG_PING and MSG_PONG */
         struct msg_gossip_syn syn;         /* MSG_GOSSIP_SYN */
         struct msg_gossip_entries entries; /* MSG_GOSSIP_ACK and MSG_GOSSIP_ACK2 */
+        struct msg_credit credit;          /* MSG_CREDIT */
+        struct msg_bulk bulk;              /* MSG_BULK */
     } u;
 };
 

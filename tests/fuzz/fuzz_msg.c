@@ -106,6 +106,13 @@ static bool fuzz_msg_equal(const struct msg *a, const struct msg *b)
     if (a->type == MSG_GOSSIP_ACK || a->type == MSG_GOSSIP_ACK2) {
         return fuzz_entries_equal(&a->u.entries, &b->u.entries);
     }
+    if (a->type == MSG_CREDIT) {
+        return a->u.credit.grant == b->u.credit.grant && a->u.credit.window == b->u.credit.window;
+    }
+    if (a->type == MSG_BULK) {
+        return a->u.bulk.seq == b->u.bulk.seq && a->u.bulk.len == b->u.bulk.len &&
+               (a->u.bulk.len == 0 || memcmp(a->u.bulk.data, b->u.bulk.data, a->u.bulk.len) == 0);
+    }
     return a->u.ping.seq == b->u.ping.seq && a->u.ping.sent_ms == b->u.ping.sent_ms;
 }
 

@@ -257,6 +257,13 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
     } else if (a->type == MSG_PING || a->type == MSG_PONG) {
         ck_assert(a->u.ping.seq == b->u.ping.seq);
         ck_assert(a->u.ping.sent_ms == b->u.ping.sent_ms);
+    } else if (a->type == MSG_CREDIT) {
+        ck_assert(a->u.credit.grant == b->u.credit.grant);
+        ck_assert(a->u.credit.window == b->u.credit.window);
+    } else if (a->type == MSG_BULK) {
+        ck_assert(a->u.bulk.seq == b->u.bulk.seq);
+        ck_assert_uint_eq(a->u.bulk.len, b->u.bulk.len);
+        ck_assert(a->u.bulk.len == 0 || memcmp(a->u.bulk.data, b->u.bulk.data, a->u.bulk.len) == 0);
     } else {
         assert_gossip_eq(a, b);
     }
@@ -469,9 +476,23 @@ static struct msg random_msg(void)
 {
     struct msg m;
 
+    static uint8_t bulk_data[256];
+
     memset(&m, 0, sizeof(m));
-    m.type = (enum msg_type)(1 + rng_next() % MSG_TYPE_MAX);
-    if (m.type == MSG_IDENT) {
+    do { /* a type this version has */
+        m.type = (enum msg_type)(1 + rng_next() % MSG_TYPE_MAX);
+    } while (strcmp(msg_type_name((int)m.type), "unknown") == 0);
+    if (m.type == MSG_CREDIT) {
+        m.u.credit.window = 1 + random_u64() % MSG_CREDIT_WINDOW_MAX;
+        m.u.credit.grant = random_u64() % (m.u.credit.window + 1);
+    } else if (m.type == MSG_BULK) {
+        m.u.bulk.seq = random_u64();
+        m.u.bulk.len = (size_t)(rng_next() % (sizeof(bulk_data) + 1));
+        for (size_t i = 0; i < m.u.bulk.len; i++) {
+            bulk_data[i] = (uint8_t)rng_next();
+        }
+        m.u.bulk.data = bulk_data;
+    } else if (m.type == MSG_IDENT) {
         random_name(m.u.ident.id, RING_NAME_MAX);
         random_name(m.u.ident.rack, RING_NAME_MAX);
         m.u.ident.version = (uint32_t)(rng_next() >> (rng_next() % 33));
@@ -1974,6 +1995,107 @@ START_TEST(test_mp_skip_limits)
 }
 END_TEST
 
+/* --- the bulk lane's messages (version 2) ------------------------------------ */
+
+START_TEST(test_credit_golden)
+{
+    struct msg m = {.type = MSG_CREDIT, .u.credit = {.grant = 65536, .window = 262144}};
+    struct bytes want;
+
+    unhex(&want, "93 09 ce 00 01 00 00 ce 00 04 00 00");
+    assert_golden(&m, &want);
+    m.u.credit.grant = 0;
+    m.u.credit.window = MSG_CREDIT_WINDOW_MAX;
+    unhex(&want, "93 09 00 ce 40 00 00 00");
+    assert_golden(&m, &want);
+}
+END_TEST
+
+START_TEST(test_bulk_golden)
+{
+    static const uint8_t data[] = {0xde, 0xad, 0xbe};
+    struct msg m = {.type = MSG_BULK, .u.bulk = {.seq = 5, .data = data, .len = sizeof(data)}};
+    struct msg back;
+    struct bytes want;
+
+    unhex(&want, "93 0a 05 c4 03 de ad be");
+    assert_golden(&m, &want);
+    /* the data is borrowed from the input, not copied */
+    ck_assert_int_eq(decode(&want, &back), 0);
+    ck_assert_ptr_eq(back.u.bulk.data, want.p + 5);
+    m.u.bulk.len = 0;
+    m.u.bulk.data = NULL;
+    unhex(&want, "93 0a 05 c4 00");
+    assert_golden(&m, &want);
+}
+END_TEST
+
+START_TEST(test_lane_fields_refused)
+{
+    static const struct {
+        const char *hex;
+        int err;
+    } cases[] = {
+        {"93 09 00 00", RK_ESYNTAX},             /* a window of 0 */
+        {"93 09 05 04", RK_ESYNTAX},             /* a grant over the window */
+        {"93 09 00 ce 40 00 00 01", RK_ETOOBIG}, /* a window over the bound */
+        {"92 09 00", RK_ESYNTAX},                /* no window */
+        {"93 09 ff 01", RK_ESYNTAX},             /* a negative grant */
+        {"93 09 00 a1 31", RK_ESYNTAX},          /* a window as a string */
+        {"93 0a 00 a1 31", RK_ESYNTAX},          /* data as a string */
+        {"93 0a 00 c0", RK_ESYNTAX},             /* data nil */
+        {"92 0a 00", RK_ESYNTAX},                /* no data */
+        {"93 0a 00 c6 01 00 00 01", RK_ETOOBIG}, /* data over MSG_BULK_DATA_MAX */
+        {"93 0a 00 c4 05 01", RK_ESYNTAX},       /* data cut short */
+    };
+    struct msg m;
+    struct bytes b;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unhex(&b, cases[i].hex);
+        ck_assert_msg(decode(&b, &m) == cases[i].err, "%s", cases[i].hex);
+    }
+    /* later fields are skipped, as for every type */
+    unhex(&b, "94 09 01 02 c0");
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert(m.u.credit.grant == 1 && m.u.credit.window == 2);
+}
+END_TEST
+
+START_TEST(test_lane_encode_refused)
+{
+    struct msg m = {.type = MSG_CREDIT, .u.credit = {.grant = 2, .window = 1}};
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.u.credit.grant = 0;
+    m.u.credit.window = 0;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.u.credit.window = MSG_CREDIT_WINDOW_MAX + 1;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.type = MSG_BULK;
+    m.u.bulk.data = NULL;
+    m.u.bulk.len = 1;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.u.bulk.len = MSG_BULK_DATA_MAX + 1;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_ETOOBIG);
+    ck_assert_uint_eq(out.len, 0);
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_lane_types_since_2)
+{
+    ck_assert(!msg_type_known(MSG_CREDIT, MSG_PROTO_V1));
+    ck_assert(!msg_type_known(MSG_BULK, MSG_PROTO_V1));
+    ck_assert(msg_type_known(MSG_CREDIT, 2));
+    ck_assert(msg_type_known(MSG_BULK, 2));
+    ck_assert_str_eq(msg_type_name(MSG_CREDIT), "credit");
+    ck_assert_str_eq(msg_type_name(MSG_BULK), "bulk");
+}
+END_TEST
+
 static Suite *msg_suite(void)
 {
     Suite *s = suite_create("msg");
@@ -2025,6 +2147,11 @@ static Suite *msg_suite(void)
         {"mp_sticky_error", test_mp_sticky_error},
         {"mp_skip_every_type", test_mp_skip_every_type},
         {"mp_skip_limits", test_mp_skip_limits},
+        {"credit_golden", test_credit_golden},
+        {"bulk_golden", test_bulk_golden},
+        {"lane_fields_refused", test_lane_fields_refused},
+        {"lane_encode_refused", test_lane_encode_refused},
+        {"lane_types_since_2", test_lane_types_since_2},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
