@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "autoconf.h"
+#include "bulktest.h"
 #include "client.h"
 #include "clock.h"
 #include "settings.h"
@@ -1021,6 +1022,46 @@ static void ringkv_remove(struct client *c, struct pending *p)
     resp_put_simple(client_reply(p), "OK");
 }
 
+/*
+ * RINGKV BULKTEST [ID BYTES]: a test and diagnostic verb (bulktest.h).
+ * With ID and BYTES, start streaming BYTES of synthetic bulk to member ID
+ * through the bulk lane, +OK at once.  Alone, the report, a map:
+ *   state            idle, running, done or failed (the outgoing stream)
+ *   peer, bytes      whom it streams to, and how much was asked
+ *   sent, elapsed_ms, rate_bps   payload bytes sealed, since the start, per second
+ *   error            why it failed, or empty
+ *   queue_peak, queue_max        most bytes that waited on that connection, and its bound
+ *   inflight_peak, window        most bulk bytes sent and not granted back, and the window
+ *   received, received_from      payload bytes of bulk this node received, last from whom
+ *   received_ms, received_rate_bps   first to last arrival, and the rate over it
+ *   control_gap_max_ms           longest wait between control messages on that connection
+ *                                once bulk flowed
+ */
+static void ringkv_bulktest(struct client *c, struct pending *p)
+{
+    char err[256], *end;
+    unsigned long long bytes;
+
+    if (p->cmd->argc == 2) {
+        bulktest_report(c->node, client_reply(p), c->proto);
+        return;
+    }
+    if (p->cmd->argc != 4 || strlen(arg_str(p, 2)) != p->cmd->argv[2].len) {
+        client_error(p, "ERR RINGKV BULKTEST: give a member id and a byte count, or nothing");
+        return;
+    }
+    bytes = strtoull(arg_str(p, 3), &end, 10);
+    if (*end != '\0' || end == arg_str(p, 3) || arg_str(p, 3)[0] == '-') {
+        client_error(p, "ERR RINGKV BULKTEST: '%s' is not a byte count", arg_str(p, 3));
+        return;
+    }
+    if (bulktest_start(c->node, arg_str(p, 2), bytes, err, sizeof(err)) != 0) {
+        client_error(p, "ERR RINGKV BULKTEST: %s", err);
+        return;
+    }
+    resp_put_simple(client_reply(p), "OK");
+}
+
 struct ringkv_verb {
     const char *name;
     int min_args, max_args; /* words after RINGKV */
@@ -1028,10 +1069,9 @@ struct ringkv_verb {
 };
 
 static const struct ringkv_verb ringkv_verbs[] = {
-    {"status", 1, 1, ringkv_status},
-    {"members", 1, 1, ringkv_members},
-    {"ring", 1, 2, ringkv_ring},
-    {"remove", 2, 2, ringkv_remove},
+    {"status", 1, 1, ringkv_status},     {"members", 1, 1, ringkv_members},
+    {"ring", 1, 2, ringkv_ring},         {"remove", 2, 2, ringkv_remove},
+    {"bulktest", 1, 3, ringkv_bulktest},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -1048,7 +1088,7 @@ static int cmd_ringkv(struct client *c, struct pending *p)
     }
     client_error(p,
                  "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS, MEMBERS, "
-                 "RING [rf], REMOVE id)",
+                 "RING [rf], REMOVE id, BULKTEST [id bytes])",
                  arg_str(p, 1));
     return CMD_DONE;
 }

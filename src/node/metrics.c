@@ -179,6 +179,21 @@ static void info_commandstats(struct server *n, struct buf *out)
     buf_printf(out, "\r\n");
 }
 
+/* The lanes of node-to-node connections (src/node/lanes.h): the queue bound and the bulk lane. */
+static void info_lanes(struct server *n, struct buf *out)
+{
+    const struct metrics *m = &n->metrics;
+
+    buf_printf(out,
+               "# Lanes\r\nringkv_peer_queue_max:%llu\r\nringkv_peer_bulk_window:%llu\r\n"
+               "ringkv_peer_queue_full:%llu\r\nringkv_peer_credit_errors:%llu\r\n"
+               "ringkv_peer_bulk_bytes_in:%llu\r\nringkv_peer_bulk_bytes_out:%llu\r\n\r\n",
+               (unsigned long long)n->cfg.peer_queue_max,
+               (unsigned long long)n->cfg.peer_bulk_window, (unsigned long long)m->peer_queue_full,
+               (unsigned long long)m->peer_credit_errors, (unsigned long long)m->peer_bulk_bytes_in,
+               (unsigned long long)m->peer_bulk_bytes_out);
+}
+
 struct info_section {
     const char *name;
     void (*print)(struct server *n, struct buf *out);
@@ -192,6 +207,7 @@ static const struct info_section info_sections[] = {
     {"stats", info_stats, true},
     {"keyspace", info_keyspace, true},
     {"cluster", info_cluster, true},
+    {"lanes", info_lanes, true},
     {"commandstats", info_commandstats, false},
 };
 
@@ -296,6 +312,22 @@ static void prom_peers(struct server *n, struct buf *out)
                  m->ring_changes);
 }
 
+static void prom_lanes(struct server *n, struct buf *out)
+{
+    const struct metrics *m = &n->metrics;
+
+    prom_counter(out, "ringkv_peer_queue_full_total",
+                 "Peer connections closed because their output queue reached peer-queue-max.",
+                 m->peer_queue_full);
+    prom_counter(out, "ringkv_peer_credit_errors_total",
+                 "Peer connections closed for breaking the bulk lane's credit rules.",
+                 m->peer_credit_errors);
+    prom_counter(out, "ringkv_peer_bulk_bytes_received_total", "Bulk lane bytes received.",
+                 m->peer_bulk_bytes_in);
+    prom_counter(out, "ringkv_peer_bulk_bytes_sent_total", "Bulk lane bytes sent.",
+                 m->peer_bulk_bytes_out);
+}
+
 static void prom_store(struct server *n, struct buf *out)
 {
     struct store_stats st;
@@ -346,6 +378,7 @@ int metrics_prometheus(struct server *n, struct buf *out)
     prom_commands(n, out);
     prom_latency(n, out);
     prom_peers(n, out);
+    prom_lanes(n, out);
     prom_store(n, out);
     return 0;
 }

@@ -64,6 +64,11 @@ struct metrics {
     uint64_t peer_messages_in, peer_messages_out;
     uint64_t peer_messages_unknown; /* of a type this node does not know: dropped */
     uint64_t ring_changes; /* rings put in force since start (membership's ring listener) */
+    /* flow control (lanes.h) */
+    uint64_t peer_queue_full;     /* connections closed at peer-queue-max */
+    uint64_t peer_credit_errors;  /* connections closed for breaking the credit rules */
+    uint64_t peer_bulk_bytes_in;  /* bulk lane bytes received */
+    uint64_t peer_bulk_bytes_out; /* bulk lane bytes sent */
 };
 
 /* Count one command: which, whether it answered with an error, how long it took. */

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "bulktest.h"
 #include "bytes.h"
+#include "clock.h"
 #include "cluster_settings.h"
 #include "error.h"
 #include "frame.h"
@@ -20,11 +22,16 @@
 
 /* Bytes read per read() call. */
 #define PEER_READ_CHUNK (64 * 1024)
+/* Bytes sealing adds to a message: the frame header and the AEAD tag (PROTOCOL.md 5). */
+#define PEER_SEAL_OVERHEAD (FRAME_HEADER_BYTES + 16)
 
 static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_flush(struct peer *p);
+static void peer_bulk_closed(struct peer *p);
+static void peer_bulk_kick(struct peer *p);
+static void peer_grant_initial(struct peer *p);
 
 void peer_set_hooks(struct server *n, const struct peer_hooks *hooks)
 {
@@ -59,6 +66,7 @@ void peer_close(struct peer *p, const char *why)
     ev_timer_stop(n->loop, &p->timer);
     close(p->fd);
     p->dead = true;
+    peer_bulk_closed(p);
     if (n->peer_hooks.closed != NULL) {
         n->peer_hooks.closed(n->peer_hooks.ctx, p);
     }
@@ -130,6 +138,7 @@ static struct peer *peer_new(struct server *n, int fd, bool outbound)
     buf_init(&p->out, 0);
     buf_init(&p->msg, 0);
     buf_init(&p->queued, n->cfg.frame_max);
+    lanes_init(&p->lanes, n->cfg.peer_queue_max, n->cfg.peer_bulk_window);
     ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
     ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
     ev_timer_init(&p->timer, peer_on_timer, (double)n->cfg.handshake_timeout_ms / 1000.0, 0.);
@@ -177,6 +186,40 @@ static int peer_seal(struct peer *p, const uint8_t *plain, size_t len)
     return rc;
 }
 
+/* Whether a type travels in the bulk lane. */
+static bool peer_type_bulk(enum msg_type type)
+{
+    return type == MSG_BULK;
+}
+
+/* Bytes waiting to be written: sealed frames, and messages waiting for the handshake. */
+static size_t peer_queued(const struct peer *p)
+{
+    return p->out.len + p->queued.len;
+}
+
+/* Whether a waiting bulk producer may go on now. */
+static bool peer_bulk_pending(const struct peer *p)
+{
+    return p->bulk_ready != NULL && lanes_bulk_ready(&p->lanes, peer_queued(p));
+}
+
+/*
+ * Whether a control message of len plaintext bytes fits under
+ * peer-queue-max; when it does not, say so once with the figures (the
+ * caller closes the connection: lanes.h says why).
+ */
+static bool peer_queue_fits(struct peer *p, size_t len)
+{
+    if (lanes_control_fits(&p->lanes, peer_queued(p), len + PEER_SEAL_OVERHEAD)) {
+        return true;
+    }
+    p->node->metrics.peer_queue_full++;
+    LOG(LOG_WARN, "peer_queue_full", "peer=%s remote_id=%s queued=%zu message=%zu max=%zu", p->addr,
+        p->identified ? p->remote.id : "-", peer_queued(p), len, p->lanes.queue_max);
+    return false;
+}
+
 int peer_send(struct peer *p, const struct msg *m)
 {
     struct buf plain;
@@ -189,8 +232,16 @@ int peer_send(struct peer *p, const struct msg *m)
     if (!msg_type_known((int)m->type, p->identified ? p->remote.proto : MSG_PROTO_V1)) {
         return RK_EMISMATCH;
     }
+    if (peer_type_bulk(m->type)) {
+        return RK_EINVAL;
+    }
     buf_init(&plain, 0);
     rc = msg_encode(m, &plain);
+    if (rc == 0 && !peer_queue_fits(p, plain.len)) {
+        buf_free(&plain);
+        peer_close(p, "queue_full");
+        return RK_ETOOBIG;
+    }
     if (rc == 0 && channel_is_open(&p->ch)) {
         rc = peer_seal(p, buf_data(&plain), plain.len);
     } else if (rc == 0) {
@@ -203,6 +254,7 @@ int peer_send(struct peer *p, const struct msg *m)
         peer_close(p, "send_failed");
         return rc;
     }
+    lanes_queued(&p->lanes, peer_queued(p));
     peer_flush(p);
     return 0;
 }
@@ -319,6 +371,7 @@ static void on_ident(struct peer *p, const struct msg *m)
     LOG(LOG_DEBUG, "peer_ident", "peer=%s remote_id=%s rack=%s peer_addr=%s", p->addr, p->remote.id,
         p->remote.rack, p->remote.peer_addr);
     p->node->peer_hooks.identified(p->node->peer_hooks.ctx, p);
+    peer_grant_initial(p);
 }
 
 static void on_ping(struct peer *p, const struct msg *m)
@@ -336,6 +389,151 @@ static void on_gossip(struct peer *p, const struct msg *m)
     p->node->peer_hooks.message(p->node->peer_hooks.ctx, p, m);
 }
 
+/* --- the bulk lane (lanes.h, PROTOCOL.md section 7.11) ---------------------------- */
+
+/* The peer is identified: grant it our whole window, if its message set has the lane. */
+static void peer_grant_initial(struct peer *p)
+{
+    struct msg m = {.type = MSG_CREDIT};
+
+    if (p->dead || !msg_type_known(MSG_CREDIT, p->remote.proto)) {
+        return;
+    }
+    m.u.credit.window = p->lanes.window;
+    m.u.credit.grant = lanes_grant_initial(&p->lanes);
+    peer_send(p, &m);
+}
+
+static void on_credit(struct peer *p, const struct msg *m)
+{
+    int rc = lanes_credit_in(&p->lanes, m->u.credit.grant, m->u.credit.window);
+
+    if (rc != 0) {
+        p->node->metrics.peer_credit_errors++;
+        LOG(LOG_WARN, "peer_bad_credit",
+            "peer=%s remote_id=%s grant=%llu window=%llu credit=%llu announced=%llu", p->addr,
+            p->remote.id, (unsigned long long)m->u.credit.grant,
+            (unsigned long long)m->u.credit.window, (unsigned long long)p->lanes.credit,
+            (unsigned long long)p->lanes.peer_window);
+        peer_close(p, "bad_credit");
+        return;
+    }
+    peer_bulk_kick(p);
+}
+
+/* Synthetic bulk: count it within our grant, hand it to the test stream's counter, grant back. */
+static void on_bulk(struct peer *p, const struct msg *m)
+{
+    struct msg credit = {.type = MSG_CREDIT};
+    size_t len = p->msg_len;
+
+    if (lanes_bulk_in(&p->lanes, len) != 0) {
+        p->node->metrics.peer_credit_errors++;
+        LOG(LOG_WARN, "peer_bulk_over_credit", "peer=%s remote_id=%s message=%zu allowed=%llu",
+            p->addr, p->remote.id, len, (unsigned long long)p->lanes.allowed);
+        peer_close(p, "bulk_over_credit");
+        return;
+    }
+    p->node->metrics.peer_bulk_bytes_in += len;
+    bulktest_received(p->node, p, m->u.bulk.len);
+    credit.u.credit.grant = lanes_bulk_consumed(&p->lanes, len);
+    credit.u.credit.window = p->lanes.window;
+    if (credit.u.credit.grant > 0) {
+        peer_send(p, &credit);
+    }
+}
+
+/*
+ * Seal an encoded bulk message if the lane lets it go now: 0, or
+ * PEER_BULK_WAIT, or RK_ETOOBIG (over the frame or half the peer's
+ * window) with nothing sealed; a sealing failure closes the connection.
+ */
+static int peer_bulk_seal(struct peer *p, const struct buf *plain)
+{
+    int rc;
+
+    if (plain->len > p->node->cfg.frame_max - (PEER_SEAL_OVERHEAD - FRAME_HEADER_BYTES)) {
+        return RK_ETOOBIG;
+    }
+    switch (lanes_bulk_check(&p->lanes, peer_queued(p), plain->len)) {
+    case LANES_BULK_TOOBIG:
+        return RK_ETOOBIG;
+    case LANES_BULK_WAIT:
+    case LANES_BULK_NOLANE: /* a peer of message set 2 sends its first grant after its IDENT */
+        return PEER_BULK_WAIT;
+    case LANES_BULK_SEND:
+        break;
+    }
+    rc = peer_seal(p, buf_data(plain), plain->len);
+    if (rc != 0) {
+        peer_close(p, "send_failed");
+        return rc;
+    }
+    lanes_bulk_sent(&p->lanes, plain->len);
+    lanes_queued(&p->lanes, peer_queued(p));
+    p->node->metrics.peer_bulk_bytes_out += plain->len;
+    return 0;
+}
+
+int peer_send_bulk(struct peer *p, const struct msg *m)
+{
+    struct buf plain;
+    int rc;
+
+    if (p->dead) {
+        return RK_ECLOSED;
+    }
+    if (!peer_type_bulk(m->type)) {
+        return RK_EINVAL;
+    }
+    if (!p->identified || !msg_type_known((int)m->type, p->remote.proto)) {
+        return RK_EMISMATCH;
+    }
+    buf_init(&plain, 0);
+    rc = msg_encode(m, &plain);
+    if (rc == 0) {
+        rc = peer_bulk_seal(p, &plain);
+    }
+    buf_free(&plain);
+    if (rc == 0) {
+        peer_flush(p);
+    }
+    return rc;
+}
+
+void peer_bulk_wait(struct peer *p, peer_bulk_fn fn, void *arg)
+{
+    p->bulk_ready = fn;
+    p->bulk_arg = arg;
+    if (!p->dead && peer_bulk_pending(p)) {
+        /* ready already: the writable socket calls it back from the loop, not from here */
+        ev_io_start(p->node->loop, &p->wio);
+    }
+}
+
+/* The waiting bulk producer may go on: call it, once. */
+static void peer_bulk_kick(struct peer *p)
+{
+    peer_bulk_fn fn = p->bulk_ready;
+
+    if (p->dead || !peer_bulk_pending(p)) {
+        return;
+    }
+    p->bulk_ready = NULL;
+    fn(p, p->bulk_arg, 0);
+}
+
+/* The connection closed: the waiting producer learns it now. */
+static void peer_bulk_closed(struct peer *p)
+{
+    peer_bulk_fn fn = p->bulk_ready;
+
+    p->bulk_ready = NULL;
+    if (fn != NULL) {
+        fn(p, p->bulk_arg, RK_ECLOSED);
+    }
+}
+
 struct peer_handler {
     enum msg_type type;
     void (*handle)(struct peer *p, const struct msg *m);
@@ -344,6 +542,7 @@ struct peer_handler {
 static const struct peer_handler peer_handlers[] = {
     {MSG_IDENT, on_ident},       {MSG_PING, on_ping},         {MSG_PONG, on_gossip},
     {MSG_GOSSIP_SYN, on_gossip}, {MSG_GOSSIP_ACK, on_gossip}, {MSG_GOSSIP_ACK2, on_gossip},
+    {MSG_CREDIT, on_credit},     {MSG_BULK, on_bulk},
 };
 
 /*
@@ -372,6 +571,7 @@ static void peer_message(struct peer *p)
         buf_clear(&p->msg);
         return;
     }
+    p->msg_len = p->msg.len;
     buf_clear(&p->msg);
     if (rc != 0) {
         peer_reject(p, METRICS_REJECT_SYNTAX, rc);
@@ -382,6 +582,9 @@ static void peer_message(struct peer *p)
         msg_free(&m);
         peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX);
         return;
+    }
+    if (!peer_type_bulk(m.type)) {
+        lanes_control_in(&p->lanes, clock_mono_ms());
     }
     for (size_t i = 0; i < sizeof(peer_handlers) / sizeof(peer_handlers[0]); i++) {
         if (peer_handlers[i].type == m.type) {
@@ -457,7 +660,12 @@ static void peer_flush(struct peer *p)
         peer_close(p, "write_error");
         return;
     }
-    if (p->out.len > 0 || p->connecting) {
+    /*
+     * A bulk producer waiting for the queue to drain is called from
+     * peer_on_write: keep the watcher while one could go on, whoever
+     * drained the queue (a pong sent from a read handler does too).
+     */
+    if (p->out.len > 0 || p->connecting || peer_bulk_pending(p)) {
         ev_io_start(p->node->loop, &p->wio);
     } else {
         ev_io_stop(p->node->loop, &p->wio);
@@ -482,6 +690,7 @@ static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents)
         ev_io_start(p->node->loop, &p->rio);
     }
     peer_flush(p);
+    peer_bulk_kick(p);
 out_leave:
     peer_leave(p);
 }

@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "channel.h"
+#include "lanes.h"
 #include "msg.h"
 #include "net.h"
 
@@ -51,6 +52,16 @@ struct peer_hooks {
 /* Register the hooks of every connection of n (copied); before the first connection. */
 void peer_set_hooks(struct server *n, const struct peer_hooks *hooks);
 
+/*
+ * Told that a bulk message that had to wait may now be sent (status 0), or
+ * that the connection closed (RK_ECLOSED: p is going away; do not use it
+ * after returning).  One-shot: call peer_bulk_wait() again to wait again.
+ */
+typedef void (*peer_bulk_fn)(struct peer *p, void *arg, int status);
+
+/* peer_send_bulk()'s answer when the message must wait: not an error. */
+#define PEER_BULK_WAIT 1
+
 struct peer {
     struct server *node;
     struct peer *prev, *next;
@@ -68,6 +79,10 @@ struct peer {
     char addr[NET_ADDR_TEXT];
     char target[MSG_ADDR_MAX]; /* outbound: the address we connected to */
     struct buf queued;         /* messages sent before the channel opened, length-prefixed */
+    struct lanes lanes;        /* the queue bound and the bulk credit (lanes.h) */
+    size_t msg_len;            /* plaintext bytes of the message being handled */
+    peer_bulk_fn bulk_ready;   /* the bulk producer waiting for room; NULL when none */
+    void *bulk_arg;
 };
 
 /* Take over an accepted connection on the peer port. */
@@ -81,13 +96,37 @@ void peer_accept(struct server *n, int fd, const struct sockaddr_storage *addr);
 struct peer *peer_connect(struct server *n, const char *addr, char *err, size_t err_len);
 
 /*
- * Send one message: sealed at once on an open channel, queued until the
- * channel opens otherwise.  RK_ETOOBIG or RK_ENOMEM close the connection.
+ * Send one control message: sealed at once on an open channel, queued
+ * until the channel opens otherwise.  RK_ETOOBIG (over frame-max, or the
+ * output queue would pass peer-queue-max: lanes.h says why it closes) or
+ * RK_ENOMEM close the connection; a bulk type is RK_EINVAL (peer_send_bulk()).
  * A type the peer's message-set version does not know (msg_type_known();
  * before its IDENT, version 1) is not sent: RK_EMISMATCH, the connection
  * stays.
  */
 int peer_send(struct peer *p, const struct msg *m);
+
+/*
+ * Send one bulk message (a type of the bulk lane: MSG_BULK) within the
+ * credit the peer granted (lanes.h, PROTOCOL.md section 7.11).  Returns 0
+ * when it was sealed; PEER_BULK_WAIT when it must wait (output queue not
+ * empty, credit short, or the peer's first grant not here yet): nothing
+ * was queued, call peer_bulk_wait() and send it again when told.  Errors,
+ * after which the connection stays: RK_EMISMATCH (not identified yet, or
+ * a peer whose message set has no bulk lane), RK_ETOOBIG (over half the
+ * peer's window or over frame-max: never sendable), RK_EINVAL (not a bulk
+ * type), RK_ENOMEM (encoding); RK_ECLOSED on a closed connection; a
+ * sealing failure closes it.
+ */
+int peer_send_bulk(struct peer *p, const struct msg *m);
+
+/*
+ * Call fn(p, arg, 0) once, from the event loop, when the message that got
+ * PEER_BULK_WAIT may be sent; or fn(p, arg, RK_ECLOSED) when the
+ * connection closes first.  One producer per connection: a later call
+ * replaces the earlier one.
+ */
+void peer_bulk_wait(struct peer *p, peer_bulk_fn fn, void *arg);
 
 /* An identified connection to member id, or an outbound one to addr; NULL when none. */
 struct peer *peer_find(struct server *n, const char *id, const char *addr);

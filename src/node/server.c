@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bulktest.h"
 #include "client.h"
 #include "clock.h"
 #include "error.h"
@@ -456,6 +457,7 @@ void server_destroy(struct server *n)
     while (n->peers != NULL) {
         peer_close(n->peers, "exit");
     }
+    bulktest_destroy(n);
     while (n->clients != NULL) {
         client_close(n->clients, "exit");
     }

@@ -60,6 +60,7 @@ struct server {
     struct channel_key *key;
     uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
     struct gossip *gossip; /* membership, failure detection, the ring in force */
+    struct bulktest *bulktest; /* RINGKV BULKTEST's stream (bulktest.h); NULL until used */
     struct kv *kv;         /* the data operations over the store */
     int exit_code;         /* what server_run() returns */
     uint64_t start_ms;     /* clock_mono_ms() at start, for uptime */

@@ -376,6 +376,35 @@ const struct settings_def settings_defs[] = {
      .max = 60 * MS_PER_S,
      .unit = "ms",
      .doc = "time a peer has to complete the channel handshake"},
+    /*
+     * 64MB: room for three largest frames (frame-max 17MB, a reply carrying
+     * a largest value) and the control traffic queued behind them; Redis's
+     * soft limit for a replica's output buffer.  Bulk never waits here
+     * (src/node/lanes.h), so only a peer that reads nothing fills it.
+     */
+    {.name = "peer-queue-max",
+     .kind = SETTINGS_SIZE,
+     FIELD(peer_queue_max),
+     .def = "64MB",
+     .min = MIB,
+     .max = 4 * GIB,
+     .unit = "bytes",
+     .doc = "bytes queued for a peer before its connection is closed; at least frame-max"},
+    /*
+     * 256KB: a heartbeat waits behind at most a window of bulk, 0.26 s at
+     * 1 MB/s (a tenth of the detector's suspicion time at the default
+     * gossip-interval, detector.h), and a bulk stream still reaches
+     * window / RTT, 13 MB/s over a 20 ms round trip, above handoff-rate's
+     * default.  Half of it is the largest bulk message.
+     */
+    {.name = "peer-bulk-window",
+     .kind = SETTINGS_SIZE,
+     FIELD(peer_bulk_window),
+     .def = "256KB",
+     .min = 64 * KIB,
+     .max = GIB,
+     .unit = "bytes",
+     .doc = "bulk bytes a peer may send us before we grant more (the bulk lane's credit window)"},
     /* 64GB: the store's own map limit (store_config_defaults). */
     {.name = "map-size-max",
      .kind = SETTINGS_SIZE,
@@ -1231,6 +1260,20 @@ static int rule_buffers(const struct settings *c, char *err, size_t err_len)
     return rule_room("frame-max", c->frame_max, c, SETTINGS_FRAME_SLACK, err, err_len);
 }
 
+/* A peer's queue must take one largest frame, or a largest reply closes its connection. */
+static int rule_peer_queue(const struct settings *c, char *err, size_t err_len)
+{
+    char queue_s[32], frame_s[32];
+
+    if (c->peer_queue_max >= c->frame_max) {
+        return 0;
+    }
+    format_scaled(&numeric_size, c->peer_queue_max, queue_s, sizeof(queue_s));
+    format_scaled(&numeric_size, c->frame_max, frame_s, sizeof(frame_s));
+    return fail(err, err_len, RK_EMISMATCH, "peer-queue-max (%s) is smaller than frame-max (%s)",
+                queue_s, frame_s);
+}
+
 /* Two listeners on one address would fail to bind, with a less helpful message. */
 static int rule_addresses(const struct settings *c, char *err, size_t err_len)
 {
@@ -1257,10 +1300,7 @@ static int rule_addresses(const struct settings *c, char *err, size_t err_len)
 typedef int (*settings_rule)(const struct settings *c, char *err, size_t err_len);
 
 static const settings_rule settings_rules[] = {
-    rule_required,
-    rule_quorum,
-    rule_buffers,
-    rule_addresses,
+    rule_required, rule_quorum, rule_buffers, rule_peer_queue, rule_addresses,
 };
 
 int settings_check(const struct settings *c, char *err, size_t err_len)

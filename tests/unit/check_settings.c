@@ -160,6 +160,8 @@ static const struct {
     {"frame-max", "17MB"},
     {"peer-maxconn", "1024"},
     {"handshake-timeout", "5s"},
+    {"peer-queue-max", "64MB"},
+    {"peer-bulk-window", "256KB"},
     {"map-size-max", "64GB"},
     {"requirepass", ""},
     {"admin-from", "loopback"},
@@ -618,6 +620,8 @@ START_TEST(test_failure_leaves_config)
         {"frame-max", "1KB"},
         {"peer-maxconn", "0"},
         {"handshake-timeout", "1ms"},
+        {"peer-queue-max", "1KB"},
+        {"peer-bulk-window", "2GB"},
         {"map-size-max", "1MB"},
         {"requirepass", "\n"},
         {"admin-from", "x"},
@@ -1029,6 +1033,7 @@ START_TEST(test_check_buffers)
 
     make_valid();
     set_ok("value-max", "512MB");
+    set_ok("peer-queue-max", "1GB");
     ck_assert_int_eq(settings_check(&c, err, sizeof(err)), RK_EMISMATCH);
     ck_assert_str_eq(err,
                      "query-buffer-max (64MB) is smaller than value-max (512MB) + key-max (503B) "
@@ -1044,6 +1049,20 @@ START_TEST(test_check_buffers)
     snprintf(exact, sizeof(exact), "%llu", 512 * MIB + 503 + 65535);
     set_ok("frame-max", exact);
     ck_assert_int_eq(settings_check(&c, err, sizeof(err)), RK_EMISMATCH);
+}
+END_TEST
+
+START_TEST(test_check_peer_queue)
+{
+    make_valid();
+    set_ok("frame-max", "17MB");
+    set_ok("peer-queue-max", "16MB");
+    ck_assert_int_eq(settings_check(&c, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_str_eq(err, "peer-queue-max (16MB) is smaller than frame-max (17MB)");
+    set_ok("peer-queue-max", "17MB");
+    ck_assert_int_eq(settings_check(&c, err, sizeof(err)), 0);
+    set_bad("peer-bulk-window", "32KB", "peer-bulk-window: '32KB' is out of range 64KB to 1GB");
+    set_bad("peer-queue-max", "8GB", "peer-queue-max: '8GB' is out of range 1MB to 4GB");
 }
 END_TEST
 
@@ -1155,6 +1174,8 @@ START_TEST(test_round_trip_every_setting)
         {"frame-max", "1GB"},
         {"peer-maxconn", "65535"},
         {"handshake-timeout", "100ms"},
+        {"peer-queue-max", "4GB"},
+        {"peer-bulk-window", "1000001"},
         {"map-size-max", "1PB"},
         {"requirepass", ""},
         {"admin-from", "any"},
@@ -1255,6 +1276,7 @@ static Suite *settings_suite(void)
         {"check_required", test_check_required},
         {"check_quorum", test_check_quorum},
         {"check_buffers", test_check_buffers},
+        {"check_peer_queue", test_check_peer_queue},
         {"check_addresses", test_check_addresses},
         {"print_format", test_print_format},
         {"round_trip_defaults", test_round_trip_defaults},
