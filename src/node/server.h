@@ -60,7 +60,6 @@ struct server {
     struct channel_key *key;
     uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
     struct gossip *gossip; /* membership, failure detection, the ring in force */
-    struct bulktest *bulktest; /* RINGKV BULKTEST's stream (bulktest.h); NULL until used */
     struct kv *kv;         /* the data operations over the store */
     int exit_code;         /* what server_run() returns */
     uint64_t start_ms;     /* clock_mono_ms() at start, for uptime */
@@ -79,6 +78,7 @@ struct server {
     uint64_t next_client_id;
     struct peer *peers;
     uint64_t n_peers;
+    struct bulktest *bulktest;    /* RINGKV BULKTEST's stream (bulktest.h); NULL until used */
     struct peer_hooks peer_hooks; /* peer_set_hooks() */
 
     struct metrics metrics;
