@@ -392,6 +392,11 @@ static int record_apply_lww(struct record *r, const struct sibling *v, bool *cha
     return 0;
 }
 
+const char *record_conflicts_name(enum record_conflicts mode)
+{
+    return mode == RECORD_LWW ? "lww" : "siblings";
+}
+
 int record_apply(struct record *r, const struct sibling *v, enum record_conflicts mode,
                  size_t max_siblings, bool *changed)
 {

@@ -100,6 +100,9 @@ uint64_t record_max_hlc(const struct record *r);
  */
 int record_context(const struct record *r, struct vclock *out);
 
+/* The mode's name as the `conflicts` setting spells it: "siblings", "lww". */
+const char *record_conflicts_name(enum record_conflicts mode);
+
 /*
  * Apply version v to r under the merge rules above.  *changed (when not
  * NULL) says whether r changed, so an unchanged record need not be written

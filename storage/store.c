@@ -22,10 +22,18 @@
  *            node_id     the node id the directory belongs to
  *            cluster_id  opaque cluster identity (1..64 bytes)
  *            seed        16 bytes, the ring seed positions were hashed with
+ *            rf          u32  the cluster's replication factor
+ *            conflicts   the cluster's conflicts mode, its setting name in
+ *                        ASCII ("siblings", "lww")
  *            created_ms  u64  wall-clock ms when the directory was created
  *            hint_seq    u64  the last hint sequence number handed out
  *            Other names belong to higher layers (STORE_OP_TABLE_PUT);
  *            the names above are reserved.  Integers are big-endian.
+ *            seed, rf and conflicts are the cluster settings
+ *            (src/node/cluster_settings.h): recorded when the directory
+ *            is created, at the node's first start, and compared at every
+ *            open; a directory created before rf and conflicts were
+ *            recorded gets them, as configured, at its next open.
  *
  *   hints    key   u64 target tag || u64 seq    (both big-endian)
  *            value u8 target_len, target id, u64 position, u16 key_len,
@@ -81,6 +89,7 @@
 
 #include "bytes.h"
 #include "error.h"
+#include "hex.h"
 #include "hlc.h"
 
 #define STORE_FORMAT 1
@@ -89,8 +98,8 @@
  * copy-on-write page paths, small next to any useful map. */
 #define STORE_DELETE_RESERVE (8 * STORE_MIB)
 
-static const char *const store_reserved_meta[] = {"format", "node_id",    "cluster_id",
-                                                  "seed",   "created_ms", "hint_seq"};
+static const char *const store_reserved_meta[] = {"format", "node_id",   "cluster_id", "seed",
+                                                  "rf",     "conflicts", "created_ms", "hint_seq"};
 
 struct store {
     struct store_config cfg;
@@ -188,6 +197,7 @@ void store_config_defaults(struct store_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     memcpy(cfg->seed, ring_default_seed, RING_SEED_LEN);
+    cfg->rf = STORE_RF_DEFAULT;
     cfg->sync = STORE_SYNC_ALWAYS;
     cfg->batch_ms = 10;
     cfg->map_initial = 64 * STORE_MIB;
@@ -284,6 +294,18 @@ static int meta_get(MDB_txn *txn, MDB_dbi dbi, const char *name, MDB_val *out)
     return mdb_get(txn, dbi, &k, out);
 }
 
+/* Record rf and conflicts, the cluster settings besides the seed. */
+static int store_put_cluster(struct store *s, MDB_txn *txn)
+{
+    const char *mode = record_conflicts_name(s->cfg.conflicts);
+    uint8_t rf[4];
+    int rc;
+
+    bytes_put_be32(rf, s->cfg.rf);
+    rc = meta_put(txn, s->dbi_meta, "rf", rf, 4);
+    return rc ? rc : meta_put(txn, s->dbi_meta, "conflicts", mode, strlen(mode));
+}
+
 static int store_create_identity(struct store *s, MDB_txn *txn)
 {
     uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT}, created[8], seq[8] = {0};
@@ -294,6 +316,7 @@ static int store_create_identity(struct store *s, MDB_txn *txn)
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "node_id", s->node_id, strlen(s->node_id));
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "cluster_id", s->cluster_id, s->cfg.cluster_id_len);
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "seed", s->cfg.seed, RING_SEED_LEN);
+    rc = rc ? rc : store_put_cluster(s, txn);
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "created_ms", created, 8);
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "hint_seq", seq, 8);
     return rc;
@@ -307,10 +330,68 @@ static bool meta_matches(MDB_txn *txn, MDB_dbi dbi, const char *name, const void
            memcmp(got->mv_data, want, len) == 0;
 }
 
+/* A recorded name as text for a refusal: printable ASCII as is, at most cap - 1 bytes. */
+static void meta_text(const MDB_val *v, char *out, size_t cap)
+{
+    const uint8_t *p = v->mv_data;
+    size_t n = v->mv_size < cap - 1 ? v->mv_size : cap - 1;
+
+    for (size_t i = 0; i < n; i++) {
+        out[i] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+    }
+    out[n] = '\0';
+}
+
+/*
+ * The cluster settings against the recorded ones: one line naming the
+ * first that differs with both values.  rf and conflicts missing (a
+ * directory from before they were recorded) are recorded now.
+ */
+static int store_check_cluster(struct store *s, MDB_txn *txn, char *err, size_t err_len)
+{
+    const char *mode = record_conflicts_name(s->cfg.conflicts);
+    char got[2 * RING_SEED_LEN + 1], want[2 * RING_SEED_LEN + 1];
+    uint8_t rf[4];
+    MDB_val v = {0, NULL};
+
+    bytes_put_be32(rf, s->cfg.rf);
+    if (!meta_matches(txn, s->dbi_meta, "seed", s->cfg.seed, RING_SEED_LEN, &v)) {
+        hex_encode(got, v.mv_data, v.mv_size == RING_SEED_LEN ? RING_SEED_LEN : 0);
+        hex_encode(want, s->cfg.seed, RING_SEED_LEN);
+        snprintf(err, err_len, "data directory %s was formed with ring-seed %s; ring-seed is %s",
+                 s->path, got, want);
+        return RK_EMISMATCH;
+    }
+    if (meta_get(txn, s->dbi_meta, "rf", &v) == MDB_NOTFOUND &&
+        meta_get(txn, s->dbi_meta, "conflicts", &v) == MDB_NOTFOUND) {
+        if (store_put_cluster(s, txn) != 0) {
+            snprintf(err, err_len, "cannot record rf and conflicts in %s", s->path);
+            return RK_EIO;
+        }
+        return 0;
+    }
+    v = (MDB_val){0, NULL};
+    if (!meta_matches(txn, s->dbi_meta, "rf", rf, 4, &v)) {
+        snprintf(err, err_len, "data directory %s was formed with rf %lu; rf is %lu", s->path,
+                 v.mv_size == 4 ? (unsigned long)bytes_get_be32(v.mv_data) : 0ul,
+                 (unsigned long)s->cfg.rf);
+        return RK_EMISMATCH;
+    }
+    v = (MDB_val){0, NULL};
+    if (!meta_matches(txn, s->dbi_meta, "conflicts", mode, strlen(mode), &v)) {
+        meta_text(&v, got, sizeof(got));
+        snprintf(err, err_len, "data directory %s was formed with conflicts %s; conflicts is %s",
+                 s->path, got, mode);
+        return RK_EMISMATCH;
+    }
+    return 0;
+}
+
 static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t err_len)
 {
     MDB_val v;
     uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT};
+    int rc;
 
     if (!meta_matches(txn, s->dbi_meta, "format", fmt, 4, &v)) {
         unsigned long f = 0;
@@ -334,9 +415,9 @@ static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t
                  s->path);
         return RK_EMISMATCH;
     }
-    if (!meta_matches(txn, s->dbi_meta, "seed", s->cfg.seed, RING_SEED_LEN, &v)) {
-        snprintf(err, err_len, "data directory %s was written with another ring seed", s->path);
-        return RK_EMISMATCH;
+    rc = store_check_cluster(s, txn, err, err_len);
+    if (rc != 0) {
+        return rc;
     }
     if (meta_get(txn, s->dbi_meta, "hint_seq", &v) == 0 && v.mv_size == 8) {
         s->hint_seq = bytes_get_be64(v.mv_data);
@@ -395,6 +476,8 @@ static int store_check_config(const struct store_config *cfg, char *err, size_t 
         snprintf(err, err_len, "cluster id must be 1 to %d bytes", STORE_CLUSTER_ID_MAX);
     } else if (cfg->map_initial < STORE_MIB || cfg->map_max < cfg->map_initial) {
         snprintf(err, err_len, "map sizes must be at least 1 MiB with max >= initial");
+    } else if (cfg->rf < 1) {
+        snprintf(err, err_len, "rf must be at least 1");
     } else if (cfg->batch_max < 1 || cfg->max_siblings < 1 ||
                (cfg->sync == STORE_SYNC_BATCH && cfg->batch_ms < 1)) {
         snprintf(err, err_len, "batch_max, max_siblings and batch_ms must be at least 1");

@@ -41,6 +41,8 @@
 /* LMDB's default maximum key is 511 bytes; 8 of them are the position. */
 #define STORE_KEY_MAX 503
 #define STORE_CLUSTER_ID_MAX 64
+/* rf recorded when none is given: the node's default (Dynamo's N = 3). */
+#define STORE_RF_DEFAULT 3
 
 enum store_sync {
     STORE_SYNC_ALWAYS, /* fsync before a write completes; group commit */
@@ -54,14 +56,15 @@ struct store_config {
     const uint8_t *cluster_id;   /* opaque cluster identity; recorded on first open */
     size_t cluster_id_len;       /* 1 .. STORE_CLUSTER_ID_MAX */
     uint8_t seed[RING_SEED_LEN]; /* ring seed: positions depend on it; recorded */
+    uint32_t rf;                 /* the cluster's replication factor: recorded, checked */
     enum store_sync sync;
-    uint32_t batch_ms;   /* STORE_SYNC_BATCH: the fsync interval */
-    size_t map_initial;  /* bytes of LMDB map to start with */
-    size_t map_max;      /* the map grows up to this, then RK_ENOSPC */
-    size_t batch_max;    /* operations in one transaction at most */
-    size_t max_siblings; /* sibling cap per key */
-    enum record_conflicts conflicts;
-    size_t prune_keep; /* vclock pruning (vclock.h) */
+    uint32_t batch_ms;               /* STORE_SYNC_BATCH: the fsync interval */
+    size_t map_initial;              /* bytes of LMDB map to start with */
+    size_t map_max;                  /* the map grows up to this, then RK_ENOSPC */
+    size_t batch_max;                /* operations in one transaction at most */
+    size_t max_siblings;             /* sibling cap per key */
+    enum record_conflicts conflicts; /* recorded, checked */
+    size_t prune_keep;               /* vclock pruning (vclock.h) */
     uint64_t prune_min_age_ms;
     /* Wall clock in ms for HLC timestamps; NULL means CLOCK_REALTIME. */
     uint64_t (*wall_ms)(void *ctx);
@@ -71,8 +74,8 @@ struct store_config {
 /*
  * Defaults: sync always, batch_ms 10, map 64 MiB growing to 64 GiB,
  * batch_max 1024, max_siblings 100 (Riak's max_siblings), siblings mode,
- * pruning per vclock.h, the default ring seed.  path, node_id and
- * cluster_id must still be set.
+ * pruning per vclock.h, the default ring seed, rf STORE_RF_DEFAULT.
+ * path, node_id and cluster_id must still be set.
  */
 void store_config_defaults(struct store_config *cfg);
 
@@ -80,10 +83,12 @@ struct store;
 
 /*
  * Open (creating when new) the store at cfg->path.  On a store created
- * before, the recorded format version, node id, cluster id and ring seed
- * must match: otherwise RK_EMISMATCH.  On any error, err (when not NULL)
+ * before, the recorded format version, node id, cluster id and cluster
+ * settings (ring seed, rf, conflicts) must match: otherwise RK_EMISMATCH,
+ * and the directory is left as it was.  On any error, err (when not NULL)
  * receives one line naming the problem, e.g. "data directory /d belongs to
- * node 'n1', not 'n2'".  cfg is copied.
+ * node 'n1', not 'n2'", "data directory /d was formed with rf 3; rf is
+ * 2".  cfg is copied.
  */
 int store_open(struct store **out, const struct store_config *cfg, char *err, size_t err_len);
 

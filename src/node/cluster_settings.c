@@ -10,11 +10,17 @@
  */
 #include "cluster_settings.h"
 
+#include <ev.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "gossip.h"
 #include "hex.h"
+#include "log.h"
+#include "membership.h"
+#include "peer.h"
+#include "server.h"
 
 void cluster_settings_from(const struct settings *cfg, struct msg_cluster *out)
 {
@@ -46,4 +52,69 @@ bool cluster_settings_compare(const struct msg_cluster *ours, const struct msg_c
         return false;
     }
     return true;
+}
+
+/* FNV-1a, 64 bits: tells one refusal line from another for log suppression. */
+static uint64_t cluster_line_hash(const char *s)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    for (; *s != '\0'; s++) {
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* Remember (id, line); true when it was not remembered yet, i.e. log it. */
+static bool cluster_refusals_first(struct cluster_refusals *r, const char *id, const char *line)
+{
+    uint64_t h = cluster_line_hash(line);
+    size_t slot;
+
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->e[i].line_hash == h && strcmp(r->e[i].id, id) == 0) {
+            return false;
+        }
+    }
+    slot = r->n < CLUSTER_REFUSALS_MAX ? r->n++ : r->next;
+    r->next = r->n < CLUSTER_REFUSALS_MAX ? r->next : (slot + 1) % CLUSTER_REFUSALS_MAX;
+    snprintf(r->e[slot].id, sizeof(r->e[slot].id), "%s", id);
+    r->e[slot].line_hash = h;
+    return true;
+}
+
+static bool cluster_joining(const struct server *n)
+{
+    const struct membership *m = gossip_members(n);
+
+    return m != NULL && membership_self(m)->e.status == MSG_MEMBER_JOINING;
+}
+
+bool cluster_settings_accept(struct server *n, struct peer *p, const struct msg_ident *id)
+{
+    char line[CLUSTER_SETTINGS_LINE_MAX], who[RING_NAME_MAX + MSG_ADDR_MAX + 4];
+    struct msg_cluster ours;
+
+    if (!id->has_cluster) {
+        return true;
+    }
+    cluster_settings_from(&n->cfg, &ours);
+    snprintf(who, sizeof(who), "%s (%s)", id->id, id->peer_addr);
+    if (cluster_settings_compare(&ours, &id->cluster, who, line, sizeof(line))) {
+        return true;
+    }
+    n->metrics.peer_rejected[METRICS_REJECT_SETTINGS]++;
+    if (cluster_joining(n)) {
+        fprintf(stderr, "ringkvd: %s; refusing to join a cluster with other cluster settings\n",
+                line);
+        LOG(LOG_ERROR, "cluster_settings_refused", "peer=%s remote_id=%s joining=1 msg=\"%s\"",
+            p->addr, id->id, line);
+        n->exit_code = CLUSTER_SETTINGS_EXIT;
+        ev_break(n->loop, EVBREAK_ALL);
+    } else if (cluster_refusals_first(&n->refusals, id->id, line)) {
+        LOG(LOG_ERROR, "cluster_settings_refused", "peer=%s remote_id=%s joining=0 msg=\"%s\"",
+            p->addr, id->id, line);
+    }
+    peer_close(p, "cluster_settings");
+    return false;
 }

@@ -32,7 +32,7 @@ const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS - 1] = {
 };
 
 const char *const metrics_reject_names[METRICS_REJECT_REASONS] = {
-    "too_big", "syntax", "version", "auth", "timeout", "limit", "aborted",
+    "too_big", "syntax", "version", "auth", "timeout", "limit", "aborted", "settings",
 };
 
 /* The version INFO reports as redis_version, for tools that gate on it. */

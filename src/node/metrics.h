@@ -37,13 +37,14 @@ struct metrics_command {
 
 /* Why a peer connection or frame was refused. */
 enum metrics_reject {
-    METRICS_REJECT_TOO_BIG, /* frame over frame-max */
-    METRICS_REJECT_SYNTAX,  /* malformed handshake or message */
-    METRICS_REJECT_VERSION, /* unsupported protocol version */
-    METRICS_REJECT_AUTH,    /* wrong cluster key, or a frame that did not open */
-    METRICS_REJECT_TIMEOUT, /* handshake not finished in time */
-    METRICS_REJECT_LIMIT,   /* peer-maxconn reached */
-    METRICS_REJECT_ABORTED, /* hung up before the handshake ended */
+    METRICS_REJECT_TOO_BIG,  /* frame over frame-max */
+    METRICS_REJECT_SYNTAX,   /* malformed handshake or message */
+    METRICS_REJECT_VERSION,  /* unsupported protocol version */
+    METRICS_REJECT_AUTH,     /* wrong cluster key, or a frame that did not open */
+    METRICS_REJECT_TIMEOUT,  /* handshake not finished in time */
+    METRICS_REJECT_LIMIT,    /* peer-maxconn reached */
+    METRICS_REJECT_ABORTED,  /* hung up before the handshake ended */
+    METRICS_REJECT_SETTINGS, /* announced other cluster settings (cluster_settings.h) */
     METRICS_REJECT_REASONS,
 };
 extern const char *const metrics_reject_names[METRICS_REJECT_REASONS];

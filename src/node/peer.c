@@ -366,6 +366,9 @@ static void on_ident(struct peer *p, const struct msg *m)
         p->node->peer_hooks.same_id(p->node->peer_hooks.ctx, m->u.ident.peer_addr);
         return;
     }
+    if (!cluster_settings_accept(p->node, p, &m->u.ident)) {
+        return;
+    }
     p->remote = m->u.ident;
     p->identified = true;
     LOG(LOG_DEBUG, "peer_ident", "peer=%s remote_id=%s rack=%s peer_addr=%s", p->addr, p->remote.id,

@@ -4,9 +4,10 @@
  * Exit codes: 0 after a clean shutdown, or --test-config with a good
  * configuration; 1 when --test-config finds a problem; 2 when the node
  * refuses to start (a bad setting, an unusable key file, a data directory
- * of another node or cluster, an address in use, its node id held by a
- * live member), always with one line on stderr naming the setting at
- * fault; 3 when it stopped because another node removed it from the
+ * of another node or cluster or formed with other cluster settings, an
+ * address in use, its node id held by a live member, a member that
+ * refused its cluster settings while it joined), always with one line on
+ * stderr naming the setting at fault; 3 when it stopped because another node removed it from the
  * cluster (`ringkv remove`).
  */
 #include <signal.h>

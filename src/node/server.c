@@ -344,6 +344,7 @@ static int server_open_store(struct server *n, char *err, size_t err_len)
     sc.cluster_id = n->cluster_id;
     sc.cluster_id_len = sizeof(n->cluster_id);
     memcpy(sc.seed, n->cfg.ring_seed, RING_SEED_LEN);
+    sc.rf = n->cfg.rf;
     sc.sync = n->cfg.sync;
     sc.batch_ms = (uint32_t)n->cfg.sync_interval_ms;
     sc.map_max = n->cfg.map_size_max;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "channel.h"
+#include "cluster_settings.h"
 #include "metrics.h"
 #include "peer.h"
 #include "settings.h"
@@ -82,6 +83,7 @@ struct server {
     struct peer_hooks peer_hooks; /* peer_set_hooks() */
 
     struct metrics metrics;
+    struct cluster_refusals refusals; /* peers refused for their cluster settings, logged once */
 };
 
 /*

@@ -221,9 +221,77 @@ START_TEST(test_identity_refused)
                      RK_EMISMATCH);
     ck_assert_msg(strstr(err, "another cluster") != NULL, "%s", err);
     ck_assert_int_eq(open_err("d", "n1", cluster_a, 9, seed2, err, sizeof(err)), RK_EMISMATCH);
-    ck_assert_msg(strstr(err, "another ring seed") != NULL, "%s", err);
+    ck_assert_msg(strstr(err, "was formed with ring-seed ") != NULL, "%s", err);
+    ck_assert_msg(strstr(err, "; ring-seed is 09000000000000000000000000000000") != NULL, "%s",
+                  err);
     /* the original identity still opens */
     ck_assert_int_eq(open_err("d", "n1", cluster_a, 9, NULL, err, sizeof(err)), 0);
+}
+END_TEST
+
+/* Open sub as n1 of cluster_a with rf and conflicts; err gets the refusal. */
+static int open_cluster(const char *sub, uint32_t rf, enum record_conflicts mode, char *err,
+                        size_t err_len)
+{
+    struct store_config c;
+    struct store *s;
+    int rc;
+
+    settings_for(&c, sub, "n1");
+    c.rf = rf;
+    c.conflicts = mode;
+    rc = store_open(&s, &c, err, err_len);
+    if (rc == 0) {
+        store_close(s);
+    }
+    return rc;
+}
+
+/* Drop the meta records names[0..n) of sub, as a directory from before they existed. */
+static void meta_drop(const char *sub, const char *const *names, size_t n)
+{
+    char path[512];
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+
+    snprintf(path, sizeof(path), "%s/%s", tmp_dir, sub);
+    ck_assert_int_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 4);
+    ck_assert_int_eq(mdb_env_open(env, path, 0, 0600), 0);
+    ck_assert_int_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    ck_assert_int_eq(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    for (size_t i = 0; i < n; i++) {
+        MDB_val k = {strlen(names[i]), (void *)names[i]};
+        ck_assert_int_eq(mdb_del(txn, dbi, &k, NULL), 0);
+    }
+    ck_assert_int_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+/* rf and conflicts are recorded at creation; another value is refused, naming both. */
+START_TEST(test_cluster_settings_refused)
+{
+    static const char *const both[] = {"rf", "conflicts"};
+    char err[256];
+
+    ck_assert_int_eq(open_cluster("d", 3, RECORD_SIBLINGS, err, sizeof(err)), 0);
+    ck_assert_int_eq(open_cluster("d", 2, RECORD_SIBLINGS, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "was formed with rf 3; rf is 2") != NULL, "%s", err);
+    ck_assert_int_eq(open_cluster("d", 3, RECORD_LWW, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "was formed with conflicts siblings; conflicts is lww") != NULL, "%s",
+                  err);
+    /* the refusals changed nothing */
+    ck_assert_int_eq(open_cluster("d", 3, RECORD_SIBLINGS, err, sizeof(err)), 0);
+    ck_assert_int_eq(open_cluster("d", 2, RECORD_LWW, err, sizeof(err)), RK_EMISMATCH);
+    /* a directory from before rf and conflicts were recorded takes the configured ones */
+    meta_drop("d", both, 2);
+    ck_assert_int_eq(open_cluster("d", 5, RECORD_LWW, err, sizeof(err)), 0);
+    ck_assert_int_eq(open_cluster("d", 3, RECORD_LWW, err, sizeof(err)), RK_EMISMATCH);
+    ck_assert_msg(strstr(err, "was formed with rf 5; rf is 3") != NULL, "%s", err);
+    ck_assert_int_eq(open_cluster("d", 5, RECORD_LWW, err, sizeof(err)), 0);
+    /* rf 0 is no setting at all */
+    ck_assert_int_eq(open_cluster("e", 0, RECORD_LWW, err, sizeof(err)), RK_EINVAL);
 }
 END_TEST
 
@@ -1032,6 +1100,7 @@ static Suite *store_suite(void)
         {"read_hold", test_read_hold},
         {"identity_refused", test_identity_refused},
         {"unknown_format", test_unknown_format_refused},
+        {"cluster_settings_refused", test_cluster_settings_refused},
         {"second_opener", test_second_opener_refused},
         {"bad_config", test_bad_config},
         {"siblings", test_siblings_through_writes},
