@@ -85,7 +85,7 @@ static bool cluster_refusals_first(struct cluster_refusals *r, const char *id, c
 
 static bool cluster_joining(const struct server *n)
 {
-    const struct membership *m = gossip_members(n);
+    const struct membership *m = n->gossip != NULL ? gossip_members(n->gossip) : NULL;
 
     return m != NULL && membership_self(m)->e.status == MSG_MEMBER_JOINING;
 }
