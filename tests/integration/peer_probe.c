@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "buf.h"
 #include "channel.h"
 #include "dial.h"
@@ -156,16 +157,16 @@ static int probe_wait_pong(struct probe *p)
 static int probe_run(struct probe *p, const struct channel_key *key, const char *addr, char **types,
                      int n_types)
 {
-    char host[DIAL_HOST_MAX + 1];
-    uint16_t port;
-    int rc = dial_addr_parse(addr, 0, host, sizeof(host), &port);
+    const char *why;
+    struct addr a;
+    int rc = addr_parse(addr, strlen(addr), 0, &a, &why);
 
     if (rc != 0) {
-        snprintf(p->err, sizeof(p->err), "not host:port: %s", addr);
+        snprintf(p->err, sizeof(p->err), "%s: %s", addr, why);
         return rc;
     }
     p->deadline = dial_deadline(PROBE_TIMEOUT_MS);
-    rc = dial_connect(&p->d, host, port, PROBE_TIMEOUT_MS, p->err, sizeof(p->err));
+    rc = dial_connect(&p->d, a.host, a.port, PROBE_TIMEOUT_MS, p->err, sizeof(p->err));
     rc = rc ? rc : channel_init(&p->ch, key, CHANNEL_INITIATOR, FRAME_MAX_DEFAULT);
     rc = rc ? rc : channel_start(&p->ch, &p->out);
     rc = rc ? rc : probe_flush(p);
