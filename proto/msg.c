@@ -12,6 +12,8 @@
  *   SYN     [4, epoch uint, digest uint, complete bool, [digest, ...]]
  *   ACK     [5, [entry, ...], [id str, ...]]
  *   ACK2    [6, [entry, ...]]
+ *   REQUEST [7, id uint, op uint, body]
+ *   RESPONSE [8, id uint, result uint, body]
  *   digest  [id str, generation uint, version uint]
  *   entry   [id str, rack str, tokens uint, peer_addr str, client_addr str,
  *            status uint, generation uint, version uint, instance bin,
@@ -23,6 +25,15 @@
  * IDENT's proto and cluster came with message-set version 2: a version-1
  * IDENT ends at client_addr, and decodes as proto 1 without cluster
  * settings.
+ *
+ *   STATUS answer (a RESPONSE's body)
+ *           [id str, status uint, epoch uint, digest uint, converged bool,
+ *            up_count uint, members uint, uptime_s uint, keys uint]
+ *
+ * A request's or response's body is one msgpack value of any type, nested
+ * at most MSG_SKIP_DEPTH deep; the decoder walks it once (bounded, mp.h)
+ * and copies its bytes, so what it allocates is never more than the
+ * message itself.
  *
  * A SYN carries at most MSG_GOSSIP_DIGESTS_MAX digests and an ACK as many
  * requested ids; an ACK or ACK2 at most MSG_GOSSIP_ENTRIES_MAX entries.  A
@@ -125,6 +136,9 @@ static int msg_credit_encode(msgpack_packer *pk, const struct msg *m);
 static int msg_credit_decode(struct mp_reader *r, size_t present, struct msg *m);
 static int msg_bulk_encode(msgpack_packer *pk, const struct msg *m);
 static int msg_bulk_decode(struct mp_reader *r, size_t present, struct msg *m);
+static int msg_request_encode(msgpack_packer *pk, const struct msg *m);
+static int msg_request_decode(struct mp_reader *r, size_t present, struct msg *m);
+static void msg_request_release(struct msg *m);
 
 static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
     [MSG_IDENT] = {"ident", 1, MSG_IDENT_V1_FIELDS, MSG_IDENT_FIELDS, msg_ident_encode,
@@ -135,8 +149,16 @@ static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
     [MSG_GOSSIP_ACK] = {"gossip_ack", 1, 2, 2, msg_ack_encode, msg_ack_decode, msg_entries_release},
     [MSG_GOSSIP_ACK2] = {"gossip_ack2", 1, 1, 1, msg_ack2_encode, msg_ack2_decode,
                          msg_entries_release},
+    [MSG_REQUEST] = {"request", 2, 3, 3, msg_request_encode, msg_request_decode,
+                     msg_request_release},
+    [MSG_RESPONSE] = {"response", 2, 3, 3, msg_request_encode, msg_request_decode,
+                      msg_request_release},
     [MSG_CREDIT] = {"credit", 2, 2, 2, msg_credit_encode, msg_credit_decode, NULL},
     [MSG_BULK] = {"bulk", 2, 2, 2, msg_bulk_encode, msg_bulk_decode, NULL},
+};
+
+static const char *const msg_op_names[MSG_OP_MAX + 1] = {
+    [MSG_OP_STATUS] = "status",
 };
 
 static const struct msg_kind *msg_kind_find(uint64_t type)
@@ -159,6 +181,11 @@ bool msg_type_known(int type, uint32_t proto)
     const struct msg_kind *k = type < 0 ? NULL : msg_kind_find((uint64_t)type);
 
     return k != NULL && k->since <= proto;
+}
+
+const char *msg_op_name(uint32_t op)
+{
+    return op <= MSG_OP_MAX && msg_op_names[op] != NULL ? msg_op_names[op] : "unknown";
 }
 
 /* --- field validation, shared by encoder and decoder ----------------------- */
@@ -438,6 +465,34 @@ static int msg_bulk_encode(msgpack_packer *pk, const struct msg *m)
         return RK_ENOMEM;
     }
     return 0;
+}
+
+/* Whether body[0..len) is exactly one msgpack value a decoder takes (nested at most
+ * MSG_SKIP_DEPTH). */
+static bool msg_body_valid(const uint8_t *body, size_t len)
+{
+    struct mp_reader r;
+
+    mp_reader_init(&r, body, len);
+    mp_skip(&r, MSG_SKIP_DEPTH);
+    return mp_done(&r);
+}
+
+/* REQUEST and RESPONSE: id, code, then the body as it is (nil when empty). */
+static int msg_request_encode(msgpack_packer *pk, const struct msg *m)
+{
+    const struct msg_request *q = &m->u.request;
+
+    if (q->body_len > 0 && (q->body == NULL || !msg_body_valid(q->body, q->body_len))) {
+        return RK_EINVAL;
+    }
+    if (msgpack_pack_uint64(pk, q->id) != 0 || msgpack_pack_uint32(pk, q->code) != 0) {
+        return RK_ENOMEM;
+    }
+    if (q->body_len == 0) {
+        return msgpack_pack_nil(pk) != 0 ? RK_ENOMEM : 0;
+    }
+    return pk->callback(pk->data, (const char *)q->body, q->body_len) != 0 ? RK_ENOMEM : 0;
 }
 
 int msg_encode(const struct msg *m, struct buf *out)
@@ -783,6 +838,36 @@ static int msg_bulk_decode(struct mp_reader *r, size_t present, struct msg *m)
     return mp_read_bin(r, MSG_BULK_DATA_MAX, &b->data, &b->len);
 }
 
+/* REQUEST and RESPONSE: the body is walked once, then copied. */
+static int msg_request_decode(struct mp_reader *r, size_t present, struct msg *m)
+{
+    struct msg_request *q = &m->u.request;
+    uint64_t code;
+    size_t start;
+
+    (void)present;
+    mp_read_uint(r, &q->id);
+    mp_read_uint(r, &code);
+    if (r->err != 0) {
+        return r->err;
+    }
+    if (code > UINT32_MAX) {
+        return msg_fail(r, RK_ETOOBIG);
+    }
+    q->code = (uint32_t)code;
+    start = r->pos;
+    if (mp_skip(r, MSG_SKIP_DEPTH) != 0) {
+        return r->err;
+    }
+    q->body = malloc(r->pos - start);
+    if (q->body == NULL) {
+        return msg_fail(r, RK_ENOMEM);
+    }
+    q->body_len = r->pos - start;
+    memcpy(q->body, r->p + start, q->body_len);
+    return 0;
+}
+
 /* Read the array head and the type; *k is the type's row. */
 static int msg_decode_head(struct mp_reader *r, size_t *n, const struct msg_kind **k,
                            struct msg *out)
@@ -869,6 +954,62 @@ int msg_members_decode(const uint8_t *in, size_t len, size_t max, struct msg_mem
     return rc;
 }
 
+/* --- the STATUS answer ------------------------------------------------------ */
+
+/* Fields of a STATUS answer that this version reads and writes. */
+#define MSG_STATUS_VIEW_FIELDS 9
+
+int msg_status_view_encode(const struct msg_status_view *v, struct buf *out)
+{
+    struct msg_sink sink = {out, 0};
+    size_t start = out->len;
+    msgpack_packer pk;
+    int rc = RK_ENOMEM;
+
+    if (!msg_name_valid(v->id, sizeof(v->id)) || v->status > MSG_MEMBER_STATUS_MAX ||
+        v->up_count > RING_MEMBERS_MAX || v->members > RING_MEMBERS_MAX) {
+        return RK_EINVAL;
+    }
+    msgpack_packer_init(&pk, &sink, msg_sink_write);
+    if (msgpack_pack_array(&pk, MSG_STATUS_VIEW_FIELDS) == 0 && msg_pack_cstr(&pk, v->id) == 0 &&
+        msgpack_pack_uint32(&pk, v->status) == 0 && msgpack_pack_uint64(&pk, v->epoch) == 0 &&
+        msgpack_pack_uint64(&pk, v->digest) == 0 &&
+        (v->converged ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) == 0 &&
+        msgpack_pack_uint32(&pk, v->up_count) == 0 && msgpack_pack_uint32(&pk, v->members) == 0 &&
+        msgpack_pack_uint64(&pk, v->uptime_s) == 0 && msgpack_pack_uint64(&pk, v->keys) == 0) {
+        rc = 0;
+    }
+    return msg_sink_finish(&sink, start, rc);
+}
+
+int msg_status_view_decode(const uint8_t *in, size_t len, struct msg_status_view *out)
+{
+    struct mp_reader r;
+    size_t n = 0;
+
+    memset(out, 0, sizeof(*out));
+    mp_reader_init(&r, in, len);
+    if (msg_read_record(&r, MSG_STATUS_VIEW_FIELDS, &n) == 0) {
+        msg_read_name(&r, out->id, sizeof(out->id));
+        msg_read_uint32(&r, MSG_MEMBER_STATUS_MAX, &out->status);
+        mp_read_uint(&r, &out->epoch);
+        mp_read_uint(&r, &out->digest);
+        mp_read_bool(&r, &out->converged);
+        msg_read_uint32(&r, RING_MEMBERS_MAX, &out->up_count);
+        msg_read_uint32(&r, RING_MEMBERS_MAX, &out->members);
+        mp_read_uint(&r, &out->uptime_s);
+        mp_read_uint(&r, &out->keys);
+        msg_skip_rest(&r, n - MSG_STATUS_VIEW_FIELDS);
+    }
+    if (r.err == 0 && !mp_done(&r)) {
+        r.err = RK_ESYNTAX;
+    }
+    if (r.err != 0) {
+        memset(out, 0, sizeof(*out));
+    }
+    return r.err;
+}
+
 /* --- releasing ------------------------------------------------------------- */
 
 static void msg_syn_release(struct msg *m)
@@ -886,6 +1027,13 @@ static void msg_entries_release(struct msg *m)
     m->u.entries.n = 0;
     m->u.entries.requests = NULL;
     m->u.entries.n_requests = 0;
+}
+
+static void msg_request_release(struct msg *m)
+{
+    free(m->u.request.body);
+    m->u.request.body = NULL;
+    m->u.request.body_len = 0;
 }
 
 void msg_free(struct msg *m)

@@ -38,6 +38,8 @@ enum msg_type {
     MSG_GOSSIP_SYN = 4,  /* gossip round, 1 of 3: what the sender knows, as digests */
     MSG_GOSSIP_ACK = 5,  /* 2 of 3: entries the receiver has newer, and what it wants */
     MSG_GOSSIP_ACK2 = 6, /* 3 of 3: the entries asked for */
+    MSG_REQUEST = 7,     /* a question to a peer: id, operation, body */
+    MSG_RESPONSE = 8,    /* its answer: the same id, a status, a body */
     MSG_CREDIT = 9,      /* bulk lane: the receiver grants bytes of bulk (since version 2) */
     MSG_BULK = 10,       /* bulk lane: synthetic bulk, for tests and diagnostics (since 2) */
     MSG_TYPE_MAX = 10,
@@ -167,6 +169,51 @@ struct msg_bulk {
     size_t len;
 };
 
+/*
+ * Peer requests (PROTOCOL.md section 7.11).  A REQUEST names an operation;
+ * a node answers every REQUEST it can decode with one RESPONSE of the
+ * same id on the same connection, MSG_RESULT_UNKNOWN_OP for an operation
+ * it does not know.  Operation and result numbers are never reused.
+ */
+enum msg_op {
+    MSG_OP_STATUS = 1, /* the member's own view: body nil, answer struct msg_status_view */
+    MSG_OP_MAX = 1,
+};
+
+enum msg_result {
+    MSG_RESULT_OK = 0,         /* the body is the operation's answer */
+    MSG_RESULT_UNKNOWN_OP = 1, /* the receiver does not know the operation; body nil */
+    MSG_RESULT_BAD_BODY = 2,   /* the operation's body did not decode; body nil */
+    MSG_RESULT_FAILED = 3,     /* the operation failed; body nil */
+    MSG_RESULT_MAX = 3,
+};
+
+/*
+ * A REQUEST or a RESPONSE.  body is one msgpack value (the operation's
+ * argument or answer; nil when there is none).  Decoded: body is a copy
+ * allocated by msg_decode(), at most as long as the message.  To encode:
+ * body borrowed, body_len 0 sends nil.
+ */
+struct msg_request {
+    uint64_t id;
+    uint32_t code; /* REQUEST: the operation, enum msg_op; RESPONSE: the result, enum msg_result */
+    uint8_t *body;
+    size_t body_len;
+};
+
+/* The answer to MSG_OP_STATUS: the member's own view of itself and the cluster. */
+struct msg_status_view {
+    char id[RING_NAME_MAX + 1];
+    uint32_t status; /* its own entry's status, enum msg_member_status */
+    uint64_t epoch;  /* its ring's epoch and digest */
+    uint64_t digest;
+    bool converged;    /* every member up reports its digest */
+    uint32_t up_count; /* members it sees up, itself included */
+    uint32_t members;  /* members in its table */
+    uint64_t uptime_s;
+    uint64_t keys; /* keys in its store, tombstones included */
+};
+
 struct msg {
     enum msg_type type;
     union {
@@ -176,6 +223,7 @@ struct msg {
         struct msg_gossip_entries entries; /* MSG_GOSSIP_ACK and MSG_GOSSIP_ACK2 */
         struct msg_credit credit;          /* MSG_CREDIT */
         struct msg_bulk bulk;              /* MSG_BULK */
+        struct msg_request request;        /* MSG_REQUEST and MSG_RESPONSE */
     } u;
 };
 
@@ -237,5 +285,16 @@ bool msg_member_valid(const struct msg_member *e);
 
 /* The type's name for logs ("ident", "ping", ...), or "unknown". */
 const char *msg_type_name(int type);
+
+/* An operation's name for logs and metrics ("status"), or "unknown". */
+const char *msg_op_name(uint32_t op);
+
+/*
+ * A STATUS answer, the body of its RESPONSE: encoding refuses an invalid id
+ * (RK_EINVAL); decoding reads exactly one answer from in[0..len) (fields
+ * after the known ones skipped), RK_ESYNTAX or RK_ETOOBIG as msg_decode().
+ */
+int msg_status_view_encode(const struct msg_status_view *v, struct buf *out);
+int msg_status_view_decode(const uint8_t *in, size_t len, struct msg_status_view *out);
 
 #endif

@@ -20,6 +20,7 @@ static const char *const rk_error_text[] = {
     [-RK_ENOSPC] = "no space left: the store or its disk is full",
     [-RK_ECLOSED] = "shutting down",
     [-RK_EAUTH] = "authentication failed",
+    [-RK_ETIMEOUT] = "timed out",
 };
 
 const char *rk_strerror(int err)

@@ -24,7 +24,8 @@ enum rk_error {
     RK_ENOSPC = -11,   /* the store or its disk is full: writes fail, reads work */
     RK_ECLOSED = -12,  /* the store or connection is shutting down */
     RK_EAUTH = -13,    /* a peer failed authentication, or a frame did not verify */
-    RK_ERROR_MIN = -13
+    RK_ETIMEOUT = -14, /* no answer within the time allowed */
+    RK_ERROR_MIN = -14
 };
 
 /* A static, human-readable phrase for err; never NULL, also for unknown codes. */

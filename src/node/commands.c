@@ -30,6 +30,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "record.h"
+#include "rpc.h"
 
 /* The protocol level HELLO reports, for clients that gate features on it. */
 #define COMMANDS_REDIS_VERSION "7.0.0"
@@ -1062,16 +1063,252 @@ static void ringkv_bulktest(struct client *c, struct pending *p)
     resp_put_simple(client_reply(p), "OK");
 }
 
+/* --- RINGKV STATUS DEEP ------------------------------------------------------------- */
+
+/*
+ * RINGKV STATUS DEEP: every current member's own view, asked through peer
+ * requests (rpc.h, MSG_OP_STATUS) and answered once every member has
+ * answered, failed or timed out, so within request-timeout.  The node
+ * answers for itself without a request; a member its detector sees down
+ * is not asked.  The reply (`ringkv status --deep` reads it, README
+ * "Cluster status"):
+ *
+ *   map: id (this node), digest (its ring digest, 16 hex digits),
+ *        request_timeout_ms, members: one map per member that is not left
+ *        or removed, in id order, always with these keys:
+ *     id          the member
+ *     result      ok, timeout, closed (its connection closed first),
+ *                 unsupported (its version does not know peer requests),
+ *                 unreachable (no open connection), down (not asked: the
+ *                 detector sees it down), refused (it answered with an
+ *                 error result), failed (anything else)
+ *     error       "" for ok, else one sentence
+ *     rtt_us      round trip of the request in microseconds (0 for this
+ *                 node); -1 without an answer
+ *     status      the member's own status (joining, normal, leaving); ""
+ *     epoch       its ring epoch; -1
+ *     digest      its ring digest, 16 hex digits; ""
+ *     converged   1 when every member it sees up reports its digest, else 0; -1
+ *     up_count    members it sees up, itself included; -1
+ *     members     members in its table; -1
+ *     uptime_s    its uptime in seconds; -1
+ *     keys        keys in its store, tombstones included; -1
+ *   ("" and -1: the value without an answer.)
+ */
+
+struct deep_status;
+
+struct deep_row {
+    struct deep_status *d;
+    char id[RING_NAME_MAX + 1];
+    const char *result; /* NULL: still waiting */
+    const char *error;
+    int64_t rtt_us;
+    struct msg_status_view v; /* with result "ok" */
+};
+
+struct deep_status {
+    struct client *c;
+    struct pending *p;
+    size_t n, left; /* rows; rows still waiting, plus one while requests are being sent */
+    struct deep_row rows[];
+};
+
+static void deep_put_row(struct buf *out, const struct deep_row *r, int proto)
+{
+    bool ok = strcmp(r->result, "ok") == 0;
+
+    resp_put_map(out, 12, proto);
+    resp_put_bulk_str(out, "id");
+    resp_put_bulk_str(out, r->id);
+    resp_put_bulk_str(out, "result");
+    resp_put_bulk_str(out, r->result);
+    resp_put_bulk_str(out, "error");
+    resp_put_bulk_str(out, ok ? "" : r->error);
+    resp_put_bulk_str(out, "rtt_us");
+    resp_put_int(out, ok ? r->rtt_us : -1);
+    resp_put_bulk_str(out, "status");
+    resp_put_bulk_str(out, ok ? membership_status_names[r->v.status] : "");
+    resp_put_bulk_str(out, "epoch");
+    resp_put_int(out, ok ? (int64_t)r->v.epoch : -1);
+    resp_put_bulk_str(out, "digest");
+    if (ok) {
+        put_hex64(out, r->v.digest);
+    } else {
+        resp_put_bulk_str(out, "");
+    }
+    resp_put_bulk_str(out, "converged");
+    resp_put_int(out, ok ? r->v.converged : -1);
+    resp_put_bulk_str(out, "up_count");
+    resp_put_int(out, ok ? (int64_t)r->v.up_count : -1);
+    resp_put_bulk_str(out, "members");
+    resp_put_int(out, ok ? (int64_t)r->v.members : -1);
+    resp_put_bulk_str(out, "uptime_s");
+    resp_put_int(out, ok ? (int64_t)r->v.uptime_s : -1);
+    resp_put_bulk_str(out, "keys");
+    resp_put_int(out, ok ? (int64_t)r->v.keys : -1);
+}
+
+/* Every row has its outcome: write the reply and free d. */
+static void deep_reply(struct deep_status *d)
+{
+    struct server *n = d->c->node;
+    struct buf *out = client_reply(d->p);
+    int proto = d->c->proto;
+
+    resp_put_map(out, 4, proto);
+    resp_put_bulk_str(out, "id");
+    resp_put_bulk_str(out, n->cfg.id);
+    resp_put_bulk_str(out, "digest");
+    put_hex64(out, membership_digest(gossip_members(n->gossip)));
+    resp_put_bulk_str(out, "request_timeout_ms");
+    resp_put_int(out, (int64_t)n->cfg.request_timeout_ms);
+    resp_put_bulk_str(out, "members");
+    resp_put_array(out, d->n);
+    for (size_t i = 0; i < d->n; i++) {
+        deep_put_row(out, &d->rows[i], proto);
+    }
+    free(d);
+}
+
+/* One row has its outcome; the last one answers (asynchronously, through client_finish()). */
+static void deep_row_done(struct deep_row *r)
+{
+    struct deep_status *d = r->d;
+    struct pending *p = d->p;
+
+    if (--d->left == 0) {
+        deep_reply(d);
+        client_finish(p);
+    }
+}
+
+/* The outcome of a failed request or of one never sent, as a row's result. */
+static const char *deep_result_name(int err)
+{
+    switch (err) {
+    case RK_ETIMEOUT:
+        return "timeout";
+    case RK_ECLOSED:
+        return "closed";
+    case RK_EMISMATCH:
+        return "unsupported";
+    case RK_EIO:
+    case RK_ENOTFOUND:
+        return "unreachable";
+    default:
+        return "failed";
+    }
+}
+
+static void deep_answer(void *ctx, int result, const struct request_reply *reply, uint64_t rtt_us)
+{
+    struct deep_row *r = ctx;
+
+    r->rtt_us = (int64_t)rtt_us;
+    if (result != 0) {
+        r->result = deep_result_name(result);
+        r->error = rpc_strerror(result);
+    } else if (reply->status != MSG_RESULT_OK) {
+        r->result = "refused";
+        r->error = rpc_result_text(reply->status);
+    } else if (msg_status_view_decode(reply->body, reply->body_len, &r->v) != 0) {
+        r->result = "failed";
+        r->error = "the member's answer did not decode";
+    } else {
+        r->result = "ok";
+    }
+    deep_row_done(r);
+}
+
+/* This node's own row: its view, without a request. */
+static void deep_self(struct server *n, struct deep_row *r)
+{
+    const struct membership *m = gossip_members(n->gossip);
+    struct store_stats st;
+    size_t agree = 0, up = 0;
+
+    store_get_stats(n->store, &st);
+    r->result = "ok";
+    r->rtt_us = 0;
+    r->v.status = membership_self(m)->e.status;
+    r->v.epoch = membership_epoch(m);
+    r->v.digest = membership_digest(m);
+    r->v.converged = gossip_converged(n->gossip, &agree, &up);
+    r->v.up_count = (uint32_t)up;
+    r->v.members = (uint32_t)membership_count(m);
+    r->v.uptime_s = server_uptime_s(n);
+    r->v.keys = st.keys;
+}
+
+/* Ask member e for its row, or give the row its outcome at once. */
+static void deep_ask(struct server *n, const struct membership *m, const struct member *e,
+                     struct deep_row *r)
+{
+    int rc;
+
+    if (e == membership_self(m)) {
+        deep_self(n, r);
+    } else if (e->state == DETECTOR_DOWN) {
+        r->result = "down";
+        r->error = "not asked: the failure detector sees it down";
+    } else if ((rc = rpc_ask(n, e->e.id, MSG_OP_STATUS, NULL, 0, deep_answer, r)) == 0) {
+        return; /* deep_answer() completes the row */
+    } else {
+        r->result = deep_result_name(rc);
+        r->error = rpc_strerror(rc);
+    }
+    deep_row_done(r);
+}
+
+static int ringkv_status_deep(struct client *c, struct pending *p)
+{
+    struct server *n = c->node;
+    const struct membership *m = gossip_members(n->gossip);
+    struct deep_status *d;
+    size_t rows = 0;
+
+    if (!resp_arg_is(p->cmd, 2, "deep")) {
+        client_error(p, "ERR RINGKV STATUS takes no argument or DEEP, not '%.64s'", arg_str(p, 2));
+        return CMD_DONE;
+    }
+    d = calloc(1, sizeof(*d) + membership_count(m) * sizeof(d->rows[0]));
+    if (d == NULL) {
+        client_error(p, "ERR out of memory");
+        return CMD_DONE;
+    }
+    *d = (struct deep_status){.c = c, .p = p, .left = 1};
+    for (size_t i = 0; i < membership_count(m); i++) {
+        const struct member *e = membership_at(m, i);
+        if (e->e.status == MSG_MEMBER_LEFT || e->e.status == MSG_MEMBER_REMOVED) {
+            continue;
+        }
+        struct deep_row *r = &d->rows[rows++];
+        snprintf(r->id, sizeof(r->id), "%s", e->e.id);
+        r->d = d;
+        d->n = rows;
+        d->left++;
+        deep_ask(n, m, e, r);
+    }
+    /* the guard: no reply while requests were still being sent */
+    if (--d->left > 0) {
+        return CMD_ASYNC;
+    }
+    deep_reply(d);
+    return CMD_DONE;
+}
+
 struct ringkv_verb {
     const char *name;
     int min_args, max_args; /* words after RINGKV */
     void (*run)(struct client *c, struct pending *p);
+    int (*run_async)(struct client *c, struct pending *p); /* instead of run: may answer later */
 };
 
 static const struct ringkv_verb ringkv_verbs[] = {
-    {"status", 1, 1, ringkv_status},     {"members", 1, 1, ringkv_members},
-    {"ring", 1, 2, ringkv_ring},         {"remove", 2, 2, ringkv_remove},
-    {"bulktest", 1, 3, ringkv_bulktest},
+    {"status", 1, 1, ringkv_status, NULL},     {"members", 1, 1, ringkv_members, NULL},
+    {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, ringkv_remove, NULL},
+    {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -1082,13 +1319,16 @@ static int cmd_ringkv(struct client *c, struct pending *p)
         const struct ringkv_verb *v = &ringkv_verbs[i];
         if (resp_arg_is(p->cmd, 1, v->name) && words >= (size_t)v->min_args &&
             words <= (size_t)v->max_args) {
+            if (v->run_async != NULL) {
+                return v->run_async(c, p);
+            }
             v->run(c, p);
             return CMD_DONE;
         }
     }
     client_error(p,
-                 "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS, MEMBERS, "
-                 "RING [rf], REMOVE id, BULKTEST [id bytes])",
+                 "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
+                 "MEMBERS, RING [rf], REMOVE id, BULKTEST [id bytes])",
                  arg_str(p, 1));
     return CMD_DONE;
 }

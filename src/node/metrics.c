@@ -35,6 +35,10 @@ const char *const metrics_reject_names[METRICS_REJECT_REASONS] = {
     "too_big", "syntax", "version", "auth", "timeout", "limit", "aborted", "settings",
 };
 
+const char *const metrics_request_outcome_names[METRICS_REQUEST_OUTCOMES] = {
+    "ok", "refused", "timeout", "closed", "unsupported", "unreachable",
+};
+
 /* The version INFO reports as redis_version, for tools that gate on it. */
 #define METRICS_REDIS_VERSION "7.0.0"
 /* A metrics request must arrive whole within this many bytes and seconds. */
@@ -194,6 +198,32 @@ static void info_lanes(struct server *n, struct buf *out)
                (unsigned long long)m->peer_bulk_bytes_out);
 }
 
+void metrics_count_request(struct metrics *m, uint32_t op, enum metrics_request_outcome outcome)
+{
+    m->requests.ended[op <= MSG_OP_MAX ? op : 0][outcome]++;
+}
+
+/* Peer requests: per operation how those this node asked ended, and those it served. */
+static void info_requests(struct server *n, struct buf *out)
+{
+    const struct metrics_requests *r = &n->metrics.requests;
+
+    buf_printf(out, "# Requests\r\n");
+    for (uint32_t op = 1; op <= MSG_OP_MAX; op++) {
+        buf_printf(out, "ringkv_requests_%s:", msg_op_name(op));
+        for (int k = 0; k < METRICS_REQUEST_OUTCOMES; k++) {
+            buf_printf(out, "%s%s=%llu", k > 0 ? "," : "", metrics_request_outcome_names[k],
+                       (unsigned long long)r->ended[op][k]);
+        }
+        buf_printf(out, ",served=%llu\r\n", (unsigned long long)r->served[op]);
+    }
+    buf_printf(out,
+               "ringkv_requests_unknown_op_served:%llu\r\nringkv_responses_late:%llu\r\n"
+               "ringkv_responses_unknown:%llu\r\n\r\n",
+               (unsigned long long)r->served[0], (unsigned long long)r->late,
+               (unsigned long long)r->unknown);
+}
+
 struct info_section {
     const char *name;
     void (*print)(struct server *n, struct buf *out);
@@ -208,6 +238,7 @@ static const struct info_section info_sections[] = {
     {"keyspace", info_keyspace, true},
     {"cluster", info_cluster, true},
     {"lanes", info_lanes, true},
+    {"requests", info_requests, true},
     {"commandstats", info_commandstats, false},
 };
 
@@ -328,6 +359,33 @@ static void prom_lanes(struct server *n, struct buf *out)
                  m->peer_bulk_bytes_out);
 }
 
+static void prom_requests(struct server *n, struct buf *out)
+{
+    const struct metrics_requests *r = &n->metrics.requests;
+
+    buf_printf(out, "# HELP ringkv_peer_requests_total Peer requests this node made, by operation "
+                    "and how they ended.\n# TYPE ringkv_peer_requests_total counter\n");
+    for (uint32_t op = 1; op <= MSG_OP_MAX; op++) {
+        for (int k = 0; k < METRICS_REQUEST_OUTCOMES; k++) {
+            buf_printf(out, "ringkv_peer_requests_total{op=\"%s\",outcome=\"%s\"} %llu\n",
+                       msg_op_name(op), metrics_request_outcome_names[k],
+                       (unsigned long long)r->ended[op][k]);
+        }
+    }
+    buf_printf(out, "# HELP ringkv_peer_requests_served_total Peer requests this node answered, by "
+                    "operation.\n# TYPE ringkv_peer_requests_served_total counter\n");
+    for (uint32_t op = 0; op <= MSG_OP_MAX; op++) {
+        buf_printf(out, "ringkv_peer_requests_served_total{op=\"%s\"} %llu\n", msg_op_name(op),
+                   (unsigned long long)r->served[op]);
+    }
+    buf_printf(out,
+               "# HELP ringkv_peer_responses_ignored_total Responses that matched no "
+               "outstanding request.\n# TYPE ringkv_peer_responses_ignored_total counter\n"
+               "ringkv_peer_responses_ignored_total{reason=\"late\"} %llu\n"
+               "ringkv_peer_responses_ignored_total{reason=\"unknown\"} %llu\n",
+               (unsigned long long)r->late, (unsigned long long)r->unknown);
+}
+
 static void prom_store(struct server *n, struct buf *out)
 {
     struct store_stats st;
@@ -379,6 +437,7 @@ int metrics_prometheus(struct server *n, struct buf *out)
     prom_latency(n, out);
     prom_peers(n, out);
     prom_lanes(n, out);
+    prom_requests(n, out);
     prom_store(n, out);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "msg.h"
 
 struct server;
 
@@ -49,6 +50,30 @@ enum metrics_reject {
 };
 extern const char *const metrics_reject_names[METRICS_REJECT_REASONS];
 
+/*
+ * How a peer request this node made ended (rpc.h).  unsupported and
+ * unreachable end it before anything is sent: the member's message-set
+ * version does not know requests, or no connection to it is open.
+ */
+enum metrics_request_outcome {
+    METRICS_REQUEST_OK,          /* answered with MSG_RESULT_OK */
+    METRICS_REQUEST_REFUSED,     /* answered with another result */
+    METRICS_REQUEST_TIMEOUT,     /* no answer within request-timeout */
+    METRICS_REQUEST_CLOSED,      /* its connection closed first */
+    METRICS_REQUEST_UNSUPPORTED, /* the member's version does not know it */
+    METRICS_REQUEST_UNREACHABLE, /* no connection to the member */
+    METRICS_REQUEST_OUTCOMES,
+};
+extern const char *const metrics_request_outcome_names[METRICS_REQUEST_OUTCOMES];
+
+/* Peer requests by operation (index: enum msg_op; 0 counts operations this node does not know). */
+struct metrics_requests {
+    uint64_t ended[MSG_OP_MAX + 1][METRICS_REQUEST_OUTCOMES]; /* asked by this node */
+    uint64_t served[MSG_OP_MAX + 1];                          /* answered for others */
+    uint64_t late;    /* responses after their request timed out, ignored */
+    uint64_t unknown; /* responses to no request of their connection, ignored */
+};
+
 struct metrics {
     uint64_t connections_received;
     uint64_t connections_rejected; /* maxclients reached */
@@ -70,14 +95,18 @@ struct metrics {
     uint64_t peer_credit_errors;  /* connections closed for breaking the credit rules */
     uint64_t peer_bulk_bytes_in;  /* bulk lane bytes received */
     uint64_t peer_bulk_bytes_out; /* bulk lane bytes sent */
+    struct metrics_requests requests;
 };
 
 /* Count one command: which, whether it answered with an error, how long it took. */
 void metrics_count_command(struct metrics *m, int index, bool error, uint64_t usec);
 
+/* Count a peer request for op that ended with outcome. */
+void metrics_count_request(struct metrics *m, uint32_t op, enum metrics_request_outcome outcome);
+
 /*
  * INFO: the named section ("server", "clients", "persistence", "stats",
- * "keyspace", "cluster", "commandstats"), or every default section for
+ * "keyspace", "cluster", "requests", "commandstats"), or every default section for
  * NULL or "default", "all" or "everything" for all of them.  Appends Redis's
  * "# Section\r\nkey:value\r\n" text to out.  RK_ENOTFOUND for an unknown
  * section name (Redis prints nothing then; so does INFO here).

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "frame.h"
 #include "log.h"
+#include "rpc.h"
 #include "server.h"
 
 /* Bytes read per read() call. */
@@ -28,6 +29,7 @@
 static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
+static void peer_on_request_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_flush(struct peer *p);
 static void peer_bulk_closed(struct peer *p);
 static void peer_bulk_kick(struct peer *p);
@@ -42,6 +44,7 @@ void peer_set_hooks(struct server *n, const struct peer_hooks *hooks)
 
 static void peer_free(struct peer *p)
 {
+    rpc_peer_deinit(p);
     channel_deinit(&p->ch);
     buf_free(&p->in);
     buf_free(&p->out);
@@ -66,6 +69,8 @@ void peer_close(struct peer *p, const char *why)
     ev_timer_stop(n->loop, &p->timer);
     close(p->fd);
     p->dead = true;
+    p->depth++; /* the requests' callbacks run with p still allocated */
+    rpc_peer_closed(p);
     peer_bulk_closed(p);
     if (n->peer_hooks.closed != NULL) {
         n->peer_hooks.closed(n->peer_hooks.ctx, p);
@@ -79,7 +84,7 @@ void peer_close(struct peer *p, const char *why)
         p->next->prev = p->prev;
     }
     n->n_peers--;
-    if (p->depth == 0) {
+    if (--p->depth == 0) {
         peer_free(p);
     }
 }
@@ -94,6 +99,16 @@ static void peer_leave(struct peer *p)
     if (--p->depth == 0 && p->dead) {
         peer_free(p);
     }
+}
+
+void peer_hold(struct peer *p)
+{
+    peer_enter(p);
+}
+
+void peer_release(struct peer *p)
+{
+    peer_leave(p);
 }
 
 /* Refuse: count the reason, log it with the peer's address, close. */
@@ -142,7 +157,9 @@ static struct peer *peer_new(struct server *n, int fd, bool outbound)
     ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
     ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
     ev_timer_init(&p->timer, peer_on_timer, (double)n->cfg.handshake_timeout_ms / 1000.0, 0.);
-    p->rio.data = p->wio.data = p->timer.data = p;
+    ev_init(&p->request_w, peer_on_request_timer);
+    rpc_peer_init(p);
+    p->rio.data = p->wio.data = p->timer.data = p->request_w.data = p;
     p->next = n->peers;
     if (n->peers != NULL) {
         n->peers->prev = p;
@@ -543,9 +560,10 @@ struct peer_handler {
 };
 
 static const struct peer_handler peer_handlers[] = {
-    {MSG_IDENT, on_ident},       {MSG_PING, on_ping},         {MSG_PONG, on_gossip},
-    {MSG_GOSSIP_SYN, on_gossip}, {MSG_GOSSIP_ACK, on_gossip}, {MSG_GOSSIP_ACK2, on_gossip},
-    {MSG_CREDIT, on_credit},     {MSG_BULK, on_bulk},
+    {MSG_IDENT, on_ident},           {MSG_PING, on_ping},         {MSG_PONG, on_gossip},
+    {MSG_GOSSIP_SYN, on_gossip},     {MSG_GOSSIP_ACK, on_gossip}, {MSG_GOSSIP_ACK2, on_gossip},
+    {MSG_CREDIT, on_credit},         {MSG_BULK, on_bulk},         {MSG_REQUEST, rpc_on_request},
+    {MSG_RESPONSE, rpc_on_response},
 };
 
 /*
@@ -708,6 +726,18 @@ static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
     if (!channel_is_open(&p->ch)) {
         peer_reject(p, METRICS_REJECT_TIMEOUT, 0);
     }
+    peer_leave(p);
+}
+
+/* A peer request's deadline (rpc.h). */
+static void peer_on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct peer *p = w->data;
+
+    (void)loop;
+    (void)revents;
+    peer_enter(p);
+    rpc_peer_expire(p);
     peer_leave(p);
 }
 

@@ -26,6 +26,7 @@
 #include "lanes.h"
 #include "msg.h"
 #include "net.h"
+#include "request.h"
 
 struct server;
 struct peer;
@@ -83,6 +84,8 @@ struct peer {
     size_t msg_len;            /* plaintext bytes of the message being handled */
     peer_bulk_fn bulk_ready;   /* the bulk producer waiting for room; NULL when none */
     void *bulk_arg;
+    struct request_table requests; /* peer requests sent on it, awaiting answers (rpc.h) */
+    ev_timer request_w;            /* the earliest of their deadlines */
 };
 
 /* Take over an accepted connection on the peer port. */
@@ -131,7 +134,14 @@ void peer_bulk_wait(struct peer *p, peer_bulk_fn fn, void *arg);
 /* An identified connection to member id, or an outbound one to addr; NULL when none. */
 struct peer *peer_find(struct server *n, const char *id, const char *addr);
 
-/* Close now; why is logged. */
+/* Close now; why is logged.  Requests outstanding on it fail at once (rpc.h). */
 void peer_close(struct peer *p, const char *why);
+
+/*
+ * Keep p's memory valid across a call that may close it (a send): a
+ * closed connection is freed at the last peer_release(), not before.
+ */
+void peer_hold(struct peer *p);
+void peer_release(struct peer *p);
 
 #endif

@@ -405,6 +405,17 @@ const struct settings_def settings_defs[] = {
      .max = GIB,
      .unit = "bytes",
      .doc = "bulk bytes a peer may send us before we grant more (the bulk lane's credit window)"},
+    /* 5s: Cassandra's read_request_timeout; a status answer on a loopback testbed takes under 1 ms.
+     */
+    {.name = "request-timeout",
+     .kind = SETTINGS_DURATION,
+     FIELD(request_timeout_ms),
+     .def = "5s",
+     .min = 10,
+     .max = 600 * MS_PER_S,
+     .unit = "ms",
+     .doc = "time a peer has to answer a request (ringkv status --deep and other verbs that ask "
+            "other nodes); past it the request fails as timed out"},
     /* 64GB: the store's own map limit (store_config_defaults). */
     {.name = "map-size-max",
      .kind = SETTINGS_SIZE,

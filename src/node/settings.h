@@ -77,8 +77,9 @@ struct settings {
     uint64_t frame_max;
     uint64_t peer_maxconn;
     uint64_t handshake_timeout_ms;
-    uint64_t peer_queue_max;   /* bytes waiting to be written to one peer */
-    uint64_t peer_bulk_window; /* the bulk credit we grant each peer (lanes.h) */
+    uint64_t peer_queue_max;     /* bytes waiting to be written to one peer */
+    uint64_t peer_bulk_window;   /* the bulk credit we grant each peer (lanes.h) */
+    uint64_t request_timeout_ms; /* a peer request's answer, or it fails */
     uint64_t map_size_max;
     char requirepass[SETTINGS_PASS_MAX]; /* empty: no AUTH needed */
     bool admin_any; /* RINGKV admin verbs from any address, not loopback only */

@@ -1,0 +1,315 @@
+/*
+ * rpc.c - peer requests: asking, routing answers, serving (rpc.h).
+ *
+ * Each request carries a small record of its own (struct rpc_call: the
+ * operation, the caller's callback) as its table entry's context; the
+ * table calls rpc_call_end() exactly once, which counts the outcome, runs
+ * the caller's callback and frees the record.
+ *
+ * RPC_OUTSTANDING_MAX (1024) bounds one connection's table: far above
+ * what a verb asks of one member at once (one request per member per
+ * command), low enough that a member that never answers cannot make a
+ * node hold more than a few tens of kilobytes for it between timeouts.
+ */
+#include "rpc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+#include "gossip.h"
+#include "log.h"
+#include "membership.h"
+#include "peer.h"
+#include "server.h"
+
+struct rpc_call {
+    struct server *node;
+    struct peer *peer; /* for the log line; valid while the call is outstanding */
+    uint32_t op;
+    rpc_done_fn done;
+    void *ctx;
+};
+
+const char *rpc_strerror(int err)
+{
+    switch (err) {
+    case RK_ETIMEOUT:
+        return "timed out (no answer within request-timeout)";
+    case RK_ECLOSED:
+        return "the connection closed before the answer";
+    case RK_ENOTFOUND:
+        return "not a current member";
+    case RK_EIO:
+        return "no open connection to the member";
+    case RK_EMISMATCH:
+        return "the member's version does not support peer requests";
+    case RK_ETOOBIG:
+        return "too many requests outstanding to the member";
+    default:
+        return rk_strerror(err);
+    }
+}
+
+const char *rpc_result_text(uint32_t result)
+{
+    switch (result) {
+    case MSG_RESULT_OK:
+        return "ok";
+    case MSG_RESULT_UNKNOWN_OP:
+        return "the member does not know the operation";
+    case MSG_RESULT_BAD_BODY:
+        return "the member could not read the request";
+    case MSG_RESULT_FAILED:
+        return "the operation failed on the member";
+    default:
+        return "the member answered with an unknown result";
+    }
+}
+
+/* --- the timer ------------------------------------------------------------------ */
+
+/* Arm p's timer for the earliest deadline of its table, or stop it when none is left. */
+static void rpc_arm(struct peer *p)
+{
+    struct ev_loop *loop = p->node->loop;
+    uint64_t deadline, now;
+
+    ev_timer_stop(loop, &p->request_w);
+    if (p->dead || !request_next_deadline(&p->requests, &deadline)) {
+        return;
+    }
+    now = clock_mono_us();
+    ev_timer_set(&p->request_w, deadline > now ? (double)(deadline - now) / 1e6 : 0., 0.);
+    ev_timer_start(loop, &p->request_w);
+}
+
+void rpc_peer_init(struct peer *p)
+{
+    request_table_init(&p->requests, RPC_OUTSTANDING_MAX);
+}
+
+void rpc_peer_closed(struct peer *p)
+{
+    ev_timer_stop(p->node->loop, &p->request_w);
+    request_fail_all(&p->requests, RK_ECLOSED, clock_mono_us());
+}
+
+void rpc_peer_deinit(struct peer *p)
+{
+    request_table_deinit(&p->requests);
+}
+
+void rpc_peer_expire(struct peer *p)
+{
+    request_expire(&p->requests, clock_mono_us());
+    rpc_arm(p);
+}
+
+/* --- asking ---------------------------------------------------------------------- */
+
+static enum metrics_request_outcome rpc_outcome(int result, const struct request_reply *reply)
+{
+    if (result == 0) {
+        return reply->status == MSG_RESULT_OK ? METRICS_REQUEST_OK : METRICS_REQUEST_REFUSED;
+    }
+    if (result == RK_EMISMATCH) {
+        return METRICS_REQUEST_UNSUPPORTED;
+    }
+    return result == RK_ETIMEOUT ? METRICS_REQUEST_TIMEOUT : METRICS_REQUEST_CLOSED;
+}
+
+/* The table ended a request: count it, tell the caller, free the record. */
+static void rpc_call_end(void *ctx, int result, const struct request_reply *reply,
+                         uint64_t elapsed_us)
+{
+    struct rpc_call *call = ctx;
+    enum metrics_request_outcome outcome = rpc_outcome(result, reply);
+
+    metrics_count_request(&call->node->metrics, call->op, outcome);
+    if (outcome != METRICS_REQUEST_OK) {
+        LOG(outcome == METRICS_REQUEST_TIMEOUT ? LOG_INFO : LOG_DEBUG, "peer_request_failed",
+            "peer=%s remote_id=%s op=%s outcome=%s elapsed_us=%llu", call->peer->addr,
+            call->peer->remote.id, msg_op_name(call->op), metrics_request_outcome_names[outcome],
+            (unsigned long long)elapsed_us);
+    }
+    call->done(call->ctx, result, reply, elapsed_us);
+    free(call);
+}
+
+/* A member still in the cluster's story: not left, not removed. */
+static bool rpc_member_current(uint32_t status)
+{
+    return status != MSG_MEMBER_LEFT && status != MSG_MEMBER_REMOVED;
+}
+
+/* The connection that may carry requests to member id: identified as it, at its address. */
+static int rpc_link(struct server *n, const char *id, struct peer **out)
+{
+    const struct member *e = membership_find(gossip_members(n->gossip), id);
+
+    *out = NULL;
+    if (e == NULL || !rpc_member_current(e->e.status)) {
+        return RK_ENOTFOUND;
+    }
+    for (struct peer *p = n->peers; p != NULL; p = p->next) {
+        if (!p->dead && p->identified && strcmp(p->remote.id, id) == 0 &&
+            strcmp(p->remote.peer_addr, e->e.peer_addr) == 0) {
+            *out = p;
+            return msg_type_known(MSG_REQUEST, p->remote.proto) ? 0 : RK_EMISMATCH;
+        }
+    }
+    return RK_EIO;
+}
+
+/* A request that was never sent: counted by why. */
+static int rpc_refuse(struct server *n, uint32_t op, const char *id, int err)
+{
+    enum metrics_request_outcome outcome = METRICS_REQUEST_CLOSED;
+
+    if (err == RK_EMISMATCH) {
+        outcome = METRICS_REQUEST_UNSUPPORTED;
+    } else if (err == RK_ENOTFOUND || err == RK_EIO) {
+        outcome = METRICS_REQUEST_UNREACHABLE;
+    }
+    metrics_count_request(&n->metrics, op, outcome);
+    LOG(LOG_DEBUG, "peer_request_refused", "remote_id=%s op=%s error=\"%s\"", id, msg_op_name(op),
+        rpc_strerror(err));
+    return err;
+}
+
+int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, size_t len,
+            rpc_done_fn done, void *ctx)
+{
+    struct msg m = {.type = MSG_REQUEST};
+    struct rpc_call *call;
+    struct peer *p;
+    uint64_t now = clock_mono_us();
+    int rc = n->stopping ? RK_ECLOSED : rpc_link(n, id, &p);
+
+    if (rc != 0) {
+        return rpc_refuse(n, op, id, rc);
+    }
+    call = malloc(sizeof(*call));
+    if (call == NULL) {
+        return rpc_refuse(n, op, id, RK_ENOMEM);
+    }
+    *call = (struct rpc_call){n, p, op, done, ctx};
+    rc = request_add(&p->requests, op, now, n->cfg.request_timeout_ms * 1000, rpc_call_end, call,
+                     &m.u.request.id);
+    if (rc != 0) {
+        free(call);
+        return rpc_refuse(n, op, id, rc);
+    }
+    m.u.request.code = op;
+    m.u.request.body = (uint8_t *)body;
+    m.u.request.body_len = len;
+    /* held: a send that fails may close the connection, which must outlive this function */
+    peer_hold(p);
+    rc = peer_send(p, &m);
+    if (rc != 0) {
+        /* if the close failed it already, this finds nothing */
+        request_fail(&p->requests, m.u.request.id, rc == RK_EMISMATCH ? rc : RK_ECLOSED,
+                     clock_mono_us());
+    }
+    rpc_arm(p);
+    peer_release(p);
+    return 0;
+}
+
+void rpc_on_response(struct peer *p, const struct msg *m)
+{
+    const struct msg_request *r = &m->u.request;
+    struct request_reply reply = {r->code, r->body, r->body_len};
+    struct metrics_requests *counts = &p->node->metrics.requests;
+
+    switch (request_complete(&p->requests, r->id, clock_mono_us(), &reply)) {
+    case REQUEST_DELIVERED:
+        rpc_arm(p);
+        break;
+    case REQUEST_LATE:
+        counts->late++;
+        LOG(LOG_DEBUG, "peer_response_late", "peer=%s remote_id=%s id=%llu", p->addr, p->remote.id,
+            (unsigned long long)r->id);
+        break;
+    case REQUEST_UNKNOWN:
+        counts->unknown++;
+        LOG(LOG_DEBUG, "peer_response_unknown", "peer=%s remote_id=%s id=%llu", p->addr,
+            p->remote.id, (unsigned long long)r->id);
+        break;
+    }
+}
+
+/* --- serving --------------------------------------------------------------------- */
+
+/* MSG_OP_STATUS: this node's own view (the request's body is not read). */
+static int rpc_serve_status(struct server *n, const uint8_t *body, size_t len, struct buf *out)
+{
+    const struct membership *m = gossip_members(n->gossip);
+    struct msg_status_view v = {0};
+    struct store_stats st;
+    size_t agree = 0, up = 0;
+
+    (void)body;
+    (void)len;
+    store_get_stats(n->store, &st);
+    snprintf(v.id, sizeof(v.id), "%s", n->cfg.id);
+    v.status = membership_self(m)->e.status;
+    v.epoch = membership_epoch(m);
+    v.digest = membership_digest(m);
+    v.converged = gossip_converged(n->gossip, &agree, &up);
+    v.up_count = (uint32_t)up;
+    v.members = (uint32_t)membership_count(m);
+    v.uptime_s = server_uptime_s(n);
+    v.keys = st.keys;
+    return msg_status_view_encode(&v, out);
+}
+
+struct rpc_op {
+    uint32_t op;
+    int (*serve)(struct server *n, const uint8_t *body, size_t len, struct buf *out);
+};
+
+static const struct rpc_op rpc_ops[] = {
+    {MSG_OP_STATUS, rpc_serve_status},
+};
+
+static const struct rpc_op *rpc_op_find(uint32_t op)
+{
+    for (size_t i = 0; i < sizeof(rpc_ops) / sizeof(rpc_ops[0]); i++) {
+        if (rpc_ops[i].op == op) {
+            return &rpc_ops[i];
+        }
+    }
+    return NULL;
+}
+
+void rpc_on_request(struct peer *p, const struct msg *m)
+{
+    const struct msg_request *q = &m->u.request;
+    const struct rpc_op *op = rpc_op_find(q->code);
+    struct msg answer = {.type = MSG_RESPONSE};
+    struct buf body;
+    int rc = 0;
+
+    buf_init(&body, 0);
+    answer.u.request.id = q->id;
+    answer.u.request.code = MSG_RESULT_UNKNOWN_OP;
+    if (op != NULL) {
+        rc = op->serve(p->node, q->body, q->body_len, &body);
+        answer.u.request.code = rc == 0            ? MSG_RESULT_OK
+                                : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY
+                                                   : MSG_RESULT_FAILED;
+    }
+    p->node->metrics.requests.served[op != NULL ? q->code : 0]++;
+    if (answer.u.request.code != MSG_RESULT_OK) {
+        buf_clear(&body);
+        LOG(LOG_DEBUG, "peer_request_not_served", "peer=%s remote_id=%s op=%llu result=%u", p->addr,
+            p->remote.id, (unsigned long long)q->code, answer.u.request.code);
+    }
+    answer.u.request.body = buf_data(&body);
+    answer.u.request.body_len = body.len;
+    peer_send(p, &answer);
+    buf_free(&body);
+}

@@ -1,0 +1,96 @@
+/*
+ * rpc.h - peer requests, the node's half: asking a member a question over
+ * its sealed connection and routing the answer back to whoever asked, and
+ * answering the questions other members ask (proto/PROTOCOL.md 7.11).
+ *
+ * Asking.  rpc_ask() sends MSG_REQUEST only on a connection identified as
+ * a current member: the member is in the table with a status that is not
+ * left or removed, and the connection's IDENT names that member at the
+ * address its entry gives.  It sends only to a member whose message-set
+ * version (IDENT `proto`) knows MSG_REQUEST; to an older one the request
+ * fails at once (RK_EMISMATCH), so an older node never receives a type it
+ * would take for a broken peer.  The connection's table (request.h) gives
+ * the id and keeps the deadline: request-timeout after sending.  Then
+ * exactly one of these ends it, with the callback run exactly once:
+ *   - the MSG_RESPONSE with its id: result 0, the response's result code
+ *     and body;
+ *   - request-timeout passes: RK_ETIMEOUT (a response arriving later is
+ *     ignored and counted as late);
+ *   - the connection closes: RK_ECLOSED, for every request outstanding on
+ *     it, all at once.
+ * Every request is counted when it ends, by operation and outcome
+ * (metrics.h: INFO's Requests section, ringkv_peer_requests_total).
+ *
+ * Answering.  Every MSG_REQUEST that decodes gets one MSG_RESPONSE with
+ * its id, on the connection it came on: MSG_RESULT_OK and the operation's
+ * answer, MSG_RESULT_UNKNOWN_OP for an operation this node does not know
+ * (a newer node's), MSG_RESULT_BAD_BODY or MSG_RESULT_FAILED (body nil).
+ * Operations are a table of {op, serve}; serving is synchronous today.
+ */
+#ifndef RINGKV_RPC_H
+#define RINGKV_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg.h"
+#include "request.h"
+
+struct server;
+struct peer;
+
+/*
+ * How a request ended.  result: 0 when its response arrived (reply->status
+ * is the response's result code, enum msg_result; reply->body its body,
+ * borrowed for the call), RK_ETIMEOUT, or RK_ECLOSED (reply NULL).
+ * rtt_us: from sending to the outcome.
+ */
+typedef void (*rpc_done_fn)(void *ctx, int result, const struct request_reply *reply,
+                            uint64_t rtt_us);
+
+/*
+ * Ask member id to run op with body (one msgpack value, borrowed; len 0
+ * sends nil).  0: the request is outstanding and done will be called
+ * exactly once with ctx - perhaps before rpc_ask() returns, when the
+ * connection fails while sending.  Otherwise nothing was sent, done is not
+ * called, and the error (counted) says why:
+ *   RK_ENOTFOUND  id is not a current member;
+ *   RK_EIO        no identified connection to it is open;
+ *   RK_EMISMATCH  its message-set version does not know requests;
+ *   RK_ETOOBIG    RPC_OUTSTANDING_MAX requests are outstanding on it;
+ *   RK_ECLOSED    this node is shutting down;
+ *   RK_ENOMEM.
+ */
+int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, size_t len,
+            rpc_done_fn done, void *ctx);
+
+/* A phrase for an error of rpc_ask() or a result of its callback, for replies and logs. */
+const char *rpc_strerror(int err);
+
+/* A phrase for a response's result code other than MSG_RESULT_OK. */
+const char *rpc_result_text(uint32_t result);
+
+/* Requests outstanding on one connection at most: see rpc.c. */
+#define RPC_OUTSTANDING_MAX 1024
+
+/* --- for peer.c ------------------------------------------------------------------ */
+
+/* Set up p's request table; its timer watcher (p->request_w) is peer.c's, already ev_init()ed. */
+void rpc_peer_init(struct peer *p);
+
+/* p closed: fail every request outstanding on it with RK_ECLOSED, stop its timer. */
+void rpc_peer_closed(struct peer *p);
+
+/* Release p's table (nothing is outstanding after rpc_peer_closed()). */
+void rpc_peer_deinit(struct peer *p);
+
+/* p's request timer fired: time out what is due, re-arm for the rest. */
+void rpc_peer_expire(struct peer *p);
+
+/* MSG_REQUEST from an identified peer: serve it and answer. */
+void rpc_on_request(struct peer *p, const struct msg *m);
+
+/* MSG_RESPONSE from an identified peer: route it to its request. */
+void rpc_on_response(struct peer *p, const struct msg *m);
+
+#endif

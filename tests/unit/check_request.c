@@ -1,0 +1,303 @@
+/*
+ * check_request.c - unit tests of the outstanding-request table
+ * (src/node/request.c).
+ *
+ * Time is a fake monotonic clock: microsecond numbers passed in.  Every
+ * callback records what ended its request in a probe, so each test checks
+ * that a request ended exactly once, and how.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "request.h"
+
+/* Where the fake clock starts: not 0, so no time is special. */
+#define T_START 5000000
+/* A request timeout of the tests: 1 s. */
+#define T_TIMEOUT 1000000
+/* Requests a table of the tests holds at most. */
+#define T_MAX 32
+
+/* What a callback saw: how many times it ran, with which result and status. */
+struct probe {
+    int calls;
+    int result;
+    uint32_t status;
+    uint64_t elapsed_us;
+    struct request_table *t; /* for the callbacks that act on the table */
+};
+
+static void probe_done(void *ctx, int result, const struct request_reply *reply,
+                       uint64_t elapsed_us)
+{
+    struct probe *p = ctx;
+
+    p->calls++;
+    p->result = result;
+    p->status = reply != NULL ? reply->status : UINT32_MAX;
+    p->elapsed_us = elapsed_us;
+}
+
+static uint64_t add(struct request_table *t, struct probe *p, uint64_t now)
+{
+    uint64_t id = 0;
+
+    ck_assert_int_eq(request_add(t, 1, now, T_TIMEOUT, probe_done, p, &id), 0);
+    return id;
+}
+
+START_TEST(test_ids_unique)
+{
+    struct request_table t;
+    struct probe p[T_MAX] = {{0}};
+    uint64_t ids[T_MAX];
+
+    request_table_init(&t, T_MAX);
+    for (size_t i = 0; i < T_MAX; i++) {
+        ids[i] = add(&t, &p[i], T_START);
+        ck_assert_uint_ne(ids[i], 0);
+        for (size_t j = 0; j < i; j++) {
+            ck_assert_uint_ne(ids[i], ids[j]);
+        }
+    }
+    /* an id is never given again, even after its request ended */
+    ck_assert_int_eq(request_complete(&t, ids[3], T_START, &(struct request_reply){0}),
+                     REQUEST_DELIVERED);
+    {
+        struct probe q = {0};
+        uint64_t again = add(&t, &q, T_START);
+        for (size_t j = 0; j < T_MAX; j++) {
+            ck_assert_uint_ne(again, ids[j]);
+        }
+    }
+    request_fail_all(&t, RK_ECLOSED, T_START);
+    request_table_deinit(&t);
+}
+END_TEST
+
+START_TEST(test_full_table_refused)
+{
+    struct request_table t;
+    struct probe p[4] = {{0}};
+    uint64_t id = 0;
+
+    request_table_init(&t, 3);
+    for (size_t i = 0; i < 3; i++) {
+        add(&t, &p[i], T_START);
+    }
+    ck_assert_int_eq(request_add(&t, 1, T_START, T_TIMEOUT, probe_done, &p[3], &id), RK_ETOOBIG);
+    ck_assert_uint_eq(request_count(&t), 3);
+    ck_assert_int_eq(p[3].calls, 0);
+    request_fail_all(&t, RK_ECLOSED, T_START);
+    request_table_deinit(&t);
+}
+END_TEST
+
+START_TEST(test_response_routed_by_id)
+{
+    struct request_table t;
+    struct probe a = {0}, b = {0};
+    struct request_reply r = {.status = 7};
+    uint64_t ia, ib;
+
+    request_table_init(&t, T_MAX);
+    ia = add(&t, &a, T_START);
+    ib = add(&t, &b, T_START + 10);
+    ck_assert_int_eq(request_complete(&t, ib, T_START + 250, &r), REQUEST_DELIVERED);
+    ck_assert_int_eq(b.calls, 1);
+    ck_assert_int_eq(b.result, 0);
+    ck_assert_uint_eq(b.status, 7);
+    ck_assert_uint_eq(b.elapsed_us, 240);
+    ck_assert_int_eq(a.calls, 0);
+    ck_assert_ptr_nonnull(request_find(&t, ia));
+    ck_assert_ptr_null(request_find(&t, ib));
+    request_fail_all(&t, RK_ECLOSED, T_START);
+    request_table_deinit(&t);
+}
+END_TEST
+
+START_TEST(test_timeouts_on_fake_clock)
+{
+    struct request_table t;
+    struct probe early = {0}, later = {0};
+    uint64_t deadline = 0;
+
+    request_table_init(&t, T_MAX);
+    add(&t, &early, T_START);
+    add(&t, &later, T_START + 500000);
+    ck_assert(request_next_deadline(&t, &deadline));
+    ck_assert_uint_eq(deadline, T_START + T_TIMEOUT);
+    /* one microsecond before the deadline: nothing */
+    ck_assert_uint_eq(request_expire(&t, T_START + T_TIMEOUT - 1), 0);
+    ck_assert_int_eq(early.calls, 0);
+    /* at the deadline: the first only */
+    ck_assert_uint_eq(request_expire(&t, T_START + T_TIMEOUT), 1);
+    ck_assert_int_eq(early.calls, 1);
+    ck_assert_int_eq(early.result, RK_ETIMEOUT);
+    ck_assert_uint_eq(early.elapsed_us, T_TIMEOUT);
+    ck_assert_int_eq(later.calls, 0);
+    ck_assert(request_next_deadline(&t, &deadline));
+    ck_assert_uint_eq(deadline, T_START + 500000 + T_TIMEOUT);
+    /* expiring again at the same time ends nothing twice */
+    ck_assert_uint_eq(request_expire(&t, T_START + T_TIMEOUT), 0);
+    ck_assert_uint_eq(request_expire(&t, T_START + 2 * T_TIMEOUT), 1);
+    ck_assert_int_eq(early.calls, 1);
+    ck_assert_int_eq(later.calls, 1);
+    ck_assert(!request_next_deadline(&t, &deadline));
+    request_table_deinit(&t);
+}
+END_TEST
+
+START_TEST(test_close_fails_every_request_once)
+{
+    struct request_table t;
+    struct probe p[10] = {{0}};
+
+    request_table_init(&t, T_MAX);
+    for (size_t i = 0; i < 10; i++) {
+        add(&t, &p[i], T_START + i);
+    }
+    /* one already answered, one already timed out: neither is failed again */
+    ck_assert_int_eq(request_complete(&t, 1, T_START + 5, &(struct request_reply){0}),
+                     REQUEST_DELIVERED);
+    ck_assert_uint_eq(request_expire(&t, T_START + 1 + T_TIMEOUT), 1);
+    ck_assert_uint_eq(request_fail_all(&t, RK_ECLOSED, T_START + 2 * T_TIMEOUT), 8);
+    for (size_t i = 0; i < 10; i++) {
+        ck_assert_int_eq(p[i].calls, 1);
+    }
+    ck_assert_int_eq(p[0].result, 0);
+    ck_assert_int_eq(p[1].result, RK_ETIMEOUT);
+    for (size_t i = 2; i < 10; i++) {
+        ck_assert_int_eq(p[i].result, RK_ECLOSED);
+    }
+    ck_assert_uint_eq(request_count(&t), 0);
+    /* a second close finds nothing */
+    ck_assert_uint_eq(request_fail_all(&t, RK_ECLOSED, T_START + 3 * T_TIMEOUT), 0);
+    for (size_t i = 0; i < 10; i++) {
+        ck_assert_int_eq(p[i].calls, 1);
+    }
+    request_table_deinit(&t);
+}
+END_TEST
+
+START_TEST(test_late_response_ignored_and_counted)
+{
+    struct request_table t;
+    struct probe p = {0};
+    uint64_t id;
+
+    request_table_init(&t, T_MAX);
+    id = add(&t, &p, T_START);
+    ck_assert_uint_eq(request_expire(&t, T_START + T_TIMEOUT), 1);
+    ck_assert_int_eq(request_complete(&t, id, T_START + T_TIMEOUT + 1, &(struct request_reply){0}),
+                     REQUEST_LATE);
+    ck_assert_int_eq(p.calls, 1);
+    ck_assert_int_eq(p.result, RK_ETIMEOUT);
+    ck_assert_uint_eq(t.late, 1);
+    ck_assert_uint_eq(t.unknown, 0);
+    /* a second copy of that late response is no longer known */
+    ck_assert_int_eq(request_complete(&t, id, T_START + T_TIMEOUT + 2, &(struct request_reply){0}),
+                     REQUEST_UNKNOWN);
+    ck_assert_uint_eq(t.late, 1);
+    ck_assert_uint_eq(t.unknown, 1);
+    ck_assert_int_eq(p.calls, 1);
+    request_table_deinit(&t);
+}
+END_TEST
+
+START_TEST(test_unknown_id_counted)
+{
+    struct request_table t;
+    struct probe p = {0};
+    uint64_t id;
+
+    request_table_init(&t, T_MAX);
+    id = add(&t, &p, T_START);
+    ck_assert_int_eq(request_complete(&t, id + 100, T_START, &(struct request_reply){0}),
+                     REQUEST_UNKNOWN);
+    ck_assert_int_eq(request_complete(&t, 0, T_START, &(struct request_reply){0}), REQUEST_UNKNOWN);
+    ck_assert_uint_eq(t.unknown, 2);
+    ck_assert_int_eq(p.calls, 0);
+    /* an answered id answered again: unknown too, the callback is not run again */
+    ck_assert_int_eq(request_complete(&t, id, T_START, &(struct request_reply){0}),
+                     REQUEST_DELIVERED);
+    ck_assert_int_eq(request_complete(&t, id, T_START, &(struct request_reply){0}),
+                     REQUEST_UNKNOWN);
+    ck_assert_uint_eq(t.unknown, 3);
+    ck_assert_uint_eq(t.late, 0);
+    ck_assert_int_eq(p.calls, 1);
+    request_table_deinit(&t);
+}
+END_TEST
+
+/* A callback that, when its request fails, ends the rest of the table (a close from a timeout). */
+static void fail_rest(void *ctx, int result, const struct request_reply *reply, uint64_t elapsed_us)
+{
+    struct probe *p = ctx;
+
+    probe_done(ctx, result, reply, elapsed_us);
+    request_fail_all(p->t, RK_ECLOSED, T_START);
+}
+
+START_TEST(test_callback_may_change_the_table)
+{
+    struct request_table t;
+    struct probe first = {0}, rest[5] = {{0}};
+
+    request_table_init(&t, T_MAX);
+    first.t = &t;
+    {
+        uint64_t id;
+        ck_assert_int_eq(request_add(&t, 2, T_START, 10, fail_rest, &first, &id), 0);
+    }
+    for (size_t i = 0; i < 5; i++) {
+        add(&t, &rest[i], T_START);
+    }
+    ck_assert_uint_eq(request_expire(&t, T_START + 10), 1);
+    ck_assert_int_eq(first.calls, 1);
+    ck_assert_int_eq(first.result, RK_ETIMEOUT);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_int_eq(rest[i].calls, 1);
+        ck_assert_int_eq(rest[i].result, RK_ECLOSED);
+    }
+    ck_assert_uint_eq(request_count(&t), 0);
+    request_table_deinit(&t);
+}
+END_TEST
+
+static Suite *request_suite(void)
+{
+    Suite *s = suite_create("request");
+    struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"ids_unique", test_ids_unique},
+        {"full_table", test_full_table_refused},
+        {"routed_by_id", test_response_routed_by_id},
+        {"timeouts", test_timeouts_on_fake_clock},
+        {"close_fails_once", test_close_fails_every_request_once},
+        {"late_response", test_late_response_ignored_and_counted},
+        {"unknown_id", test_unknown_id_counted},
+        {"reentrant", test_callback_may_change_the_table},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(request_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
