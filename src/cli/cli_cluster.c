@@ -11,6 +11,10 @@
  * member still in the ring's story (not left, not removed) is up, 3 when
  * not, 1 when the node cannot be reached or answers something else.
  *
+ * With --deep it asks RINGKV STATUS DEEP instead: the node asks every
+ * current member for its own view over the peer channel and prints a row
+ * per member (its digest, status, round trip, or that it timed out).
+ *
  * With --wait converged it asks again every STATUS_POLL_MS until the ring
  * has converged (exit 0) or the timeout has passed (exit 3 with the last
  * status printed, or 1 if the node never answered).  The timeout is the
@@ -36,7 +40,7 @@
 #include "error.h"
 
 #define CONN_OPTS "[-H HOST[:PORT]] [-t SECONDS]"
-#define STATUS_USAGE "ringkv status " CONN_OPTS " [--json] [--wait converged]"
+#define STATUS_USAGE "ringkv status " CONN_OPTS " [--json] [--wait converged | --deep]"
 #define MEMBERS_USAGE "ringkv members " CONN_OPTS " [--json]"
 #define RING_USAGE "ringkv ring " CONN_OPTS " [--rf N] [--json | --dot]"
 #define REMOVE_USAGE "ringkv remove " CONN_OPTS " [--json] ID"
@@ -45,30 +49,36 @@
 #define STATUS_POLL_MS 100
 /* The shortest time limit a poll is given, so the last one can still connect. */
 #define STATUS_POLL_MIN_MS 50
+/*
+ * --deep's time limit when -t is not given: the node answers within its
+ * request-timeout (5 s by default, at most 600 s), so this only guards
+ * against a node that does not answer at all; -t sets it for a node whose
+ * request-timeout is longer.
+ */
+#define STATUS_DEEP_TIMEOUT_MS 60000
 
-enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT };
+enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT, OPT_DEEP };
 
 /* The options beyond -H, -t and --json that a verb takes; TAKES_ID: one operand, a member id. */
-enum { TAKES_WAIT = 1, TAKES_RF = 2, TAKES_DOT = 4, TAKES_ID = 8 };
+enum { TAKES_WAIT = 1, TAKES_RF = 2, TAKES_DOT = 4, TAKES_ID = 8, TAKES_DEEP = 16 };
 
 struct cluster_opts {
     struct respc_opts conn;
-    bool json, dot, wait;
-    long rf;        /* 0: the node's own */
-    const char *id; /* TAKES_ID */
+    bool json, dot, wait, deep;
+    bool timeout_given; /* -t or RINGKV_TIMEOUT */
+    long rf;            /* 0: the node's own */
+    const char *id;     /* TAKES_ID */
 };
 
 /* Options of the verb; flags says which of --wait, --rf and --dot it takes. */
 static int cluster_parse(int argc, char **argv, const char *usage, unsigned flags,
                          struct cluster_opts *o)
 {
-    static const struct option opts[] = {{"host", required_argument, NULL, 'H'},
-                                         {"timeout", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, OPT_JSON},
-                                         {"wait", required_argument, NULL, OPT_WAIT},
-                                         {"rf", required_argument, NULL, OPT_RF},
-                                         {"dot", no_argument, NULL, OPT_DOT},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"host", required_argument, NULL, 'H'},  {"timeout", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, OPT_JSON},   {"wait", required_argument, NULL, OPT_WAIT},
+        {"rf", required_argument, NULL, OPT_RF}, {"dot", no_argument, NULL, OPT_DOT},
+        {"deep", no_argument, NULL, OPT_DEEP},   {0, 0, 0, 0}};
     const char *addr = NULL, *timeout = NULL;
     int c;
 
@@ -91,6 +101,8 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
             }
         } else if (c == OPT_DOT && (flags & TAKES_DOT)) {
             o->dot = true;
+        } else if (c == OPT_DEEP && (flags & TAKES_DEEP)) {
+            o->deep = true;
         } else if (c == ':') {
             return cli_usage(usage, "option '%s' needs a value", argv[optind - 1]);
         } else {
@@ -109,6 +121,10 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
     if (o->json && o->dot) {
         return cli_usage(usage, "--json and --dot are two forms of the output: choose one");
     }
+    if (o->wait && o->deep) {
+        return cli_usage(usage, "--wait and --deep do not go together: --deep asks once");
+    }
+    o->timeout_given = timeout != NULL || getenv(CLI_ENV_TIMEOUT) != NULL;
     return cli_data_conn_set(&o->conn, addr, timeout, usage);
 }
 
@@ -253,19 +269,57 @@ static int status_wait(const struct cluster_opts *o)
     return rc;
 }
 
+/*
+ * --deep: RINGKV STATUS DEEP, every member's own view through the one
+ * node asked.  Exit 0 when every member answered with that node's digest,
+ * 3 when not, 1 when the node could not be asked.
+ */
+static int status_deep(struct cluster_opts *o)
+{
+    static const char *const cmd[] = {"RINGKV", "STATUS", "DEEP"};
+    struct resp_reply *reply = NULL;
+    struct view_deep d;
+    char why[400];
+    int rc;
+
+    if (!o->timeout_given) {
+        o->conn.timeout_ms = STATUS_DEEP_TIMEOUT_MS;
+    }
+    rc = cli_data_request(&o->conn, 3, cmd, NULL, &reply);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (view_deep_parse(&d, reply, why, sizeof(why)) != 0) {
+        rc = cluster_bad_reply("RINGKV STATUS DEEP", why);
+    } else if (o->json) {
+        rc = cluster_json_print(view_deep_json(&d));
+    } else if (view_deep_table(stdout, &d) != 0) {
+        rc = cli_error("out of memory");
+    }
+    if (rc == CLI_OK && !view_deep_healthy(&d)) {
+        rc = CLI_UNHEALTHY;
+    }
+    view_deep_free(&d);
+    resp_reply_free(reply);
+    return rc;
+}
+
 int cli_cluster_status(int argc, char **argv)
 {
     struct cluster_opts o;
     struct resp_reply *reply;
     struct view_status s;
     char err[600];
-    int rc = cluster_parse(argc, argv, STATUS_USAGE, TAKES_WAIT, &o);
+    int rc = cluster_parse(argc, argv, STATUS_USAGE, TAKES_WAIT | TAKES_DEEP, &o);
 
     if (rc != 0) {
         return rc;
     }
     if (o.wait) {
         return status_wait(&o);
+    }
+    if (o.deep) {
+        return status_deep(&o);
     }
     if (status_fetch(&o.conn, &reply, &s, err, sizeof(err)) != 0) {
         return cli_error("%s", err);

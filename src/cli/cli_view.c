@@ -674,6 +674,150 @@ json_t *view_status_json(const struct view_status *s)
     return view_json_object(s->reply, &status_fields);
 }
 
+/* --- RINGKV STATUS DEEP ---------------------------------------------------------- */
+
+#define DM(field) offsetof(struct view_deep_member, field)
+static const struct view_field deep_member_field[] = {
+    {"id", VIEW_TEXT, DM(id), NULL},
+    {"result", VIEW_TEXT, DM(result), NULL},
+    {"error", VIEW_TEXT, DM(error), NULL},
+    {"rtt_us", VIEW_INT, DM(rtt_us), NULL},
+    {"status", VIEW_TEXT, DM(status), NULL},
+    {"epoch", VIEW_INT, DM(epoch), NULL},
+    {"digest", VIEW_TEXT, DM(digest), NULL},
+    {"converged", VIEW_INT, DM(converged), NULL},
+    {"up_count", VIEW_INT, DM(up_count), NULL},
+    {"members", VIEW_INT, DM(members), NULL},
+    {"uptime_s", VIEW_INT, DM(uptime_s), NULL},
+    {"keys", VIEW_INT, DM(keys), NULL},
+};
+#undef DM
+static const struct view_fields deep_member_fields = {
+    deep_member_field, sizeof(deep_member_field) / sizeof(deep_member_field[0])};
+
+#define DS(field) offsetof(struct view_deep, field)
+static const struct view_field deep_field[] = {
+    {"id", VIEW_TEXT, DS(id), NULL},
+    {"digest", VIEW_TEXT, DS(digest), NULL},
+    {"request_timeout_ms", VIEW_INT, DS(request_timeout_ms), NULL},
+    {"members", VIEW_MAPS, DS(members_reply), &deep_member_fields},
+};
+#undef DS
+static const struct view_fields deep_fields = {deep_field,
+                                               sizeof(deep_field) / sizeof(deep_field[0])};
+
+int view_deep_parse(struct view_deep *d, const struct resp_reply *r, char *err, size_t err_len)
+{
+    int rc;
+
+    memset(d, 0, sizeof(*d));
+    rc = view_read(r, &deep_fields, d, "", err, err_len);
+    if (rc == 0) {
+        rc = view_read_all(d->members_reply, &deep_member_fields, sizeof(*d->members),
+                           (void **)&d->members, "member", err, err_len);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    d->reply = r;
+    d->n = d->members_reply->n;
+    return 0;
+}
+
+void view_deep_free(struct view_deep *d)
+{
+    free(d->members);
+    memset(d, 0, sizeof(*d));
+}
+
+static bool deep_answered(const struct view_deep_member *m)
+{
+    return strcmp(m->result, "ok") == 0;
+}
+
+bool view_deep_healthy(const struct view_deep *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        if (!deep_answered(&d->members[i]) || strcmp(d->members[i].digest, d->digest) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One member's row: its own view when it answered, dashes otherwise. */
+static int deep_row(struct view_table *t, const struct view_deep_member *m)
+{
+    char rtt[32] = "-", epoch[24] = "-", up[48] = "-", uptime[32] = "-";
+    bool ok = deep_answered(m);
+
+    if (ok) {
+        snprintf(rtt, sizeof(rtt), "%.2f ms", (double)m->rtt_us / 1000.0);
+        snprintf(epoch, sizeof(epoch), "%lld", (long long)m->epoch);
+        snprintf(up, sizeof(up), "%lld/%lld", (long long)m->up_count, (long long)m->members);
+        fmt_duration(uptime, sizeof(uptime), m->uptime_s);
+    }
+    const char *cells[] = {m->id,
+                           m->result,
+                           rtt,
+                           ok ? m->status : "-",
+                           epoch,
+                           ok ? m->digest : "-",
+                           ok ? (m->converged == 1 ? "yes" : "no") : "-",
+                           up,
+                           uptime};
+    return table_row(t, cells);
+}
+
+/* "answers agree on digest D" or how many digests the answers hold. */
+static void deep_print_agreement(FILE *f, const struct view_deep *d)
+{
+    size_t answered = 0, same = 0;
+
+    for (size_t i = 0; i < d->n; i++) {
+        answered += deep_answered(&d->members[i]);
+        same += deep_answered(&d->members[i]) && strcmp(d->members[i].digest, d->digest) == 0;
+    }
+    fprintf(f, "\n%zu of %zu members answered; %zu hold digest %s (node %s's)\n", answered, d->n,
+            same, d->digest, d->id);
+}
+
+int view_deep_table(FILE *f, const struct view_deep *d)
+{
+    static const char *const head[] = {"id",     "result", "rtt",        "status", "epoch",
+                                       "digest", "conv",   "up/members", "uptime"};
+    struct view_table t;
+    int rc = 0;
+
+    fprintf(f, "asked through node %s, request-timeout %lld ms\n\n", d->id,
+            (long long)d->request_timeout_ms);
+    table_init(&t, 9, 1u << 2 | 1u << 4 | 1u << 7, head);
+    for (size_t i = 0; rc == 0 && i < d->n; i++) {
+        rc = deep_row(&t, &d->members[i]);
+    }
+    if (rc == 0) {
+        table_print(f, &t);
+    }
+    table_free(&t);
+    for (size_t i = 0, shown = 0; rc == 0 && i < d->n; i++) {
+        const struct view_deep_member *m = &d->members[i];
+        if (!deep_answered(m)) {
+            char *why = table_copy(m->error); /* a node's text: no control bytes to the terminal */
+            fprintf(f, "%s%s: %s\n", shown++ == 0 ? "\n" : "", m->id, why != NULL ? why : "");
+            free(why);
+        }
+    }
+    if (rc == 0) {
+        deep_print_agreement(f, d);
+    }
+    return rc;
+}
+
+json_t *view_deep_json(const struct view_deep *d)
+{
+    return view_json_object(d->reply, &deep_fields);
+}
+
 /* --- RINGKV MEMBERS -------------------------------------------------------------- */
 
 #define DE(field) offsetof(struct view_detector_entry, field)

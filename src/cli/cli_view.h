@@ -20,6 +20,13 @@
  *                   left, removed), up, state (alive, suspect, down, self),
  *                   owns (the fraction of the keyspace it is primary owner
  *                   of), peer_addr, client_addr, digest
+ *   RINGKV STATUS DEEP  map: id, digest, request_timeout_ms, members: one
+ *                   map per current member (src/node/commands.c has the
+ *                   reply's contract) with id, result (ok, timeout,
+ *                   closed, unsupported, unreachable, down, refused,
+ *                   failed), error, rtt_us, and the member's own view:
+ *                   status, epoch, digest, converged, up_count, members,
+ *                   uptime_s, keys ("" and -1 when it did not answer)
  *   RINGKV MEMBERS  array: one map per member, the failure detector's
  *                   view: id, state, phi, generation, version,
  *                   last_heard_ms (-1: never), mean_interval_ms, status
@@ -106,6 +113,41 @@ int view_status_table(FILE *f, const struct view_status *s);
 
 /* Every field of the reply, converted (see above); NULL when out of memory. */
 json_t *view_status_json(const struct view_status *s);
+
+/* --- RINGKV STATUS DEEP ---------------------------------------------------------- */
+
+struct view_deep_member {
+    const char *id, *result, *error, *status, *digest;
+    int64_t rtt_us, epoch, converged, up_count, members, uptime_s, keys;
+};
+
+struct view_deep {
+    const struct resp_reply *reply; /* the map, borrowed */
+    const char *id, *digest;
+    int64_t request_timeout_ms;
+    const struct resp_reply *members_reply;
+    struct view_deep_member *members; /* owned; n entries */
+    size_t n;
+};
+
+int view_deep_parse(struct view_deep *d, const struct resp_reply *r, char *err, size_t err_len);
+void view_deep_free(struct view_deep *d);
+
+/*
+ * Healthy: every member answered (result ok) and every answer holds the
+ * asking node's digest.  The exit code of `ringkv status --deep`.
+ */
+bool view_deep_healthy(const struct view_deep *d);
+
+/*
+ * One row per member (id, result, round trip, status, epoch, digest,
+ * converged, members up, uptime), the errors of those that did not
+ * answer, and a line saying whether the answers agree on the digest.
+ */
+int view_deep_table(FILE *f, const struct view_deep *d);
+
+/* Every field of the reply, converted; NULL when out of memory. */
+json_t *view_deep_json(const struct view_deep *d);
 
 /* --- RINGKV MEMBERS -------------------------------------------------------------- */
 

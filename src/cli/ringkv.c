@@ -33,7 +33,8 @@ static const struct cli_verb ringkv_verbs[] = {
     {"call", cli_data_call,
      "[--json] COMMAND [ARG...]   any command, its reply as redis-cli shows it"},
     {"status", cli_cluster_status,
-     "[--json] [--wait converged]   the members as a node sees them; has the ring converged?"},
+     "[--json] [--wait converged | --deep]   the members as a node sees them; has the ring "
+     "converged? --deep: each member's own view, asked through that node"},
     {"members", cli_cluster_members,
      "[--json]   the failure detector's view: phi, last heard, generation of each member"},
     {"ring", cli_cluster_ring,
