@@ -170,7 +170,7 @@ struct msg_bulk {
 };
 
 /*
- * Peer requests (PROTOCOL.md section 7.11).  A REQUEST names an operation;
+ * Peer requests (PROTOCOL.md section 7.14).  A REQUEST names an operation;
  * a node answers every REQUEST it can decode with one RESPONSE of the
  * same id on the same connection, MSG_RESULT_UNKNOWN_OP for an operation
  * it does not know.  Operation and result numbers are never reused.

@@ -745,14 +745,20 @@ bool view_deep_healthy(const struct view_deep *d)
     return true;
 }
 
-/* One member's row: its own view when it answered, dashes otherwise. */
-static int deep_row(struct view_table *t, const struct view_deep_member *m)
+/* One member's row: its own view when it answered ("local" rtt: the node asked), dashes otherwise.
+ */
+static int deep_row(struct view_table *t, const struct view_deep *d,
+                    const struct view_deep_member *m)
 {
     char rtt[32] = "-", epoch[24] = "-", up[48] = "-", uptime[32] = "-";
     bool ok = deep_answered(m);
 
-    if (ok) {
+    if (ok && strcmp(m->id, d->id) == 0) {
+        snprintf(rtt, sizeof(rtt), "local");
+    } else if (ok) {
         snprintf(rtt, sizeof(rtt), "%.2f ms", (double)m->rtt_us / 1000.0);
+    }
+    if (ok) {
         snprintf(epoch, sizeof(epoch), "%lld", (long long)m->epoch);
         snprintf(up, sizeof(up), "%lld/%lld", (long long)m->up_count, (long long)m->members);
         fmt_duration(uptime, sizeof(uptime), m->uptime_s);
@@ -793,7 +799,7 @@ int view_deep_table(FILE *f, const struct view_deep *d)
             (long long)d->request_timeout_ms);
     table_init(&t, 9, 1u << 2 | 1u << 4 | 1u << 7, head);
     for (size_t i = 0; rc == 0 && i < d->n; i++) {
-        rc = deep_row(&t, &d->members[i]);
+        rc = deep_row(&t, d, &d->members[i]);
     }
     if (rc == 0) {
         table_print(f, &t);

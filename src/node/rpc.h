@@ -1,7 +1,7 @@
 /*
  * rpc.h - peer requests, the node's half: asking a member a question over
  * its sealed connection and routing the answer back to whoever asked, and
- * answering the questions other members ask (proto/PROTOCOL.md 7.11).
+ * answering the questions other members ask (proto/PROTOCOL.md 7.14).
  *
  * Asking.  rpc_ask() sends MSG_REQUEST only on a connection identified as
  * a current member: the member is in the table with a status that is not

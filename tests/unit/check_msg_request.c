@@ -3,7 +3,7 @@
  * (REQUEST, RESPONSE) and of the STATUS answer (proto/msg.c).
  *
  * Expected bytes are written out by hand from proto/PROTOCOL.md section
- * 7.11 and the msgpack specification, never produced by the encoder under
+ * 7.14 and the msgpack specification, never produced by the encoder under
  * test.  Random bodies for the round trips come from a fixed-seed
  * xorshift generator (RINGKV_TEST_SEED replays another seed).
  */
@@ -83,7 +83,7 @@ static int decode_hex(const char *hex, struct msg *m)
     return msg_decode(b.p, b.len, m);
 }
 
-/* PROTOCOL.md 7.11's examples: a STATUS request, and its answer. */
+/* PROTOCOL.md 7.14's examples: a STATUS request, and its answer. */
 #define STATUS_VIEW_HEX "99 a2 6e 32 01 0c cf 01 23 45 67 89 ab cd ef c3 03 03 2a cd 03 e8"
 
 static struct msg_status_view status_example(void)
@@ -121,6 +121,17 @@ START_TEST(test_request_golden)
     ck_assert_str_eq(msg_op_name(MSG_OP_STATUS), "status");
     ck_assert_str_eq(msg_op_name(0), "unknown");
     ck_assert_str_eq(msg_op_name(MSG_OP_MAX + 1), "unknown");
+}
+END_TEST
+
+/* Requests came with message-set version 2: a version-1 peer is never sent one. */
+START_TEST(test_since_version_2)
+{
+    ck_assert(!msg_type_known(MSG_REQUEST, MSG_PROTO_V1));
+    ck_assert(!msg_type_known(MSG_RESPONSE, MSG_PROTO_V1));
+    ck_assert(msg_type_known(MSG_REQUEST, 2));
+    ck_assert(msg_type_known(MSG_RESPONSE, 2));
+    ck_assert(msg_type_known(MSG_REQUEST, MSG_PROTO_VERSION));
 }
 END_TEST
 
@@ -291,6 +302,7 @@ static Suite *msg_request_suite(void)
         const TTest *fn;
     } cases[] = {
         {"request_golden", test_request_golden},
+        {"since_version_2", test_since_version_2},
         {"response_golden", test_response_golden},
         {"round_trip", test_round_trip},
         {"bad_requests_refused", test_bad_requests_refused},
