@@ -162,6 +162,7 @@ static const struct {
     {"handshake-timeout", "5s"},
     {"peer-queue-max", "64MB"},
     {"peer-bulk-window", "256KB"},
+    {"request-timeout", "5s"},
     {"map-size-max", "64GB"},
     {"requirepass", ""},
     {"admin-from", "loopback"},
@@ -210,6 +211,7 @@ START_TEST(test_default_fields)
     ck_assert_uint_eq(c.frame_max, FRAME_MAX_DEFAULT);
     ck_assert_uint_eq(c.peer_maxconn, 1024);
     ck_assert_uint_eq(c.handshake_timeout_ms, 5000);
+    ck_assert_uint_eq(c.request_timeout_ms, 5000);
     ck_assert_uint_eq(c.map_size_max, 64 * GIB);
     ck_assert_str_eq(c.requirepass, "");
     ck_assert(!c.admin_any);
@@ -622,6 +624,7 @@ START_TEST(test_failure_leaves_config)
         {"handshake-timeout", "1ms"},
         {"peer-queue-max", "1KB"},
         {"peer-bulk-window", "2GB"},
+        {"request-timeout", "9ms"},
         {"map-size-max", "1MB"},
         {"requirepass", "\n"},
         {"admin-from", "x"},
@@ -1176,6 +1179,7 @@ START_TEST(test_round_trip_every_setting)
         {"handshake-timeout", "100ms"},
         {"peer-queue-max", "4GB"},
         {"peer-bulk-window", "1000001"},
+        {"request-timeout", "1500ms"},
         {"map-size-max", "1PB"},
         {"requirepass", ""},
         {"admin-from", "any"},
