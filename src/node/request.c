@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "grow.h"
 
 /* Entries allocated at the first request of a connection. */
 #define REQUEST_INITIAL_CAP 8
@@ -36,24 +37,13 @@ void request_table_deinit(struct request_table *t)
 /* Room for one more entry: RK_ETOOBIG at max, RK_ENOMEM. */
 static int request_reserve(struct request_table *t)
 {
-    struct request_entry *v;
-    size_t cap;
+    size_t need = t->n + 1;
 
     if (t->n >= t->max) {
         return RK_ETOOBIG;
     }
-    if (t->n < t->cap) {
-        return 0;
-    }
-    cap = t->cap == 0 ? REQUEST_INITIAL_CAP : t->cap * 2;
-    cap = cap > t->max ? t->max : cap;
-    v = realloc(t->v, cap * sizeof(*v));
-    if (v == NULL) {
-        return RK_ENOMEM;
-    }
-    t->v = v;
-    t->cap = cap;
-    return 0;
+    return grow_array_max(&t->v, &t->cap, need < REQUEST_INITIAL_CAP ? REQUEST_INITIAL_CAP : need,
+                          t->max, sizeof(*t->v));
 }
 
 int request_add(struct request_table *t, uint32_t op, uint64_t now_us, uint64_t timeout_us,
