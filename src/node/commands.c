@@ -30,6 +30,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "record.h"
+#include "ring.h"
 #include "rpc.h"
 
 /* The protocol level HELLO reports, for clients that gate features on it. */
@@ -1073,9 +1074,12 @@ static void ringkv_bulktest(struct client *c, struct pending *p)
  * is not asked.  The reply (`ringkv status --deep` reads it, README
  * "Cluster status"):
  *
- *   map: id (this node), digest (its ring digest, 16 hex digits),
- *        request_timeout_ms, members: one map per member that is not left
- *        or removed, in id order, always with these keys:
+ *   map: id (this node), digest (the digest of the ring in force when the
+ *        command started, 16 hex digits: the command holds that ring until
+ *        it answers, so a ring change meanwhile shows as members answering
+ *        with another digest), request_timeout_ms, members: one map
+ *        per member that is not left or removed, in id order, always with
+ *        these keys:
  *     id          the member
  *     result      ok, timeout, closed (its connection closed first),
  *                 unsupported (its version does not know peer requests),
@@ -1110,7 +1114,8 @@ struct deep_row {
 struct deep_status {
     struct client *c;
     struct pending *p;
-    size_t n, left; /* rows; rows still waiting, plus one while requests are being sent */
+    const struct ring *ring; /* in force at the start; a reference held until the reply */
+    size_t n, left;          /* rows; rows still waiting, plus one while requests are being sent */
     struct deep_row rows[];
 };
 
@@ -1160,7 +1165,7 @@ static void deep_reply(struct deep_status *d)
     resp_put_bulk_str(out, "id");
     resp_put_bulk_str(out, n->cfg.id);
     resp_put_bulk_str(out, "digest");
-    put_hex64(out, membership_digest(gossip_members(n->gossip)));
+    put_hex64(out, ring_digest(d->ring));
     resp_put_bulk_str(out, "request_timeout_ms");
     resp_put_int(out, (int64_t)n->cfg.request_timeout_ms);
     resp_put_bulk_str(out, "members");
@@ -1168,6 +1173,7 @@ static void deep_reply(struct deep_status *d)
     for (size_t i = 0; i < d->n; i++) {
         deep_put_row(out, &d->rows[i], proto);
     }
+    ring_unref(d->ring);
     free(d);
 }
 
@@ -1277,7 +1283,7 @@ static int ringkv_status_deep(struct client *c, struct pending *p)
         client_error(p, "ERR out of memory");
         return CMD_DONE;
     }
-    *d = (struct deep_status){.c = c, .p = p, .left = 1};
+    *d = (struct deep_status){.c = c, .p = p, .left = 1, .ring = ring_ref(gossip_ring(n->gossip))};
     for (size_t i = 0; i < membership_count(m); i++) {
         const struct member *e = membership_at(m, i);
         if (e->e.status == MSG_MEMBER_LEFT || e->e.status == MSG_MEMBER_REMOVED) {
