@@ -31,29 +31,14 @@
 #include "error.h"
 #include "frame.h"
 #include "msg.h"
+#include "test_rng.h"
 
 /* A frame maximum small enough that every header bit flip can be filled in. */
 #define TEST_FRAME_MAX (64 * 1024)
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
 static void rng_setup(void)
 {
-    const char *s = getenv("RINGKV_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
-    if (rng_state == 0) {
-        rng_state = 1;
-    }
-    fprintf(stderr, "check_channel: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+    rng_seed("check_channel");
 }
 
 static struct channel_key *key_new(void)

@@ -14,36 +14,16 @@
 
 #include "error.h"
 #include "hlc.h"
+#include "test_rng.h"
 
 /* Steps per random walk. */
 #define STEPS 20000
 /* A wall time in 2023, in milliseconds since the epoch. */
 #define WALL_MS 1700000000000ull
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static uint32_t rng_below(uint32_t n)
-{
-    return (uint32_t)(rng_next() % n);
-}
-
 static void rng_setup(void)
 {
-    const char *s = getenv("RINGKV_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
-    if (rng_state == 0) {
-        rng_state = 1;
-    }
-    fprintf(stderr, "check_hlc: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+    rng_seed("check_hlc");
 }
 
 /* A clock whose last timestamp is t. */

@@ -21,6 +21,7 @@
 #include "buf.h"
 #include "error.h"
 #include "membership.h"
+#include "test_rng.h"
 
 /* The heartbeat interval of the examples in detector.h. */
 #define T_HB 200
@@ -38,30 +39,9 @@
 #define T_ROUNDS_SMALL 10
 #define T_ROUNDS_LARGE 60
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static uint32_t rng_below(uint32_t n)
-{
-    return (uint32_t)(rng_next() % n);
-}
-
 static void rng_setup(void)
 {
-    const char *s = getenv("RINGKV_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
-    if (rng_state == 0) {
-        rng_state = 1;
-    }
-    fprintf(stderr, "check_membership: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+    rng_seed("check_membership");
 }
 
 static void entry_make(struct msg_member *e, const char *id, const char *rack, uint32_t tokens,

@@ -25,6 +25,7 @@
 #include "error.h"
 #include "mp.h"
 #include "msg.h"
+#include "test_rng.h"
 
 /* Round trips of random messages. */
 #define TRIALS 2000
@@ -77,25 +78,9 @@ static size_t allocations_now(void)
 #endif
 }
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
 static void rng_setup(void)
 {
-    const char *s = getenv("RINGKV_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
-    if (rng_state == 0) {
-        rng_state = 1;
-    }
-    fprintf(stderr, "check_msg: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+    rng_seed("check_msg");
 }
 
 /* Bytes written as hex pairs, spaces ignored. */

@@ -16,29 +16,14 @@
 #include "buf.h"
 #include "error.h"
 #include "msg.h"
+#include "test_rng.h"
 
 /* Round trips of random requests and responses. */
 #define TRIALS 2000
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
 static void rng_setup(void)
 {
-    const char *s = getenv("RINGKV_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
-    if (rng_state == 0) {
-        rng_state = 1;
-    }
-    fprintf(stderr, "check_msg_request: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+    rng_seed("check_msg_request");
 }
 
 struct bytes {

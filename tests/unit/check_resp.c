@@ -25,35 +25,15 @@
 #include "buf.h"
 #include "error.h"
 #include "resp.h"
+#include "test_rng.h"
 
 /* Random pipelines per test run, and commands in each. */
 #define PIPELINE_TRIALS 200
 #define PIPELINE_COMMANDS 40
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static size_t rng_below(size_t n)
-{
-    return (size_t)(rng_next() % n);
-}
-
 static void rng_setup(void)
 {
-    const char *s = getenv("RINGKV_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
-    if (rng_state == 0) {
-        rng_state = 1;
-    }
-    fprintf(stderr, "check_resp: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+    rng_seed("check_resp");
 }
 
 /* --- transcripts ------------------------------------------------------------ */
@@ -674,10 +654,10 @@ END_TEST
 static size_t rand_arg(uint8_t *out, size_t max)
 {
     static const uint8_t alphabet[] = "\r\n\0 \"'$*:abcXYZ019";
-    size_t n = rng_below(max + 1);
+    size_t n = rng_below_size(max + 1);
 
     for (size_t i = 0; i < n; i++) {
-        out[i] = alphabet[rng_below(sizeof(alphabet) - 1)];
+        out[i] = alphabet[rng_below_size(sizeof(alphabet) - 1)];
     }
     return n;
 }
@@ -689,7 +669,7 @@ static void rand_pipeline(struct buf *in, struct buf *want)
     size_t lens[5];
 
     for (int i = 0; i < PIPELINE_COMMANDS; i++) {
-        size_t argc = 1 + rng_below(5);
+        size_t argc = 1 + rng_below_size(5);
         for (size_t k = 0; k < argc; k++) {
             lens[k] = rand_arg(args[k], sizeof(args[k]));
             argv[k] = (const char *)args[k];
@@ -721,7 +701,7 @@ START_TEST(test_random_pipelines)
         ends = malloc(in.len * sizeof(*ends));
         ck_assert_ptr_nonnull(ends);
         for (size_t at = 0; at < in.len; n++) {
-            at += 1 + rng_below(trial % 2 ? 3 : 200);
+            at += 1 + rng_below_size(trial % 2 ? 3 : 200);
             ends[n] = at < in.len ? at : in.len;
             at = ends[n];
         }

@@ -12,31 +12,11 @@
 
 #include "error.h"
 #include "ring.h"
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-static uint32_t rng_below(uint32_t n)
-{
-    return (uint32_t)(rng_next() % n);
-}
+#include "test_rng.h"
 
 static void rng_setup(void)
 {
-    const char *s = getenv("RINGKV_TEST_SEED");
-    rng_state = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
-    if (rng_state == 0) {
-        rng_state = 1;
-    }
-    fprintf(stderr, "check_ring: RINGKV_TEST_SEED=%" PRIu64 "\n", rng_state);
+    rng_seed("check_ring");
 }
 
 /* A random member set: n members over `racks` racks with up to max_t tokens. */
