@@ -86,7 +86,8 @@ static void bulktest_end(struct bulktest *bt, int err)
     if (err == 0) {
         bulktest_snapshot(bt);
     } else {
-        snprintf(bt->error, sizeof(bt->error), "%s", rk_strerror(err));
+        snprintf(bt->error, sizeof(bt->error), "%s",
+                 err == RK_ECLOSED ? "the connection closed" : rk_strerror(err));
     }
     bt->peer = NULL;
     LOG(err == 0 ? LOG_INFO : LOG_WARN, "bulktest_end",

@@ -516,7 +516,11 @@ int peer_send_bulk(struct peer *p, const struct msg *m)
     }
     buf_free(&plain);
     if (rc == 0) {
+        /* a producer outside our handlers would not know the write closed (and freed) p */
+        peer_enter(p);
         peer_flush(p);
+        rc = p->dead ? RK_ECLOSED : 0;
+        peer_leave(p);
     }
     return rc;
 }

@@ -118,8 +118,10 @@ int peer_send(struct peer *p, const struct msg *m);
  * after which the connection stays: RK_EMISMATCH (not identified yet, or
  * a peer whose message set has no bulk lane), RK_ETOOBIG (over half the
  * peer's window or over frame-max: never sendable), RK_EINVAL (not a bulk
- * type), RK_ENOMEM (encoding); RK_ECLOSED on a closed connection; a
- * sealing failure closes it.
+ * type), RK_ENOMEM (encoding).  RK_ECLOSED when the connection was
+ * closed, or closed as the message was written (a write error); a sealing
+ * failure closes it too.  After RK_ECLOSED or a sealing failure p may be
+ * freed already: do not use it again.
  */
 int peer_send_bulk(struct peer *p, const struct msg *m);
 

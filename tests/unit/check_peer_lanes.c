@@ -10,6 +10,9 @@
  * - A sender refuses a grant past the window it was given (bad_credit).
  * - Bulk waits for credit: a peer that reads nothing stops the producer
  *   after one window, and the bulk sent never passes it.
+ * - A bulk stream (RINGKV BULKTEST) started on a connection the other end
+ *   has reset fails, and never touches the connection after its write
+ *   error closed it (run in the ASan build to see a use after free).
  *
  * Waits drive the loop until a condition holds, with an iteration bound;
  * nothing asserts on time.
@@ -24,6 +27,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "bulktest.h"
 #include "error.h"
 #include "peer.h"
 #include "server.h"
@@ -279,6 +283,38 @@ START_TEST(test_bulk_refused_in_control_lane)
 }
 END_TEST
 
+/* b resets its end (RST, not FIN): a's next write fails. */
+static void b_resets(void)
+{
+    struct peer *pb = b_side();
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+    ck_assert_ptr_nonnull(pb);
+    ck_assert_int_eq(setsockopt(pb->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    peer_close(pb, "test_reset");
+}
+
+START_TEST(test_bulktest_on_reset_connection)
+{
+    struct buf report;
+    char err[256];
+
+    b_resets();
+    /* a has not looked at its socket since: the stream's first write meets the reset */
+    ck_assert_int_eq(bulktest_start(a, "b", 4u * 1024 * 1024, err, sizeof(err)), 0);
+    ck_assert_uint_eq(a->n_peers, 0);
+    buf_init(&report, 0);
+    bulktest_report(a, &report, 3);
+    ck_assert_ptr_nonnull(memmem(buf_data(&report), report.len, "failed", 6));
+    ck_assert_ptr_nonnull(memmem(buf_data(&report), report.len, "the connection closed", 21));
+    /* the chunk whose write met the reset was not sent */
+    ck_assert_ptr_nonnull(memmem(buf_data(&report), report.len, "$4\r\nsent\r\n:0\r\n", 14));
+    buf_free(&report);
+    /* a second stream finds no connection, not a stale one */
+    ck_assert_int_eq(bulktest_start(a, "b", 1024, err, sizeof(err)), RK_ENOTFOUND);
+}
+END_TEST
+
 static Suite *peer_lanes_suite(void)
 {
     Suite *s = suite_create("peer_lanes");
@@ -290,6 +326,7 @@ static Suite *peer_lanes_suite(void)
         {"bulk_over_credit_refused", test_bulk_over_credit_refused},
         {"grant_past_window_refused", test_grant_past_window_refused},
         {"bulk_refused_in_control_lane", test_bulk_refused_in_control_lane},
+        {"bulktest_on_reset_connection", test_bulktest_on_reset_connection},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
