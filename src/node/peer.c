@@ -365,6 +365,11 @@ static struct peer *peer_loop_partner(const struct peer *p)
 
 static void on_ident(struct peer *p, const struct msg *m)
 {
+    if (p->identified) {
+        /* one IDENT per connection: a second would rename it and grant its window twice */
+        peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX);
+        return;
+    }
     if (strcmp(m->u.ident.id, p->node->cfg.id) == 0) {
         struct peer *partner = peer_loop_partner(p);
         if (partner != NULL) {

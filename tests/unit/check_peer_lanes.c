@@ -10,6 +10,8 @@
  * - A sender refuses a grant past the window it was given (bad_credit).
  * - Bulk waits for credit: a peer that reads nothing stops the producer
  *   after one window, and the bulk sent never passes it.
+ * - A second IDENT on an identified connection is refused (syntax), not
+ *   taken as a new identity with a second first grant.
  * - A bulk stream (RINGKV BULKTEST) started on a connection the other end
  *   has reset fails, and never touches the connection after its write
  *   error closed it (run in the ASan build to see a use after free).
@@ -283,6 +285,21 @@ START_TEST(test_bulk_refused_in_control_lane)
 }
 END_TEST
 
+START_TEST(test_second_ident_refused)
+{
+    struct msg ident = {.type = MSG_IDENT};
+    uint64_t syntax_before = a->metrics.peer_rejected[METRICS_REJECT_SYNTAX];
+
+    /* b speaks again as someone else: a must not re-identify it nor grant its window again */
+    ident.u.ident = pa->remote;
+    snprintf(ident.u.ident.id, sizeof(ident.u.ident.id), "c");
+    ck_assert_int_eq(peer_send(b_side(), &ident), 0);
+    ck_assert(spin(a_closed, NULL));
+    ck_assert_uint_eq(a->metrics.peer_rejected[METRICS_REJECT_SYNTAX], syntax_before + 1);
+    ck_assert_uint_eq(b->metrics.peer_credit_errors, 0);
+}
+END_TEST
+
 /* b resets its end (RST, not FIN): a's next write fails. */
 static void b_resets(void)
 {
@@ -327,6 +344,7 @@ static Suite *peer_lanes_suite(void)
         {"grant_past_window_refused", test_grant_past_window_refused},
         {"bulk_refused_in_control_lane", test_bulk_refused_in_control_lane},
         {"bulktest_on_reset_connection", test_bulktest_on_reset_connection},
+        {"second_ident_refused", test_second_ident_refused},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
