@@ -49,6 +49,30 @@ static const char *arg_str(const struct pending *p, size_t i)
     return (const char *)p->cmd->argv[i].p;
 }
 
+/*
+ * Argument i as a count: decimal digits only (no sign, blank or NUL) and
+ * at most max; false otherwise.  strtoull() alone would read " 5", "+5"
+ * and "5<NUL>x" as 5 and "-1" as its largest value.
+ */
+static bool arg_count(const struct pending *p, size_t i, uint64_t max, uint64_t *out)
+{
+    const uint8_t *d = (const uint8_t *)p->cmd->argv[i].p;
+    size_t len = p->cmd->argv[i].len;
+    uint64_t v = 0;
+
+    if (len == 0) {
+        return false;
+    }
+    for (size_t k = 0; k < len; k++) {
+        if (d[k] < '0' || d[k] > '9' || v > (max - (uint64_t)(d[k] - '0')) / 10) {
+            return false;
+        }
+        v = v * 10 + (uint64_t)(d[k] - '0');
+    }
+    *out = v;
+    return true;
+}
+
 static int reply_ok(struct pending *p)
 {
     resp_put_simple(client_reply(p), "OK");
@@ -980,12 +1004,12 @@ static void ringkv_ring(struct client *c, struct pending *p)
 {
     const struct membership *m = gossip_members(c->node->gossip);
     const struct ring *r = membership_ring(m);
-    unsigned rf = c->node->cfg.rf;
+    uint64_t rf = c->node->cfg.rf;
     struct buf arcs, *out = client_reply(p);
     size_t n = 0;
 
-    if (p->cmd->argc == 3) {
-        rf = (unsigned)strtoul(arg_str(p, 2), NULL, 10);
+    if (p->cmd->argc == 3 && !arg_count(p, 2, RING_RF_MAX, &rf)) {
+        rf = 0;
     }
     if (rf < 1 || rf > RING_RF_MAX) {
         client_error(p, "ERR RINGKV RING: rf must be 1 to %d", RING_RF_MAX);
@@ -993,7 +1017,7 @@ static void ringkv_ring(struct client *c, struct pending *p)
     }
     buf_init(&arcs, 0);
     if (ring_token_count(r) > 0) {
-        n = ring_arcs(&arcs, r, rf, c->proto);
+        n = ring_arcs(&arcs, r, (unsigned)rf, c->proto);
     }
     resp_put_map(out, 4, c->proto);
     resp_put_bulk_str(out, "epoch");
@@ -1001,7 +1025,7 @@ static void ringkv_ring(struct client *c, struct pending *p)
     resp_put_bulk_str(out, "digest");
     put_hex64(out, membership_digest(m));
     resp_put_bulk_str(out, "rf");
-    resp_put_int(out, rf);
+    resp_put_int(out, (int64_t)rf);
     resp_put_bulk_str(out, "arcs");
     resp_put_array(out, n);
     buf_append(out, buf_data(&arcs), arcs.len);
@@ -1041,8 +1065,8 @@ static void ringkv_remove(struct client *c, struct pending *p)
  */
 static void ringkv_bulktest(struct client *c, struct pending *p)
 {
-    char err[256], *end;
-    unsigned long long bytes;
+    char err[256];
+    uint64_t bytes;
 
     if (p->cmd->argc == 2) {
         bulktest_report(c->node, client_reply(p), c->proto);
@@ -1052,8 +1076,7 @@ static void ringkv_bulktest(struct client *c, struct pending *p)
         client_error(p, "ERR RINGKV BULKTEST: give a member id and a byte count, or nothing");
         return;
     }
-    bytes = strtoull(arg_str(p, 3), &end, 10);
-    if (*end != '\0' || end == arg_str(p, 3) || arg_str(p, 3)[0] == '-') {
+    if (!arg_count(p, 3, UINT64_MAX, &bytes)) {
         client_error(p, "ERR RINGKV BULKTEST: '%s' is not a byte count", arg_str(p, 3));
         return;
     }

@@ -58,6 +58,26 @@ it_expect_eq "value unchanged" "$(it_cli n1 GET k | wc -c)" "1025"
 out=$(it_cli n1 SET "$(head -c 504 /dev/zero | tr '\0' k)" v 2>&1) && it_fail "key over key-max accepted"
 case "$out" in *"over key-max (503 bytes)"*) ;; *) it_fail "key over key-max: $out" ;; esac
 
+# Numeric arguments of RINGKV verbs: digits only, in range; a sign, a blank, a
+# NUL, trailing letters or a number past 32 bits is refused, never read as
+# the number in front of it or wrapped into range.
+# expect_numeric WHAT VERB-ARGS-RESP PATTERN: the reply is an error matching PATTERN.
+expect_numeric() {
+    out=$(raw "$2" --wait 0.3)
+    case "$out" in *"-ERR RINGKV "$3*) ;; *) it_fail "$1: $out" ;; esac
+}
+bt='*4\r\n$6\r\nRINGKV\r\n$8\r\nBULKTEST\r\n$2\r\nn2\r\n'
+expect_numeric "BULKTEST ' 5'" "$bt"'$2\r\n 5\r\n' "BULKTEST: ' 5' is not a byte count"
+expect_numeric "BULKTEST '+5'" "$bt"'$2\r\n+5\r\n' "BULKTEST: '+5' is not a byte count"
+expect_numeric "BULKTEST '5<NUL>x'" "$bt"'$3\r\n5\x00x\r\n' "BULKTEST: *is not a byte count"
+expect_numeric "BULKTEST ''" "$bt"'$0\r\n\r\n' "BULKTEST: '' is not a byte count"
+ring='*3\r\n$6\r\nRINGKV\r\n$4\r\nRING\r\n'
+expect_numeric "RING '3x'" "$ring"'$2\r\n3x\r\n' "RING: rf must be 1 to 16"
+expect_numeric "RING 2^32+3" "$ring"'$10\r\n4294967299\r\n' "RING: rf must be 1 to 16"
+expect_numeric "RING -(2^32-1)" "$ring"'$11\r\n-4294967295\r\n' "RING: rf must be 1 to 16"
+expect_numeric "RING ' 3'" "$ring"'$2\r\n 3\r\n' "RING: rf must be 1 to 16"
+it_cli n1 RINGKV RING 16 > /dev/null || it_fail "RINGKV RING 16 refused"
+
 # Peer port: garbage, then a handshake with another cluster's key.
 out=$(python3 "$top_srcdir/tests/integration/rawsock.py" "$N1_PEER" 'GET / HTTP/1.0\r\n\r\n')
 case "$out" in *"closed=yes") ;; *) it_fail "garbage on the peer port: $out" ;; esac
