@@ -51,6 +51,7 @@ START_TEST(test_ids_unique)
 {
     struct request_table t;
     struct probe p[T_MAX] = {{0}};
+    struct probe q = {0}; /* called back by request_fail_all() below: it must outlive the table */
     uint64_t ids[T_MAX];
 
     request_table_init(&t, T_MAX);
@@ -65,13 +66,14 @@ START_TEST(test_ids_unique)
     ck_assert_int_eq(request_complete(&t, ids[3], T_START, &(struct request_reply){0}),
                      REQUEST_DELIVERED);
     {
-        struct probe q = {0};
         uint64_t again = add(&t, &q, T_START);
         for (size_t j = 0; j < T_MAX; j++) {
             ck_assert_uint_ne(again, ids[j]);
         }
     }
     request_fail_all(&t, RK_ECLOSED, T_START);
+    ck_assert_int_eq(q.calls, 1);
+    ck_assert_int_eq(q.result, RK_ECLOSED);
     request_table_deinit(&t);
 }
 END_TEST
