@@ -172,13 +172,15 @@ START_TEST(test_round_trip)
     struct msg m, back;
     struct bytes body;
     struct buf out;
+    int shift;
 
     buf_init(&out, 0);
     for (int t = 0; t < TRIALS; t++) {
         memset(&m, 0, sizeof(m));
         m.type = rng_next() % 2 ? MSG_REQUEST : MSG_RESPONSE;
         m.u.request.id = rng_next() >> (rng_next() % 64);
-        m.u.request.code = (uint32_t)(rng_next() >> (32 + rng_next() % 33));
+        shift = 32 + (int)(rng_next() % 33); /* 32 .. 64: a code of 32 .. 0 bits */
+        m.u.request.code = shift == 64 ? 0 : (uint32_t)(rng_next() >> shift);
         random_body(&body);
         m.u.request.body = body.p;
         m.u.request.body_len = body.len;
