@@ -483,7 +483,8 @@ static int msg_request_encode(msgpack_packer *pk, const struct msg *m)
 {
     const struct msg_request *q = &m->u.request;
 
-    if (q->body_len > 0 && (q->body == NULL || !msg_body_valid(q->body, q->body_len))) {
+    if (q->id == 0 ||
+        (q->body_len > 0 && (q->body == NULL || !msg_body_valid(q->body, q->body_len)))) {
         return RK_EINVAL;
     }
     if (msgpack_pack_uint64(pk, q->id) != 0 || msgpack_pack_uint32(pk, q->code) != 0) {
@@ -850,6 +851,9 @@ static int msg_request_decode(struct mp_reader *r, size_t present, struct msg *m
     mp_read_uint(r, &code);
     if (r->err != 0) {
         return r->err;
+    }
+    if (q->id == 0) {
+        return msg_fail(r, RK_ESYNTAX); /* ids start at 1 */
     }
     if (code > UINT32_MAX) {
         return msg_fail(r, RK_ETOOBIG);

@@ -179,7 +179,8 @@ START_TEST(test_round_trip)
         memset(&m, 0, sizeof(m));
         m.type = rng_next() % 2 ? MSG_REQUEST : MSG_RESPONSE;
         m.u.request.id = rng_next() >> (rng_next() % 64);
-        shift = 32 + (int)(rng_next() % 33); /* 32 .. 64: a code of 32 .. 0 bits */
+        m.u.request.id += m.u.request.id == 0; /* ids start at 1 */
+        shift = 32 + (int)(rng_next() % 33);   /* 32 .. 64: a code of 32 .. 0 bits */
         m.u.request.code = shift == 64 ? 0 : (uint32_t)(rng_next() >> shift);
         random_body(&body);
         m.u.request.body = body.p;
@@ -204,8 +205,10 @@ START_TEST(test_bad_requests_refused)
 
     /* fewer than three fields */
     ck_assert_int_eq(decode_hex("93 07 01 01", &m), RK_ESYNTAX);
-    /* an id that is no uint; an operation over 2^32-1 */
+    /* an id that is no uint, an id 0 (ids start at 1); an operation over 2^32-1 */
     ck_assert_int_eq(decode_hex("94 07 ff 01 c0", &m), RK_ESYNTAX);
+    ck_assert_int_eq(decode_hex("94 07 00 01 c0", &m), RK_ESYNTAX);
+    ck_assert_int_eq(decode_hex("94 08 00 00 c0", &m), RK_ESYNTAX);
     ck_assert_int_eq(decode_hex("94 07 01 cf 00 00 00 01 00 00 00 00 c0", &m), RK_ETOOBIG);
     /* a body cut short, a body followed by bytes after the message */
     ck_assert_int_eq(decode_hex("94 07 01 01 a3 61 62", &m), RK_ESYNTAX);
@@ -248,6 +251,9 @@ START_TEST(test_encode_refuses_bad_body)
     ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
     unhex(&body, "c0 c0"); /* two values */
     m.u.request.body_len = body.len;
+    ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+    m.u.request.body_len = 0; /* id 0: ids start at 1 */
+    m.u.request.id = 0;
     ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
     ck_assert_uint_eq(out.len, 0);
     buf_free(&out);
