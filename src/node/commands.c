@@ -1107,8 +1107,9 @@ static void ringkv_bulktest(struct client *c, struct pending *p)
  *     result      ok, timeout, closed (its connection closed first),
  *                 unsupported (its version does not know peer requests),
  *                 unreachable (no open connection), down (not asked: the
- *                 detector sees it down), refused (it answered with an
- *                 error result), failed (anything else)
+ *                 detector sees it down), overloaded (not asked: too
+ *                 many requests outstanding to it), refused (it answered
+ *                 with an error result), failed (anything else)
  *     error       "" for ok, else one sentence
  *     rtt_us      round trip of the request in microseconds (0 for this
  *                 node); -1 without an answer
@@ -1225,6 +1226,8 @@ static const char *deep_result_name(int err)
     case RK_EIO:
     case RK_ENOTFOUND:
         return "unreachable";
+    case RK_ETOOBIG:
+        return "overloaded";
     default:
         return "failed";
     }

@@ -36,7 +36,7 @@ const char *const metrics_reject_names[METRICS_REJECT_REASONS] = {
 };
 
 const char *const metrics_request_outcome_names[METRICS_REQUEST_OUTCOMES] = {
-    "ok", "refused", "timeout", "closed", "unsupported", "unreachable",
+    "ok", "refused", "timeout", "closed", "unsupported", "unreachable", "overloaded",
 };
 
 /* The version INFO reports as redis_version, for tools that gate on it. */

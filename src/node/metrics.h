@@ -51,9 +51,11 @@ enum metrics_reject {
 extern const char *const metrics_reject_names[METRICS_REJECT_REASONS];
 
 /*
- * How a peer request this node made ended (rpc.h).  unsupported and
- * unreachable end it before anything is sent: the member's message-set
- * version does not know requests, or no connection to it is open.
+ * How a peer request this node made ended (rpc.h).  unsupported,
+ * unreachable and overloaded end it before anything is sent: the member's
+ * message-set version does not know requests, no connection to it is
+ * open, or its connection has RPC_OUTSTANDING_MAX requests outstanding
+ * (or there was no memory for one more).
  */
 enum metrics_request_outcome {
     METRICS_REQUEST_OK,          /* answered with MSG_RESULT_OK */
@@ -62,6 +64,7 @@ enum metrics_request_outcome {
     METRICS_REQUEST_CLOSED,      /* its connection closed first */
     METRICS_REQUEST_UNSUPPORTED, /* the member's version does not know it */
     METRICS_REQUEST_UNREACHABLE, /* no connection to the member */
+    METRICS_REQUEST_OVERLOADED,  /* too many outstanding on its connection, or no memory */
     METRICS_REQUEST_OUTCOMES,
 };
 extern const char *const metrics_request_outcome_names[METRICS_REQUEST_OUTCOMES];

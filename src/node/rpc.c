@@ -172,6 +172,8 @@ static int rpc_refuse(struct server *n, uint32_t op, const char *id, int err)
         outcome = METRICS_REQUEST_UNSUPPORTED;
     } else if (err == RK_ENOTFOUND || err == RK_EIO) {
         outcome = METRICS_REQUEST_UNREACHABLE;
+    } else if (err == RK_ETOOBIG || err == RK_ENOMEM) {
+        outcome = METRICS_REQUEST_OVERLOADED;
     }
     metrics_count_request(&n->metrics, op, outcome);
     LOG(LOG_DEBUG, "peer_request_refused", "remote_id=%s op=%s error=\"%s\"", id, msg_op_name(op),
