@@ -25,6 +25,7 @@
 #include "error.h"
 #include "mp.h"
 #include "msg.h"
+#include "test_hex.h"
 #include "test_rng.h"
 
 /* Round trips of random messages. */
@@ -81,29 +82,6 @@ static size_t allocations_now(void)
 static void rng_setup(void)
 {
     rng_seed("check_msg");
-}
-
-/* Bytes written as hex pairs, spaces ignored. */
-struct bytes {
-    uint8_t p[4096];
-    size_t len;
-};
-
-static void unhex(struct bytes *b, const char *hex)
-{
-    unsigned v;
-
-    b->len = 0;
-    while (*hex != '\0') {
-        if (*hex == ' ') {
-            hex++;
-            continue;
-        }
-        ck_assert_int_eq(sscanf(hex, "%2x", &v), 1);
-        ck_assert_uint_lt(b->len, sizeof(b->p));
-        b->p[b->len++] = (uint8_t)v;
-        hex += 2;
-    }
 }
 
 /* Append raw text (a string body) to b. */

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "error.h"
 #include "msg.h"
+#include "test_hex.h"
 #include "test_rng.h"
 
 /* Round trips of random requests and responses. */
@@ -24,27 +25,6 @@
 static void rng_setup(void)
 {
     rng_seed("check_msg_request");
-}
-
-struct bytes {
-    uint8_t p[512];
-    size_t len;
-};
-
-static void unhex(struct bytes *b, const char *hex)
-{
-    unsigned v;
-
-    b->len = 0;
-    while (*hex != '\0') {
-        if (*hex == ' ') {
-            hex++;
-            continue;
-        }
-        ck_assert(sscanf(hex, "%2x", &v) == 1);
-        b->p[b->len++] = (uint8_t)v;
-        hex += 2;
-    }
 }
 
 static void assert_encodes_to(const struct msg *m, const char *hex)
