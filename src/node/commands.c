@@ -1256,21 +1256,9 @@ static void deep_answer(void *ctx, int result, const struct request_reply *reply
 /* This node's own row: its view, without a request. */
 static void deep_self(struct server *n, struct deep_row *r)
 {
-    const struct membership *m = gossip_members(n->gossip);
-    struct store_stats st;
-    size_t agree = 0, up = 0;
-
-    store_get_stats(n->store, &st);
     r->result = "ok";
     r->rtt_us = 0;
-    r->v.status = membership_self(m)->e.status;
-    r->v.epoch = membership_epoch(m);
-    r->v.digest = membership_digest(m);
-    r->v.converged = gossip_converged(n->gossip, &agree, &up);
-    r->v.up_count = (uint32_t)up;
-    r->v.members = (uint32_t)membership_count(m);
-    r->v.uptime_s = server_uptime_s(n);
-    r->v.keys = st.keys;
+    rpc_status_view(n, &r->v);
 }
 
 /* Ask member e for its row, or give the row its outcome at once. */

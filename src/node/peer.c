@@ -53,6 +53,18 @@ static void peer_free(struct peer *p)
     free(p);
 }
 
+void peer_hold(struct peer *p)
+{
+    p->depth++;
+}
+
+void peer_release(struct peer *p)
+{
+    if (--p->depth == 0 && p->dead) {
+        peer_free(p);
+    }
+}
+
 void peer_close(struct peer *p, const char *why)
 {
     struct server *n = p->node;
@@ -69,7 +81,7 @@ void peer_close(struct peer *p, const char *why)
     ev_timer_stop(n->loop, &p->timer);
     close(p->fd);
     p->dead = true;
-    p->depth++; /* the requests' callbacks run with p still allocated */
+    peer_hold(p); /* the requests' callbacks run with p still allocated */
     rpc_peer_closed(p);
     peer_bulk_closed(p);
     if (n->peer_hooks.closed != NULL) {
@@ -84,31 +96,7 @@ void peer_close(struct peer *p, const char *why)
         p->next->prev = p->prev;
     }
     n->n_peers--;
-    if (--p->depth == 0) {
-        peer_free(p);
-    }
-}
-
-static void peer_enter(struct peer *p)
-{
-    p->depth++;
-}
-
-static void peer_leave(struct peer *p)
-{
-    if (--p->depth == 0 && p->dead) {
-        peer_free(p);
-    }
-}
-
-void peer_hold(struct peer *p)
-{
-    peer_enter(p);
-}
-
-void peer_release(struct peer *p)
-{
-    peer_leave(p);
+    peer_release(p);
 }
 
 /* Refuse: count the reason, log it with the peer's address, close. */
@@ -522,10 +510,10 @@ int peer_send_bulk(struct peer *p, const struct msg *m)
     buf_free(&plain);
     if (rc == 0) {
         /* a producer outside our handlers would not know the write closed (and freed) p */
-        peer_enter(p);
+        peer_hold(p);
         peer_flush(p);
         rc = p->dead ? RK_ECLOSED : 0;
-        peer_leave(p);
+        peer_release(p);
     }
     return rc;
 }
@@ -661,7 +649,7 @@ static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents)
 
     (void)loop;
     (void)revents;
-    peer_enter(p);
+    peer_hold(p);
     d = buf_reserve(&p->in, PEER_READ_CHUNK);
     r = d != NULL ? read(p->fd, d, PEER_READ_CHUNK) : -1;
     if (r < 0 && d != NULL && (errno == EAGAIN || errno == EINTR)) {
@@ -679,7 +667,7 @@ static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents)
     buf_commit(&p->in, (size_t)r);
     peer_input(p);
 out_leave:
-    peer_leave(p);
+    peer_release(p);
 }
 
 static void peer_flush(struct peer *p)
@@ -708,7 +696,7 @@ static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents)
 
     (void)loop;
     (void)revents;
-    peer_enter(p);
+    peer_hold(p);
     if (p->connecting) {
         int e = net_connect_result(p->fd);
         if (e != 0) {
@@ -722,7 +710,7 @@ static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents)
     peer_flush(p);
     peer_bulk_kick(p);
 out_leave:
-    peer_leave(p);
+    peer_release(p);
 }
 
 static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -731,11 +719,11 @@ static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
     (void)loop;
     (void)revents;
-    peer_enter(p);
+    peer_hold(p);
     if (!channel_is_open(&p->ch)) {
         peer_reject(p, METRICS_REJECT_TIMEOUT, 0);
     }
-    peer_leave(p);
+    peer_release(p);
 }
 
 /* A peer request's deadline (rpc.h). */
@@ -745,9 +733,9 @@ static void peer_on_request_timer(struct ev_loop *loop, ev_timer *w, int revents
 
     (void)loop;
     (void)revents;
-    peer_enter(p);
+    peer_hold(p);
     rpc_peer_expire(p);
-    peer_leave(p);
+    peer_release(p);
 }
 
 struct peer *peer_connect(struct server *n, const char *addr, char *err, size_t err_len)

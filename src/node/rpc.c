@@ -109,15 +109,30 @@ void rpc_peer_expire(struct peer *p)
 
 /* --- asking ---------------------------------------------------------------------- */
 
+static enum metrics_request_outcome rpc_err_outcome(int err)
+{
+    switch (err) {
+    case RK_ETIMEOUT:
+        return METRICS_REQUEST_TIMEOUT;
+    case RK_EMISMATCH:
+        return METRICS_REQUEST_UNSUPPORTED;
+    case RK_ENOTFOUND:
+    case RK_EIO:
+        return METRICS_REQUEST_UNREACHABLE;
+    case RK_ETOOBIG:
+    case RK_ENOMEM:
+        return METRICS_REQUEST_OVERLOADED;
+    default:
+        return METRICS_REQUEST_CLOSED;
+    }
+}
+
 static enum metrics_request_outcome rpc_outcome(int result, const struct request_reply *reply)
 {
     if (result == 0) {
         return reply->status == MSG_RESULT_OK ? METRICS_REQUEST_OK : METRICS_REQUEST_REFUSED;
     }
-    if (result == RK_EMISMATCH) {
-        return METRICS_REQUEST_UNSUPPORTED;
-    }
-    return result == RK_ETIMEOUT ? METRICS_REQUEST_TIMEOUT : METRICS_REQUEST_CLOSED;
+    return rpc_err_outcome(result);
 }
 
 /* The table ended a request: count it, tell the caller, free the record. */
@@ -166,16 +181,7 @@ static int rpc_link(struct server *n, const char *id, struct peer **out)
 /* A request that was never sent: counted by why. */
 static int rpc_refuse(struct server *n, uint32_t op, const char *id, int err)
 {
-    enum metrics_request_outcome outcome = METRICS_REQUEST_CLOSED;
-
-    if (err == RK_EMISMATCH) {
-        outcome = METRICS_REQUEST_UNSUPPORTED;
-    } else if (err == RK_ENOTFOUND || err == RK_EIO) {
-        outcome = METRICS_REQUEST_UNREACHABLE;
-    } else if (err == RK_ETOOBIG || err == RK_ENOMEM) {
-        outcome = METRICS_REQUEST_OVERLOADED;
-    }
-    metrics_count_request(&n->metrics, op, outcome);
+    metrics_count_request(&n->metrics, op, rpc_err_outcome(err));
     LOG(LOG_DEBUG, "peer_request_refused", "remote_id=%s op=%s error=\"%s\"", id, msg_op_name(op),
         rpc_strerror(err));
     return err;
@@ -246,25 +252,32 @@ void rpc_on_response(struct peer *p, const struct msg *m)
 /* --- serving --------------------------------------------------------------------- */
 
 /* MSG_OP_STATUS: this node's own view (the request's body is not read). */
-static int rpc_serve_status(struct server *n, const uint8_t *body, size_t len, struct buf *out)
+void rpc_status_view(struct server *n, struct msg_status_view *v)
 {
     const struct membership *m = gossip_members(n->gossip);
-    struct msg_status_view v = {0};
     struct store_stats st;
     size_t agree = 0, up = 0;
 
+    memset(v, 0, sizeof(*v));
+    store_get_stats(n->store, &st);
+    snprintf(v->id, sizeof(v->id), "%s", n->cfg.id);
+    v->status = membership_self(m)->e.status;
+    v->epoch = membership_epoch(m);
+    v->digest = membership_digest(m);
+    v->converged = gossip_converged(n->gossip, &agree, &up);
+    v->up_count = (uint32_t)up;
+    v->members = (uint32_t)membership_count(m);
+    v->uptime_s = server_uptime_s(n);
+    v->keys = st.keys;
+}
+
+static int rpc_serve_status(struct server *n, const uint8_t *body, size_t len, struct buf *out)
+{
+    struct msg_status_view v;
+
     (void)body;
     (void)len;
-    store_get_stats(n->store, &st);
-    snprintf(v.id, sizeof(v.id), "%s", n->cfg.id);
-    v.status = membership_self(m)->e.status;
-    v.epoch = membership_epoch(m);
-    v.digest = membership_digest(m);
-    v.converged = gossip_converged(n->gossip, &agree, &up);
-    v.up_count = (uint32_t)up;
-    v.members = (uint32_t)membership_count(m);
-    v.uptime_s = server_uptime_s(n);
-    v.keys = st.keys;
+    rpc_status_view(n, &v);
     return msg_status_view_encode(&v, out);
 }
 

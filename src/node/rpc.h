@@ -70,6 +70,12 @@ const char *rpc_strerror(int err);
 /* A phrase for a response's result code other than MSG_RESULT_OK. */
 const char *rpc_result_text(uint32_t result);
 
+/*
+ * This node's own view, as it answers MSG_OP_STATUS (PROTOCOL.md 7.14):
+ * what RINGKV STATUS DEEP shows in its own row without a request.
+ */
+void rpc_status_view(struct server *n, struct msg_status_view *v);
+
 /* Requests outstanding on one connection at most: see rpc.c. */
 #define RPC_OUTSTANDING_MAX 1024
 
