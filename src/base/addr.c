@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "num.h"
 
 /* The most digits a port has: 65535. */
 #define ADDR_PORT_DIGITS 5
@@ -127,7 +128,7 @@ static int addr_host_plain(const char *h, size_t len, struct addr *a, const char
 static int addr_port(const struct addr_split *sp, uint16_t default_port, uint16_t *port,
                      const char **why)
 {
-    unsigned v = 0;
+    uint64_t v;
 
     if (sp->port == NULL) {
         *port = default_port; /* addr_parse() refused a missing port without a default */
@@ -136,13 +137,7 @@ static int addr_port(const struct addr_split *sp, uint16_t default_port, uint16_
     if (sp->port_len == 0 || sp->port_len > ADDR_PORT_DIGITS || sp->port[0] == '0') {
         return addr_fail(why, "the port is not 1 to 65535", RK_ERANGE);
     }
-    for (size_t i = 0; i < sp->port_len; i++) {
-        if (sp->port[i] < '0' || sp->port[i] > '9') {
-            return addr_fail(why, "the port is not 1 to 65535", RK_ERANGE);
-        }
-        v = v * 10 + (unsigned)(sp->port[i] - '0');
-    }
-    if (v > UINT16_MAX) {
+    if (num_parse_u64(sp->port, sp->port_len, UINT16_MAX, &v) != 0) {
         return addr_fail(why, "the port is not 1 to 65535", RK_ERANGE);
     }
     *port = (uint16_t)v;

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "membership.h"
 #include "metrics.h"
+#include "num.h"
 #include "server.h"
 #include "record.h"
 #include "ring.h"
@@ -56,21 +57,7 @@ static const char *arg_str(const struct pending *p, size_t i)
  */
 static bool arg_count(const struct pending *p, size_t i, uint64_t max, uint64_t *out)
 {
-    const uint8_t *d = (const uint8_t *)p->cmd->argv[i].p;
-    size_t len = p->cmd->argv[i].len;
-    uint64_t v = 0;
-
-    if (len == 0) {
-        return false;
-    }
-    for (size_t k = 0; k < len; k++) {
-        if (d[k] < '0' || d[k] > '9' || v > (max - (uint64_t)(d[k] - '0')) / 10) {
-            return false;
-        }
-        v = v * 10 + (uint64_t)(d[k] - '0');
-    }
-    *out = v;
-    return true;
+    return num_parse_u64((const char *)p->cmd->argv[i].p, p->cmd->argv[i].len, max, out) == 0;
 }
 
 static int reply_ok(struct pending *p)

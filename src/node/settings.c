@@ -47,6 +47,7 @@
 #include "error.h"
 #include "frame.h"
 #include "hex.h"
+#include "num.h"
 #include "resp.h"
 
 /* Units of durations (stored in ms) and sizes (stored in bytes). */
@@ -614,27 +615,12 @@ static const struct unit *unit_find(const struct unit *units, const char *name, 
     return NULL;
 }
 
-/* Decimal digits s[0..len), nothing else. */
+/* Decimal digits s[0..len), nothing else (num.h). */
 static enum num parse_digits(const char *s, size_t len, uint64_t *out)
 {
-    uint64_t v = 0;
-    bool over = false;
+    int rc = num_parse_u64(s, len, UINT64_MAX, out);
 
-    if (len == 0) {
-        return NUM_GARBAGE;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return NUM_GARBAGE;
-        }
-        uint64_t digit = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - digit) / 10) {
-            over = true;
-        }
-        v = v * 10 + digit;
-    }
-    *out = v;
-    return over ? NUM_OVERFLOW : NUM_OK;
+    return rc == 0 ? NUM_OK : rc == RK_ERANGE ? NUM_OVERFLOW : NUM_GARBAGE;
 }
 
 /* Digits then an optional unit, no blank between; a bare number is in d's own unit. */
