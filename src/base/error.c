@@ -21,6 +21,8 @@ static const char *const rk_error_text[] = {
     [-RK_ECLOSED] = "shutting down",
     [-RK_EAUTH] = "authentication failed",
     [-RK_ETIMEOUT] = "timed out",
+    [-RK_EDISK] = "the disk failed to flush; writes are refused until a restart",
+    [-RK_ECONTEXT] = "the context names versions this node never issued",
 };
 
 const char *rk_strerror(int err)

@@ -25,7 +25,9 @@ enum rk_error {
     RK_ECLOSED = -12,  /* the store or connection is shutting down */
     RK_EAUTH = -13,    /* a peer failed authentication, or a frame did not verify */
     RK_ETIMEOUT = -14, /* no answer within the time allowed */
-    RK_ERROR_MIN = -14
+    RK_EDISK = -15,    /* the disk failed to flush: writes are refused until a restart */
+    RK_ECONTEXT = -16, /* a write's context names versions this node never issued */
+    RK_ERROR_MIN = -16
 };
 
 /* A static, human-readable phrase for err; never NULL, also for unknown codes. */
