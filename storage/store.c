@@ -141,12 +141,14 @@ struct store {
 
     struct {
         atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, decode_errors;
+        atomic_uint_fast64_t recent_batch;
     } stat;
 };
 
 /* A thread's reusable read transaction of one store (see read_begin()). */
 struct store_reader {
     MDB_txn *txn;
+    pthread_t thread; /* the one thread that uses it */
     bool in_use;
     struct store_reader *next;
 };
@@ -636,16 +638,49 @@ void store_close(struct store *s)
 
 /* --- reads ------------------------------------------------------------------ */
 
-/* Begin a read transaction under the shared resize lock. */
 /*
  * Read transactions are reused: each thread keeps one per store, reset
  * between reads and renewed for the next (LMDB's recommended pattern), which
  * saves allocating a transaction and claiming a reader slot per read.  The
- * thread remembers the store and its generation, never a pointer it would
- * have to dereference, so a closed store's readers are never touched: the
- * store frees them itself.  A nested read (a scan callback reading) gets a
- * transaction of its own.
+ * store lists its readers, one per thread that read it, with the thread's
+ * id, so a thread moving between stores finds its reader again instead of
+ * claiming another of LMDB's reader slots (126 by default) per switch.  The
+ * thread caches its last store's reader, remembering the store and its
+ * generation, never a pointer it would have to dereference, so a closed
+ * store's readers are never touched: the store frees them itself.  A
+ * nested read (a scan callback reading) gets a transaction of its own.
  */
+
+/* This thread's listed reader of s, or NULL (mu held). */
+static struct store_reader *reader_find(struct store *s)
+{
+    pthread_t self = pthread_self();
+
+    for (struct store_reader *r = s->readers; r != NULL; r = r->next) {
+        if (pthread_equal(r->thread, self)) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* A new reader of s for this thread, listed in s; NULL when LMDB refuses. */
+static struct store_reader *reader_new(struct store *s)
+{
+    struct store_reader *r = calloc(1, sizeof(*r));
+
+    if (r == NULL || mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn) != 0) {
+        free(r);
+        return NULL;
+    }
+    mdb_txn_reset(r->txn);
+    r->thread = pthread_self();
+    pthread_mutex_lock(&s->mu);
+    r->next = s->readers;
+    s->readers = r;
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
 
 /* This thread's reader of s, created on first use; NULL when it is busy. */
 static struct store_reader *reader_get(struct store *s)
@@ -655,22 +690,22 @@ static struct store_reader *reader_get(struct store *s)
     if (tl_store == s && tl_generation == s->generation) {
         return tl_reader->in_use ? NULL : tl_reader;
     }
-    r = calloc(1, sizeof(*r));
-    if (r == NULL || mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn) != 0) {
-        free(r);
+    pthread_mutex_lock(&s->mu);
+    r = reader_find(s);
+    pthread_mutex_unlock(&s->mu);
+    if (r == NULL) {
+        r = reader_new(s);
+    }
+    if (r == NULL || r->in_use) {
         return NULL;
     }
-    mdb_txn_reset(r->txn);
-    pthread_mutex_lock(&s->mu);
-    r->next = s->readers;
-    s->readers = r;
-    pthread_mutex_unlock(&s->mu);
     tl_store = s;
     tl_generation = s->generation;
     tl_reader = r;
     return r;
 }
 
+/* Begin a read transaction under the shared resize lock. */
 static int read_begin(struct store *s, MDB_txn **txn)
 {
     struct store_reader *r;
@@ -695,14 +730,29 @@ static int read_begin(struct store *s, MDB_txn **txn)
     return store_err(rc);
 }
 
+/*
+ * End a read: a reader's transaction is reset for reuse, whether or not
+ * the thread's cache still points at it (a nested read of another store
+ * may have moved the cache); any other transaction is aborted.
+ */
 static void read_end(struct store *s, MDB_txn *txn)
 {
+    struct store_reader *r = NULL;
+
     if (tl_hold > 0 && txn == tl_hold_txn) {
         return; /* released by store_read_release() */
     }
     if (tl_store == s && tl_generation == s->generation && tl_reader->txn == txn) {
+        r = tl_reader;
+    } else {
+        pthread_mutex_lock(&s->mu);
+        r = reader_find(s);
+        pthread_mutex_unlock(&s->mu);
+        r = r != NULL && r->txn == txn ? r : NULL;
+    }
+    if (r != NULL) {
         mdb_txn_reset(txn);
-        tl_reader->in_use = false;
+        r->in_use = false;
     } else {
         mdb_txn_abort(txn);
     }
@@ -1147,6 +1197,7 @@ void store_get_stats(struct store *s, struct store_stats *st)
     st->enospc = atomic_load(&s->stat.enospc);
     st->map_grows = atomic_load(&s->stat.map_grows);
     st->decode_errors = atomic_load(&s->stat.decode_errors);
+    st->recent_batch = atomic_load(&s->stat.recent_batch);
 }
 
 /* --- operations, run by the writer inside its transaction ------------------- */
@@ -1637,9 +1688,14 @@ static void store_lead(struct store *s)
         s->queue_tail = NULL;
     }
     s->queue_len -= n;
-    /* the recent size decays by an eighth a batch: a drop in load ends the delay soon */
-    decayed = s->recent_batch - s->recent_batch / 8;
+    /*
+     * The recent size decays by an eighth a batch, rounded up so that it
+     * reaches 0: a drop in load ends the delay soon, and a lone write after
+     * a burst stops waiting within a few dozen batches.
+     */
+    decayed = s->recent_batch - (s->recent_batch + 7) / 8;
     s->recent_batch = n > decayed ? n : decayed;
+    atomic_store(&s->stat.recent_batch, s->recent_batch);
     pthread_mutex_unlock(&s->mu);
     batch_run(s, ops, n);
     pthread_mutex_lock(&s->mu);
@@ -1809,13 +1865,23 @@ void store_dispatch(struct store *s)
     struct store_op *op;
     uint64_t n;
 
+    /*
+     * Clear the descriptor before taking the list: a batch completing in
+     * between then leaves the descriptor readable and its operations are
+     * dispatched next time.  The other order would clear the wake-up of a
+     * batch this call did not take, and its callbacks would wait for an
+     * unrelated completion.
+     */
+    if (read(s->event_fd, &n, sizeof(n)) < 0) {
+        n = 0; /* EAGAIN: nothing was signalled since the last dispatch */
+    }
+    if (s->cfg.test_dispatch_gap != NULL) {
+        s->cfg.test_dispatch_gap(s->cfg.test_ctx);
+    }
     pthread_mutex_lock(&s->mu);
     op = s->done_head;
     s->done_head = s->done_tail = NULL;
     pthread_mutex_unlock(&s->mu);
-    if (read(s->event_fd, &n, sizeof(n)) < 0) {
-        n = 0; /* EAGAIN: nothing was signalled since the last dispatch */
-    }
     while (op != NULL) {
         struct store_op *next = op->next_;
         op->done(op, op->ctx);

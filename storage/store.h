@@ -69,6 +69,13 @@ struct store_config {
     /* Wall clock in ms for HLC timestamps; NULL means CLOCK_REALTIME. */
     uint64_t (*wall_ms)(void *ctx);
     void *wall_ctx;
+    /*
+     * Tests only (NULL otherwise): called by store_dispatch() between
+     * clearing the event descriptor and taking the completed operations,
+     * so a test can complete operations in that gap.
+     */
+    void (*test_dispatch_gap)(void *ctx);
+    void *test_ctx;
 };
 
 /*
@@ -207,6 +214,7 @@ struct store_stats {
     uint64_t enospc;        /* operations refused for lack of space */
     uint64_t map_grows;     /* times the map was grown */
     uint64_t decode_errors; /* stored records that failed to decode */
+    uint64_t recent_batch;  /* the commit delay's decaying estimate of the batch size */
 };
 void store_get_stats(struct store *s, struct store_stats *st);
 

@@ -1,0 +1,265 @@
+/*
+ * check_store_safety.c - unit tests of the store's (storage/store.c)
+ * safety properties, each a regression test of a failure seen on a
+ * running node: a completion's wake-up lost between clearing the event
+ * descriptor and taking the completed operations; the commit-delay
+ * estimate stuck above 0 after a burst; LMDB reader slots leaked by a
+ * thread alternating between two stores.
+ */
+#include <check.h>
+#include <poll.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "store.h"
+
+static char tmp_dir[256];
+static const uint8_t cluster_a[] = "cluster-a";
+
+static void tmp_setup(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp_dir, sizeof(tmp_dir), "%s/check_store_safety.XXXXXX", base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+}
+
+static void tmp_teardown(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A wall clock the tests move by hand. */
+static uint64_t fake_now_ms = 1800000000000ull;
+static uint64_t fake_wall(void *ctx)
+{
+    (void)ctx;
+    return fake_now_ms;
+}
+
+static void settings_for(struct store_config *c, char *path, size_t cap, const char *sub)
+{
+    store_config_defaults(c);
+    snprintf(path, cap, "%s/%s", tmp_dir, sub);
+    c->path = path;
+    c->node_id = "n1";
+    c->cluster_id = cluster_a;
+    c->cluster_id_len = sizeof(cluster_a) - 1;
+    c->wall_ms = fake_wall;
+    c->sync = STORE_SYNC_NONE;
+}
+
+static struct store *open_cfg(const struct store_config *c)
+{
+    struct store *s;
+    char err[256];
+
+    ck_assert_msg(store_open(&s, c, err, sizeof(err)) == 0, "open: %s", err);
+    return s;
+}
+
+static struct store *open_store(const char *sub)
+{
+    struct store_config c;
+    char path[512];
+
+    settings_for(&c, path, sizeof(path), sub);
+    return open_cfg(&c);
+}
+
+static void count_done(struct store_op *op, void *ctx)
+{
+    (void)op;
+    ++*(int *)ctx;
+}
+
+static void write_op(struct store_op *op, const char *key, int *done)
+{
+    store_op_init(op, STORE_OP_WRITE);
+    op->key = (const uint8_t *)key;
+    op->key_len = strlen(key);
+    op->value = (const uint8_t *)"v";
+    op->value_len = 1;
+    op->done = count_done;
+    op->ctx = done;
+}
+
+static bool fd_readable(int fd, int timeout_ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, timeout_ms) == 1;
+}
+
+/* --- the event descriptor and the completion list --------------------------- */
+
+struct gap_ctx {
+    struct store *s;
+    struct store_op op;
+    int done;
+    bool armed;
+};
+
+/*
+ * Runs inside store_dispatch(), between its two steps: completes one
+ * operation there, returning once its completion has been signalled.
+ */
+static void complete_in_gap(void *ctx)
+{
+    struct gap_ctx *g = ctx;
+
+    if (!g->armed) {
+        return;
+    }
+    g->armed = false;
+    write_op(&g->op, "gap", &g->done);
+    ck_assert_int_eq(store_submit(g->s, &g->op), 0);
+    ck_assert_msg(fd_readable(store_event_fd(g->s), 10000), "the writer never signalled");
+}
+
+START_TEST(test_dispatch_keeps_wakeup)
+{
+    struct gap_ctx g = {0};
+    struct store_config c;
+    char path[512];
+
+    settings_for(&c, path, sizeof(path), "d");
+    c.test_dispatch_gap = complete_in_gap;
+    c.test_ctx = &g;
+    g.s = open_cfg(&c);
+    g.armed = true;
+    store_dispatch(g.s);
+    /* the operation completed during that dispatch: taken by it, or still signalled */
+    ck_assert_msg(g.done == 1 || fd_readable(store_event_fd(g.s), 0),
+                  "a completion waits undispatched while the event descriptor is not readable");
+    if (g.done == 0) {
+        store_dispatch(g.s);
+    }
+    ck_assert_int_eq(g.done, 1);
+    store_close(g.s);
+}
+END_TEST
+
+/* --- the commit-delay estimate ---------------------------------------------- */
+
+static sem_t gate_entered, gate_release;
+static bool gate(void *ctx, uint64_t pos, const uint8_t *key, size_t len, const struct record *r)
+{
+    (void)ctx;
+    (void)pos;
+    (void)key;
+    (void)len;
+    (void)r;
+    sem_post(&gate_entered);
+    sem_wait(&gate_release);
+    return false;
+}
+
+/* A burst: 50 writes queued while the writer is held, committed as one batch. */
+static void burst(struct store *s)
+{
+    static struct store_op hold, ops[50];
+    static char keys[50][8];
+    struct store_cursor cur;
+    int done = 0;
+
+    sem_init(&gate_entered, 0, 0);
+    sem_init(&gate_release, 0, 0);
+    ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
+    fake_now_ms += 10; /* the tombstone is past its grace: the predicate runs */
+    store_cursor_init(&cur);
+    store_op_init(&hold, STORE_OP_COLLECT);
+    hold.cursor = &cur;
+    hold.limit = 10;
+    hold.collect = gate;
+    hold.done = count_done;
+    hold.ctx = &done;
+    ck_assert_int_eq(store_submit(s, &hold), 0);
+    sem_wait(&gate_entered);
+    for (int i = 0; i < 50; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "b%d", i);
+        write_op(&ops[i], keys[i], &done);
+        ck_assert_int_eq(store_submit(s, &ops[i]), 0);
+    }
+    sem_post(&gate_release);
+    while (done < 51) {
+        ck_assert(fd_readable(store_event_fd(s), 10000));
+        store_dispatch(s);
+    }
+}
+
+START_TEST(test_commit_delay_decays_to_one)
+{
+    struct store *s = open_store("d");
+    struct store_stats st;
+
+    burst(s);
+    store_get_stats(s, &st);
+    ck_assert_uint_ge(st.recent_batch, 40);
+    /* lone writes: the estimate falls by at least one per batch down to their size */
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(store_write(s, "k", 1, "v", 1, false, NULL, NULL), 0);
+    }
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.recent_batch, 1);
+    store_close(s);
+}
+END_TEST
+
+/* --- reader slots ----------------------------------------------------------- */
+
+START_TEST(test_alternating_stores_keep_reader_slots)
+{
+    struct store *a = open_store("a"), *b = open_store("b");
+    struct record r;
+
+    record_init(&r);
+    ck_assert_int_eq(store_write(a, "ka", 2, "1", 1, false, NULL, NULL), 0);
+    ck_assert_int_eq(store_write(b, "kb", 2, "2", 1, false, NULL, NULL), 0);
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_msg(store_get(a, "ka", 2, &r) == 0, "read %d of store a failed", i);
+        ck_assert_msg(store_get(b, "kb", 2, &r) == 0, "read %d of store b failed", i);
+    }
+    ck_assert_int_eq(store_get(b, "ka", 2, &r), RK_ENOTFOUND);
+    record_deinit(&r);
+    store_close(a);
+    store_close(b);
+}
+END_TEST
+
+static Suite *store_safety_suite(void)
+{
+    Suite *su = suite_create("store_safety");
+    struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"dispatch_keeps_wakeup", test_dispatch_keeps_wakeup},
+        {"commit_delay_decays", test_commit_delay_decays_to_one},
+        {"alternating_stores", test_alternating_stores_keep_reader_slots},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(su, tc);
+    }
+    return su;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(store_safety_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
