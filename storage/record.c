@@ -26,6 +26,17 @@
  *   - The stamp of the entry a local write increments is the write's full
  *     HLC timestamp, as vclock.h specifies; vclock_prune() compares its
  *     physical part with now_ms.
+ *   - A context comes from a client, so record_write_local() bounds it
+ *     before use (RK_ECONTEXT): node's own counter no higher than the key's
+ *     clock holds for node (what node has issued for the key), and at most
+ *     max_siblings ids the key's clock does not hold.  Without the first, a
+ *     context carrying node's counter at 2^64-2 makes the key unwritable
+ *     (every later write overflows it); without the second, contexts grow
+ *     clocks by 64 invented ids a write.  Other nodes' counters may
+ *     legitimately run ahead of this replica (a read served elsewhere).
+ *   - A local write's stamp is raised above the stamp of every sibling its
+ *     clock supersedes: a write never loses, under LWW, to the version it
+ *     replaced, even when that version's stamp is ahead of this clock.
  *   - Version vectors with one entry per coordinating node cannot express
  *     two concurrent writes of one coordinator: any clock node gives a new
  *     write covers node's earlier writes.  So when a local write's context
@@ -413,6 +424,18 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
     return record_apply_siblings(r, v, max_siblings, changed);
 }
 
+/* The largest counter of id in any sibling of r: what r's clock holds for id. */
+static uint64_t record_counter(const struct record *r, const char *id)
+{
+    uint64_t top = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        uint64_t c = vclock_get(&r->s[i].clock, id);
+        top = c > top ? c : top;
+    }
+    return top;
+}
+
 /*
  * Turn base into the clock of a new write by node: node's counter raised
  * to the largest counter of node in base or in any sibling of r, then
@@ -425,12 +448,10 @@ static int record_write_clock(const struct record *r, const char *node, uint64_t
 {
     struct vclock_entry top = {.counter = vclock_get(base, node)};
     struct vclock raise = {.e = &top, .n = 1, .cap = 1};
+    uint64_t c = record_counter(r, node);
     int err;
 
-    for (size_t i = 0; i < r->n; i++) {
-        uint64_t c = vclock_get(&r->s[i].clock, node);
-        top.counter = c > top.counter ? c : top.counter;
-    }
+    top.counter = c > top.counter ? c : top.counter;
     if (top.counter > vclock_get(base, node)) {
         top.id_len = (uint8_t)strlen(node);
         memcpy(top.id, node, top.id_len + 1u);
@@ -459,6 +480,53 @@ static bool record_context_misses(const struct record *r, const struct vclock *c
     return false;
 }
 
+/*
+ * The bounds on a context a client sends (see the top of this file): node's
+ * counter no higher than the key's clock holds for node, and at most
+ * max_siblings ids the key's clock does not hold.
+ */
+static bool record_context_bounded(const struct record *r, const char *node,
+                                   const struct vclock *context, size_t max_siblings)
+{
+    size_t unknown = 0;
+
+    if (vclock_get(context, node) > record_counter(r, node)) {
+        return false;
+    }
+    for (size_t i = 0; i < context->n; i++) {
+        unknown += record_counter(r, context->e[i].id) == 0;
+    }
+    return unknown <= max_siblings;
+}
+
+/*
+ * Raise hlc above the stamp of every sibling that clock supersedes, so a
+ * write never loses, under LWW, to a version it replaced (the clock may have
+ * refused a stamp far ahead of the wall, or not have heard of it).  The
+ * stamp of node's entry, set by record_write_clock(), follows.
+ */
+static int record_write_stamp(const struct record *r, const char *node, struct vclock *clock,
+                              uint64_t *hlc)
+{
+    uint64_t t = *hlc;
+
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->s[i].hlc >= t && vclock_descends(clock, &r->s[i].clock)) {
+            if (r->s[i].hlc == UINT64_MAX) {
+                return RK_ERANGE;
+            }
+            t = r->s[i].hlc + 1;
+        }
+    }
+    for (size_t i = 0; i < clock->n && t != *hlc; i++) {
+        if (strcmp(clock->e[i].id, node) == 0) {
+            clock->e[i].stamp = t;
+        }
+    }
+    *hlc = t;
+    return 0;
+}
+
 int record_write_local(struct record *r, const char *node, uint64_t hlc,
                        const struct vclock *context, bool tombstone, const void *value, size_t len,
                        enum record_conflicts mode, size_t max_siblings, struct sibling *out)
@@ -470,11 +538,17 @@ int record_write_local(struct record *r, const char *node, uint64_t hlc,
     if (node == NULL || !ring_name_valid(node, strnlen(node, RING_NAME_MAX + 1))) {
         return RK_EINVAL;
     }
+    if (context != NULL && !record_context_bounded(r, node, context, max_siblings)) {
+        return RK_ECONTEXT;
+    }
     vclock_init(&clock);
     sibling_init(&v);
     err = context != NULL ? vclock_copy(&clock, context) : record_context(r, &clock);
     if (err == 0) {
         err = record_write_clock(r, node, hlc, &clock);
+    }
+    if (err == 0) {
+        err = record_write_stamp(r, node, &clock, &hlc);
     }
     if (err == 0 && mode == RECORD_SIBLINGS && context != NULL &&
         record_context_misses(r, context, &clock)) {

@@ -121,10 +121,15 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
  * counter raised above every counter of node in r or context, so the new
  * version descends from all it supersedes and from every earlier write
  * node coordinated.  Siblings the context did not see stay, as siblings.
- * hlc is the write's timestamp (from hlc_now()).  out must be initialised;
+ * hlc is the write's timestamp (from hlc_now()), raised when needed above
+ * the stamp of every sibling the new version supersedes, so that it never
+ * loses to them under LWW; out->hlc is the stamp used.  A context (from a
+ * client) is bounded: node's counter in it at most what r's clocks hold for
+ * node, and at most max_siblings ids that r's clocks do not hold; otherwise
+ * RK_ECONTEXT and r is unchanged.  out must be initialised;
  * the caller owns it afterwards.  Errors as record_apply(), and RK_EINVAL
- * (bad node id, tombstone with a value), RK_ERANGE (node's counter at
- * UINT64_MAX), and RK_EMISMATCH in siblings mode when the new clock would
+ * (bad node id, tombstone with a value), RK_ERANGE (node's counter or a
+ * superseded stamp at UINT64_MAX), and RK_EMISMATCH in siblings mode when the new clock would
  * supersede a sibling that context has not seen (a write node coordinated
  * after the client read): vector clocks cannot keep both, so the write is
  * refused rather than that sibling dropped; the client re-reads and

@@ -27,6 +27,15 @@
  *                        ASCII ("siblings", "lww")
  *            created_ms  u64  wall-clock ms when the directory was created
  *            hint_seq    u64  the last hint sequence number handed out
+ *            hlc         u64  the clock's high-water mark: at or above
+ *                        every stamp this node handed out or took in
+ *                        (hlc.h; a remote stamp refused as too far ahead
+ *                        is not taken in), written in the transaction
+ *                        that stores the first stamp above it, set
+ *                        STORE_HLC_LEASE_MS ahead of that stamp.  The
+ *                        clock starts from it at open; a directory
+ *                        without it gets the highest stamp of its records
+ *                        (one scan at open)
  *            Other names belong to higher layers (STORE_OP_TABLE_PUT);
  *            the names above are reserved.  Integers are big-endian.
  *            seed, rf and conflicts are the cluster settings
@@ -97,9 +106,15 @@
 /* Room past map_max that only deletions may use: enough for thousands of
  * copy-on-write page paths, small next to any useful map. */
 #define STORE_DELETE_RESERVE (8 * STORE_MIB)
+/*
+ * How far ahead of the clock its stored high-water mark is set: one write
+ * of the mark a second under steady load, and a reopened clock at most a
+ * second ahead of its last stamp, well within the skew HLC tolerates.
+ */
+#define STORE_HLC_LEASE_MS 1000
 
-static const char *const store_reserved_meta[] = {"format", "node_id",   "cluster_id", "seed",
-                                                  "rf",     "conflicts", "created_ms", "hint_seq"};
+static const char *const store_reserved_meta[] = {
+    "format", "node_id", "cluster_id", "seed", "rf", "conflicts", "created_ms", "hint_seq", "hlc"};
 
 struct store {
     struct store_config cfg;
@@ -321,6 +336,7 @@ static int store_create_identity(struct store *s, MDB_txn *txn)
     rc = rc ? rc : store_put_cluster(s, txn);
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "created_ms", created, 8);
     rc = rc ? rc : meta_put(txn, s->dbi_meta, "hint_seq", seq, 8);
+    rc = rc ? rc : meta_put(txn, s->dbi_meta, "hlc", seq, 8);
     return rc;
 }
 
@@ -389,6 +405,59 @@ static int store_check_cluster(struct store *s, MDB_txn *txn, char *err, size_t 
     return 0;
 }
 
+/* The highest stamp of any stored record: a full scan, for a directory without a mark. */
+static int store_scan_stamps(struct store *s, MDB_txn *txn, uint64_t *max)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    struct record r;
+    int rc = mdb_cursor_open(txn, s->dbi_data, &c);
+
+    *max = 0;
+    if (rc != 0) {
+        return rc;
+    }
+    record_init(&r);
+    rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        if (record_decode(v.mv_data, v.mv_size, &r) == 0 && record_max_hlc(&r) > *max) {
+            *max = record_max_hlc(&r);
+        }
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    }
+    record_deinit(&r);
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/*
+ * Seed the clock from the stored high-water mark (batch_hlc_persist()), so
+ * stamps handed out after a restart with the wall clock behind still order
+ * after the stored ones.  A directory without a mark gets one from a scan
+ * of its records, once.
+ */
+static int store_seed_clock(struct store *s, MDB_txn *txn, char *err, size_t err_len)
+{
+    uint8_t buf[8];
+    MDB_val v;
+    int rc = meta_get(txn, s->dbi_meta, "hlc", &v);
+
+    if (rc == 0 && v.mv_size == 8) {
+        s->hlc.last = bytes_get_be64(v.mv_data);
+        return 0;
+    }
+    rc = store_scan_stamps(s, txn, &s->hlc.last);
+    if (rc == 0) {
+        bytes_put_be64(buf, s->hlc.last);
+        rc = meta_put(txn, s->dbi_meta, "hlc", buf, 8);
+    }
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot read the clock's mark in %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
+    }
+    return 0;
+}
+
 static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t err_len)
 {
     MDB_val v;
@@ -424,7 +493,7 @@ static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t
     if (meta_get(txn, s->dbi_meta, "hint_seq", &v) == 0 && v.mv_size == 8) {
         s->hint_seq = bytes_get_be64(v.mv_data);
     }
-    return 0;
+    return store_seed_clock(s, txn, err, err_len);
 }
 
 static int store_open_tables(struct store *s, char *err, size_t err_len)
@@ -1207,7 +1276,9 @@ struct batch {
     struct store *s;
     MDB_txn *txn;
     uint64_t wall_ms;
-    int mdb_rc; /* an LMDB error that poisons the transaction (MDB_MAP_FULL ...) */
+    int mdb_rc;        /* an LMDB error that poisons the transaction (MDB_MAP_FULL ...) */
+    uint64_t hlc_high; /* the clock's stored high-water mark, once read */
+    bool hlc_known;
 };
 
 /* Record an LMDB failure: the op's code, and the transaction-level poison. */
@@ -1218,6 +1289,38 @@ static int batch_fail(struct batch *b, int rc)
         b->mdb_rc = rc;
     }
     return store_err(rc);
+}
+
+/*
+ * Keep the clock's high-water mark ("hlc" in meta) at or above the clock,
+ * in the transaction whose records carry its stamps, so a reopened store
+ * never hands out a stamp below one it stored.  The mark is set a lease of
+ * STORE_HLC_LEASE_MS ahead, so only about one transaction a lease writes
+ * it; a reopened clock starts at most that far ahead of its last stamp.
+ */
+static int batch_hlc_persist(struct batch *b)
+{
+    uint64_t last = b->s->hlc.last, lease;
+    uint8_t buf[8];
+    MDB_val v;
+    int rc;
+
+    if (!b->hlc_known) {
+        rc = meta_get(b->txn, b->s->dbi_meta, "hlc", &v);
+        if (rc != 0 && rc != MDB_NOTFOUND) {
+            return batch_fail(b, rc);
+        }
+        b->hlc_high = rc == 0 && v.mv_size == 8 ? bytes_get_be64(v.mv_data) : 0;
+        b->hlc_known = true;
+    }
+    if (last <= b->hlc_high) {
+        return 0;
+    }
+    lease = hlc_make(hlc_physical(last) + STORE_HLC_LEASE_MS, 0);
+    b->hlc_high = lease > last ? lease : last; /* no lease past the clock's end */
+    bytes_put_be64(buf, b->hlc_high);
+    rc = meta_put(b->txn, b->s->dbi_meta, "hlc", buf, 8);
+    return rc ? batch_fail(b, rc) : 0;
 }
 
 /* Read and decode the record of an LMDB data key; an absent key is empty. */
@@ -1267,13 +1370,17 @@ static int op_write(struct batch *b, struct store_op *op)
     rc = batch_load(b, &k, &r);
     op->existed = rc == 0 && r.n > 0 && !record_all_tombstones(&r);
     if (rc == 0) {
-        uint64_t hlc = hlc_now(&b->s->hlc, b->wall_ms);
-        rc = record_write_local(&r, b->s->node_id, hlc, op->context, op->tombstone, op->value,
-                                op->value_len, b->s->cfg.conflicts, b->s->cfg.max_siblings,
-                                &op->written);
+        /* the write comes after every version of the key stored here */
+        (void)hlc_update(&b->s->hlc, record_max_hlc(&r), b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
+        rc = record_write_local(&r, b->s->node_id, hlc_now(&b->s->hlc, b->wall_ms), op->context,
+                                op->tombstone, op->value, op->value_len, b->s->cfg.conflicts,
+                                b->s->cfg.max_siblings, &op->written);
     }
     if (rc == 0) {
         rc = batch_store(b, &k, &r);
+    }
+    if (rc == 0) {
+        rc = batch_hlc_persist(b);
     }
     record_deinit(&r);
     return rc;
@@ -1297,6 +1404,9 @@ static int op_apply(struct batch *b, struct store_op *op)
     }
     if (rc == 0 && op->changed) {
         rc = batch_store(b, &k, &r);
+    }
+    if (rc == 0) {
+        rc = batch_hlc_persist(b);
     }
     record_deinit(&r);
     return rc;

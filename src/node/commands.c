@@ -246,6 +246,12 @@ static const char *write_error_text(int rc)
                "key again with KGET and retry";
     case RK_ETOOBIG:
         return "ERR the key holds max-siblings siblings: resolve them with KSET key value CONTEXT";
+    case RK_ECONTEXT:
+        return "ERR the context names versions this node never issued: read the key again "
+               "with KGET and send the context it returns";
+    case RK_EDISK:
+        return "ERR the disk failed to flush: this node refuses writes until it is restarted "
+               "(reads still work)";
     case RK_ENOSPC:
         return "ERR the store is full: writes are refused until space is freed (reads still "
                "work)";

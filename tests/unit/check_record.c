@@ -228,6 +228,93 @@ START_TEST(test_full_context_replaces)
 }
 END_TEST
 
+/* A context counter of this node beyond the key's clock is refused: it would end the key. */
+START_TEST(test_context_own_counter_bounded)
+{
+    struct record r, before;
+    struct vclock ctx;
+    struct sibling out;
+
+    record_init(&r);
+    record_init(&before);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    apply(&r, "a:2 b:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&before, "a:2 b:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    clock_put(&ctx, "a", UINT64_MAX - 1, 1);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        RK_ECONTEXT);
+    ck_assert(same_bytes(&r, &before));
+    /* another node's counter may run ahead of this replica; this node's up to its own is fine */
+    clock_parse(&ctx, "a:2 b:7");
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 21, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+    ck_assert(has_clock(&r, "z", "a:3 b:7"));
+    /* a key this node never wrote: any counter of its own is invented */
+    record_deinit(&r);
+    clock_parse(&ctx, "a:1");
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 22, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        RK_ECONTEXT);
+    ck_assert_uint_eq(r.n, 0);
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+    record_deinit(&before);
+}
+END_TEST
+
+/* At most max_siblings ids a context brings that the key's clock does not hold. */
+START_TEST(test_context_new_ids_bounded)
+{
+    struct record r;
+    struct vclock ctx;
+    struct sibling out;
+    char id[16];
+
+    record_init(&r);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    apply(&r, "a:1 b:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    clock_parse(&ctx, "a:1 b:1");
+    for (int i = 0; i < 4; i++) {
+        snprintf(id, sizeof(id), "x%d", i);
+        clock_put(&ctx, id, 1, 1);
+    }
+    ck_assert_int_eq(record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, 3, &out),
+                     RK_ECONTEXT);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_int_eq(record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, 4, &out),
+                     0);
+    ck_assert_uint_eq(r.s[0].clock.n, 6);
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
+/* Under LWW a write never loses to the version it replaced, whatever its stamp. */
+START_TEST(test_lww_write_beats_replaced)
+{
+    struct record r;
+    struct sibling out;
+
+    record_init(&r);
+    sibling_init(&out);
+    apply(&r, "b:1", 5000, "b", "old", RECORD_LWW, CAP_WIDE, NULL);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", 20, NULL, false, "new", 3, RECORD_LWW, CAP_WIDE, &out), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert(has_clock(&r, "new", "a:1 b:1"));
+    ck_assert_uint_eq(out.hlc, 5001);
+    ck_assert_uint_eq(r.s[0].hlc, 5001);
+    ck_assert_uint_eq(r.s[0].clock.e[0].stamp, 5001); /* a's entry carries the write's stamp */
+    sibling_deinit(&out);
+    record_deinit(&r);
+}
+END_TEST
+
 START_TEST(test_stale_context_keeps_concurrent)
 {
     struct record r;
@@ -903,6 +990,9 @@ static Suite *record_suite(void)
         {"older_or_equal_ignored", test_older_or_equal_ignored},
         {"full_context_replaces", test_full_context_replaces},
         {"stale_context_keeps_concurrent", test_stale_context_keeps_concurrent},
+        {"context_own_counter_bounded", test_context_own_counter_bounded},
+        {"context_new_ids_bounded", test_context_new_ids_bounded},
+        {"lww_write_beats_replaced", test_lww_write_beats_replaced},
         {"stale_context_same_node_refused", test_stale_context_same_node_refused},
         {"blind_write_supersedes", test_blind_write_supersedes},
         {"local_writes_raise_counter", test_local_writes_raise_counter},

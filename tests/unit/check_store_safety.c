@@ -7,6 +7,7 @@
  * thread alternating between two stores.
  */
 #include <check.h>
+#include <lmdb.h>
 #include <poll.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "hlc.h"
 #include "store.h"
 
 static char tmp_dir[256];
@@ -232,6 +234,157 @@ START_TEST(test_alternating_stores_keep_reader_slots)
 }
 END_TEST
 
+/* --- the clock across restarts (conflicts lww) ----------------------------- */
+
+static struct store *open_lww(const char *sub)
+{
+    struct store_config c;
+    char path[512];
+
+    settings_for(&c, path, sizeof(path), sub);
+    c.conflicts = RECORD_LWW;
+    return open_cfg(&c);
+}
+
+/* Write key = value and return the stamp of the version written. */
+static uint64_t write_stamp(struct store *s, const char *key, const char *value)
+{
+    struct sibling w;
+    uint64_t t;
+
+    sibling_init(&w);
+    ck_assert_int_eq(store_write(s, key, strlen(key), value, strlen(value), false, NULL, &w), 0);
+    t = w.hlc;
+    sibling_deinit(&w);
+    return t;
+}
+
+static void assert_value(struct store *s, const char *key, const char *want)
+{
+    struct record r;
+
+    record_init(&r);
+    ck_assert_int_eq(store_get(s, key, strlen(key), &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_uint_eq(r.s[0].value_len, strlen(want));
+    ck_assert(memcmp(r.s[0].value, want, strlen(want)) == 0);
+    record_deinit(&r);
+}
+
+/* Ten minutes: far more than any lease or skew bound the clock has. */
+#define BACK_MS (10 * 60 * 1000ull)
+
+START_TEST(test_lww_restart_wall_behind)
+{
+    uint64_t t0 = fake_now_ms, first;
+    struct store *s = open_lww("d");
+
+    first = write_stamp(s, "k", "old");
+    store_close(s);
+    fake_now_ms = t0 - BACK_MS;
+    s = open_lww("d");
+    /* an acknowledged write after the restart wins over the older value */
+    write_stamp(s, "k", "new");
+    assert_value(s, "k", "new");
+    /* and any key's stamp orders after every stamp stored before the restart */
+    ck_assert_uint_gt(write_stamp(s, "other", "x"), first);
+    store_close(s);
+    fake_now_ms = t0;
+}
+END_TEST
+
+/* Directories from before the clock's mark: the mark comes from a scan of the records. */
+START_TEST(test_lww_restart_without_mark)
+{
+    uint64_t t0 = fake_now_ms, first;
+    struct store *s = open_lww("d");
+    char path[512];
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi meta;
+    MDB_val k = {3, "hlc"};
+    int rc;
+
+    first = write_stamp(s, "k", "old");
+    store_close(s);
+    snprintf(path, sizeof(path), "%s/d", tmp_dir);
+    ck_assert_int_eq(mdb_env_create(&env), 0);
+    ck_assert_int_eq(mdb_env_set_maxdbs(env, 4), 0);
+    ck_assert_int_eq(mdb_env_open(env, path, 0, 0600), 0);
+    ck_assert_int_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    ck_assert_int_eq(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+    rc = mdb_del(txn, meta, &k, NULL);
+    ck_assert(rc == 0 || rc == MDB_NOTFOUND);
+    ck_assert_int_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    fake_now_ms = t0 - BACK_MS;
+    s = open_lww("d");
+    ck_assert_uint_gt(write_stamp(s, "other", "x"), first);
+    store_close(s);
+    fake_now_ms = t0;
+}
+END_TEST
+
+/* A stored stamp the clock refuses to take in (too far ahead) still loses to a later write. */
+START_TEST(test_lww_write_beats_far_ahead)
+{
+    struct store *s = open_lww("d");
+    struct sibling v;
+    struct vclock vc;
+    bool changed = false;
+
+    sibling_init(&v);
+    vclock_init(&vc);
+    ck_assert_int_eq(vclock_increment(&vc, "n2", 1), 0);
+    ck_assert_int_eq(
+        sibling_set(&v, &vc, hlc_make(fake_now_ms + BACK_MS, 0), "n2", false, "far", 3), 0);
+    ck_assert_int_eq(store_apply(s, "k", 1, &v, &changed), 0);
+    ck_assert(changed);
+    write_stamp(s, "k", "later");
+    assert_value(s, "k", "later");
+    sibling_deinit(&v);
+    vclock_deinit(&vc);
+    store_close(s);
+}
+END_TEST
+
+/* --- contexts ---------------------------------------------------------------- */
+
+START_TEST(test_context_beyond_issued_refused)
+{
+    struct store *s = open_store("d");
+    struct vclock ctx;
+    struct record r;
+
+    vclock_init(&ctx);
+    record_init(&r);
+    ck_assert_int_eq(store_write(s, "k", 1, "v1", 2, false, NULL, NULL), 0);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_int_eq(vclock_increment(&ctx, "n1", 1), 0); /* one past what n1 issued */
+    ck_assert_int_eq(store_write(s, "k", 1, "v2", 2, false, &ctx, NULL), RK_ECONTEXT);
+    vclock_deinit(&ctx);
+    vclock_init(&ctx);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    {
+        /* n1's counter at 2^64-2: accepted, it would leave the key unwritable for good */
+        struct vclock_entry e = {.id = "n1", .id_len = 2, .counter = UINT64_MAX - 1, .stamp = 1};
+        struct vclock top = {.e = &e, .n = 1, .cap = 1};
+        ck_assert_int_eq(vclock_merge(&ctx, &top), 0);
+    }
+    ck_assert_int_eq(store_write(s, "k", 1, "v2", 2, false, &ctx, NULL), RK_ECONTEXT);
+    /* the key stays writable, blind and with its real context */
+    ck_assert_int_eq(store_write(s, "k", 1, "v3", 2, false, NULL, NULL), 0);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_int_eq(store_write(s, "k", 1, "v4", 2, false, &ctx, NULL), 0);
+    assert_value(s, "k", "v4");
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+    store_close(s);
+}
+END_TEST
+
 static Suite *store_safety_suite(void)
 {
     Suite *su = suite_create("store_safety");
@@ -242,6 +395,10 @@ static Suite *store_safety_suite(void)
         {"dispatch_keeps_wakeup", test_dispatch_keeps_wakeup},
         {"commit_delay_decays", test_commit_delay_decays_to_one},
         {"alternating_stores", test_alternating_stores_keep_reader_slots},
+        {"lww_restart_wall_behind", test_lww_restart_wall_behind},
+        {"lww_restart_without_mark", test_lww_restart_without_mark},
+        {"lww_write_beats_far_ahead", test_lww_write_beats_far_ahead},
+        {"context_beyond_issued", test_context_beyond_issued_refused},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
