@@ -5,9 +5,12 @@
  * On-disk layout, format 1
  * ------------------------
  * A data directory holds one LMDB environment (data.mdb, lock.mdb) and a
- * file LOCK.  LOCK is held with flock() by the one process that has the
- * store open, and holds that process's pid as text, so a second process
- * is refused instead of sharing the environment.  The environment is
+ * file LOCK.  The directory must be owned by the user the node runs as and
+ * writable by nobody else (no group or other write bit), or it is refused.
+ * LOCK is held with flock() by the one process that has the store open,
+ * and holds that process's pid as text, so a second process is refused
+ * instead of sharing the environment; it is opened without following a
+ * symbolic link (a link is refused).  The environment is
  * opened without MDB_WRITEMAP, so a full disk is an error from a write
  * call, never a SIGBUS, and with MDB_NOSYNC unless `sync always`.  Named
  * databases:
@@ -100,6 +103,7 @@
 #include "error.h"
 #include "hex.h"
 #include "hlc.h"
+#include "log.h"
 
 #define STORE_FORMAT 1
 #define STORE_MIB (1024ull * 1024)
@@ -112,6 +116,12 @@
  * second ahead of its last stamp, well within the skew HLC tolerates.
  */
 #define STORE_HLC_LEASE_MS 1000
+/*
+ * Private to this file: the result of a batch the store refuses to run
+ * because its disk failed a flush; store_err() maps it to RK_EDISK.  Outside
+ * LMDB's (-30800 .. -30780) and errno's (positive) ranges.
+ */
+#define STORE_RC_DISK (-40000)
 
 static const char *const store_reserved_meta[] = {
     "format", "node_id", "cluster_id", "seed", "rf", "conflicts", "created_ms", "hint_seq", "hlc"};
@@ -142,7 +152,8 @@ struct store {
     bool writer_started;
     pthread_t syncer; /* sync batch: fsyncs every batch_ms beside the writers */
     bool syncer_started;
-    atomic_bool dirty; /* sync batch: committed since the last fsync */
+    atomic_bool dirty;       /* sync batch: committed since the last fsync */
+    atomic_bool disk_failed; /* a flush failed: every later batch fails with RK_EDISK */
     int event_fd;
 
     /* the writer role's own state: touched only by the thread holding it */
@@ -156,7 +167,7 @@ struct store {
 
     struct {
         atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, decode_errors;
-        atomic_uint_fast64_t recent_batch;
+        atomic_uint_fast64_t recent_batch, disk_failures;
     } stat;
 };
 
@@ -205,6 +216,8 @@ static int store_err(int rc)
         return RK_ENOMEM;
     case MDB_BAD_VALSIZE:
         return RK_ETOOBIG;
+    case STORE_RC_DISK:
+        return RK_EDISK;
     default:
         return RK_EIO;
     }
@@ -243,13 +256,49 @@ static size_t data_key(uint8_t *out, uint64_t pos, const void *key, size_t len)
 
 /* --- opening: lock file, environment, identity ----------------------------- */
 
+/*
+ * The directory must belong to this user and be writable by nobody else:
+ * whoever can write it can replace data.mdb or LOCK under the node.  As
+ * ssh does with ~/.ssh, the node refuses rather than repairs.
+ */
+static int store_check_dir(struct store *s, char *err, size_t err_len)
+{
+    struct stat st;
+
+    if (stat(s->path, &st) != 0) {
+        snprintf(err, err_len, "cannot stat data directory %s: %s", s->path, strerror(errno));
+        return RK_EIO;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, err_len, "data directory %s is not a directory", s->path);
+        return RK_EINVAL;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(err, err_len, "data directory %s is owned by uid %lu, not by this user (uid %lu)",
+                 s->path, (unsigned long)st.st_uid, (unsigned long)geteuid());
+        return RK_EINVAL;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(err, err_len,
+                 "data directory %s is writable by %s (mode %04o): make it private (chmod go-w)",
+                 s->path, (st.st_mode & S_IWOTH) ? "others" : "its group",
+                 (unsigned)(st.st_mode & 07777));
+        return RK_EINVAL;
+    }
+    return 0;
+}
+
 static int store_lock_dir(struct store *s, char *err, size_t err_len)
 {
     char p[4096], pid[32];
     int n;
 
     snprintf(p, sizeof(p), "%s/LOCK", s->path);
-    s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->lock_fd < 0 && errno == ELOOP) {
+        snprintf(err, err_len, "%s is a symbolic link: refusing to follow it", p);
+        return RK_EINVAL;
+    }
     if (s->lock_fd < 0) {
         snprintf(err, err_len, "cannot open %s: %s", p, strerror(errno));
         return RK_EIO;
@@ -560,6 +609,7 @@ static int store_check_config(const struct store_config *cfg, char *err, size_t 
 
 static void *store_writer_main(void *arg);
 static void *store_syncer_main(void *arg);
+static int store_sync(struct store *s);
 
 static int store_init_sync(struct store *s)
 {
@@ -633,6 +683,7 @@ int store_open(struct store **out, const struct store_config *cfg, char *err, si
         goto out_close;
     }
     rc = store_init_sync(s);
+    rc = rc ? rc : store_check_dir(s, err, err_len);
     rc = rc ? rc : store_lock_dir(s, err, err_len);
     rc = rc ? rc : store_env_open(s, err, err_len);
     rc = rc ? rc : store_open_tables(s, err, err_len);
@@ -684,8 +735,8 @@ void store_close(struct store *s)
         free(r);
     }
     if (s->env != NULL) {
-        if (s->cfg.sync != STORE_SYNC_NONE) {
-            mdb_env_sync(s->env, 1);
+        if (s->cfg.sync != STORE_SYNC_NONE && !atomic_load(&s->disk_failed) && store_sync(s) != 0) {
+            LOG(LOG_ERROR, "store_disk_failed", "path=%s call=fsync_at_close", s->path);
         }
         mdb_env_close(s->env);
     }
@@ -1267,6 +1318,8 @@ void store_get_stats(struct store *s, struct store_stats *st)
     st->map_grows = atomic_load(&s->stat.map_grows);
     st->decode_errors = atomic_load(&s->stat.decode_errors);
     st->recent_batch = atomic_load(&s->stat.recent_batch);
+    st->disk_failures = atomic_load(&s->stat.disk_failures);
+    st->disk_failed = atomic_load(&s->disk_failed);
 }
 
 /* --- operations, run by the writer inside its transaction ------------------- */
@@ -1615,12 +1668,64 @@ static bool store_grow(struct store *s, bool deletions_only)
     return true;
 }
 
+/*
+ * A flush failed: from now on the store acknowledges no write (every batch
+ * fails with RK_EDISK) and reads go on, until the process restarts and
+ * LMDB reopens from what is on disk.  PostgreSQL's lesson (2018): after a
+ * failed fsync the kernel may have dropped the dirty pages and a retried
+ * fsync reports success, so a retry proves nothing; writes acknowledged
+ * since the last good flush may be lost, and nothing more is acknowledged.
+ */
+static void store_disk_fail(struct store *s, const char *what, int rc)
+{
+    atomic_fetch_add(&s->stat.disk_failures, 1);
+    if (!atomic_exchange(&s->disk_failed, true)) {
+        LOG(LOG_ERROR, "store_disk_failed",
+            "path=%s call=%s error=\"%s\" writes=refused_until_restart", s->path, what,
+            mdb_strerror(rc));
+    }
+}
+
+/* The fsync of `sync batch` and of close, through the test hook when set. */
+static int store_sync(struct store *s)
+{
+    int rc = s->cfg.test_sync != NULL ? s->cfg.test_sync(s->cfg.test_ctx) : 0;
+
+    return rc != 0 ? rc : mdb_env_sync(s->env, 1);
+}
+
+/*
+ * Commit a batch's transaction.  Under `sync always` the commit is the
+ * fsync, so its EIO (or the test hook's failure, after the commit) is a
+ * failed flush; EIO under the other modes is a failed write to the disk
+ * and treated the same.  Returns 0, an LMDB code, or STORE_RC_DISK.
+ */
+static int store_commit(struct store *s, MDB_txn *txn)
+{
+    int rc = mdb_txn_commit(txn);
+    bool failed = rc == EIO;
+
+    if (rc == 0 && s->cfg.sync == STORE_SYNC_ALWAYS && s->cfg.test_sync != NULL) {
+        rc = s->cfg.test_sync(s->cfg.test_ctx);
+        failed = rc != 0;
+    }
+    if (failed) {
+        store_disk_fail(s, "commit", rc);
+        return STORE_RC_DISK;
+    }
+    return rc;
+}
+
 /* One attempt: run every op in one transaction and commit.  Returns 0 or an LMDB code. */
 static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
 {
     struct batch b = {.s = s, .wall_ms = store_wall_ms(s)};
-    int rc = mdb_txn_begin(s->env, NULL, 0, &b.txn);
+    int rc;
 
+    if (atomic_load(&s->disk_failed)) {
+        return STORE_RC_DISK;
+    }
+    rc = mdb_txn_begin(s->env, NULL, 0, &b.txn);
     if (rc != 0) {
         return rc;
     }
@@ -1631,7 +1736,7 @@ static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
         mdb_txn_abort(b.txn);
         return b.mdb_rc;
     }
-    return mdb_txn_commit(b.txn);
+    return store_commit(s, b.txn);
 }
 
 static void batch_after_commit(struct store *s)
@@ -1839,10 +1944,14 @@ static void *store_syncer_main(void *arg)
         ts.tv_sec += ts.tv_nsec / 1000000000;
         ts.tv_nsec %= 1000000000;
         pthread_cond_timedwait(&s->sync_wake, &s->mu, &ts);
-        if (atomic_exchange(&s->dirty, false)) {
+        if (atomic_exchange(&s->dirty, false) && !atomic_load(&s->disk_failed)) {
+            int rc;
             pthread_mutex_unlock(&s->mu);
-            mdb_env_sync(s->env, 1);
+            rc = store_sync(s);
             atomic_fetch_add(&s->stat.syncs, 1);
+            if (rc != 0) {
+                store_disk_fail(s, "fsync", rc);
+            }
             pthread_mutex_lock(&s->mu);
         }
     }

@@ -21,6 +21,12 @@
  * completes: the store never allocates or frees an operation (libev's rule
  * for watchers).
  *
+ * Failed flushes: when an fsync (`sync batch`) or a commit (EIO; under
+ * `sync always` the commit is the fsync) fails, the store logs it
+ * (event=store_disk_failed), counts it, and from then on fails every write
+ * with RK_EDISK while reads go on, until the process restarts: it never
+ * retries an fsync and trusts the retry.
+ *
  * Full disks: when LMDB's map fills, the store grows it (doubling) up to
  * map_max; at map_max, or when the file system itself is full, writes fail
  * with RK_ENOSPC while reads go on, and writes succeed again as soon as
@@ -75,6 +81,13 @@ struct store_config {
      * so a test can complete operations in that gap.
      */
     void (*test_dispatch_gap)(void *ctx);
+    /*
+     * Tests only (NULL otherwise): called at every fsync (the batch
+     * syncer's and close's before it, and after every commit under `sync
+     * always`, whose commit is the fsync); a non-zero return, an errno
+     * value, is taken as that fsync's failure.
+     */
+    int (*test_sync)(void *ctx);
     void *test_ctx;
 };
 
@@ -215,6 +228,8 @@ struct store_stats {
     uint64_t map_grows;     /* times the map was grown */
     uint64_t decode_errors; /* stored records that failed to decode */
     uint64_t recent_batch;  /* the commit delay's decaying estimate of the batch size */
+    uint64_t disk_failures; /* flushes (fsyncs, commits) that failed */
+    bool disk_failed;       /* writes refused with RK_EDISK until a restart */
 };
 void store_get_stats(struct store *s, struct store_stats *st);
 

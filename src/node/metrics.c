@@ -101,11 +101,13 @@ static void info_persistence(struct server *n, struct buf *out)
                "# Persistence\r\nloading:0\r\nringkv_sync:%s\r\nringkv_store_map_bytes:%llu\r\n"
                "ringkv_store_used_bytes:%llu\r\nringkv_store_commits:%llu\r\n"
                "ringkv_store_fsyncs:%llu\r\nringkv_store_writes:%llu\r\n"
-               "ringkv_store_write_errors:%llu\r\nringkv_store_full_errors:%llu\r\n\r\n",
+               "ringkv_store_write_errors:%llu\r\nringkv_store_full_errors:%llu\r\n"
+               "ringkv_store_disk_failures:%llu\r\nringkv_store_writes_refused:%d\r\n\r\n",
                sync_names[n->cfg.sync], (unsigned long long)st.map_size,
                (unsigned long long)st.map_used, (unsigned long long)st.commits,
                (unsigned long long)st.syncs, (unsigned long long)st.ops,
-               (unsigned long long)st.ops_failed, (unsigned long long)st.enospc);
+               (unsigned long long)st.ops_failed, (unsigned long long)st.enospc,
+               (unsigned long long)st.disk_failures, st.disk_failed ? 1 : 0);
 }
 
 static void info_stats(struct server *n, struct buf *out)
@@ -399,6 +401,9 @@ static void prom_store(struct server *n, struct buf *out)
     prom_counter(out, "ringkv_store_fsyncs_total", "fsyncs issued.", st.syncs);
     prom_counter(out, "ringkv_store_full_errors_total", "Writes refused for lack of space.",
                  st.enospc);
+    prom_counter(out, "ringkv_store_disk_failures_total",
+                 "Failed flushes; after one, writes are refused until a restart.",
+                 st.disk_failures);
 }
 
 static void prom_clients(struct server *n, struct buf *out)

@@ -7,9 +7,11 @@
  * thread alternating between two stores.
  */
 #include <check.h>
+#include <errno.h>
 #include <lmdb.h>
 #include <poll.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +387,147 @@ START_TEST(test_context_beyond_issued_refused)
 }
 END_TEST
 
+/* --- failed flushes ----------------------------------------------------------- */
+
+static atomic_int sync_error; /* what the next fsync reports; 0 = success */
+static atomic_int sync_calls;
+
+static int failing_sync(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&sync_calls, 1);
+    return atomic_load(&sync_error);
+}
+
+static struct store *open_failing(const char *sub, enum store_sync mode)
+{
+    struct store_config c;
+    char path[512];
+
+    settings_for(&c, path, sizeof(path), sub);
+    c.sync = mode;
+    c.batch_ms = 1;
+    c.test_sync = failing_sync;
+    atomic_store(&sync_error, 0);
+    atomic_store(&sync_calls, 0);
+    return open_cfg(&c);
+}
+
+/* After a failed flush: writes refused, reads served, and a good fsync later changes nothing. */
+static void assert_stopped(struct store *s)
+{
+    struct store_stats st;
+    struct record r;
+
+    record_init(&r);
+    ck_assert_int_eq(store_write(s, "k3", 2, "v", 1, false, NULL, NULL), RK_EDISK);
+    ck_assert_int_eq(store_get(s, "k1", 2, &r), 0);
+    atomic_store(&sync_error, 0);
+    ck_assert_int_eq(store_write(s, "k4", 2, "v", 1, false, NULL, NULL), RK_EDISK);
+    ck_assert_int_eq(store_get(s, "k4", 2, &r), RK_ENOTFOUND);
+    store_get_stats(s, &st);
+    ck_assert(st.disk_failed);
+    ck_assert_uint_eq(st.disk_failures, 1);
+    record_deinit(&r);
+}
+
+START_TEST(test_failed_fsync_batch_stops_writes)
+{
+    struct store *s = open_failing("d", STORE_SYNC_BATCH);
+    struct store_stats st;
+
+    ck_assert_int_eq(store_write(s, "k1", 2, "v", 1, false, NULL, NULL), 0);
+    atomic_store(&sync_error, EIO);
+    /* acknowledged before its fsync, which is the one that fails */
+    ck_assert_int_eq(store_write(s, "k2", 2, "v", 1, false, NULL, NULL), 0);
+    for (int i = 0; i < 10000; i++) {
+        store_get_stats(s, &st);
+        if (st.disk_failed) {
+            break;
+        }
+        usleep(1000);
+    }
+    ck_assert_msg(st.disk_failed, "the failed fsync was never noticed");
+    assert_stopped(s);
+    store_close(s);
+}
+END_TEST
+
+START_TEST(test_failed_commit_always_stops_writes)
+{
+    struct store *s = open_failing("d", STORE_SYNC_ALWAYS);
+
+    ck_assert_int_eq(store_write(s, "k1", 2, "v", 1, false, NULL, NULL), 0);
+    atomic_store(&sync_error, EIO);
+    ck_assert_int_eq(store_write(s, "k2", 2, "v", 1, false, NULL, NULL), RK_EDISK);
+    assert_stopped(s);
+    store_close(s);
+}
+END_TEST
+
+/* --- the data directory --------------------------------------------------------- */
+
+/* Open sub and expect a refusal whose line contains want. */
+static void assert_refused(const char *sub, const char *want)
+{
+    struct store_config c;
+    struct store *s = NULL;
+    char path[512], err[512];
+
+    settings_for(&c, path, sizeof(path), sub);
+    ck_assert_int_ne(store_open(&s, &c, err, sizeof(err)), 0);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(err, want) != NULL, "refusal '%s' does not say '%s'", err, want);
+}
+
+START_TEST(test_dir_writable_by_others_refused)
+{
+    char path[512];
+
+    store_close(open_store("d"));
+    snprintf(path, sizeof(path), "%s/d", tmp_dir);
+    ck_assert_int_eq(chmod(path, 0702), 0);
+    assert_refused("d", "is writable by others (mode 0702)");
+    ck_assert_int_eq(chmod(path, 0770), 0);
+    assert_refused("d", "is writable by its group (mode 0770)");
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    store_close(open_store("d"));
+}
+END_TEST
+
+START_TEST(test_dir_owned_by_another_refused)
+{
+    char path[512];
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "check_store_safety: not root, the owner case is not run\n");
+        return;
+    }
+    store_close(open_store("d"));
+    snprintf(path, sizeof(path), "%s/d", tmp_dir);
+    ck_assert_int_eq(chown(path, 65534, 65534), 0);
+    assert_refused("d", "is owned by uid 65534, not by this user");
+    ck_assert_int_eq(chown(path, 0, 0), 0);
+    store_close(open_store("d"));
+}
+END_TEST
+
+START_TEST(test_lock_symlink_refused)
+{
+    char path[512], lock[600], target[600];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/d", tmp_dir);
+    snprintf(lock, sizeof(lock), "%s/LOCK", path);
+    snprintf(target, sizeof(target), "%s/elsewhere", tmp_dir);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(symlink(target, lock), 0);
+    assert_refused("d", "LOCK is a symbolic link: refusing to follow it");
+    /* nothing was created or written through the link */
+    ck_assert_int_ne(stat(target, &st), 0);
+}
+END_TEST
+
 static Suite *store_safety_suite(void)
 {
     Suite *su = suite_create("store_safety");
@@ -399,6 +542,11 @@ static Suite *store_safety_suite(void)
         {"lww_restart_without_mark", test_lww_restart_without_mark},
         {"lww_write_beats_far_ahead", test_lww_write_beats_far_ahead},
         {"context_beyond_issued", test_context_beyond_issued_refused},
+        {"failed_fsync_batch", test_failed_fsync_batch_stops_writes},
+        {"failed_commit_always", test_failed_commit_always_stops_writes},
+        {"dir_writable_by_others", test_dir_writable_by_others_refused},
+        {"dir_owned_by_another", test_dir_owned_by_another_refused},
+        {"lock_symlink", test_lock_symlink_refused},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
