@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "autoconf.h"
+#include "collect.h"
 #include "commands.h"
 #include "error.h"
 #include "gossip.h"
@@ -102,12 +103,14 @@ static void info_persistence(struct server *n, struct buf *out)
                "ringkv_store_used_bytes:%llu\r\nringkv_store_commits:%llu\r\n"
                "ringkv_store_fsyncs:%llu\r\nringkv_store_writes:%llu\r\n"
                "ringkv_store_write_errors:%llu\r\nringkv_store_full_errors:%llu\r\n"
-               "ringkv_store_disk_failures:%llu\r\nringkv_store_writes_refused:%d\r\n\r\n",
+               "ringkv_store_disk_failures:%llu\r\nringkv_store_writes_refused:%d\r\n"
+               "ringkv_tombstones_collected:%llu\r\n\r\n",
                sync_names[n->cfg.sync], (unsigned long long)st.map_size,
                (unsigned long long)st.map_used, (unsigned long long)st.commits,
                (unsigned long long)st.syncs, (unsigned long long)st.ops,
                (unsigned long long)st.ops_failed, (unsigned long long)st.enospc,
-               (unsigned long long)st.disk_failures, st.disk_failed ? 1 : 0);
+               (unsigned long long)st.disk_failures, st.disk_failed ? 1 : 0,
+               (unsigned long long)collect_count(n->collect));
 }
 
 static void info_stats(struct server *n, struct buf *out)
@@ -401,6 +404,8 @@ static void prom_store(struct server *n, struct buf *out)
     prom_counter(out, "ringkv_store_fsyncs_total", "fsyncs issued.", st.syncs);
     prom_counter(out, "ringkv_store_full_errors_total", "Writes refused for lack of space.",
                  st.enospc);
+    prom_counter(out, "ringkv_tombstones_collected_total",
+                 "Tombstones collected after tombstone-grace.", collect_count(n->collect));
     prom_counter(out, "ringkv_store_disk_failures_total",
                  "Failed flushes; after one, writes are refused until a restart.",
                  st.disk_failures);

@@ -27,6 +27,7 @@
 #include "bulktest.h"
 #include "client.h"
 #include "clock.h"
+#include "collect.h"
 #include "error.h"
 #include "gossip.h"
 #include "kv.h"
@@ -158,6 +159,7 @@ static void server_begin_shutdown(struct server *n, const char *cause)
     LOG(LOG_INFO, "shutdown", "%s clients=%llu", cause, (unsigned long long)n->n_clients);
     n->stopping = true;
     gossip_stop(n->gossip);
+    collect_stop(n->collect);
     server_close_listeners(n);
     while (n->peers != NULL) {
         peer_close(n->peers, "shutdown");
@@ -332,6 +334,19 @@ static int server_open_gossip(struct server *n, char *err, size_t err_len)
 
 /* --- creating and running ----------------------------------------------------------------- */
 
+/*
+ * The gate of local tombstone collection: this node holds the only copy of
+ * every key, on a ring of one member or with rf 1.  Replication will widen
+ * it to "every replica of the key has the tombstone".
+ */
+static bool server_may_collect(void *ctx)
+{
+    struct server *n = ctx;
+    const struct ring *r = gossip_ring(n->gossip);
+
+    return n->cfg.rf == 1 || (r != NULL && ring_member_count(r) == 1);
+}
+
 static int server_open_store(struct server *n, char *err, size_t err_len)
 {
     struct store_config sc;
@@ -370,6 +385,11 @@ static int server_open(struct server *n, char *err, size_t err_len)
     channel_key_cluster_id(n->key, n->cluster_id);
     rc = server_open_store(n, err, err_len);
     if (rc == 0 && kv_create(&n->kv, n->store) != 0) {
+        snprintf(err, err_len, "out of memory");
+        rc = RK_ENOMEM;
+    }
+    if (rc == 0 && collect_create(&n->collect, n->loop, n->store, n->cfg.tombstone_grace_ms,
+                                  server_may_collect, n) != 0) {
         snprintf(err, err_len, "out of memory");
         rc = RK_ENOMEM;
     }
@@ -436,6 +456,7 @@ int server_run(struct server *n)
     ev_signal_start(n->loop, &n->sigterm_w);
     ev_signal_start(n->loop, &n->sigint_w);
     gossip_start(n->gossip);
+    collect_start(n->collect);
     settings_addr_text(&n->cfg.client, client_text, sizeof(client_text));
     settings_addr_text(&n->cfg.listen, listen_text, sizeof(listen_text));
     snprintf(metrics_text, sizeof(metrics_text), "off");
@@ -466,7 +487,9 @@ void server_destroy(struct server *n)
         ev_io_stop(n->loop, &n->store_w);
     }
     gossip_destroy(n->gossip);
-    store_close(n->store); /* completes queued writes; their clients are already closed */
+    collect_stop(n->collect);
+    store_close(n->store);       /* completes queued writes; their clients are already closed */
+    collect_destroy(n->collect); /* after its step in flight completed */
     kv_destroy(n->kv);
     channel_key_free(n->key);
     free(n);

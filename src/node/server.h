@@ -60,11 +60,12 @@ struct server {
     struct store *store;
     struct channel_key *key;
     uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
-    struct gossip *gossip; /* membership, failure detection, the ring in force */
-    struct kv *kv;         /* the data operations over the store */
-    int exit_code;         /* what server_run() returns */
-    uint64_t start_ms;     /* clock_mono_ms() at start, for uptime */
-    uint64_t run_id;       /* random per process, for INFO */
+    struct gossip *gossip;   /* membership, failure detection, the ring in force */
+    struct kv *kv;           /* the data operations over the store */
+    struct collect *collect; /* local tombstone collection (collect.h) */
+    int exit_code;           /* what server_run() returns */
+    uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */
+    uint64_t run_id;         /* random per process, for INFO */
 
     int client_fd, peer_fd, metrics_fd; /* listeners, -1 when closed */
     ev_io client_w, peer_w, metrics_w;
