@@ -389,69 +389,120 @@ static int store_create_identity(struct store *s, MDB_txn *txn)
     return rc;
 }
 
-/* Compare one recorded identity field with the configured one. */
-static bool meta_matches(MDB_txn *txn, MDB_dbi dbi, const char *name, const void *want, size_t len,
-                         MDB_val *got)
+/* One recorded value against the configured one. */
+static bool meta_is(const struct store_meta_value *v, const void *want, size_t len)
 {
-    return meta_get(txn, dbi, name, got) == 0 && got->mv_size == len &&
-           memcmp(got->mv_data, want, len) == 0;
+    return v->p != NULL && v->len == len && memcmp(v->p, want, len) == 0;
 }
 
-/* A recorded name as text for a refusal: printable ASCII as is, at most cap - 1 bytes. */
-static void meta_text(const MDB_val *v, char *out, size_t cap)
+/* A recorded value as text for a refusal: printable ASCII as is, at most cap - 1 bytes. */
+static void meta_text(const struct store_meta_value *v, char *out, size_t cap)
 {
-    const uint8_t *p = v->mv_data;
-    size_t n = v->mv_size < cap - 1 ? v->mv_size : cap - 1;
+    size_t n = v->len < cap - 1 ? v->len : cap - 1;
 
     for (size_t i = 0; i < n; i++) {
-        out[i] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+        out[i] = v->p[i] >= 0x20 && v->p[i] < 0x7f ? (char)v->p[i] : '?';
     }
     out[n] = '\0';
 }
 
 /*
  * The cluster settings against the recorded ones: one line naming the
- * first that differs with both values.  rf and conflicts missing (a
- * directory from before they were recorded) are recorded now.
+ * first that differs with both values.  rf and conflicts both missing (a
+ * directory from before they were recorded) ask the caller to record them.
  */
-static int store_check_cluster(struct store *s, MDB_txn *txn, char *err, size_t err_len)
+static int meta_check_cluster(const struct store_meta *m, const struct store_config *cfg,
+                              struct store_meta_found *found, char *err, size_t err_len)
 {
-    const char *mode = record_conflicts_name(s->cfg.conflicts);
+    const char *mode = record_conflicts_name(cfg->conflicts);
     char got[2 * RING_SEED_LEN + 1], want[2 * RING_SEED_LEN + 1];
     uint8_t rf[4];
-    MDB_val v = {0, NULL};
 
-    bytes_put_be32(rf, s->cfg.rf);
-    if (!meta_matches(txn, s->dbi_meta, "seed", s->cfg.seed, RING_SEED_LEN, &v)) {
-        hex_encode(got, v.mv_data, v.mv_size == RING_SEED_LEN ? RING_SEED_LEN : 0);
-        hex_encode(want, s->cfg.seed, RING_SEED_LEN);
+    bytes_put_be32(rf, cfg->rf);
+    if (!meta_is(&m->seed, cfg->seed, RING_SEED_LEN)) {
+        hex_encode(got, m->seed.p, m->seed.len == RING_SEED_LEN ? RING_SEED_LEN : 0);
+        hex_encode(want, cfg->seed, RING_SEED_LEN);
         snprintf(err, err_len, "data directory %s was formed with ring-seed %s; ring-seed is %s",
-                 s->path, got, want);
+                 cfg->path, got, want);
         return RK_EMISMATCH;
     }
-    if (meta_get(txn, s->dbi_meta, "rf", &v) == MDB_NOTFOUND &&
-        meta_get(txn, s->dbi_meta, "conflicts", &v) == MDB_NOTFOUND) {
-        if (store_put_cluster(s, txn) != 0) {
-            snprintf(err, err_len, "cannot record rf and conflicts in %s", s->path);
-            return RK_EIO;
-        }
+    if (m->rf.p == NULL && m->conflicts.p == NULL) {
+        found->record_cluster = true;
         return 0;
     }
-    v = (MDB_val){0, NULL};
-    if (!meta_matches(txn, s->dbi_meta, "rf", rf, 4, &v)) {
-        snprintf(err, err_len, "data directory %s was formed with rf %lu; rf is %lu", s->path,
-                 v.mv_size == 4 ? (unsigned long)bytes_get_be32(v.mv_data) : 0ul,
-                 (unsigned long)s->cfg.rf);
+    if (!meta_is(&m->rf, rf, 4)) {
+        snprintf(err, err_len, "data directory %s was formed with rf %lu; rf is %lu", cfg->path,
+                 m->rf.len == 4 ? (unsigned long)bytes_get_be32(m->rf.p) : 0ul,
+                 (unsigned long)cfg->rf);
         return RK_EMISMATCH;
     }
-    v = (MDB_val){0, NULL};
-    if (!meta_matches(txn, s->dbi_meta, "conflicts", mode, strlen(mode), &v)) {
-        meta_text(&v, got, sizeof(got));
+    if (!meta_is(&m->conflicts, mode, strlen(mode))) {
+        meta_text(&m->conflicts, got, sizeof(got));
         snprintf(err, err_len, "data directory %s was formed with conflicts %s; conflicts is %s",
-                 s->path, got, mode);
+                 cfg->path, got, mode);
         return RK_EMISMATCH;
     }
     return 0;
+}
+
+/* The store's own counters: hint_seq must be whole; an hlc mark of any other size is absent. */
+static int meta_read_counters(const struct store_meta *m, const struct store_config *cfg,
+                              struct store_meta_found *found, char *err, size_t err_len)
+{
+    if (m->hint_seq.p != NULL && m->hint_seq.len != 8) {
+        snprintf(err, err_len, "data directory %s has a damaged hint_seq (%zu bytes, not 8)",
+                 cfg->path, m->hint_seq.len);
+        return RK_EMISMATCH;
+    }
+    found->hint_seq = m->hint_seq.p != NULL ? bytes_get_be64(m->hint_seq.p) : 0;
+    found->has_hlc = m->hlc.p != NULL && m->hlc.len == 8;
+    found->hlc = found->has_hlc ? bytes_get_be64(m->hlc.p) : 0;
+    return 0;
+}
+
+int store_meta_check(const struct store_meta *m, const struct store_config *cfg,
+                     struct store_meta_found *found, char *err, size_t err_len)
+{
+    uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT};
+    char got[RING_NAME_MAX + 1];
+    unsigned long f = 0;
+    int rc;
+
+    memset(found, 0, sizeof(*found));
+    if (!meta_is(&m->format, fmt, 4)) {
+        for (size_t i = 0; m->format.p != NULL && i < m->format.len && i < 4; i++) {
+            f = f << 8 | m->format.p[i];
+        }
+        snprintf(err, err_len, "data directory %s has format %lu; this build reads format %d",
+                 cfg->path, f, STORE_FORMAT);
+        return RK_EMISMATCH;
+    }
+    if (!meta_is(&m->node_id, cfg->node_id, strlen(cfg->node_id))) {
+        meta_text(&m->node_id, got, sizeof(got));
+        snprintf(err, err_len, "data directory %s belongs to node '%s', not '%s'", cfg->path, got,
+                 cfg->node_id);
+        return RK_EMISMATCH;
+    }
+    if (!meta_is(&m->cluster_id, cfg->cluster_id, cfg->cluster_id_len)) {
+        snprintf(err, err_len,
+                 "data directory %s belongs to another cluster (its cluster id "
+                 "differs from this node's cluster key)",
+                 cfg->path);
+        return RK_EMISMATCH;
+    }
+    rc = meta_check_cluster(m, cfg, found, err, err_len);
+    return rc ? rc : meta_read_counters(m, cfg, found, err, err_len);
+}
+
+/* Read one meta value into v; absent leaves it NULL. */
+static int meta_load(MDB_txn *txn, MDB_dbi dbi, const char *name, struct store_meta_value *v)
+{
+    MDB_val got;
+    int rc = meta_get(txn, dbi, name, &got);
+
+    v->p = rc == 0 ? got.mv_data : NULL;
+    v->len = rc == 0 ? got.mv_size : 0;
+    return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
 /* The highest stamp of any stored record: a full scan, for a directory without a mark. */
@@ -480,22 +531,15 @@ static int store_scan_stamps(struct store *s, MDB_txn *txn, uint64_t *max)
 }
 
 /*
- * Seed the clock from the stored high-water mark (batch_hlc_persist()), so
- * stamps handed out after a restart with the wall clock behind still order
- * after the stored ones.  A directory without a mark gets one from a scan
- * of its records, once.
+ * Seed the clock of a directory without a high-water mark (written by
+ * batch_hlc_persist() since the mark exists) from a scan of its records,
+ * once, and record the mark.
  */
 static int store_seed_clock(struct store *s, MDB_txn *txn, char *err, size_t err_len)
 {
     uint8_t buf[8];
-    MDB_val v;
-    int rc = meta_get(txn, s->dbi_meta, "hlc", &v);
+    int rc = store_scan_stamps(s, txn, &s->hlc.last);
 
-    if (rc == 0 && v.mv_size == 8) {
-        s->hlc.last = bytes_get_be64(v.mv_data);
-        return 0;
-    }
-    rc = store_scan_stamps(s, txn, &s->hlc.last);
     if (rc == 0) {
         bytes_put_be64(buf, s->hlc.last);
         rc = meta_put(txn, s->dbi_meta, "hlc", buf, 8);
@@ -507,40 +551,39 @@ static int store_seed_clock(struct store *s, MDB_txn *txn, char *err, size_t err
     return 0;
 }
 
+/*
+ * Check the recorded identity and settings (store_meta_check()), record rf
+ * and conflicts where missing, and take the store's counters.
+ */
 static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t err_len)
 {
-    MDB_val v;
-    uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT};
-    int rc;
+    struct store_meta m;
+    struct store_meta_found found;
+    int rc = meta_load(txn, s->dbi_meta, "format", &m.format);
 
-    if (!meta_matches(txn, s->dbi_meta, "format", fmt, 4, &v)) {
-        unsigned long f = 0;
-        for (size_t i = 0; i < v.mv_size && i < 4; i++) {
-            f = f << 8 | ((uint8_t *)v.mv_data)[i];
-        }
-        snprintf(err, err_len, "data directory %s has format %lu; this build reads format %d",
-                 s->path, f, STORE_FORMAT);
-        return RK_EMISMATCH;
+    rc = rc ? rc : meta_load(txn, s->dbi_meta, "node_id", &m.node_id);
+    rc = rc ? rc : meta_load(txn, s->dbi_meta, "cluster_id", &m.cluster_id);
+    rc = rc ? rc : meta_load(txn, s->dbi_meta, "seed", &m.seed);
+    rc = rc ? rc : meta_load(txn, s->dbi_meta, "rf", &m.rf);
+    rc = rc ? rc : meta_load(txn, s->dbi_meta, "conflicts", &m.conflicts);
+    rc = rc ? rc : meta_load(txn, s->dbi_meta, "hint_seq", &m.hint_seq);
+    rc = rc ? rc : meta_load(txn, s->dbi_meta, "hlc", &m.hlc);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot read the identity of %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
     }
-    if (!meta_matches(txn, s->dbi_meta, "node_id", s->node_id, strlen(s->node_id), &v)) {
-        snprintf(err, err_len, "data directory %s belongs to node '%.*s', not '%s'", s->path,
-                 (int)(v.mv_size > RING_NAME_MAX ? RING_NAME_MAX : v.mv_size),
-                 (const char *)v.mv_data, s->node_id);
-        return RK_EMISMATCH;
-    }
-    if (!meta_matches(txn, s->dbi_meta, "cluster_id", s->cluster_id, s->cfg.cluster_id_len, &v)) {
-        snprintf(err, err_len,
-                 "data directory %s belongs to another cluster (its cluster id "
-                 "differs from this node's cluster key)",
-                 s->path);
-        return RK_EMISMATCH;
-    }
-    rc = store_check_cluster(s, txn, err, err_len);
+    rc = store_meta_check(&m, &s->cfg, &found, err, err_len);
     if (rc != 0) {
         return rc;
     }
-    if (meta_get(txn, s->dbi_meta, "hint_seq", &v) == 0 && v.mv_size == 8) {
-        s->hint_seq = bytes_get_be64(v.mv_data);
+    if (found.record_cluster && store_put_cluster(s, txn) != 0) {
+        snprintf(err, err_len, "cannot record rf and conflicts in %s", s->path);
+        return RK_EIO;
+    }
+    s->hint_seq = found.hint_seq;
+    if (found.has_hlc) {
+        s->hlc.last = found.hlc;
+        return 0;
     }
     return store_seed_clock(s, txn, err, err_len);
 }
@@ -1173,23 +1216,27 @@ static void hint_key(const struct store *s, const char *target, uint64_t seq, ui
     bytes_put_be64(out + 8, seq);
 }
 
-/* Parse a hint value (layout in the file header); the sibling is decoded. */
-static int hint_parse(const MDB_val *v, struct store_hint *h, char *target)
+int store_hint_parse(const uint8_t *v, size_t len, struct store_hint *h,
+                     char target[RING_NAME_MAX + 1])
 {
-    const uint8_t *p = v->mv_data, *end = p + v->mv_size;
+    const uint8_t *p = v, *end = v + len;
     size_t tlen, klen, used;
 
-    if (v->mv_size < 1 || (size_t)(end - p) < 1u + p[0] + 8 + 2 || p[0] > RING_NAME_MAX) {
+    if (len < 1 || p[0] < 1 || p[0] > RING_NAME_MAX || len < 1u + p[0] + 8 + 2) {
         return RK_ESYNTAX;
     }
     tlen = p[0];
+    if (!ring_name_valid((const char *)p + 1, tlen)) {
+        return RK_ESYNTAX;
+    }
     memcpy(target, p + 1, tlen);
     target[tlen] = '\0';
+    h->target = target;
     p += 1 + tlen;
     h->pos = bytes_get_be64(p);
     klen = (size_t)p[8] << 8 | p[9];
     p += 10;
-    if ((size_t)(end - p) < klen) {
+    if (klen > STORE_KEY_MAX || (size_t)(end - p) < klen) {
         return RK_ESYNTAX;
     }
     h->key = p;
@@ -1220,7 +1267,7 @@ static int hint_visit(struct hint_scan_ctx *hc, const MDB_val *k, const MDB_val 
     int rc;
 
     sibling_init(&h.version);
-    if (hint_parse(v, &h, target) != 0) {
+    if (store_hint_parse(v->mv_data, v->mv_size, &h, target) != 0) {
         atomic_fetch_add(&hc->s->stat.decode_errors, 1);
     } else if (strcmp(target, hc->target) == 0) {
         rc = hc->fn(hc->ctx, &h);

@@ -102,6 +102,35 @@ void store_config_defaults(struct store_config *cfg);
 struct store;
 
 /*
+ * The recorded metadata of a data directory as its meta table holds it
+ * (layout in store.c): each value borrowed, p NULL when absent.
+ */
+struct store_meta_value {
+    const uint8_t *p;
+    size_t len;
+};
+struct store_meta {
+    struct store_meta_value format, node_id, cluster_id, seed, rf, conflicts, hint_seq, hlc;
+};
+/* What store_meta_check() read out of accepted metadata. */
+struct store_meta_found {
+    bool record_cluster; /* rf and conflicts both absent: record them as configured */
+    uint64_t hint_seq;
+    bool has_hlc; /* a whole clock mark; otherwise the records are scanned */
+    uint64_t hlc;
+};
+
+/*
+ * Check recorded metadata against cfg, as store_open() does for a
+ * directory created before: the format, node id, cluster id and cluster
+ * settings must match (otherwise RK_EMISMATCH and err receives one
+ * printable line naming the first difference), and hint_seq, when present,
+ * must be 8 bytes.  Pure: no I/O.
+ */
+int store_meta_check(const struct store_meta *m, const struct store_config *cfg,
+                     struct store_meta_found *found, char *err, size_t err_len);
+
+/*
  * Open (creating when new) the store at cfg->path.  On a store created
  * before, the recorded format version, node id, cluster id and cluster
  * settings (ring seed, rf, conflicts) must match: otherwise RK_EMISMATCH,
@@ -206,6 +235,17 @@ struct store_hint {
     struct sibling version; /* decoded; valid during the callback only */
 };
 typedef int (*store_hint_fn)(void *ctx, const struct store_hint *hint);
+
+/*
+ * Parse one stored hint value (the hints layout in store.c) into h: the
+ * target id is copied into target (h->target points at it), h->key points
+ * into v, and h->version (initialised by the caller) is decoded and owned
+ * by the caller.  h->seq is left alone (it is in the key).  RK_ESYNTAX for
+ * anything that is not exactly one well-formed value: a bad target id, a
+ * key over STORE_KEY_MAX, a truncated or trailing sibling.  v is borrowed.
+ */
+int store_hint_parse(const uint8_t *v, size_t len, struct store_hint *h,
+                     char target[RING_NAME_MAX + 1]);
 
 /*
  * Visit the hints kept for target, oldest first, after the cursor, at most
