@@ -1,28 +1,53 @@
 #!/bin/sh
-# bench_node.sh - one ringkvd (rf 1) against redis-server, through the same
-# client, in the same run.
+# bench_node.sh - one ringkvd (rf 1) against its peers in the same run:
+# redis-server with its append-only file, and raw LMDB (tests/bench/bench_lmdb)
+# doing the node's writes without the node.
 #
 #   tests/bench/bench_node.sh [-n REQUESTS]     (from a build tree; make bench runs it)
 #
-# For each durability pair - ringkvd `sync batch` with Redis `appendfsync
-# everysec`, ringkvd `sync always` with Redis `appendfsync always` - runs
-#   redis-benchmark -t set,get -n N -r 100000 -d 100 -c 50 -P {1,16} --csv
-# against each server and prints requests per second, p50 and p99 latency,
-# and ringkv's ratio to Redis.  Both servers keep their data in the build
-# tree (a real disk, where fsync costs what it costs), are started by this
-# script and stopped by their PIDs.  The goals of the node's issue are
-# printed beside the figures; the script reports, it does not assert.
+# Every figure is `redis-benchmark -c 50 -d 100 -r 100000` (REQUESTS requests
+# at -P 16, default 200000, half as many at -P 1), each bounded by
+# BENCH_RUN_SECONDS as well.  The runs, in order:
+#   ringkvd --sync batch      SET, GET at -P 16, SET, GET at -P 1
+#   redis appendfsync everysec the same four
+#   ringkvd --sync always     SET at -P 16
+#   redis appendfsync always   SET at -P 16 (printed for reference)
+#   raw LMDB                   random puts of 100-byte values into a 100 K-key
+#                              database, in transactions of the writes per
+#                              commit the node reached: with one fsync per
+#                              transaction at the `sync always` size, and
+#                              without fsync at the `sync batch` size (the
+#                              ceiling of `sync batch` and `none`)
+# The writes per commit come from the node's INFO counters read before and
+# after its SET -P 16 run (ringkv_store_writes / ringkv_store_commits).
+# Syscalls per request come from separate, shorter runs (BENCH_STRACE_REQUESTS
+# requests) with `strace -c -f` attached to the node, since strace slows the
+# server; the throughput runs only read the context switches of the node's
+# threads from /proc.  The data of every server and of raw LMDB lives in the
+# build tree (a real disk, where fsync costs what it costs), fresh per run
+# and removed at the end; servers are started by this script and stopped by
+# their PIDs.  The goals of the node's issue are printed as met or missed;
+# the script reports, it does not assert: it exits 0 whenever it ran.
 set -eu
 
 N=200000
 [ "${1:-}" = "-n" ] && N=$2
+N1=$((N / 2))
+NS=${BENCH_STRACE_REQUESTS:-20000}
+RUN_SECONDS=${BENCH_RUN_SECONDS:-120}
+KEYS=100000
+VALUE=100
 top_builddir=${top_builddir:-$(pwd)}
 RINGKVD="$top_builddir/src/ringkvd"
 RINGKV="$top_builddir/src/ringkv"
-for tool in redis-benchmark redis-server redis-cli; do
+LMDB="$top_builddir/tests/bench/bench_lmdb"
+for tool in redis-benchmark redis-server redis-cli python3 timeout; do
     command -v "$tool" > /dev/null || { echo "bench_node: $tool not found: run cluster-scripts/install-deps"; exit 1; }
 done
 [ -x "$RINGKVD" ] || { echo "bench_node: build ringkvd first ($RINGKVD)"; exit 1; }
+[ -x "$LMDB" ] || { echo "bench_node: build the raw-LMDB peer first: make bench-build ($LMDB)"; exit 1; }
+HAVE_STRACE=1
+command -v strace > /dev/null || HAVE_STRACE=0
 
 DIR=$(mktemp -d "$top_builddir/bench-node.XXXXXX")
 PIDS=""
@@ -75,53 +100,168 @@ stop() {
     wait "$PID" 2> /dev/null || true
 }
 
-# run NAME PIPELINE: benchmark the server on PORT; appends "name P test rps p50 p99" lines.
-run() {
-    redis-benchmark -p "$PORT" -t set,get -n "$N" -r 100000 -d 100 -c 50 -P "$2" --csv \
-        2> /dev/null | tr -d '"\r' | awk -F, -v name="$1" -v p="$2" \
-        'NR > 1 && NF >= 7 { printf "%s %s %s %.0f %s %s\n", name, p, $1, $2, $5, $7 }' \
-        >> "$DIR/results"
+# put KEY VALUE / get KEY: the figures of this run.
+put() { echo "$1 $2" >> "$DIR/results"; }
+get() { awk -v k="$1" '$1 == k { v = $2 } END { print (v == "" ? 0 : v) }' "$DIR/results"; }
+
+# ctxsw: voluntary and involuntary context switches of every thread of PID.
+ctxsw() {
+    cat /proc/"$PID"/task/*/status 2> /dev/null |
+        awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'
 }
 
+# store_counters: "writes commits" from the node's INFO.
+store_counters() {
+    redis-cli -p "$PORT" INFO | tr -d '\r' | awk -F: '
+        $1 == "ringkv_store_writes" { w = $2 } $1 == "ringkv_store_commits" { c = $2 }
+        END { print w + 0, c + 0 }'
+}
+
+# bench NAME TEST PIPELINE REQUESTS: one bounded redis-benchmark run against
+# PORT; records NAME.rps and NAME.ctxsw (per request), prints a progress line.
+bench() {
+    before=$(ctxsw)
+    line=$(timeout "$RUN_SECONDS" redis-benchmark -p "$PORT" -t "$2" -n "$4" -r "$KEYS" -d "$VALUE" \
+        -c 50 -P "$3" --csv 2> /dev/null | tr -d '"\r' | awk -F, 'NR > 1 && NF >= 7 { print $2, $5, $7 }') || true
+    after=$(ctxsw)
+    set -- "$1" "$2" "$3" "$4" ${line:-0 - -}
+    put "$1.rps" "$5"
+    cs=$(awk -v a="$before" -v b="$after" -v n="$4" 'BEGIN { printf "%.3f", (b - a) / n }')
+    put "$1.ctxsw" "$cs"
+    printf '  %-26s %10.0f req/s  p50 %s ms  p99 %s ms  ctxsw/req %s\n' "$1" "$5" "$6" "$7" "$cs"
+}
+
+# bench_writes NAME: SET -P 16 with the node's store counters read around it;
+# records NAME.wpc (writes per commit).
+bench_writes() {
+    set -- "$1" $(store_counters)
+    bench "$1" set 16 "$N"
+    set -- "$1" "$2" "$3" $(store_counters)
+    wpc=$(awk -v w="$(($4 - $2))" -v c="$(($5 - $3))" 'BEGIN { printf "%.1f", (c > 0 ? w / c : 0) }')
+    put "$1.wpc" "$wpc"
+    echo "  $1: $(($4 - $2)) writes in $(($5 - $3)) commits: $wpc writes per commit"
+}
+
+# strace_run NAME TEST PIPELINE: a short run with strace -c attached to the
+# node; records NAME.sys (syscalls per request), NAME.sends (sendto, sendmsg,
+# write, writev per request) and NAME.top (the most frequent calls).
+strace_run() {
+    [ "$HAVE_STRACE" = 1 ] || return 0
+    : > "$DIR/strace.err"
+    strace -c -f -p "$PID" -o "$DIR/strace.out" 2> "$DIR/strace.err" &
+    spid=$!
+    threads=$(ls /proc/"$PID"/task | wc -l)
+    i=0
+    until grep -q "attached with" "$DIR/strace.err" ||
+        [ "$(grep -c attached "$DIR/strace.err")" -ge "$threads" ]; do
+        i=$((i + 1))
+        [ $i -lt 100 ] || break
+        sleep 0.05
+    done
+    timeout "$RUN_SECONDS" redis-benchmark -p "$PORT" -t "$2" -n "$NS" -r "$KEYS" -d "$VALUE" \
+        -c 50 -P "$3" -q > /dev/null 2>&1 || true
+    kill -INT "$spid" 2> /dev/null || true
+    wait "$spid" 2> /dev/null || true
+    awk -v n="$NS" -v name="$1" '
+        $NF == "total" || $1 ~ /^[%-]/ || NF < 5 { next }
+        { calls[$NF] = $4; all += $4 }
+        $NF ~ /^(sendto|sendmsg|write|writev)$/ { sends += $4 }
+        END {
+            printf "%s.sys %.3f\n%s.sends %.3f\n", name, all / n, name, sends / n
+            top = ""
+            for (k = 0; k < 5; k++) {
+                best = ""
+                for (s in calls) if (best == "" || calls[s] > calls[best]) best = s
+                if (best == "") break
+                top = top (top == "" ? "" : ",") best "=" sprintf("%.3f", calls[best] / n)
+                delete calls[best]
+            }
+            printf "%s.top %s\n", name, top
+        }' "$DIR/strace.out" >> "$DIR/results"
+    echo "  $1 (strace, $NS requests): $(get "$1.sys") syscalls/req, $(get "$1.sends") sends/req"
+}
+
+# lmdb NAME PER_TXN SYNC: raw LMDB in a fresh directory of the build tree.
+lmdb() {
+    rm -rf "$DIR/lmdb"
+    out=$("$LMDB" "$KEYS" "$VALUE" "$2" "$N" 30 "$3" "$DIR/lmdb") || out=""
+    rm -rf "$DIR/lmdb"
+    rps=$(echo "$out" | sed -n 's/.*puts_per_s=\([0-9]*\).*/\1/p')
+    put "$1.rps" "${rps:-0}"
+    printf '  %-26s %10.0f puts/s  (%s puts per transaction, %s)\n' "$1" "${rps:-0}" "$2" "$3"
+}
+
+round() { awk -v x="$1" 'BEGIN { r = int(x + 0.5); print (r < 1 ? 1 : r) }'; }
+
+START=$(date +%s)
 "$RINGKV" keygen "$DIR/key" > /dev/null
 : > "$DIR/results"
-echo "bench_node: $(nproc) CPUs, redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), data in $DIR"
-echo "bench_node: redis-benchmark -t set,get -n $N -r 100000 -d 100 -c 50, -P 1 and -P 16"
-for pair in "batch everysec" "always always"; do
-    set -- $pair
-    for p in 1 16; do
-        start_ringkv "$1"
-        run "ringkv-$1" "$p"
-        stop
-        start_redis "$2"
-        run "redis-$2" "$p"
-        stop
-    done
-done
+echo "bench_node: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), redis-server" \
+    "$(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), data in $DIR ($(stat -f -c %T "$DIR"))"
+echo "bench_node: redis-benchmark -c 50 -d 100 -r $KEYS, -n $N at -P 16, -n $N1 at -P 1"
 
-awk '
-{ rps[$1" "$2" "$3] = $4; p50[$1" "$2" "$3] = $5; p99[$1" "$2" "$3] = $6 }
-END {
-    printf "\n%-22s %3s %-4s %12s %9s %9s   %-22s %12s %9s %9s %7s\n", "ringkv", "P", "test",
-           "ops/s", "p50 ms", "p99 ms", "redis", "ops/s", "p50 ms", "p99 ms", "ratio"
-    split("batch:everysec always:always", pairs, " ")
-    for (i = 1; i <= 2; i++) {
-        split(pairs[i], m, ":")
-        for (p = 1; p <= 16; p += 15) {
-            for (t = 1; t <= 2; t++) {
-                test = t == 1 ? "SET" : "GET"
-                a = "ringkv-" m[1] " " p " " test; b = "redis-" m[2] " " p " " test
-                ratio[m[1]" "p" "test] = rps[b] > 0 ? rps[a] / rps[b] : 0
-                printf "%-22s %3d %-4s %12d %9s %9s   %-22s %12d %9s %9s %6.2fx\n",
-                       "sync " m[1], p, test, rps[a], p50[a], p99[a],
-                       "appendfsync " m[2], rps[b], p50[b], p99[b], ratio[m[1]" "p" "test]
-            }
-        }
-    }
-    printf "\ngoals (this machine):\n"
-    g("sync batch SET -P 16 >= 0.5x Redis everysec", ratio["batch 16 SET"], 0.5)
-    g("sync batch GET -P 16 >= 0.7x Redis everysec", ratio["batch 16 GET"], 0.7)
-    g("sync always SET -P 16 >= 1.0x Redis always", ratio["always 16 SET"], 1.0)
+start_ringkv batch
+bench_writes batch.set16
+bench batch.get16 get 16 "$N"
+bench batch.set1 set 1 "$N1"
+bench batch.get1 get 1 "$N1"
+strace_run batch.set16 set 16
+strace_run batch.get16 get 16
+strace_run batch.set1 set 1
+strace_run batch.get1 get 1
+stop
+
+start_redis everysec
+bench everysec.set16 set 16 "$N"
+bench everysec.get16 get 16 "$N"
+bench everysec.set1 set 1 "$N1"
+bench everysec.get1 get 1 "$N1"
+stop
+
+start_ringkv always
+bench_writes always.set16
+strace_run always.set16 set 16
+stop
+
+start_redis always
+bench redis-always.set16 set 16 "$N"
+stop
+
+lmdb lmdb-sync "$(round "$(get always.set16.wpc)")" sync
+lmdb lmdb-nosync "$(round "$(get batch.set16.wpc)")" nosync
+
+# row FIGURE RINGKV_KEY PEER_LABEL PEER_KEY GOAL: one line of the table.
+row() {
+    awk -v f="$1" -v a="$(get "$2")" -v pl="$3" -v b="$(get "$4")" -v g="$5" 'BEGIN {
+        r = b > 0 ? a / b : 0
+        verdict = g ~ /^[0-9.]+$/ ? (r >= g ? "met" : "missed") : "-"
+        printf "%-28s %10.0f  %-30s %10.0f %6.2fx  %-8s %s\n", f, a, pl, b, r,
+               (g ~ /^[0-9.]+$/ ? ">= " g "x" : g), verdict }'
 }
-function g(what, r, want) { printf "  %-46s %6.2fx  %s\n", what, r, (r >= want ? "PASS" : "MISS") }
-' "$DIR/results"
+
+echo
+printf '%-28s %10s  %-30s %10s %7s  %-8s %s\n' figure "ringkv/s" peer "peer/s" ratio goal result
+row "SET -P16 sync batch" batch.set16.rps "redis everysec" everysec.set16.rps 0.5
+row "SET -P16 sync always" always.set16.rps "raw LMDB fsync/txn @$(round "$(get always.set16.wpc)")" lmdb-sync.rps 0.8
+row "SET -P16 sync always" always.set16.rps "redis always" redis-always.set16.rps ref
+row "SET -P16 sync batch" batch.set16.rps "raw LMDB no fsync @$(round "$(get batch.set16.wpc)")" lmdb-nosync.rps ceiling
+row "GET -P16" batch.get16.rps "redis" everysec.get16.rps 0.8
+row "SET -P1 sync batch" batch.set1.rps "redis everysec" everysec.set1.rps 0.8
+row "GET -P1" batch.get1.rps "redis" everysec.get1.rps 0.8
+
+echo
+echo "writes per commit (SET -P16): sync batch $(get batch.set16.wpc), sync always $(get always.set16.wpc)"
+if [ "$HAVE_STRACE" = 1 ]; then
+    printf '%-22s %9s %9s %9s  %s\n' "per request (ringkv)" syscalls sends ctxsw "most frequent calls"
+    for f in batch.set16 batch.get16 batch.set1 batch.get1 always.set16; do
+        printf '%-22s %9s %9s %9s  %s\n' "$f" "$(get "$f.sys")" "$(get "$f.sends")" \
+            "$(get "$f.ctxsw")" "$(get "$f.top")"
+    done
+    echo "(syscalls and sends from strace -c -f in separate $NS-request runs; sends = sendto +" \
+        "sendmsg + write + writev, write includes eventfd wake-ups; ctxsw from /proc in the" \
+        "throughput run)"
+else
+    echo "strace not found (cluster-scripts/install-deps installs it): context switches per" \
+        "request only: batch.set16 $(get batch.set16.ctxsw), batch.get16 $(get batch.get16.ctxsw)"
+fi
+echo "bench_node: $(($(date +%s) - START)) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
