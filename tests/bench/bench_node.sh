@@ -21,7 +21,7 @@
 # The writes per commit come from the node's INFO counters read before and
 # after its SET -P 16 run (ringkv_store_writes / ringkv_store_commits).
 # Syscalls per request come from separate, shorter runs (BENCH_STRACE_REQUESTS
-# requests) with `strace -c -f` attached to the node, since strace slows the
+# requests) with `strace -C -f -y` attached to the node, since strace slows the
 # server; the throughput runs only read the context switches of the node's
 # threads from /proc.  The data of every server and of raw LMDB lives in the
 # build tree (a real disk, where fsync costs what it costs), fresh per run
@@ -142,13 +142,15 @@ bench_writes() {
     echo "  $1: $(($4 - $2)) writes in $(($5 - $3)) commits: $wpc writes per commit"
 }
 
-# strace_run NAME TEST PIPELINE: a short run with strace -c attached to the
-# node; records NAME.sys (syscalls per request), NAME.sends (sendto, sendmsg,
-# write, writev per request) and NAME.top (the most frequent calls).
+# strace_run NAME TEST PIPELINE: a short run with strace attached to the
+# node (-C: every call, then the count of each); records NAME.sys (syscalls
+# per request), NAME.sends (sendto, sendmsg, write, writev on a socket per
+# request; LMDB's own write/writev and eventfd wake-ups are not sends) and
+# NAME.top (the most frequent calls).
 strace_run() {
     [ "$HAVE_STRACE" = 1 ] || return 0
     : > "$DIR/strace.err"
-    strace -c -f -p "$PID" -o "$DIR/strace.out" 2> "$DIR/strace.err" &
+    strace -C -f -y -p "$PID" -o "$DIR/strace.out" 2> "$DIR/strace.err" &
     spid=$!
     threads=$(ls /proc/"$PID"/task | wc -l)
     i=0
@@ -163,9 +165,10 @@ strace_run() {
     kill -INT "$spid" 2> /dev/null || true
     wait "$spid" 2> /dev/null || true
     awk -v n="$NS" -v name="$1" '
-        $NF == "total" || $1 ~ /^[%-]/ || NF < 5 { next }
+        /^% time/ { summary = 1; next }
+        !summary && /^([0-9]+ +)?(sendto|sendmsg|write|writev)\([0-9]+<socket:/ { sends++ }
+        !summary || $NF == "total" || $1 ~ /^-/ || NF < 5 { next }
         { calls[$NF] = $4; all += $4 }
-        $NF ~ /^(sendto|sendmsg|write|writev)$/ { sends += $4 }
         END {
             printf "%s.sys %.3f\n%s.sends %.3f\n", name, all / n, name, sends / n
             top = ""
@@ -257,9 +260,8 @@ if [ "$HAVE_STRACE" = 1 ]; then
         printf '%-22s %9s %9s %9s  %s\n' "$f" "$(get "$f.sys")" "$(get "$f.sends")" \
             "$(get "$f.ctxsw")" "$(get "$f.top")"
     done
-    echo "(syscalls and sends from strace -c -f in separate $NS-request runs; sends = sendto +" \
-        "sendmsg + write + writev, write includes eventfd wake-ups; ctxsw from /proc in the" \
-        "throughput run)"
+    echo "(syscalls and sends from strace -C -f -y in separate $NS-request runs; sends: sendto," \
+        "sendmsg, write, writev on a socket; ctxsw from /proc in the throughput runs)"
 else
     echo "strace not found (cluster-scripts/install-deps installs it): context switches per" \
         "request only: batch.set16 $(get batch.set16.ctxsw), batch.get16 $(get batch.get16.ctxsw)"
