@@ -457,7 +457,13 @@ static int cmd_quit(struct client *c, struct pending *p)
 static int cmd_select(struct client *c, struct pending *p)
 {
     (void)c;
-    if (strcmp(arg_str(p, 1), "0") != 0) {
+    uint64_t db;
+
+    if (num_parse_u64(arg_str(p, 1), p->cmd->argv[1].len, UINT64_MAX, &db) == RK_ESYNTAX) {
+        client_error(p, "ERR value is not an integer or out of range");
+        return CMD_DONE;
+    }
+    if (!arg_count(p, 1, 0, &db)) {
         client_error(p, "ERR DB index is out of range");
         return CMD_DONE;
     }
@@ -541,7 +547,12 @@ static int cmd_hello(struct client *c, struct pending *p)
     int proto = c->proto;
 
     if (p->cmd->argc >= 2) {
-        proto = strcmp(arg_str(p, 1), "2") == 0 ? 2 : strcmp(arg_str(p, 1), "3") == 0 ? 3 : 0;
+        uint64_t v;
+        if (num_parse_u64(arg_str(p, 1), p->cmd->argv[1].len, UINT64_MAX, &v) == RK_ESYNTAX) {
+            client_error(p, "ERR Protocol version is not an integer or out of range");
+            return CMD_DONE;
+        }
+        proto = arg_count(p, 1, 3, &v) && v >= 2 ? (int)v : 0;
         if (proto == 0) {
             client_error(p, "NOPROTO unsupported protocol version");
             return CMD_DONE;
@@ -687,6 +698,11 @@ static void settings_set_runtime(struct client *c, struct pending *p)
     struct settings next = c->node->cfg;
     char err[256];
 
+    if (strlen(arg_str(p, 2)) != p->cmd->argv[2].len ||
+        strlen(arg_str(p, 3)) != p->cmd->argv[3].len) {
+        client_error(p, "ERR CONFIG SET failed: a setting's name and value hold no NUL bytes");
+        return;
+    }
     if (d == NULL || !d->runtime) {
         client_error(p, "ERR CONFIG SET failed: '%s' %s", arg_str(p, 2),
                      d == NULL ? "is not a setting" : "cannot change at run time");
@@ -1005,7 +1021,8 @@ static void ringkv_ring(struct client *c, struct pending *p)
         rf = 0;
     }
     if (rf < 1 || rf > RING_RF_MAX) {
-        client_error(p, "ERR RINGKV RING: rf must be 1 to %d", RING_RF_MAX);
+        client_error(p, "ERR RINGKV RING: rf must be an integer from 1 to %d, not '%.32s'",
+                     RING_RF_MAX, arg_str(p, 2));
         return;
     }
     buf_init(&arcs, 0);
