@@ -23,6 +23,7 @@
 
 #include "error.h"
 #include "grow.h"
+#include "hex.h"
 #include "respc.h"
 
 /* --- reading replies ------------------------------------------------------------- */
@@ -32,6 +33,7 @@ enum view_kind {
     VIEW_INT,      /* int64_t: an integer */
     VIEW_BOOL,     /* bool: the integer 0 or 1, or a RESP3 boolean */
     VIEW_FRACTION, /* double: decimal text, a RESP3 double or an integer */
+    VIEW_SHARE,    /* double: a VIEW_FRACTION from 0 to 1, a share of the keyspace */
     VIEW_LIST,     /* const struct resp_reply *: an array of text */
     VIEW_MAPS,     /* const struct resp_reply *: an array of maps (read by the caller) */
 };
@@ -138,6 +140,22 @@ static bool read_fraction(const struct resp_reply *v, void *dst)
     return end == (const char *)v->str + v->len;
 }
 
+/*
+ * A share of the keyspace: finite and from 0 to 1.  What a node sends is
+ * outside input: a NaN or 1e8 would reach the views' percentages and the
+ * dot graph's integer edge weights, where converting it is undefined.
+ */
+static bool read_share(const struct resp_reply *v, void *dst)
+{
+    double d;
+
+    if (!read_fraction(v, &d) || !isfinite(d) || d < 0.0 || d > 1.0) {
+        return false;
+    }
+    *(double *)dst = d;
+    return true;
+}
+
 static bool read_list(const struct resp_reply *v, void *dst)
 {
     const char *ignored;
@@ -170,9 +188,10 @@ static bool read_maps(const struct resp_reply *v, void *dst)
     return true;
 }
 
+/* Text as a JSON string, or {"hex": "..."} when it is not UTF-8 (respc_reply_json()'s form). */
 static json_t *json_text(const struct resp_reply *v)
 {
-    return json_stringn((const char *)v->str, v->len);
+    return respc_reply_json(v);
 }
 
 static json_t *json_int(const struct resp_reply *v)
@@ -204,6 +223,7 @@ static const struct {
     [VIEW_INT] = {"an integer", read_int, json_int},
     [VIEW_BOOL] = {"0 or 1", read_bool, json_bool},
     [VIEW_FRACTION] = {"a decimal number", read_fraction, json_fraction},
+    [VIEW_SHARE] = {"a decimal number from 0 to 1", read_share, json_fraction},
     [VIEW_LIST] = {"an array of strings", read_list, respc_reply_json},
     [VIEW_MAPS] = {"an array of maps", read_maps, NULL},
 };
@@ -290,6 +310,32 @@ static const struct view_field *view_field_find(const struct view_fields *fs,
 
 static json_t *view_json_object(const struct resp_reply *map, const struct view_fields *fs);
 
+/*
+ * o[key] = j (taken).  A key that is not UTF-8, which a JSON object cannot
+ * hold, becomes "hex:" and its bytes in hex, so the field is still shown.
+ */
+static int view_json_set(json_t *o, const struct resp_reply *k, json_t *j)
+{
+    json_t *probe = json_stringn((const char *)k->str, k->len);
+    char *hex;
+    int rc;
+
+    if (probe != NULL) {
+        json_decref(probe);
+        return json_object_setn_new(o, (const char *)k->str, k->len, j);
+    }
+    hex = malloc(2 * k->len + 5);
+    if (hex == NULL) {
+        json_decref(j);
+        return -1;
+    }
+    memcpy(hex, "hex:", 4);
+    hex_encode(hex + 4, k->str, k->len);
+    rc = json_object_set_new(o, hex, j);
+    free(hex);
+    return rc;
+}
+
 static json_t *view_json_maps(const struct resp_reply *list, const struct view_fields *fs)
 {
     json_t *a = json_array();
@@ -321,7 +367,7 @@ static json_t *view_json_object(const struct resp_reply *map, const struct view_
         } else {
             j = view_kinds[f->kind].json(v);
         }
-        if (json_object_setn_new(o, (const char *)k->str, k->len, j) != 0) {
+        if (view_json_set(o, k, j) != 0) {
             json_decref(o);
             o = NULL;
         }
@@ -477,7 +523,7 @@ static const struct view_field status_member_field[] = {
     {"status", VIEW_TEXT, SM(status), NULL},
     {"up", VIEW_BOOL, SM(up), NULL},
     {"state", VIEW_TEXT, SM(state), NULL},
-    {"owns", VIEW_FRACTION, SM(owns), NULL},
+    {"owns", VIEW_SHARE, SM(owns), NULL},
     {"peer_addr", VIEW_TEXT, SM(peer_addr), NULL},
     {"client_addr", VIEW_TEXT, SM(client_addr), NULL},
     {"digest", VIEW_TEXT, SM(digest), NULL},
@@ -958,8 +1004,8 @@ json_t *view_members_json(const struct view_members *v)
 
 #define AR(field) offsetof(struct view_arc, field)
 static const struct view_field arc_field[] = {
-    {"start", VIEW_TEXT, AR(start), NULL},           {"end", VIEW_TEXT, AR(end), NULL},
-    {"fraction", VIEW_FRACTION, AR(fraction), NULL}, {"owner", VIEW_TEXT, AR(owner), NULL},
+    {"start", VIEW_TEXT, AR(start), NULL},        {"end", VIEW_TEXT, AR(end), NULL},
+    {"fraction", VIEW_SHARE, AR(fraction), NULL}, {"owner", VIEW_TEXT, AR(owner), NULL},
     {"preflist", VIEW_LIST, AR(preflist), NULL},
 };
 #undef AR
@@ -983,6 +1029,29 @@ static const struct view_field ring_field[] = {
 static const struct view_fields ring_fields = {ring_field,
                                                sizeof(ring_field) / sizeof(ring_field[0])};
 
+/*
+ * The arcs partition the keyspace, so their fractions add up to at most 1,
+ * give or take the rounding of each to the ARC_FRACTION_SLACK the node
+ * prints.  More is a reply no ring gives; refused (and v freed) rather
+ * than shown as shares over 100%.
+ */
+#define ARC_FRACTION_SLACK 1e-6
+static int ring_check_total(struct view_ring *v, size_t n, char *err, size_t err_len)
+{
+    double total = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        total += v->arcs[i].fraction;
+    }
+    if (total <= 1.0 + (double)n * ARC_FRACTION_SLACK) {
+        return 0;
+    }
+    snprintf(err, err_len, "the arcs' fractions add up to %.6f, more than the whole keyspace",
+             total);
+    view_ring_free(v);
+    return RK_ESYNTAX;
+}
+
 int view_ring_parse(struct view_ring *v, const struct resp_reply *r, char *err, size_t err_len)
 {
     struct ring_head h;
@@ -1000,6 +1069,9 @@ int view_ring_parse(struct view_ring *v, const struct resp_reply *r, char *err, 
             view_ring_free(v);
             rc = RK_ESYNTAX;
         }
+    }
+    if (rc == 0) {
+        rc = ring_check_total(v, h.arcs->n, err, err_len);
     }
     if (rc != 0) {
         return rc;
@@ -1233,9 +1305,10 @@ static json_t *ring_json_shares(const struct ring_summary *s)
     json_t *a = json_array();
 
     for (size_t i = 0; a != NULL && i < s->n; i++) {
-        json_t *m =
-            json_pack("{s:s,s:I,s:f,s:f}", "id", s->m[i].id, "arcs", (json_int_t)s->m[i].arcs,
-                      "primary", s->m[i].primary, "replica", s->m[i].replica);
+        json_t *m = json_pack("{s:o,s:I,s:f,s:f}", "id",
+                              respc_json_bytes((const uint8_t *)s->m[i].id, strlen(s->m[i].id)),
+                              "arcs", (json_int_t)s->m[i].arcs, "primary", s->m[i].primary,
+                              "replica", s->m[i].replica);
         if (json_array_append_new(a, m) != 0) {
             json_decref(a);
             a = NULL;
@@ -1298,6 +1371,19 @@ static void dot_members(FILE *f, const struct ring_summary *s)
     }
 }
 
+/*
+ * An edge's weight, 1 to 101 by its share: the share is clamped to 0..1
+ * first (view_ring_parse() bounds the total up to rounding), so the
+ * conversion to int is always defined.
+ */
+static int dot_weight(double share)
+{
+    if (!(share > 0.0)) {
+        return 1;
+    }
+    return 1 + (int)(100.0 * (share < 1.0 ? share : 1.0));
+}
+
 static void dot_edges(FILE *f, const struct ring_summary *s)
 {
     double top = 0;
@@ -1312,8 +1398,7 @@ static void dot_edges(FILE *f, const struct ring_summary *s)
         fputs(" -> ", f);
         dot_quoted(f, s->m[e->to].id);
         fprintf(f, " [taillabel=\"%.1f%%\" penwidth=%.2f weight=%d];\n", 100.0 * e->share,
-                1.0 + (DOT_PEN_MAX - 1.0) * (top > 0 ? e->share / top : 0),
-                1 + (int)(100.0 * e->share));
+                1.0 + (DOT_PEN_MAX - 1.0) * (top > 0 ? e->share / top : 0), dot_weight(e->share));
     }
 }
 

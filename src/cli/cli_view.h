@@ -36,10 +36,17 @@
  *                   fraction, owner, preflist (array of ids)
  *
  * Every field named above is required: a reply without one, or with one
- * of another type, is refused with a sentence naming it.  Fields a newer
- * node adds are kept: the JSON forms hold every field of the reply, in
- * its order, with the known ones converted (booleans to true/false,
- * fractions to numbers) and the others as respc_reply_json() gives them.
+ * of another type, is refused with a sentence naming it.  A share of the
+ * keyspace (owns, an arc's fraction) must be a finite number from 0 to 1,
+ * and a ring's arcs must not add up to more than the whole keyspace
+ * (beyond the rounding of the six decimals a node prints): what a node
+ * sends is outside input, and a NaN or 1e8 would otherwise reach the
+ * percentages and the integer edge weights of `ring --dot`.  Fields a
+ * newer node adds are kept: the JSON forms hold every field of the reply,
+ * in its order, with the known ones converted (booleans to true/false,
+ * fractions to numbers) and the others as respc_reply_json() gives them;
+ * text that is not UTF-8 is shown as {"hex": ...}, and a key that is not
+ * as "hex:" and its bytes in hex.
  *
  * Strings in the parsed structs are borrowed from the reply tree: they
  * are valid while it is.  The arrays of members and arcs are owned by the

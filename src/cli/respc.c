@@ -372,8 +372,7 @@ int respc_reply_format(struct buf *out, const struct resp_reply *r)
 
 /* --- JSON ------------------------------------------------------------------------ */
 
-/* A string as a JSON string, or {"hex": "..."} when it is not UTF-8. */
-static json_t *json_bytes(const uint8_t *s, size_t len)
+json_t *respc_json_bytes(const uint8_t *s, size_t len)
 {
     json_t *j = json_stringn((const char *)s, len);
     char *hex;
@@ -393,12 +392,12 @@ static json_t *json_bytes(const uint8_t *s, size_t len)
 
 static json_t *json_string_reply(const struct resp_reply *r)
 {
-    return json_bytes(r->str, r->len);
+    return respc_json_bytes(r->str, r->len);
 }
 
 static json_t *json_error_reply(const struct resp_reply *r)
 {
-    return json_pack("{s:o}", "error", json_bytes(r->str, r->len));
+    return json_pack("{s:o}", "error", respc_json_bytes(r->str, r->len));
 }
 
 static json_t *json_int_reply(const struct resp_reply *r)

@@ -107,4 +107,7 @@ int respc_reply_format(struct buf *out, const struct resp_reply *r);
  */
 json_t *respc_reply_json(const struct resp_reply *r);
 
+/* s[0..len) as a JSON string, or {"hex": "..."} when it is not UTF-8; NULL when out of memory. */
+json_t *respc_json_bytes(const uint8_t *s, size_t len);
+
 #endif

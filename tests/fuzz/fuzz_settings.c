@@ -9,6 +9,12 @@
  * aside, which is printed as a comment), and every error message is one
  * line.  A mismatch aborts, which libFuzzer and the replay driver both
  * report as a failure.
+ *
+ * Inputs reach lines at the config file's 32 KiB limit and over it: the
+ * corpus holds lines of exactly 32768 bytes (the longest seeds list
+ * settings_print() writes, padded; a comment; long values of each kind)
+ * and one byte over, and both the driver and `make fuzz` let inputs grow
+ * to 64 KiB.
  */
 #include <stdio.h>
 #include <stdlib.h>

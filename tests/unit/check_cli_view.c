@@ -316,6 +316,38 @@ START_TEST(test_status_json)
 }
 END_TEST
 
+/*
+ * Text that is not UTF-8 still gives JSON: a value as {"hex": ...}, as the
+ * data verbs show it, and a key of a field this CLI does not know as
+ * "hex:" and its bytes.  (A JSON object cannot hold either as it is; the
+ * whole output used to fail with "cannot build the JSON output".)
+ */
+START_TEST(test_status_json_not_utf8)
+{
+    struct resp_reply *r;
+    struct view_status s;
+    char err[256], *got;
+    json_t *j;
+
+    as_resp2 = false;
+    r = status_reply(false);
+    resp_reply_free(r->elem[7]);
+    r->elem[7] = t_bulk("\xff\xfe");
+    resp_reply_free(r->elem[26]);
+    r->elem[26] = t_bulk("st\xffus");
+    ck_assert_int_eq(view_status_parse(&s, r, err, sizeof(err)), 0);
+    j = view_status_json(&s);
+    ck_assert_ptr_nonnull(j);
+    got = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_ptr_nonnull(strstr(got, "\"cluster_id\":{\"hex\":\"fffe\"},"));
+    ck_assert_ptr_nonnull(strstr(got, "\"hex:7374ff7573\":\"normal\","));
+    free(got);
+    json_decref(j);
+    view_status_free(&s);
+    resp_reply_free(r);
+}
+END_TEST
+
 static void assert_status_refused(struct resp_reply *r, const char *want)
 {
     struct view_status s;
@@ -350,7 +382,13 @@ START_TEST(test_status_refused)
     r = status_reply(true);
     resp_reply_free(r->elem[29]->elem[0]->elem[13]);
     r->elem[29]->elem[0]->elem[13] = t_bulk("a third");
-    assert_status_refused(r, "member 1: 'owns' is a bulk string, expected a decimal number");
+    assert_status_refused(
+        r, "member 1: 'owns' is a bulk string, expected a decimal number from 0 to 1");
+    r = status_reply(true);
+    resp_reply_free(r->elem[29]->elem[0]->elem[13]);
+    r->elem[29]->elem[0]->elem[13] = t_bulk("nan");
+    assert_status_refused(
+        r, "member 1: 'owns' is a bulk string, expected a decimal number from 0 to 1");
 }
 END_TEST
 
@@ -643,6 +681,57 @@ START_TEST(test_ring_refused)
 }
 END_TEST
 
+/*
+ * A fraction is a share of the keyspace: NaN, infinities, negatives and
+ * anything over 1 are refused, one arc at a time and in total, before a
+ * view computes a percentage or the dot graph an integer weight from it
+ * (converting NaN or 1e8 * 100 to int is undefined behaviour).
+ */
+START_TEST(test_ring_shares_refused)
+{
+    static const char *const bad[] = {"nan", "-nan", "inf", "-inf", "1e8", "-0.5", "1.0000001"};
+    static const char *const types[] = {"bulk string", "double"};
+    struct resp_reply *r;
+    struct view_ring v;
+    char err[256], want[160];
+
+    as_resp2 = false;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t t = 0; t < 2; t++) {
+            r = ring_reply();
+            struct resp_reply *a = r->elem[7]->elem[2];
+            resp_reply_free(a->elem[5]);
+            a->elem[5] = t_bulk(bad[i]);
+            if (t == 1) {
+                a->elem[5]->type = RESP_T_DOUBLE;
+                a->elem[5]->dbl = strtod(bad[i], NULL);
+            }
+            ck_assert_int_eq(view_ring_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+            snprintf(want, sizeof(want),
+                     "arc 3: 'fraction' is a %s, expected a decimal number from 0 to 1", types[t]);
+            ck_assert_str_eq(err, want);
+            ck_assert_ptr_null(v.arcs);
+            resp_reply_free(r);
+        }
+    }
+    /* every arc within 0..1 but the four add up to 1.5 */
+    r = ring_reply();
+    resp_reply_free(r->elem[7]->elem[0]->elem[5]);
+    r->elem[7]->elem[0]->elem[5] = t_bulk("0.75");
+    ck_assert_int_eq(view_ring_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "the arcs' fractions add up to 1.500000, more than the whole keyspace");
+    ck_assert_ptr_null(v.arcs);
+    resp_reply_free(r);
+    /* rounding of the printed fractions is within the slack */
+    r = ring_reply();
+    resp_reply_free(r->elem[7]->elem[0]->elem[5]);
+    r->elem[7]->elem[0]->elem[5] = t_bulk("0.250003");
+    ck_assert_int_eq(view_ring_parse(&v, r, err, sizeof(err)), 0);
+    view_ring_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
 static Suite *cli_view_suite(void)
 {
     Suite *s = suite_create("cli_view");
@@ -655,6 +744,7 @@ static Suite *cli_view_suite(void)
         {"status_healthy", test_status_healthy},
         {"member_code", test_member_code},
         {"status_json", test_status_json},
+        {"status_json_not_utf8", test_status_json_not_utf8},
         {"status_refused", test_status_refused},
         {"status_control_bytes", test_status_control_bytes},
         {"members_table", test_members_table},
@@ -665,6 +755,7 @@ static Suite *cli_view_suite(void)
         {"ring_dot", test_ring_dot},
         {"ring_dot_quoting", test_ring_dot_quoting},
         {"ring_refused", test_ring_refused},
+        {"ring_shares_refused", test_ring_shares_refused},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
