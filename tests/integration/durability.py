@@ -5,6 +5,7 @@ and the check that each one survived a crash.
     durability.py write PORT DIR [--writers N] [--pipeline P] [--keys K] [--seconds S]
     durability.py kill PID DIR
     durability.py check PORT DIR [--min-acks N] [--window-ms W]
+    durability.py check PORT DIR --synced SYNCS --interval-ms B [--slack-ms S]
 
 write: N writer processes, each on its own connection with P SETs in
 flight.  Writer w's write number i sets key "d:w:(i mod K)" to
@@ -30,6 +31,13 @@ It also fails when fewer than --min-acks writes were acknowledged in all
 or none in the last --window-ms before the kill (the kill did not land in
 the middle of the load), so it cannot pass on a run that proves nothing.
 It prints one line of figures.
+
+With --synced, the node restarted on the image a power loss would leave
+(tests/integration/powercut.c: the data file as of its last fsync, whose
+times SYNCS lists): only writes acknowledged before that last fsync began
+must be there; the others are counted as lost.  It then also fails when
+that fsync began more than B + its own duration + S ms before the kill
+(`sync batch` with sync-interval B loses at most about its last interval).
 """
 import argparse
 import multiprocessing
@@ -152,6 +160,8 @@ def check_writer(w, keys, nums, sent, values, problems):
     last_acked = {}
     for i in nums:
         last_acked[i % keys] = i
+    if not nums and sent == 0:
+        return 0
     for k in range(min(keys, sent)):
         v = values[k]
         name = key(w, k, keys).decode()
@@ -180,26 +190,53 @@ def cmd_check(a):
     problems = []
     total_acked = distinct_acked = distinct_sent = in_window = 0
     names, per_writer = [], []
+    synced = synced_ms = None
+    if a.synced:
+        with open(a.synced) as f:
+            at, done = (int(x) for x in f.read().split("\n")[-2].split())
+        synced, synced_ms = at, (done - at) / 1e6
+    lost = 0
     for w in range(writers):
         nums, times = read_acked(a.dir, w)
+        if synced is not None:  # what had to survive: acknowledged before the last fsync
+            before = sum(1 for t in times if t < synced)
+            lost_candidates = (nums[before:], times[before:])
+            nums, times = nums[:before], times[:before]
         with open(os.path.join(a.dir, "sent.%d" % w)) as f:
             sent = int(f.read())
-        per_writer.append((nums, sent))
+        per_writer.append((nums, sent, lost_candidates[0] if synced is not None else []))
         total_acked += len(nums)
         in_window += sum(1 for t in times if killed - t <= a.window_ms * 1000000)
         distinct_sent += min(keys, sent)
         names += [key(w, k, keys) for k in range(min(keys, sent))]
+        if synced is not None:
+            lost += len(lost_candidates[0])
+            total_acked += len(lost_candidates[0])
+            in_window += sum(1 for t in lost_candidates[1] if killed - t <= a.window_ms * 1000000)
     values, dbsize = get_all(a.port, names)
-    at = 0
-    for w, (nums, sent) in enumerate(per_writer):
+    at = gone = 0
+    for w, (nums, sent, later) in enumerate(per_writer):
         n = min(keys, sent)
         distinct_acked += check_writer(w, keys, nums, sent, values[at:at + n], problems)
+        for i in later:  # acknowledged after the last fsync: is it in the image?
+            v = values[at + i % keys]
+            parts = v.split(b":") if v is not None else []
+            gone += v is None or (len(parts) == 3 and parts[1].isdigit() and int(parts[1]) < i)
         at += n
     if dbsize < distinct_acked:
         problems.append("DBSIZE %d is below the %d distinct keys acknowledged" %
                         (dbsize, distinct_acked))
     if dbsize > distinct_sent:
         problems.append("DBSIZE %d is above the %d distinct keys sent" % (dbsize, distinct_sent))
+    if synced is not None:
+        gap_ms = (killed - synced) / 1e6
+        print("last fsync %.0f ms before the kill (it took %.1f ms); %d acknowledged writes "
+              "after it began, which a power loss may lose; %d of them are not in the image" %
+              (gap_ms, synced_ms, lost, gone))
+        if gap_ms > a.interval_ms + synced_ms + a.slack_ms:
+            problems.append("the last fsync began %.0f ms before the kill: more than the "
+                            "interval %d ms + %.1f ms + %d ms" %
+                            (gap_ms, a.interval_ms, synced_ms, a.slack_ms))
     if total_acked < a.min_acks:
         problems.append("only %d writes acknowledged before the kill (at least %d needed)" %
                         (total_acked, a.min_acks))
@@ -233,6 +270,9 @@ def main():
     c.add_argument("dir")
     c.add_argument("--min-acks", type=int, default=2000)
     c.add_argument("--window-ms", type=int, default=1000)
+    c.add_argument("--synced")
+    c.add_argument("--interval-ms", type=int, default=0)
+    c.add_argument("--slack-ms", type=int, default=500)
     a = ap.parse_args()
     {"write": cmd_write, "kill": cmd_kill, "check": cmd_check}[a.cmd](a)
 

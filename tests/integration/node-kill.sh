@@ -27,10 +27,9 @@
 #   asserted for them.  Their real risk is a power loss or kernel crash:
 #   batch loses up to the last B of acknowledged writes plus the time its
 #   fsync takes, none whatever the kernel had not yet written back
-#   (seconds).  Showing that needs the page cache dropped without a
-#   write-back (a device-mapper log-writes or flakey target under the data
-#   directory: root and kernel support this suite does not assume), so it
-#   is not shown here; README.md states the risk.
+#   (seconds).  tests/integration/node-powercut.sh shows that on a
+#   simulated power loss (the data file as of its last fsync); README.md
+#   states the risk.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
