@@ -72,10 +72,10 @@ expect_numeric "BULKTEST '+5'" "$bt"'$2\r\n+5\r\n' "BULKTEST: '+5' is not a byte
 expect_numeric "BULKTEST '5<NUL>x'" "$bt"'$3\r\n5\x00x\r\n' "BULKTEST: *is not a byte count"
 expect_numeric "BULKTEST ''" "$bt"'$0\r\n\r\n' "BULKTEST: '' is not a byte count"
 ring='*3\r\n$6\r\nRINGKV\r\n$4\r\nRING\r\n'
-expect_numeric "RING '3x'" "$ring"'$2\r\n3x\r\n' "RING: rf must be 1 to 16"
-expect_numeric "RING 2^32+3" "$ring"'$10\r\n4294967299\r\n' "RING: rf must be 1 to 16"
-expect_numeric "RING -(2^32-1)" "$ring"'$11\r\n-4294967295\r\n' "RING: rf must be 1 to 16"
-expect_numeric "RING ' 3'" "$ring"'$2\r\n 3\r\n' "RING: rf must be 1 to 16"
+expect_numeric "RING '3x'" "$ring"'$2\r\n3x\r\n' "RING: rf must be an integer from 1 to 16"
+expect_numeric "RING 2^32+3" "$ring"'$10\r\n4294967299\r\n' "RING: rf must be an integer from 1 to 16"
+expect_numeric "RING -(2^32-1)" "$ring"'$11\r\n-4294967295\r\n' "RING: rf must be an integer from 1 to 16"
+expect_numeric "RING ' 3'" "$ring"'$2\r\n 3\r\n' "RING: rf must be an integer from 1 to 16"
 it_cli n1 RINGKV RING 16 > /dev/null || it_fail "RINGKV RING 16 refused"
 
 # Peer port: garbage, then a handshake with another cluster's key.
