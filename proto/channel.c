@@ -50,6 +50,14 @@
  * (big-endian u64, from 0).  The receiver opens frame n with nonce n only,
  * so any reordering, replay, loss, cut or change fails to open.
  *
+ * Reflection.  A relay without the key can connect a node's outgoing
+ * handshake to that same node's peer port: the node then completes a
+ * handshake with itself, since both ends know the key.  Each channel
+ * keeps the nonces it made and read (has_nonce_local, has_nonce_remote),
+ * and channel_nonce_reflected() lets the owner of all of a node's channels
+ * refuse a HELLO or WELCOME that carries one of its own nonces, before it
+ * answers (PROTOCOL.md section 5).
+ *
  * Any error is final: the channel turns FAILED, its session keys are wiped
  * and the error is kept in step, which every later call returns.
  */
@@ -523,6 +531,7 @@ static int channel_put_frame(struct buf *out, const uint8_t *p, size_t len)
 static void channel_make_ephemeral(struct channel *c)
 {
     randombytes_buf(c->nonce_local, sizeof(c->nonce_local));
+    c->has_nonce_local = true;
     crypto_kx_keypair(c->eph_public, c->secrets->eph_secret);
 }
 
@@ -620,6 +629,7 @@ static int channel_on_hello(struct channel *c, const uint8_t *body, size_t len, 
     if (n != CHANNEL_HELLO_FIELDS || !mp_done(&r)) {
         return RK_ESYNTAX;
     }
+    c->has_nonce_remote = true;
     crypto_generichash(c->transcript, CHANNEL_HASH_BYTES, (const uint8_t *)CHANNEL_LABEL_TRANSCRIPT,
                        strlen(CHANNEL_LABEL_TRANSCRIPT), NULL, 0);
     channel_absorb(c->transcript, body, len);
@@ -658,7 +668,11 @@ static int channel_welcome_parse(struct channel *c, struct mp_reader *r, size_t 
     channel_read_32(r, c->nonce_remote);
     channel_read_32(r, c->eph_remote);
     *head_len = r->pos;
-    return r->err == 0 && n == CHANNEL_WELCOME_FIELDS ? 0 : RK_ESYNTAX;
+    if (r->err != 0 || n != CHANNEL_WELCOME_FIELDS) {
+        return RK_ESYNTAX;
+    }
+    c->has_nonce_remote = true;
+    return 0;
 }
 
 /* Initiator: WELCOME in, PROOF out; the channel opens. */
@@ -782,6 +796,13 @@ void channel_deinit(struct channel *c)
     sodium_memzero(c, sizeof(*c));
     c->state = CHANNEL_FAILED;
     c->step = RK_ECLOSED;
+}
+
+bool channel_nonce_reflected(const struct channel *c, const struct channel *ours)
+{
+    return c != ours && c->state != CHANNEL_FAILED && ours->state != CHANNEL_FAILED &&
+           c->has_nonce_remote && ours->has_nonce_local &&
+           sodium_memcmp(c->nonce_remote, ours->nonce_local, CHANNEL_NONCE_BYTES) == 0;
 }
 
 /* --- data frames ----------------------------------------------------------- */

@@ -71,6 +71,7 @@ struct channel {
     size_t frame_max;
     int step; /* handshake step, private */
     uint8_t nonce_local[32], nonce_remote[32];
+    bool has_nonce_local, has_nonce_remote; /* each set once the handshake made or read it */
     uint8_t eph_public[32], eph_remote[32];
     uint8_t transcript[32]; /* hash of the handshake so far */
     struct channel_secrets *secrets;
@@ -115,6 +116,14 @@ int channel_feed(struct channel *c, const uint8_t *in, size_t len, size_t *used,
  * numbers of the direction are spent, RK_ENOMEM; each fails the channel.
  */
 int channel_seal(struct channel *c, const void *msg, size_t len, struct buf *out);
+
+/*
+ * Whether c's peer sent, as its nonce, the nonce that ours made: the
+ * handshake of one of our own connections came back to us (a relay that
+ * reflects it).  Both channels must have reached that point; a channel
+ * compared with itself never matches.
+ */
+bool channel_nonce_reflected(const struct channel *c, const struct channel *ours);
 
 static inline bool channel_is_open(const struct channel *c)
 {

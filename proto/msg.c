@@ -6,7 +6,7 @@
  * bounds and an example.  In short:
  *
  *   IDENT   [1, id str, rack str, version uint, peer_addr str, client_addr str,
- *            proto uint, cluster]
+ *            proto uint, cluster, instance uint]
  *   PING    [2, seq uint, sent_ms uint]
  *   PONG    [3, seq uint, sent_ms uint]
  *   SYN     [4, epoch uint, digest uint, complete bool, [digest, ...]]
@@ -24,7 +24,8 @@
  *
  * IDENT's proto and cluster came with message-set version 2: a version-1
  * IDENT ends at client_addr, and decodes as proto 1 without cluster
- * settings.
+ * settings.  Its instance was appended later within message set 2 (it
+ * needs no new version: earlier nodes skip it); absent, it decodes as 0.
  *
  *   STATUS answer (a RESPONSE's body)
  *           [id str, status uint, epoch uint, digest uint, converged bool,
@@ -88,9 +89,10 @@
 #define MSG_MEMBER_FIELDS 11
 #define MSG_DIGEST_FIELDS 3
 #define MSG_CLUSTER_FIELDS 3
-/* IDENT's fields in message-set version 1, and the two version 2 appended. */
+/* IDENT's fields in message-set version 1, and with those appended since: proto, cluster, instance.
+ */
 #define MSG_IDENT_V1_FIELDS 5
-#define MSG_IDENT_FIELDS 7
+#define MSG_IDENT_FIELDS 8
 /*
  * The smallest encoding of a list item, for checking a list's count
  * against the bytes left.  An entry: fixarray head 1, id and rack 2 each
@@ -309,7 +311,7 @@ static int msg_ident_encode(msgpack_packer *pk, const struct msg *m)
     if (msg_pack_cstr(pk, id->id) != 0 || msg_pack_cstr(pk, id->rack) != 0 ||
         msgpack_pack_uint32(pk, id->version) != 0 || msg_pack_cstr(pk, id->peer_addr) != 0 ||
         msg_pack_cstr(pk, id->client_addr) != 0 || msgpack_pack_uint32(pk, id->proto) != 0 ||
-        msg_cluster_encode(pk, id) != 0) {
+        msg_cluster_encode(pk, id) != 0 || msgpack_pack_uint64(pk, id->instance) != 0) {
         return RK_ENOMEM;
     }
     return 0;
@@ -654,7 +656,7 @@ static int msg_cluster_decode(struct mp_reader *r, struct msg_ident *id)
     return msg_skip_rest(r, n - MSG_CLUSTER_FIELDS);
 }
 
-/* The five fields of version 1, then proto and cluster when the sender wrote them. */
+/* The five fields of version 1, then proto, cluster and instance when the sender wrote them. */
 static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m)
 {
     struct msg_ident *id = &m->u.ident;
@@ -670,6 +672,9 @@ static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m)
     }
     if (present > MSG_IDENT_V1_FIELDS + 1) {
         msg_cluster_decode(r, id);
+    }
+    if (present > MSG_IDENT_V1_FIELDS + 2) {
+        mp_read_uint(r, &id->instance);
     }
     if (r->err != 0) {
         return r->err;

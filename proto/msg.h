@@ -81,6 +81,7 @@ struct msg_ident {
     uint32_t proto;        /* its message-set version, >= 1; MSG_PROTO_V1 when absent */
     bool has_cluster;      /* it announced cluster settings (absent: a version-1 node, a tool) */
     struct msg_cluster cluster;
+    uint64_t instance; /* random per process of the sender; 0 when absent (an earlier node) */
 };
 
 struct msg_ping {

@@ -15,6 +15,10 @@
  * byte that reaches a line unquoted anyway is written as '?', so one event
  * is always one line.
  *
+ * log_limit_take() throttles an event kind an outsider can repeat at will
+ * (log.h): the first line goes, then at most one a second carrying the
+ * count of those held back.
+ *
  * log_init() and log_set_level() are meant for start-up and for CONFIG SET
  * log-level from the event loop; log_threshold is a plain int that other
  * threads read unlocked, at worst seeing the old level for one line.
@@ -153,6 +157,18 @@ void log_emit(enum log_level level, const char *event, const char *fmt, ...)
     line[used++] = '\n';
     fwrite(line, 1, used, out);
     fflush(out);
+}
+
+bool log_limit_take(struct log_limit *l, uint64_t now_ms, uint64_t *suppressed)
+{
+    if (l->next_ms != 0 && now_ms < l->next_ms) {
+        l->suppressed++;
+        return false;
+    }
+    *suppressed = l->suppressed;
+    l->suppressed = 0;
+    l->next_ms = now_ms + LOG_LIMIT_INTERVAL_MS;
+    return true;
 }
 
 /* A byte that makes a value need quotes: blanks, controls, non-ASCII, '"' and '='. */

@@ -13,7 +13,11 @@
 #ifndef RINGKV_LOG_H
 #define RINGKV_LOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "clock.h"
 
 enum log_level {
     LOG_DEBUG,
@@ -45,6 +49,40 @@ void log_emit(enum log_level level, const char *event, const char *fmt, ...)
     do {                                                                                           \
         if ((level) >= log_threshold) {                                                            \
             log_emit((level), (event), __VA_ARGS__);                                               \
+        }                                                                                          \
+    } while (0)
+
+/*
+ * A throttle for one kind of event that an outsider can make happen at
+ * will (refused connections, failed handshakes, wrong passwords, accept
+ * failures): at most one line per LOG_LIMIT_INTERVAL_MS, and the line
+ * that goes says how many were held back since the last one
+ * ("suppressed=N").  Zero-initialise one per event kind, in the struct
+ * that owns the events or as a static at the call site; used from one
+ * thread (the event loop).
+ */
+struct log_limit {
+    uint64_t next_ms;    /* monotonic time from which the next line may go */
+    uint64_t suppressed; /* lines held back since the last one went */
+};
+
+/* One line a second: what a person reading the log needs, and ~86 K lines a day at worst. */
+#define LOG_LIMIT_INTERVAL_MS 1000
+
+/*
+ * Whether a line may go at now_ms (monotonic milliseconds).  When it may,
+ * *suppressed gets the lines held back since the last one and the count
+ * restarts; when not, the held-back count grows.
+ */
+bool log_limit_take(struct log_limit *l, uint64_t now_ms, uint64_t *suppressed);
+
+/* LOG through a struct log_limit; fmt (a literal) gets " suppressed=N" appended. */
+#define LOG_LIMITED(limit, level, event, fmt, ...)                                                 \
+    do {                                                                                           \
+        uint64_t log_held_;                                                                        \
+        if ((level) >= log_threshold && log_limit_take((limit), clock_mono_ms(), &log_held_)) {    \
+            log_emit((level), (event), fmt " suppressed=%llu", __VA_ARGS__,                        \
+                     (unsigned long long)log_held_);                                               \
         }                                                                                          \
     } while (0)
 

@@ -229,12 +229,53 @@ static void client_on_read(struct ev_loop *loop, ev_io *w, int revents);
 static void client_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void client_on_idle(struct ev_loop *loop, ev_timer *w, int revents);
 
-static void client_limits(const struct server *n, struct resp_limits *lim)
+/*
+ * The parser's limits: the settings', or before AUTH (requirepass set and
+ * not yet given) Redis's for unauthenticated clients, so a stranger's
+ * `*1000000` or `$60000000` is refused at its header, before the bytes
+ * it announces are buffered.
+ */
+static void client_limits(const struct server *n, bool authed, struct resp_limits *lim)
 {
     lim->multibulk_max = n->cfg.multibulk_max;
     lim->bulk_max = n->cfg.value_max > n->cfg.key_max ? n->cfg.value_max : n->cfg.key_max;
     lim->bulk_hard_max = RESP_BULK_HARD_MAX_DEFAULT;
     lim->inline_max = RESP_INLINE_MAX_DEFAULT;
+    if (!authed) {
+        lim->multibulk_max = CLIENT_PREAUTH_ARGS_MAX;
+        lim->bulk_hard_max = CLIENT_PREAUTH_BULK_MAX;
+        lim->bulk_max =
+            lim->bulk_max < CLIENT_PREAUTH_BULK_MAX ? lim->bulk_max : CLIENT_PREAUTH_BULK_MAX;
+    }
+}
+
+void client_authed(struct client *c)
+{
+    c->authed = true;
+    client_limits(c->node, true, &c->parser.lim);
+}
+
+/* Commands parsed ahead of execution: one before AUTH, so AUTH's limits apply to the next. */
+static size_t client_parse_ahead(const struct client *c)
+{
+    return c->authed ? c->node->cfg.pipeline_max : 1;
+}
+
+/* Before AUTH, Redis's words for a count or length over the unauthenticated limits. */
+static const char *client_parse_error(const struct client *c)
+{
+    const char *e = c->parser.error;
+
+    if (c->authed) {
+        return e;
+    }
+    if (strcmp(e, "Protocol error: invalid multibulk length") == 0) {
+        return "Protocol error: unauthenticated multibulk length";
+    }
+    if (strcmp(e, "Protocol error: invalid bulk length") == 0) {
+        return "Protocol error: unauthenticated bulk length";
+    }
+    return e;
 }
 
 /* Refuse a connection past maxclients the way Redis does, then close it. */
@@ -267,7 +308,7 @@ void client_accept(struct server *n, int fd, const struct sockaddr_storage *addr
     net_addr_text(addr, c->addr);
     buf_init(&c->in, n->cfg.query_buffer_max);
     buf_init(&c->out, 0);
-    client_limits(n, &lim);
+    client_limits(n, c->authed, &lim);
     resp_parser_init(&c->parser, &lim);
     c->created_ms = c->last_ms = clock_mono_ms();
     ev_io_init(&c->rio, client_on_read, fd, EV_READ);
@@ -386,7 +427,7 @@ static void client_parse(struct client *c)
 {
     struct server *n = c->node;
 
-    while (!c->closing && !c->dead && c->n_pending < n->cfg.pipeline_max && c->in.len > 0) {
+    while (!c->closing && !c->dead && c->n_pending < client_parse_ahead(c) && c->in.len > 0) {
         struct resp_cmd *cmd = NULL;
         size_t used = 0;
         enum resp_status st = resp_parse(&c->parser, buf_data(&c->in), c->in.len, &used, &cmd);
@@ -394,8 +435,8 @@ static void client_parse(struct client *c)
         if (st == RESP_PROTOCOL_ERROR) {
             n->metrics.client_protocol_errors++;
             LOG(LOG_INFO, "client_protocol_error", "client=%llu peer=%s error=\"%s\"",
-                (unsigned long long)c->id, c->addr, c->parser.error);
-            client_queue_error(c, c->parser.error);
+                (unsigned long long)c->id, c->addr, client_parse_error(c));
+            client_queue_error(c, client_parse_error(c));
             c->closing = true;
             return;
         }
@@ -420,7 +461,7 @@ static void client_parse(struct client *c)
 static void client_read_flow(struct client *c)
 {
     struct server *n = c->node;
-    bool full = c->n_pending >= n->cfg.pipeline_max;
+    bool full = c->n_pending >= client_parse_ahead(c);
 
     if (c->closing || c->dead) {
         return;

@@ -32,6 +32,9 @@ struct server;
 struct command;
 
 #define CLIENT_NAME_MAX 128
+/* Before AUTH: arguments of a command, and bytes of one (Redis's unauthenticated limits). */
+#define CLIENT_PREAUTH_ARGS_MAX 10
+#define CLIENT_PREAUTH_BULK_MAX (16 * 1024)
 
 /* One command of a connection, from parse to reply. */
 struct pending {
@@ -98,6 +101,9 @@ void client_stop(struct client *c);
 struct buf *client_reply(struct pending *p);
 
 /* Reply with an error ("ERR ...", "CONFLICT ...") and mark the command failed. */
+/* The connection gave the password: from its next command on, the settings' limits apply. */
+void client_authed(struct client *c);
+
 void client_error(struct pending *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* An asynchronous command wrote its reply: complete it and move the connection on. */

@@ -470,28 +470,47 @@ static int cmd_select(struct client *c, struct pending *p)
     return reply_ok(p);
 }
 
-/* Constant-time password check against requirepass. */
-static bool password_ok(const struct server *n, const struct resp_arg *pass)
-{
-    size_t len = strlen(n->cfg.requirepass);
-    return pass->len == len && sodium_memcmp(pass->p, n->cfg.requirepass, len) == 0;
-}
-
-/* AUTH [user] password; user must be "default" (ringkv has one user). */
+/*
+ * AUTH [user] password; user must be "default" (ringkv has one user).
+ * The password is compared in constant time, and an address that keeps
+ * guessing is paused (auth.h): its AUTHs are refused unread for a while.
+ */
 static bool check_auth(struct client *c, struct pending *p, size_t user_at, size_t pass_at)
 {
-    if (c->node->cfg.requirepass[0] == '\0') {
+    static struct log_limit failed_log, throttled_log;
+    struct server *n = c->node;
+    const struct resp_arg *pass = &p->cmd->argv[pass_at];
+    bool user_ok = user_at == 0 || resp_arg_is(p->cmd, user_at, "default");
+    uint64_t retry_ms = 0;
+    enum auth_result r;
+
+    if (n->cfg.requirepass[0] == '\0') {
         client_error(p, "ERR AUTH <password> called without any password configured for the "
                         "default user. Are you sure your configuration is correct?");
         return false;
     }
-    if ((user_at != 0 && !resp_arg_is(p->cmd, user_at, "default")) ||
-        !password_ok(c->node, &p->cmd->argv[pass_at])) {
-        client_error(p, "WRONGPASS invalid username-password pair or user is disabled.");
-        LOG(LOG_WARN, "auth_failed", "client=%llu peer=%s", (unsigned long long)c->id, c->addr);
+    /* another user name is as wrong as a wrong password (requirepass is never empty here) */
+    r = auth_guard_check(&n->auth, c->addr, clock_mono_ms(), n->cfg.requirepass,
+                         user_ok ? pass->p : (const uint8_t *)"", user_ok ? pass->len : 0,
+                         &retry_ms);
+    if (r == AUTH_THROTTLED) {
+        n->metrics.auth_throttled++;
+        LOG_LIMITED(&throttled_log, LOG_WARN, "auth_throttled", "client=%llu peer=%s retry_ms=%llu",
+                    (unsigned long long)c->id, c->addr, (unsigned long long)retry_ms);
+        client_error(p,
+                     "ERR AUTH throttled: too many wrong passwords from this address; retry in "
+                     "%llu ms",
+                     (unsigned long long)retry_ms);
         return false;
     }
-    c->authed = true;
+    if (r != AUTH_OK) {
+        n->metrics.auth_failures++;
+        LOG_LIMITED(&failed_log, LOG_WARN, "auth_failed", "client=%llu peer=%s failures=%u",
+                    (unsigned long long)c->id, c->addr, auth_guard_failures(&n->auth, c->addr));
+        client_error(p, "WRONGPASS invalid username-password pair or user is disabled.");
+        return false;
+    }
+    client_authed(c);
     return true;
 }
 

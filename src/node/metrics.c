@@ -33,7 +33,7 @@ const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS - 1] = {
 };
 
 const char *const metrics_reject_names[METRICS_REJECT_REASONS] = {
-    "too_big", "syntax", "version", "auth", "timeout", "limit", "aborted", "settings",
+    "too_big", "syntax", "version", "auth", "timeout", "limit", "aborted", "settings", "reflected",
 };
 
 const char *const metrics_request_outcome_names[METRICS_REQUEST_OUTCOMES] = {
@@ -122,13 +122,16 @@ static void info_stats(struct server *n, struct buf *out)
                "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
                "rejected_connections:%llu\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
                "ringkv_protocol_errors:%llu\r\nringkv_limit_errors:%llu\r\n"
-               "ringkv_client_timeouts:%llu\r\n\r\n",
+               "ringkv_client_timeouts:%llu\r\nringkv_accept_errors:%llu\r\n"
+               "ringkv_auth_failures:%llu\r\nringkv_auth_throttled:%llu\r\n\r\n",
                (unsigned long long)m->connections_received,
                (unsigned long long)m->commands_processed, (unsigned long long)m->net_input_bytes,
                (unsigned long long)m->net_output_bytes, (unsigned long long)m->connections_rejected,
                (unsigned long long)m->keyspace_hits, (unsigned long long)m->keyspace_misses,
                (unsigned long long)m->client_protocol_errors,
-               (unsigned long long)m->client_limit_errors, (unsigned long long)m->client_timeouts);
+               (unsigned long long)m->client_limit_errors, (unsigned long long)m->client_timeouts,
+               (unsigned long long)m->accept_errors, (unsigned long long)m->auth_failures,
+               (unsigned long long)m->auth_throttled);
 }
 
 static void info_keyspace(struct server *n, struct buf *out)
@@ -427,6 +430,18 @@ static void prom_clients(struct server *n, struct buf *out)
     prom_counter(out, "ringkv_client_limit_errors_total", "Client requests over a limit.",
                  m->client_limit_errors);
     prom_counter(out, "ringkv_client_timeouts_total", "Idle clients closed.", m->client_timeouts);
+    prom_counter(out, "ringkv_auth_failures_total", "Wrong passwords given to AUTH.",
+                 m->auth_failures);
+    prom_counter(out, "ringkv_auth_throttled_total",
+                 "AUTHs refused unread while their address was paused after failures.",
+                 m->auth_throttled);
+    prom_gauge(out, "ringkv_metrics_connections", "Open connections to the metrics port.",
+               m->http_open);
+    prom_counter(out, "ringkv_metrics_rejected_total",
+                 "Metrics connections closed at once at metrics-maxconn.", m->http_rejected);
+    prom_counter(out, "ringkv_accept_errors_total",
+                 "accept() failures on any port (out of descriptors: the port pauses).",
+                 m->accept_errors);
     prom_counter(out, "ringkv_keyspace_hits_total", "Reads that found a value.", m->keyspace_hits);
     prom_counter(out, "ringkv_keyspace_misses_total", "Reads that found none.", m->keyspace_misses);
     prom_counter(out, "ringkv_net_input_bytes_total", "Bytes read from clients.",
@@ -468,6 +483,7 @@ static void http_free(struct metrics_http *h)
     ev_io_stop(h->node->loop, &h->wio);
     ev_timer_stop(h->node->loop, &h->timer);
     close(h->fd);
+    h->node->metrics.http_open--;
     buf_free(&h->in);
     buf_free(&h->out);
     free(h);
@@ -555,12 +571,23 @@ static void http_on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 
 void metrics_http_accept(struct server *n, int fd)
 {
-    struct metrics_http *h = calloc(1, sizeof(*h));
+    static struct log_limit refused_log;
+    struct metrics_http *h;
 
+    if (n->metrics.http_open >= n->cfg.metrics_maxconn) {
+        /* a scraper needs one connection at a time: past the cap, close before reading */
+        n->metrics.http_rejected++;
+        LOG_LIMITED(&refused_log, LOG_WARN, "metrics_rejected", "reason=limit max=%llu",
+                    (unsigned long long)n->cfg.metrics_maxconn);
+        close(fd);
+        return;
+    }
+    h = calloc(1, sizeof(*h));
     if (h == NULL) {
         close(fd);
         return;
     }
+    n->metrics.http_open++;
     h->node = n;
     h->fd = fd;
     buf_init(&h->in, METRICS_HTTP_REQUEST_MAX);

@@ -38,14 +38,15 @@ struct metrics_command {
 
 /* Why a peer connection or frame was refused. */
 enum metrics_reject {
-    METRICS_REJECT_TOO_BIG,  /* frame over frame-max */
-    METRICS_REJECT_SYNTAX,   /* malformed handshake or message */
-    METRICS_REJECT_VERSION,  /* unsupported protocol version */
-    METRICS_REJECT_AUTH,     /* wrong cluster key, or a frame that did not open */
-    METRICS_REJECT_TIMEOUT,  /* handshake not finished in time */
-    METRICS_REJECT_LIMIT,    /* peer-maxconn reached */
-    METRICS_REJECT_ABORTED,  /* hung up before the handshake ended */
-    METRICS_REJECT_SETTINGS, /* announced other cluster settings (cluster_settings.h) */
+    METRICS_REJECT_TOO_BIG,   /* frame over frame-max */
+    METRICS_REJECT_SYNTAX,    /* malformed handshake or message */
+    METRICS_REJECT_VERSION,   /* unsupported protocol version */
+    METRICS_REJECT_AUTH,      /* wrong cluster key, or a frame that did not open */
+    METRICS_REJECT_TIMEOUT,   /* handshake not finished in time */
+    METRICS_REJECT_LIMIT,     /* peer-maxconn reached */
+    METRICS_REJECT_ABORTED,   /* hung up before the handshake ended */
+    METRICS_REJECT_SETTINGS,  /* announced other cluster settings (cluster_settings.h) */
+    METRICS_REJECT_REFLECTED, /* our own handshake or IDENT sent back to us (peer.c) */
     METRICS_REJECT_REASONS,
 };
 extern const char *const metrics_reject_names[METRICS_REJECT_REASONS];
@@ -80,6 +81,11 @@ struct metrics_requests {
 struct metrics {
     uint64_t connections_received;
     uint64_t connections_rejected; /* maxclients reached */
+    uint64_t auth_failures;        /* wrong passwords (AUTH, HELLO AUTH) */
+    uint64_t auth_throttled;       /* AUTHs refused unread: their address was paused (auth.h) */
+    uint64_t http_open;            /* connections to the metrics port now */
+    uint64_t http_rejected;        /* closed at once at metrics-maxconn */
+    uint64_t accept_errors;        /* accept() failures on any port (server.h: they pause it) */
     uint64_t client_protocol_errors;
     uint64_t client_limit_errors; /* key/value/buffer limits broken */
     uint64_t client_timeouts;

@@ -72,9 +72,12 @@ void peer_close(struct peer *p, const char *why)
     if (p->dead) {
         return;
     }
-    /* A refused dial repeats every round while a member is away: debug, the detector says the rest.
+    /*
+     * A refused dial repeats every round while a member is away (the
+     * detector says the rest), and a connection that never identified was
+     * refused with its own throttled line: both at debug.
      */
-    LOG(strcmp(why, "connect_failed") == 0 ? LOG_DEBUG : LOG_INFO, "peer_close",
+    LOG(strcmp(why, "connect_failed") == 0 || !p->identified ? LOG_DEBUG : LOG_INFO, "peer_close",
         "peer=%s remote_id=%s reason=%s", p->addr, p->identified ? p->remote.id : "-", why);
     ev_io_stop(n->loop, &p->rio);
     ev_io_stop(n->loop, &p->wio);
@@ -99,12 +102,19 @@ void peer_close(struct peer *p, const char *why)
     peer_release(p);
 }
 
-/* Refuse: count the reason, log it with the peer's address, close. */
+/*
+ * Lines about refused peers, one throttle per reason: anyone who can reach
+ * the peer port can cause them at will (log.h).
+ */
+static struct log_limit peer_reject_log[METRICS_REJECT_REASONS];
+
+/* Refuse: count the reason, log it with the peer's address (throttled), close. */
 static void peer_reject(struct peer *p, enum metrics_reject reason, int err)
 {
     p->node->metrics.peer_rejected[reason]++;
-    LOG(LOG_WARN, "peer_rejected", "peer=%s reason=%s error=\"%s\"", p->addr,
-        metrics_reject_names[reason], err != 0 ? rk_strerror(err) : "handshake not completed");
+    LOG_LIMITED(&peer_reject_log[reason], LOG_WARN, "peer_rejected",
+                "peer=%s reason=%s error=\"%s\"", p->addr, metrics_reject_names[reason],
+                err != 0 ? rk_strerror(err) : "handshake not completed");
     peer_close(p, metrics_reject_names[reason]);
 }
 
@@ -159,15 +169,54 @@ static struct peer *peer_new(struct server *n, int fd, bool outbound)
     return p;
 }
 
+/* The IP of a peer's address text ("ip:port" or "[ip6]:port"): the text before the port. */
+static size_t peer_host_len(const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+
+    return colon != NULL ? (size_t)(colon - addr) : strlen(addr);
+}
+
+/*
+ * Whether an inbound connection from addr would exceed the handshake
+ * budget: peer-handshake-max inbound connections that have not yet proved
+ * the cluster key, at most peer-handshake-per-addr of them from one IP.
+ * Peers through the handshake are not counted: a stranger's idle
+ * connections can fill only these slots, never a member's.
+ */
+static const char *peer_handshake_full(const struct server *n, const char *addr)
+{
+    size_t host_len = peer_host_len(addr);
+    uint64_t all = 0, same = 0;
+
+    for (const struct peer *q = n->peers; q != NULL; q = q->next) {
+        if (q->dead || q->outbound || channel_is_open(&q->ch)) {
+            continue;
+        }
+        all++;
+        same += peer_host_len(q->addr) == host_len && memcmp(q->addr, addr, host_len) == 0;
+    }
+    if (all >= n->cfg.peer_handshake_max) {
+        return "handshakes";
+    }
+    return same >= n->cfg.peer_handshake_per_addr ? "handshakes_per_addr" : NULL;
+}
+
 void peer_accept(struct server *n, int fd, const struct sockaddr_storage *addr)
 {
+    static struct log_limit limit_log;
     char text[NET_ADDR_TEXT];
+    const char *full = NULL;
     struct peer *p;
 
     net_addr_text(addr, text);
-    if (n->n_peers >= n->cfg.peer_maxconn || n->stopping) {
+    if (n->n_peers >= n->cfg.peer_maxconn || n->stopping ||
+        (full = peer_handshake_full(n, text)) != NULL) {
         n->metrics.peer_rejected[METRICS_REJECT_LIMIT]++;
-        LOG(LOG_WARN, "peer_rejected", "peer=%s reason=limit", text);
+        LOG_LIMITED(&limit_log, LOG_WARN, "peer_rejected", "peer=%s reason=limit limit=%s", text,
+                    full != NULL  ? full
+                    : n->stopping ? "stopping"
+                                  : "peer_maxconn");
         close(fd);
         return;
     }
@@ -309,6 +358,7 @@ static void peer_opened(struct peer *p)
     m.u.ident.version = CHANNEL_VERSION;
     m.u.ident.proto = MSG_PROTO_VERSION;
     m.u.ident.has_cluster = true;
+    m.u.ident.instance = n->run_id;
     cluster_settings_from(&n->cfg, &m.u.ident.cluster);
     settings_addr_text(&n->cfg.listen, m.u.ident.peer_addr, sizeof(m.u.ident.peer_addr));
     settings_addr_text(&n->cfg.client, m.u.ident.client_addr, sizeof(m.u.ident.client_addr));
@@ -368,6 +418,11 @@ static void on_ident(struct peer *p, const struct msg *m)
             p->node->peer_hooks.self_dialled(p->node->peer_hooks.ctx, out->target);
             peer_close(partner, "self");
             peer_close(p, "self");
+            return;
+        }
+        if (m->u.ident.instance != 0 && m->u.ident.instance == p->node->run_id) {
+            /* our own IDENT, carried back by a relay: not another process with our id */
+            peer_reject(p, METRICS_REJECT_REFLECTED, 0);
             return;
         }
         LOG(LOG_WARN, "peer_same_id", "peer=%s remote_id=%s peer_addr=%s", p->addr, m->u.ident.id,
@@ -615,6 +670,21 @@ static void peer_message(struct peer *p)
 
 /* --- I/O --------------------------------------------------------------------------- */
 
+/*
+ * Whether the handshake p just read carries a nonce one of this node's own
+ * channels made: our own HELLO or WELCOME came back through a relay.  The
+ * reply it earned is still in p->out, unsent; the caller closes p.
+ */
+static bool peer_reflected(const struct peer *p)
+{
+    for (const struct peer *q = p->node->peers; q != NULL; q = q->next) {
+        if (!q->dead && channel_nonce_reflected(&p->ch, &q->ch)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Feed the channel every complete frame that has arrived. */
 static void peer_input(struct peer *p)
 {
@@ -629,6 +699,10 @@ static void peer_input(struct peer *p)
         }
         if (rc == CHANNEL_NEED_MORE) {
             break;
+        }
+        if (rc == CHANNEL_PROGRESS && peer_reflected(p)) {
+            peer_reject(p, METRICS_REJECT_REFLECTED, 0);
+            return;
         }
         if (!was_open && channel_is_open(&p->ch)) {
             peer_opened(p);

@@ -47,75 +47,101 @@ uint64_t server_uptime_s(const struct server *n)
 
 /* --- listeners ------------------------------------------------------------------- */
 
-typedef void (*accept_fn)(struct server *n, int fd, const struct sockaddr_storage *addr);
-
 static void http_accept(struct server *n, int fd, const struct sockaddr_storage *addr)
 {
     (void)addr;
     metrics_http_accept(n, fd);
 }
 
-static void server_accept(struct server *n, int lfd, accept_fn take)
+/*
+ * accept() failed with err, typically for want of descriptors or memory
+ * (EMFILE, ENFILE, ENOBUFS, ENOMEM), which only a closed connection frees:
+ * stop watching the socket for a pause (doubling up to SERVER_ACCEPT_PAUSE_MAX_MS), since it
+ * stays readable while the connection waits in the backlog and watching it
+ * would spin the loop.  Counted; logged at most once a second per port.
+ */
+static void server_accept_pause(struct server_listener *l, int err)
 {
+    struct server *n = l->node;
+    uint32_t next = l->pause_ms == 0 ? SERVER_ACCEPT_PAUSE_MIN_MS : 2 * l->pause_ms;
+
+    l->pause_ms = next < SERVER_ACCEPT_PAUSE_MAX_MS ? next : SERVER_ACCEPT_PAUSE_MAX_MS;
+    n->metrics.accept_errors++;
+    LOG_LIMITED(&l->log, LOG_WARN, "accept_failed", "port=%s error=\"%s\" pause_ms=%u", l->name,
+                strerror(err), l->pause_ms);
+    ev_io_stop(n->loop, &l->w);
+    ev_timer_set(&l->pause_w, l->pause_ms / 1000.0, 0.);
+    ev_timer_start(n->loop, &l->pause_w);
+}
+
+static void on_listener(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct server_listener *l = w->data;
     struct sockaddr_storage addr;
     socklen_t len;
     int fd;
 
-    while ((fd = net_accept(lfd, &addr, &len)) >= 0) {
-        take(n, fd, &addr);
+    (void)loop;
+    (void)revents;
+    for (;;) {
+        fd = net_accept(l->fd, &addr, &len);
+        if (fd >= 0) {
+            l->pause_ms = 0;
+            l->take(l->node, fd, &addr);
+            continue;
+        }
+        if (errno == ECONNABORTED || errno == EPROTO || errno == EPERM) {
+            continue; /* that connection is gone (or a firewall refused it): take the next */
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            server_accept_pause(l, errno);
+        }
+        return;
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        LOG(LOG_WARN, "accept_failed", "error=\"%s\"", strerror(errno));
+}
+
+/* A pause is over: watch the socket again (a starved accept pauses again, longer). */
+static void on_listener_pause(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct server_listener *l = w->data;
+
+    (void)revents;
+    if (l->fd >= 0 && !l->node->stopping) {
+        ev_io_start(loop, &l->w);
     }
 }
 
-static void on_client_listener(struct ev_loop *loop, ev_io *w, int revents)
+static int server_listen(struct server *n, enum server_port port, const struct settings_addr *a,
+                         void (*take)(struct server *, int, const struct sockaddr_storage *),
+                         char *err, size_t err_len)
 {
-    (void)loop;
-    (void)revents;
-    server_accept(w->data, w->fd, client_accept);
-}
-
-static void on_peer_listener(struct ev_loop *loop, ev_io *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    server_accept(w->data, w->fd, peer_accept);
-}
-
-static void on_metrics_listener(struct ev_loop *loop, ev_io *w, int revents)
-{
-    (void)loop;
-    (void)revents;
-    server_accept(w->data, w->fd, http_accept);
-}
-
-static int server_listen(struct server *n, const char *setting, const struct settings_addr *a,
-                         int *fd, ev_io *w, void (*cb)(struct ev_loop *, ev_io *, int), char *err,
-                         size_t err_len)
-{
+    static const char *const names[SERVER_LISTENERS] = {"client", "listen", "metrics"};
+    struct server_listener *l = &n->listeners[port];
     char why[256];
 
-    *fd = net_listen(a->host, a->port, NODE_LISTEN_BACKLOG, why, sizeof(why));
-    if (*fd < 0) {
-        snprintf(err, err_len, "%s: %s", setting, why);
-        return *fd;
+    l->name = names[port];
+    l->node = n;
+    l->take = take;
+    l->fd = net_listen(a->host, a->port, NODE_LISTEN_BACKLOG, why, sizeof(why));
+    if (l->fd < 0) {
+        snprintf(err, err_len, "%s: %s", l->name, why);
+        return l->fd;
     }
-    ev_io_init(w, cb, *fd, EV_READ);
-    w->data = n;
+    ev_io_init(&l->w, on_listener, l->fd, EV_READ);
+    ev_timer_init(&l->pause_w, on_listener_pause, 0., 0.);
+    l->w.data = l->pause_w.data = l;
     return 0;
 }
 
 static void server_close_listeners(struct server *n)
 {
-    int *fds[] = {&n->client_fd, &n->peer_fd, &n->metrics_fd};
-    ev_io *ws[] = {&n->client_w, &n->peer_w, &n->metrics_w};
-
-    for (size_t i = 0; i < 3; i++) {
-        if (*fds[i] >= 0) {
-            ev_io_stop(n->loop, ws[i]);
-            close(*fds[i]);
-            *fds[i] = -1;
+    for (size_t i = 0; i < SERVER_LISTENERS; i++) {
+        struct server_listener *l = &n->listeners[i];
+        if (l->fd >= 0) {
+            ev_io_stop(n->loop, &l->w);
+            ev_timer_stop(n->loop, &l->pause_w);
+            close(l->fd);
+            l->fd = -1;
         }
     }
 }
@@ -394,15 +420,11 @@ static int server_open(struct server *n, char *err, size_t err_len)
         rc = RK_ENOMEM;
     }
     rc = rc ? rc : server_open_gossip(n, err, err_len);
-    rc = rc ? rc
-            : server_listen(n, "client", &n->cfg.client, &n->client_fd, &n->client_w,
-                            on_client_listener, err, err_len);
-    rc = rc ? rc
-            : server_listen(n, "listen", &n->cfg.listen, &n->peer_fd, &n->peer_w, on_peer_listener,
-                            err, err_len);
+    rc =
+        rc ? rc : server_listen(n, SERVER_PORT_CLIENT, &n->cfg.client, client_accept, err, err_len);
+    rc = rc ? rc : server_listen(n, SERVER_PORT_PEER, &n->cfg.listen, peer_accept, err, err_len);
     if (rc == 0 && n->cfg.metrics.set) {
-        rc = server_listen(n, "metrics", &n->cfg.metrics, &n->metrics_fd, &n->metrics_w,
-                           on_metrics_listener, err, err_len);
+        rc = server_listen(n, SERVER_PORT_METRICS, &n->cfg.metrics, http_accept, err, err_len);
     }
     return rc;
 }
@@ -418,10 +440,13 @@ int server_create(struct server **out, const struct settings *cfg, char *err, si
         return RK_ENOMEM;
     }
     n->cfg = *cfg;
-    n->client_fd = n->peer_fd = n->metrics_fd = -1;
+    for (size_t i = 0; i < SERVER_LISTENERS; i++) {
+        n->listeners[i].fd = -1;
+    }
     n->loop = ev_default_loop(EVFLAG_AUTO);
     n->start_ms = clock_mono_ms();
     randombytes_buf(&n->run_id, sizeof(n->run_id));
+    n->run_id |= 1; /* 0 is an IDENT without an instance */
     peer_set_hooks(n, &(const struct peer_hooks){
                           .identified = server_peer_identified,
                           .message = server_peer_message,
@@ -442,10 +467,10 @@ int server_run(struct server *n)
 {
     char client_text[ADDR_TEXT_MAX], listen_text[ADDR_TEXT_MAX], metrics_text[ADDR_TEXT_MAX];
 
-    ev_io_start(n->loop, &n->client_w);
-    ev_io_start(n->loop, &n->peer_w);
-    if (n->metrics_fd >= 0) {
-        ev_io_start(n->loop, &n->metrics_w);
+    for (size_t i = 0; i < SERVER_LISTENERS; i++) {
+        if (n->listeners[i].fd >= 0) {
+            ev_io_start(n->loop, &n->listeners[i].w);
+        }
     }
     ev_io_init(&n->store_w, on_store, store_event_fd(n->store), EV_READ);
     n->store_w.data = n;

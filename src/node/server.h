@@ -35,8 +35,11 @@
 #include <ev.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
+#include "auth.h"
 #include "channel.h"
+#include "log.h"
 #include "cluster_settings.h"
 #include "metrics.h"
 #include "peer.h"
@@ -45,14 +48,45 @@
 
 struct client;
 struct gossip;
+struct server;
 struct kv;
 
 /* Grace for in-flight work at shutdown before it is failed: covers an fsync under load. */
 #define SERVER_SHUTDOWN_GRACE_MS 5000
+/* The first pause of a listener whose accept() ran out of descriptors, and the longest. */
+#define SERVER_ACCEPT_PAUSE_MIN_MS 10
+#define SERVER_ACCEPT_PAUSE_MAX_MS 1000
 /* server_run()'s exit code when another process holds this node's id (gossip.h). */
 #define SERVER_EXIT_ID_IN_USE 2
 /* server_run()'s exit code when an operator removed this node from the cluster. */
 #define SERVER_EXIT_REMOVED 3
+
+/* The node's listening ports, indexes of server.listeners. */
+enum server_port {
+    SERVER_PORT_CLIENT,
+    SERVER_PORT_PEER,
+    SERVER_PORT_METRICS,
+    SERVER_LISTENERS,
+};
+
+/*
+ * A listening socket.  When accept() fails for want of descriptors or
+ * memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), the socket stays readable, so
+ * the listener stops watching it for a pause that doubles at each failure
+ * (SERVER_ACCEPT_PAUSE_MIN_MS .. _MAX_MS) and restarts at the minimum after
+ * an accept succeeds; the failures are counted and logged at most once a
+ * second (server.c).
+ */
+struct server_listener {
+    int fd; /* -1 when closed */
+    ev_io w;
+    ev_timer pause_w;  /* ends a pause: watches fd again */
+    uint32_t pause_ms; /* the last pause; 0 after a successful accept */
+    void (*take)(struct server *n, int fd, const struct sockaddr_storage *addr);
+    struct server *node;
+    const char *name; /* the setting that names the port: "client", "listen", "metrics" */
+    struct log_limit log;
+};
 
 struct server {
     struct settings cfg;
@@ -65,10 +99,9 @@ struct server {
     struct collect *collect; /* local tombstone collection (collect.h) */
     int exit_code;           /* what server_run() returns */
     uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */
-    uint64_t run_id;         /* random per process, for INFO */
+    uint64_t run_id;         /* random per process, never 0: INFO's run_id, IDENT's instance */
 
-    int client_fd, peer_fd, metrics_fd; /* listeners, -1 when closed */
-    ev_io client_w, peer_w, metrics_w;
+    struct server_listener listeners[SERVER_LISTENERS];
     ev_io store_w; /* store completions */
     ev_signal sigterm_w, sigint_w;
     ev_timer shutdown_w;      /* the grace deadline */
@@ -84,6 +117,7 @@ struct server {
     struct peer_hooks peer_hooks; /* peer_set_hooks() */
 
     struct metrics metrics;
+    struct auth_guard auth;           /* wrong passwords by client address (auth.h) */
     struct cluster_refusals refusals; /* peers refused for their cluster settings, logged once */
 };
 

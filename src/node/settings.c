@@ -166,6 +166,15 @@ const struct settings_def settings_defs[] = {
      .unit = "",
      .optional = true,
      .doc = "host:port serving GET /metrics; empty: off"},
+    /* 16: a scraper or two, each with a connection or two open. */
+    {.name = "metrics-maxconn",
+     .kind = SETTINGS_UINT,
+     FIELD(metrics_maxconn),
+     .def = "16",
+     .min = 1,
+     .max = 65535,
+     .unit = "",
+     .doc = "connections to the metrics port at most; past it a connection is closed at once"},
     {.name = "data",
      .kind = SETTINGS_PATH,
      FIELD(data),
@@ -369,6 +378,27 @@ const struct settings_def settings_defs[] = {
      .max = 65535,
      .unit = "",
      .doc = "node-to-node connections at most"},
+    /*
+     * 64 and 8: peers still in the channel handshake have proved nothing;
+     * a real cluster opens a few at a time (one per member dialling us),
+     * so these leave peer-maxconn to members that proved the key.
+     */
+    {.name = "peer-handshake-max",
+     .kind = SETTINGS_UINT,
+     FIELD(peer_handshake_max),
+     .def = "64",
+     .min = 1,
+     .max = 65535,
+     .unit = "",
+     .doc = "inbound node-to-node connections still in the handshake, at most"},
+    {.name = "peer-handshake-per-addr",
+     .kind = SETTINGS_UINT,
+     FIELD(peer_handshake_per_addr),
+     .def = "8",
+     .min = 1,
+     .max = 65535,
+     .unit = "",
+     .doc = "of those, from one IP address at most"},
     {.name = "handshake-timeout",
      .kind = SETTINGS_DURATION,
      FIELD(handshake_timeout_ms),
@@ -1309,6 +1339,19 @@ int settings_check(const struct settings *c, char *err, size_t err_len)
         }
     }
     return 0;
+}
+
+uint64_t settings_fd_need(const struct settings *c, const char **largest)
+{
+    uint64_t metrics = c->metrics.set ? c->metrics_maxconn : 0;
+
+    *largest = "maxclients";
+    if (c->peer_maxconn > c->maxclients && c->peer_maxconn >= metrics) {
+        *largest = "peer-maxconn";
+    } else if (metrics > c->maxclients && metrics > c->peer_maxconn) {
+        *largest = "metrics-maxconn";
+    }
+    return c->maxclients + c->peer_maxconn + metrics + SETTINGS_FD_RESERVE;
 }
 
 /* ---- the command line ---------------------------------------------------- */

@@ -76,7 +76,10 @@ struct settings {
     uint64_t timeout_ms; /* client idle timeout, 0: none */
     uint64_t frame_max;
     uint64_t peer_maxconn;
+    uint64_t peer_handshake_max;      /* inbound peers not yet through the handshake */
+    uint64_t peer_handshake_per_addr; /* of those, from one IP address */
     uint64_t handshake_timeout_ms;
+    uint64_t metrics_maxconn;    /* connections to the metrics port */
     uint64_t peer_queue_max;     /* bytes waiting to be written to one peer */
     uint64_t peer_bulk_window;   /* the bulk credit we grant each peer (lanes.h) */
     uint64_t request_timeout_ms; /* a peer request's answer, or it fails */
@@ -145,6 +148,21 @@ int settings_check(const struct settings *c, char *err, size_t err_len);
 
 /* A setting's current value as text (secrets as "(hidden)" or ""). */
 int settings_format(const struct settings *c, const struct settings_def *d, char *buf, size_t cap);
+
+/*
+ * Descriptors beyond the connections that the node itself keeps open: the
+ * store's files, the event loop's, the listeners, stdio, a dial or two.
+ * 32: Redis's CONFIG_MIN_RESERVED_FDS, for the same list.
+ */
+#define SETTINGS_FD_RESERVE 32
+
+/*
+ * File descriptors the settings can make the node hold at once: every
+ * client, every peer, every metrics connection (when that port is on) and
+ * SETTINGS_FD_RESERVE.  *largest names the connection setting that
+ * contributes most, the one to lower when the limit is too small.
+ */
+uint64_t settings_fd_need(const struct settings *c, const char **largest);
 
 /* Print every setting as a config file line, in table order. */
 void settings_print(const struct settings *c, FILE *out);

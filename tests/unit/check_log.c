@@ -299,6 +299,47 @@ START_TEST(test_quote_truncation)
 }
 END_TEST
 
+/* One line per interval; the line after a quiet spell says how many were held back. */
+START_TEST(test_limit_counts_suppressed)
+{
+    struct log_limit l = {0};
+    uint64_t held = 99;
+
+    ck_assert(log_limit_take(&l, 5000, &held));
+    ck_assert_uint_eq(held, 0);
+    for (uint64_t i = 0; i < 300; i++) {
+        ck_assert(!log_limit_take(&l, 5000 + i, &held));
+    }
+    ck_assert(!log_limit_take(&l, 5000 + LOG_LIMIT_INTERVAL_MS - 1, &held));
+    ck_assert(log_limit_take(&l, 5000 + LOG_LIMIT_INTERVAL_MS, &held));
+    ck_assert_uint_eq(held, 301);
+    ck_assert(!log_limit_take(&l, 5000 + LOG_LIMIT_INTERVAL_MS + 1, &held));
+    ck_assert(log_limit_take(&l, 5000 + 10 * LOG_LIMIT_INTERVAL_MS, &held));
+    ck_assert_uint_eq(held, 1);
+}
+END_TEST
+
+/* LOG_LIMITED writes the first of a burst, with its suppressed= field, and holds back the rest. */
+START_TEST(test_limited_macro_one_line)
+{
+    struct log_limit l = {0};
+    char *s;
+    size_t lines = 0;
+
+    for (int i = 0; i < 1000; i++) {
+        LOG_LIMITED(&l, LOG_WARN, "accept_failed", "error=%s", "EMFILE");
+    }
+    s = captured();
+    for (const char *p = s; *p != '\0'; p++) {
+        lines += *p == '\n';
+    }
+    ck_assert_uint_eq(lines, 1);
+    ck_assert_ptr_nonnull(strstr(s, "event=accept_failed error=EMFILE suppressed=0\n"));
+    ck_assert_uint_eq(l.suppressed, 999);
+    free(s);
+}
+END_TEST
+
 static Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
@@ -318,6 +359,8 @@ static Suite *log_suite(void)
         {"quote_needs_quotes", test_quote_needs_quotes},
         {"quote_binary", test_quote_binary_and_unterminated},
         {"quote_truncation", test_quote_truncation},
+        {"limit_counts_suppressed", test_limit_counts_suppressed},
+        {"limited_macro_one_line", test_limited_macro_one_line},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -125,6 +125,7 @@ static struct msg ident_example(void)
     for (int i = 0; i < RING_SEED_LEN; i++) {
         m.u.ident.cluster.ring_seed[i] = (uint8_t)i;
     }
+    m.u.ident.instance = 0x0102030405060708ull;
     return m;
 }
 
@@ -145,13 +146,21 @@ static void ident_v1_bytes(struct bytes *b)
 static const char *const ident_example_cluster =
     "93 03 a8 73 69 62 6c 69 6e 67 73 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f";
 
-/* The IDENT of ident_example(), by hand (PROTOCOL.md section 7.1's example). */
-static void ident_example_bytes(struct bytes *b)
+/* The IDENT of ident_example() as a node of message set 2 before `instance` sent it. */
+static void ident_v2_bytes(struct bytes *b)
 {
     ident_v1_bytes(b);
     b->p[0] = 0x98;
     add_hex(b, "02");
     add_hex(b, ident_example_cluster);
+}
+
+/* The IDENT of ident_example(), by hand (PROTOCOL.md section 7.1's example). */
+static void ident_example_bytes(struct bytes *b)
+{
+    ident_v2_bytes(b);
+    b->p[0] = 0x99;
+    add_hex(b, "cf 01 02 03 04 05 06 07 08");
 }
 
 static void assert_member_eq(const struct msg_member *a, const struct msg_member *b)
@@ -210,6 +219,7 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ck_assert_str_eq(a->u.ident.client_addr, b->u.ident.client_addr);
         ck_assert_uint_eq(a->u.ident.proto, b->u.ident.proto);
         ck_assert_int_eq(a->u.ident.has_cluster, b->u.ident.has_cluster);
+        ck_assert(a->u.ident.instance == b->u.ident.instance);
         if (a->u.ident.has_cluster) {
             ck_assert_uint_eq(a->u.ident.cluster.rf, b->u.ident.cluster.rf);
             ck_assert_str_eq(a->u.ident.cluster.conflicts, b->u.ident.cluster.conflicts);
@@ -264,7 +274,8 @@ START_TEST(test_ident_golden)
     strcpy(m.u.ident.peer_addr, "[::1]:1");
     m.u.ident.proto = 300;
     m.u.ident.has_cluster = false;
-    unhex(&want, "98 01 d9 28");
+    m.u.ident.instance = 7;
+    unhex(&want, "99 01 d9 28");
     for (int i = 0; i < 40; i++) {
         add_text(&want, "a");
     }
@@ -274,14 +285,14 @@ START_TEST(test_ident_golden)
     add_text(&want, "[::1]:1");
     add_hex(&want, "ae");
     add_text(&want, "127.0.0.1:7370");
-    add_hex(&want, "cd 01 2c c0");
+    add_hex(&want, "cd 01 2c c0 07");
     assert_golden(&m, &want);
     /* rf 200 takes uint8, "lww" a fixstr. */
     m.u.ident.has_cluster = true;
     m.u.ident.cluster.rf = 200;
     strcpy(m.u.ident.cluster.conflicts, "lww");
-    want.len -= 1;
-    add_hex(&want, "93 cc c8 a3 6c 77 77 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f");
+    want.len -= 2;
+    add_hex(&want, "93 cc c8 a3 6c 77 77 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 07");
     assert_golden(&m, &want);
 }
 END_TEST
@@ -519,6 +530,27 @@ START_TEST(test_encode_appends)
 }
 END_TEST
 
+/* An IDENT of message set 2 from before `instance` (7 fields) decodes, with instance 0. */
+START_TEST(test_ident_without_instance)
+{
+    struct msg m;
+    struct bytes b;
+
+    ident_v2_bytes(&b);
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.ident.proto, 2);
+    ck_assert(m.u.ident.has_cluster);
+    ck_assert(m.u.ident.instance == 0);
+    ident_example_bytes(&b);
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert(m.u.ident.instance == 0x0102030405060708ull);
+    /* instance must be an unsigned integer */
+    b.len -= 9;
+    add_hex(&b, "a1 37");
+    ck_assert_int_eq(decode(&b, &m), RK_ESYNTAX);
+}
+END_TEST
+
 START_TEST(test_trailing_fields_accepted)
 {
     struct msg m;
@@ -532,7 +564,7 @@ START_TEST(test_trailing_fields_accepted)
     ck_assert_int_eq(m.type, MSG_PING);
     ck_assert(m.u.ping.seq == 7 && m.u.ping.sent_ms == 1000);
     ident_example_bytes(&b);
-    b.p[0] = 0x99;
+    b.p[0] = 0x9a;
     add_hex(&b, "cb 40 09 21 fb 54 44 2d 18"); /* a float64 */
     ck_assert_int_eq(decode(&b, &m), 0);
     ck_assert_str_eq(m.u.ident.client_addr, "127.0.0.1:7370");
@@ -2074,6 +2106,7 @@ static Suite *msg_suite(void)
         {"round_trip", test_round_trip},
         {"encode_appends", test_encode_appends},
         {"trailing_fields_accepted", test_trailing_fields_accepted},
+        {"ident_without_instance", test_ident_without_instance},
         {"fields_max", test_fields_max},
         {"unknown_type", test_unknown_type},
         {"missing_fields", test_missing_fields},

@@ -96,7 +96,7 @@ static struct server *node(const char *id, int peer_port)
     set(&c, "peer-queue-max", "1MB");
     ck_assert_int_eq(settings_check(&c, err, sizeof(err)), 0);
     ck_assert_msg(server_create(&n, &c, err, sizeof(err)) == 0, "%s", err);
-    ev_io_start(n->loop, &n->peer_w);
+    ev_io_start(n->loop, &n->listeners[SERVER_PORT_PEER].w);
     return n;
 }
 
