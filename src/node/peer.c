@@ -401,6 +401,21 @@ static struct peer *peer_loop_partner(const struct peer *p)
     return NULL;
 }
 
+/*
+ * We dialled ourselves, by another name for our address (a seed list): p
+ * and partner are the two ends of one connection.  Both close now, and
+ * that address is not dialled again.
+ */
+static void peer_self(struct peer *p, struct peer *partner)
+{
+    struct peer *out = p->outbound ? p : partner;
+
+    LOG(LOG_DEBUG, "peer_self", "peer=%s", out->target);
+    p->node->peer_hooks.self_dialled(p->node->peer_hooks.ctx, out->target);
+    peer_close(partner, "self");
+    peer_close(p, "self");
+}
+
 static void on_ident(struct peer *p, const struct msg *m)
 {
     if (p->identified) {
@@ -411,13 +426,7 @@ static void on_ident(struct peer *p, const struct msg *m)
     if (strcmp(m->u.ident.id, p->node->cfg.id) == 0) {
         struct peer *partner = peer_loop_partner(p);
         if (partner != NULL) {
-            /* We dialled ourselves, by another name for our address (a seed list):
-             * both ends close now, and that address is not dialled again. */
-            struct peer *out = p->outbound ? p : partner;
-            LOG(LOG_DEBUG, "peer_self", "peer=%s", out->target);
-            p->node->peer_hooks.self_dialled(p->node->peer_hooks.ctx, out->target);
-            peer_close(partner, "self");
-            peer_close(p, "self");
+            peer_self(p, partner);
             return;
         }
         if (m->u.ident.instance != 0 && m->u.ident.instance == p->node->run_id) {
@@ -685,6 +694,22 @@ static bool peer_reflected(const struct peer *p)
     return false;
 }
 
+/*
+ * Our own handshake came back on p: straight from one of our connections
+ * (we dialled our own address under another name: the sockets show it),
+ * handled as a self-dial; otherwise through a relay, refused as reflected.
+ */
+static void peer_refuse_reflected(struct peer *p)
+{
+    struct peer *partner = peer_loop_partner(p);
+
+    if (partner != NULL) {
+        peer_self(p, partner);
+        return;
+    }
+    peer_reject(p, METRICS_REJECT_REFLECTED, 0);
+}
+
 /* Feed the channel every complete frame that has arrived. */
 static void peer_input(struct peer *p)
 {
@@ -701,7 +726,7 @@ static void peer_input(struct peer *p)
             break;
         }
         if (rc == CHANNEL_PROGRESS && peer_reflected(p)) {
-            peer_reject(p, METRICS_REJECT_REFLECTED, 0);
+            peer_refuse_reflected(p);
             return;
         }
         if (!was_open && channel_is_open(&p->ch)) {

@@ -30,8 +30,9 @@ ulimit -n 4096 2> /dev/null || {
 it_setvar n1 PEER "$(it_free_port)"
 it_setvar n2 PEER "$(it_free_port)"
 # request-timeout far above the test's length: only a close may end a request here.
-it_node n1 --rack r1 --request-timeout 300s
-it_node n2 --rack r2 --seeds "127.0.0.1:$N1_PEER"
+# maxclients 2048: the descriptors the settings need stay within that limit (README).
+it_node n1 --rack r1 --request-timeout 300s --maxclients 2048
+it_node n2 --rack r2 --seeds "127.0.0.1:$N1_PEER" --maxclients 2048
 it_wait_ping n1
 it_wait_ping n2
 IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 2 "$N1_CLIENT" "$N2_CLIENT" ||
