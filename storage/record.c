@@ -28,11 +28,14 @@
  *     physical part with now_ms.
  *   - A context comes from a client, so record_write_local() bounds it
  *     before use (RK_ECONTEXT): node's own counter no higher than the key's
- *     clock holds for node (what node has issued for the key), and at most
- *     max_siblings ids the key's clock does not hold.  Without the first, a
- *     context carrying node's counter at 2^64-2 makes the key unwritable
+ *     clock holds for node (what node has issued for the key), at most
+ *     max_siblings ids the key's clock does not hold, and the key's clock
+ *     with the context's ids within VCLOCK_ENTRIES_MAX.  Without the first,
+ *     a context carrying node's counter at 2^64-2 makes the key unwritable
  *     (every later write overflows it); without the second, contexts grow
- *     clocks by 64 invented ids a write.  Other nodes' counters may
+ *     clocks by 64 invented ids a write; without the third, invented ids
+ *     spread over concurrent siblings outgrow the clock a blind write
+ *     needs, and the key is unwritable again.  Other nodes' counters may
  *     legitimately run ahead of this replica (a read served elsewhere).
  *   - A local write's stamp is raised above the stamp of every sibling its
  *     clock supersedes: a write never loses, under LWW, to the version it
@@ -482,21 +485,42 @@ static bool record_context_misses(const struct record *r, const struct vclock *c
 
 /*
  * The bounds on a context a client sends (see the top of this file): node's
- * counter no higher than the key's clock holds for node, and at most
- * max_siblings ids the key's clock does not hold.
+ * counter no higher than the key's clock holds for node, at most
+ * max_siblings ids the key's clock does not hold, and room left for every
+ * later write: the key's clock, the context and node together name at most
+ * VCLOCK_ENTRIES_MAX ids.  Without the last, contexts adding ids to
+ * concurrent siblings grow the key's clock (the merge of its siblings')
+ * past what a clock holds, and a blind write, whose clock covers every
+ * sibling, can no longer be built.  RK_ECONTEXT when a bound is broken.
  */
-static bool record_context_bounded(const struct record *r, const char *node,
-                                   const struct vclock *context, size_t max_siblings)
+static int record_context_check(const struct record *r, const char *node,
+                                const struct vclock *context, size_t max_siblings)
 {
     size_t unknown = 0;
+    struct vclock key;
+    int err;
 
-    if (vclock_get(context, node) > record_counter(r, node)) {
-        return false;
+    vclock_init(&key);
+    err = record_context(r, &key);
+    if (err != 0) {
+        return err == RK_ETOOBIG ? RK_ECONTEXT : err;
+    }
+    if (vclock_get(context, node) > vclock_get(&key, node)) {
+        err = RK_ECONTEXT;
+        goto out_deinit;
     }
     for (size_t i = 0; i < context->n; i++) {
-        unknown += record_counter(r, context->e[i].id) == 0;
+        unknown += vclock_get(&key, context->e[i].id) == 0;
     }
-    return unknown <= max_siblings;
+    if (unknown > max_siblings ||
+        key.n + unknown + (vclock_get(&key, node) == 0 && vclock_get(context, node) == 0) >
+            VCLOCK_ENTRIES_MAX) {
+        err = RK_ECONTEXT;
+    }
+
+out_deinit:
+    vclock_deinit(&key);
+    return err;
 }
 
 /*
@@ -538,8 +562,9 @@ int record_write_local(struct record *r, const char *node, uint64_t hlc,
     if (node == NULL || !ring_name_valid(node, strnlen(node, RING_NAME_MAX + 1))) {
         return RK_EINVAL;
     }
-    if (context != NULL && !record_context_bounded(r, node, context, max_siblings)) {
-        return RK_ECONTEXT;
+    err = context != NULL ? record_context_check(r, node, context, max_siblings) : 0;
+    if (err != 0) {
+        return err;
     }
     vclock_init(&clock);
     sibling_init(&v);

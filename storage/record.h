@@ -125,8 +125,10 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
  * the stamp of every sibling the new version supersedes, so that it never
  * loses to them under LWW; out->hlc is the stamp used.  A context (from a
  * client) is bounded: node's counter in it at most what r's clocks hold for
- * node, and at most max_siblings ids that r's clocks do not hold; otherwise
- * RK_ECONTEXT and r is unchanged.  out must be initialised;
+ * node, at most max_siblings ids that r's clocks do not hold, and r's
+ * clocks, context and node naming at most VCLOCK_ENTRIES_MAX ids together
+ * (so a blind write can always be built); otherwise RK_ECONTEXT and r is
+ * unchanged.  out must be initialised;
  * the caller owns it afterwards.  Errors as record_apply(), and RK_EINVAL
  * (bad node id, tombstone with a value), RK_ERANGE (node's counter or a
  * superseded stamp at UINT64_MAX), and RK_EMISMATCH in siblings mode when the new clock would

@@ -10,7 +10,8 @@
  * LOCK is held with flock() by the one process that has the store open,
  * and holds that process's pid as text, so a second process is refused
  * instead of sharing the environment; it is opened without following a
- * symbolic link (a link is refused).  The environment is
+ * symbolic link (a link is refused) and must be a regular file with no
+ * other name (a hard link would be truncated).  The environment is
  * opened without MDB_WRITEMAP, so a full disk is an error from a write
  * call, never a SIGBUS, and with MDB_NOSYNC unless `sync always`.  Named
  * databases:
@@ -38,7 +39,10 @@
  *                        STORE_HLC_LEASE_MS ahead of that stamp.  The
  *                        clock starts from it at open; a directory
  *                        without it gets the highest stamp of its records
- *                        (one scan at open)
+ *                        (one scan at open), and so does one whose mark
+ *                        is damaged: of another size, or more than
+ *                        STORE_HLC_AHEAD_MAX_MS ahead of the wall clock
+ *                        (the scan passes over such stamps too)
  *            Other names belong to higher layers (STORE_OP_TABLE_PUT);
  *            the names above are reserved.  Integers are big-endian.
  *            seed, rf and conflicts are the cluster settings
@@ -116,6 +120,14 @@
  * second ahead of its last stamp, well within the skew HLC tolerates.
  */
 #define STORE_HLC_LEASE_MS 1000
+/*
+ * A stamp (the clock's mark, or a record's at the scan) further than this
+ * ahead of the wall clock at open is damaged, not a time: a wall clock set
+ * back, even to 1970 on a board without a clock, stays within it, and
+ * starting from a damaged one would leave the clock no timestamps (it ends
+ * at 2^48 ms) or stamp every later write centuries ahead.  A hundred years.
+ */
+#define STORE_HLC_AHEAD_MAX_MS (100ull * 366 * 24 * 3600 * 1000)
 /*
  * Private to this file: the result of a batch the store refuses to run
  * because its disk failed a flush; store_err() maps it to RK_EDISK.  Outside
@@ -291,6 +303,7 @@ static int store_check_dir(struct store *s, char *err, size_t err_len)
 static int store_lock_dir(struct store *s, char *err, size_t err_len)
 {
     char p[4096], pid[32];
+    struct stat st = {0};
     int n;
 
     snprintf(p, sizeof(p), "%s/LOCK", s->path);
@@ -302,6 +315,12 @@ static int store_lock_dir(struct store *s, char *err, size_t err_len)
     if (s->lock_fd < 0) {
         snprintf(err, err_len, "cannot open %s: %s", p, strerror(errno));
         return RK_EIO;
+    }
+    if (fstat(s->lock_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        snprintf(err, err_len, "%s %s: refusing to use it", p,
+                 !S_ISREG(st.st_mode) ? "is not a regular file"
+                                      : "has other names (hard links) that would be truncated");
+        return RK_EINVAL;
     }
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         n = (int)pread(s->lock_fd, pid, sizeof(pid) - 1, 0);
@@ -505,7 +524,16 @@ static int meta_load(MDB_txn *txn, MDB_dbi dbi, const char *name, struct store_m
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* The highest stamp of any stored record: a full scan, for a directory without a mark. */
+/* Could t be a stamp this clock handed out or took in (STORE_HLC_AHEAD_MAX_MS)? */
+static bool store_stamp_plausible(const struct store *s, uint64_t t)
+{
+    return hlc_physical(t) <= store_wall_ms(s) + STORE_HLC_AHEAD_MAX_MS;
+}
+
+/*
+ * The highest stamp of any stored record: a full scan, for a directory
+ * without a mark.  Damaged stamps (store_stamp_plausible()) are passed over.
+ */
 static int store_scan_stamps(struct store *s, MDB_txn *txn, uint64_t *max)
 {
     MDB_cursor *c;
@@ -520,8 +548,11 @@ static int store_scan_stamps(struct store *s, MDB_txn *txn, uint64_t *max)
     record_init(&r);
     rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
     while (rc == 0) {
-        if (record_decode(v.mv_data, v.mv_size, &r) == 0 && record_max_hlc(&r) > *max) {
-            *max = record_max_hlc(&r);
+        if (record_decode(v.mv_data, v.mv_size, &r) == 0) {
+            for (size_t i = 0; i < r.n; i++) {
+                uint64_t t = r.s[i].hlc;
+                *max = t > *max && store_stamp_plausible(s, t) ? t : *max;
+            }
         }
         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
     }
@@ -581,9 +612,13 @@ static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t
         return RK_EIO;
     }
     s->hint_seq = found.hint_seq;
-    if (found.has_hlc) {
+    if (found.has_hlc && store_stamp_plausible(s, found.hlc)) {
         s->hlc.last = found.hlc;
         return 0;
+    }
+    if (found.has_hlc) {
+        LOG(LOG_WARN, "store_hlc_mark_damaged", "path=%s mark=%llu action=scan", s->path,
+            (unsigned long long)found.hlc);
     }
     return store_seed_clock(s, txn, err, err_len);
 }
