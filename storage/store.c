@@ -324,7 +324,11 @@ static int store_lock_dir(struct store *s, char *err, size_t err_len)
     }
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         n = (int)pread(s->lock_fd, pid, sizeof(pid) - 1, 0);
-        pid[n > 0 ? n : 0] = '\0';
+        n = n > 0 ? n : 0;
+        while (n > 0 && (pid[n - 1] == '\n' || pid[n - 1] == '\r' || pid[n - 1] == ' ')) {
+            n--; /* the line's end, written with the pid */
+        }
+        pid[n] = '\0';
         snprintf(err, err_len, "data directory %s is in use by another process (pid %s)", s->path,
                  n > 0 ? pid : "unknown");
         return RK_EMISMATCH;

@@ -257,6 +257,22 @@ START_TEST(test_lock_hard_link_refused)
 }
 END_TEST
 
+/* A second process is named by the pid LOCK holds, on one line. */
+START_TEST(test_lock_names_holder_on_one_line)
+{
+    struct store *s = open_store("d");
+    struct store_config c;
+    struct store *again = NULL;
+    char path[512], err[512], want[64];
+
+    settings_for(&c, path, sizeof(path), "d");
+    ck_assert_int_eq(store_open(&again, &c, err, sizeof(err)), RK_EMISMATCH);
+    snprintf(want, sizeof(want), "in use by another process (pid %ld)", (long)getpid());
+    ck_assert_msg(strstr(err, want) != NULL, "refusal '%s' does not say '%s'", err, want);
+    store_close(s);
+}
+END_TEST
+
 static Suite *store_edges_suite(void)
 {
     Suite *su = suite_create("store_edges");
@@ -270,6 +286,7 @@ static Suite *store_edges_suite(void)
         {"contexts_outgrow_clock", test_contexts_cannot_outgrow_clock},
         {"lock_fifo", test_lock_fifo_refused},
         {"lock_hard_link", test_lock_hard_link_refused},
+        {"lock_names_holder", test_lock_names_holder_on_one_line},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
