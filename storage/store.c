@@ -78,6 +78,9 @@
  * callback and, in batch mode, fsyncs when the store goes idle.  An operation that
  * fails on its own terms (sibling cap, bad input) fails alone before it
  * changes anything; a failed commit fails every operation of the batch.
+ * An atomic group (store_submit_atomic()) is taken into a batch whole and
+ * runs in a nested transaction of the batch's, committed into it only when
+ * every member succeeded (LMDB supports nesting without MDB_WRITEMAP).
  *
  * Map growth: MDB_MAP_FULL aborts the batch, the map doubles (up to
  * map_max) and the batch runs again.  Resizing needs every transaction of
@@ -1802,11 +1805,57 @@ static int store_commit(struct store *s, MDB_txn *txn)
     return rc;
 }
 
+/* Operations in the atomic group ops[0] opens, within the n given: 1 for a lone one. */
+static size_t group_len(struct store_op *const *ops, size_t n)
+{
+    size_t g = ops[0]->group_ > 1 ? ops[0]->group_ : 1;
+
+    return g < n ? g : n;
+}
+
+/*
+ * Run an atomic group (store_submit_atomic()) inside a nested transaction
+ * of the batch's: its writes reach the batch's transaction all together,
+ * or, when one member fails, none does and every member gets that error.
+ * An LMDB error that poisons the whole transaction is left to the caller
+ * (b->mdb_rc), as for a lone operation.
+ */
+static void batch_group(struct batch *b, struct store_op **ops, size_t n)
+{
+    MDB_txn *parent = b->txn;
+    uint64_t seq0 = b->s->hint_seq;
+    int failed = mdb_txn_begin(b->s->env, parent, 0, &b->txn);
+
+    if (failed != 0) {
+        b->txn = parent;
+        failed = batch_fail(b, failed);
+    }
+    for (size_t i = 0; i < n && failed == 0 && b->mdb_rc == 0; i++) {
+        failed = ops[i]->result = op_table[ops[i]->type](b, ops[i]);
+    }
+    if (b->txn != parent && (failed != 0 || b->mdb_rc != 0)) {
+        mdb_txn_abort(b->txn);
+    } else if (b->txn != parent) {
+        int rc = mdb_txn_commit(b->txn);
+        failed = rc != 0 ? batch_fail(b, rc) : 0;
+    }
+    b->txn = parent;
+    if (failed == 0 || b->mdb_rc != 0) {
+        return;
+    }
+    b->s->hint_seq = seq0;
+    for (size_t i = 0; i < n; i++) {
+        op_reset(ops[i], NULL);
+        ops[i]->result = failed;
+    }
+}
+
 /* One attempt: run every op in one transaction and commit.  Returns 0 or an LMDB code. */
 static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
 {
     struct batch b = {.s = s, .wall_ms = store_wall_ms(s)};
     int rc;
+    size_t g;
 
     if (atomic_load(&s->disk_failed)) {
         return STORE_RC_DISK;
@@ -1815,8 +1864,13 @@ static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
     if (rc != 0) {
         return rc;
     }
-    for (size_t i = 0; i < n && b.mdb_rc == 0; i++) {
-        ops[i]->result = op_table[ops[i]->type](&b, ops[i]);
+    for (size_t i = 0; i < n && b.mdb_rc == 0; i += g) {
+        g = group_len(ops + i, n - i);
+        if (g > 1) {
+            batch_group(&b, ops + i, g);
+        } else {
+            ops[i]->result = op_table[ops[i]->type](&b, ops[i]);
+        }
     }
     if (b.mdb_rc != 0) {
         mdb_txn_abort(b.txn);
@@ -1836,15 +1890,39 @@ static void batch_after_commit(struct store *s)
 }
 
 /*
+ * Where to split a batch whose transaction grew too large: the group
+ * boundary nearest its middle, never inside an atomic group; 0 when the
+ * batch is one operation or one group, which cannot be split.
+ */
+static size_t batch_split(struct store_op **ops, size_t n)
+{
+    size_t at = 0, best = 0;
+
+    while (at < n) {
+        size_t next = at + group_len(ops + at, n - at);
+        if (next >= n) {
+            break;
+        }
+        best = next;
+        if (next >= n / 2) {
+            break;
+        }
+        at = next;
+    }
+    return best;
+}
+
+/*
  * Run a batch to the end: grow the map and retry on MDB_MAP_FULL, split a
- * batch whose transaction grew too large, and fail every operation when
- * the batch cannot commit.
+ * batch whose transaction grew too large (between atomic groups), and
+ * fail every operation when the batch cannot commit.
  */
 static void batch_run(struct store *s, struct store_op **ops, size_t n)
 {
     struct store_cursor *saved = calloc(n, sizeof(*saved));
     uint64_t seq0 = s->hint_seq;
     bool deletions_only = true;
+    size_t half;
     int rc;
 
     for (size_t i = 0; i < n; i++) {
@@ -1866,9 +1944,9 @@ static void batch_run(struct store *s, struct store_op **ops, size_t n)
         if (rc == MDB_MAP_FULL && store_grow(s, deletions_only)) {
             continue;
         }
-        if (rc == MDB_TXN_FULL && n > 1) {
-            batch_run(s, ops, n / 2);
-            batch_run(s, ops + n / 2, n - n / 2);
+        if (rc == MDB_TXN_FULL && (half = batch_split(ops, n)) > 0) {
+            batch_run(s, ops, half);
+            batch_run(s, ops + half, n - half);
             break;
         }
         for (size_t i = 0; i < n; i++) {
@@ -1966,6 +2044,32 @@ static void store_delay_commit(struct store *s)
 }
 
 /*
+ * Take queued operations into ops (mu held), up to batch_max and whole
+ * atomic groups only: a group never straddles two batches
+ * (store_submit_atomic() refuses one larger than batch_max).
+ */
+static size_t queue_take(struct store *s, struct store_op **ops)
+{
+    size_t n = 0;
+
+    while (s->queue_head != NULL) {
+        size_t g = s->queue_head->group_ > 1 ? s->queue_head->group_ : 1;
+        if (n + g > s->cfg.batch_max) {
+            break;
+        }
+        for (size_t i = 0; i < g; i++) {
+            ops[n++] = s->queue_head;
+            s->queue_head = s->queue_head->next_;
+        }
+    }
+    if (s->queue_head == NULL) {
+        s->queue_tail = NULL;
+    }
+    s->queue_len -= n;
+    return n;
+}
+
+/*
  * Take the writer role (mu held, leading false): run one batch of the queue
  * and complete it.  Returns with mu held and the role handed on.  Both the
  * writer thread and threads blocked in store_wait() lead: a thread waiting
@@ -1981,14 +2085,7 @@ static void store_lead(struct store *s)
 
     s->leading = true;
     store_delay_commit(s);
-    for (n = 0; s->queue_head != NULL && n < s->cfg.batch_max; n++) {
-        ops[n] = s->queue_head;
-        s->queue_head = ops[n]->next_;
-    }
-    if (s->queue_head == NULL) {
-        s->queue_tail = NULL;
-    }
-    s->queue_len -= n;
+    n = queue_take(s, ops);
     /*
      * The recent size decays by an eighth a batch, rounded up so that it
      * reaches 0: a drop in load ends the delay soon, and a lone write after
@@ -2098,7 +2195,8 @@ static bool op_valid(const struct store_op *op)
     return op->type != STORE_OP_TABLE_PUT || (op->key_len >= 1 && op->key_len <= 511);
 }
 
-int store_submit(struct store *s, struct store_op *op)
+/* store_submit()'s checks of one operation, before anything is queued. */
+static int op_check(const struct store_op *op)
 {
     bool keyed =
         op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY || op->type == STORE_OP_HINT_PUT;
@@ -2109,34 +2207,76 @@ int store_submit(struct store *s, struct store_op *op)
     if (op->type == STORE_OP_WRITE && op->value_len > RECORD_VALUE_MAX) {
         return RK_ETOOBIG;
     }
-    if (!op_valid(op)) {
-        return RK_EINVAL;
+    return op_valid(op) ? 0 : RK_EINVAL;
+}
+
+/*
+ * Queue ops[0..n) in order under one lock and wake the writer once.  Every
+ * operation is checked first: on an error none is queued.  With atomic,
+ * the operations form one group (group_ on the first).
+ */
+static int submit_ops(struct store *s, struct store_op **ops, size_t n, bool atomic)
+{
+    bool callback = false;
+
+    for (size_t i = 0; i < n; i++) {
+        int rc = op_check(ops[i]);
+        if (rc != 0) {
+            return rc;
+        }
     }
-    op->next_ = NULL;
-    op->finished_ = false;
-    op->wake_ = NULL;
-    op->result = 0;
+    for (size_t i = 0; i < n; i++) {
+        ops[i]->next_ = i + 1 < n ? ops[i + 1] : NULL;
+        ops[i]->finished_ = false;
+        ops[i]->wake_ = NULL;
+        ops[i]->result = 0;
+        ops[i]->group_ = atomic && i == 0 ? n : 0;
+        callback = callback || ops[i]->done != NULL;
+    }
     pthread_mutex_lock(&s->mu);
     if (s->closing) {
         pthread_mutex_unlock(&s->mu);
         return RK_ECLOSED;
     }
     if (s->queue_tail != NULL) {
-        s->queue_tail->next_ = op;
+        s->queue_tail->next_ = ops[0];
     } else {
-        s->queue_head = op;
+        s->queue_head = ops[0];
     }
-    s->queue_tail = op;
-    s->queue_len++;
+    s->queue_tail = ops[n - 1];
+    s->queue_len += n;
     if (s->wants_more) {
         pthread_cond_signal(&s->more);
     }
-    if (op->done != NULL) {
+    if (callback) {
         /* a waiter leads its own batch; a callback operation needs the writer thread */
         pthread_cond_signal(&s->work);
     }
     pthread_mutex_unlock(&s->mu);
     return 0;
+}
+
+int store_submit(struct store *s, struct store_op *op)
+{
+    return submit_ops(s, &op, 1, false);
+}
+
+int store_submit_list(struct store *s, struct store_op **ops, size_t n)
+{
+    return n == 0 ? 0 : submit_ops(s, ops, n, false);
+}
+
+int store_submit_atomic(struct store *s, struct store_op **ops, size_t n)
+{
+    if (n > s->cfg.batch_max) {
+        return RK_ETOOBIG;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->type == STORE_OP_DELETE_RANGE || ops[i]->type == STORE_OP_COLLECT) {
+            return RK_EINVAL;
+        }
+    }
+    return n == 0 ? 0 : submit_ops(s, ops, n, n > 1);
 }
 
 int store_wait(struct store *s, struct store_op *op)

@@ -338,6 +338,7 @@ struct store_op {
     struct store_op *next_;
     bool finished_;
     pthread_cond_t *wake_; /* the condition its waiter sleeps on */
+    size_t group_;         /* on the first of an atomic group: its size; else 0 */
 };
 
 /* Zero op and make it ready to fill in. */
@@ -355,6 +356,25 @@ void store_op_init(struct store_op *op, enum store_op_type type);
  * a done callback are run by the store's writer thread.
  */
 int store_submit(struct store *s, struct store_op *op);
+
+/*
+ * Queue ops[0..n) in this order, as n store_submit() calls would, but under
+ * one lock and with one wake-up of the writer: a pipeline's writes handed
+ * over together share a transaction instead of waking the writer once
+ * each.  Every operation is checked first; on an error (store_submit()'s)
+ * none is queued.
+ */
+int store_submit_list(struct store *s, struct store_op **ops, size_t n);
+
+/*
+ * Queue ops[0..n) as one atomic group: they run in order in one
+ * transaction, never split across batches (nor when a transaction grows
+ * too large), and either all apply or none does: when one fails, every
+ * one of them completes with that error.  store_submit()'s errors, and
+ * RK_ETOOBIG for more than batch_max operations, RK_EINVAL for a range
+ * operation (DELETE_RANGE, COLLECT: their cursors cannot be undone).
+ */
+int store_submit_atomic(struct store *s, struct store_op **ops, size_t n);
 
 /* Block until op (submitted with done == NULL) completes; returns op->result. */
 int store_wait(struct store *s, struct store_op *op);

@@ -957,6 +957,211 @@ START_TEST(test_group_commit_one_transaction)
 }
 END_TEST
 
+/* Counts completions whatever their result; the results are the test's to check. */
+static void note_done(struct store_op *op, void *ctx)
+{
+    ++*(int *)ctx;
+    (void)op;
+}
+
+static void wait_done(struct store *s, const int *done, int want)
+{
+    while (*done < want) {
+        struct pollfd p = {store_event_fd(s), POLLIN, 0};
+        ck_assert_int_ge(poll(&p, 1, 10000), 1);
+        store_dispatch(s);
+    }
+}
+
+static void write_op(struct store_op *op, const char *key, const char *value, int *done)
+{
+    store_op_init(op, STORE_OP_WRITE);
+    op->key = (const uint8_t *)key;
+    op->key_len = strlen(key);
+    op->value = (const uint8_t *)value;
+    op->value_len = strlen(value);
+    op->done = note_done;
+    op->ctx = done;
+}
+
+START_TEST(test_submit_list)
+{
+    struct store *s = open_store("d", "n1");
+    char keys[40][8], big[STORE_KEY_MAX + 1];
+    struct store_op ops[40], *list[40];
+    struct store_stats st;
+    uint64_t commits;
+    int done = 0;
+
+    memset(big, 'k', sizeof(big));
+    for (int i = 0; i < 40; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "l%d", i);
+        write_op(&ops[i], keys[i], "v", &done);
+        list[i] = &ops[i];
+    }
+    /* one bad operation: refused up front, and none of the list is queued */
+    ops[20].key = (const uint8_t *)big;
+    ops[20].key_len = sizeof(big);
+    ck_assert_int_eq(store_submit_list(s, list, 40), RK_ETOOBIG);
+    ops[20].key = (const uint8_t *)keys[20];
+    ops[20].key_len = strlen(keys[20]);
+    ck_assert_ptr_null(get_value(s, "l0"));
+    store_get_stats(s, &st);
+    commits = st.commits;
+    /* queued under one lock with one wake-up: the writer takes all forty at once */
+    ck_assert_int_eq(store_submit_list(s, list, 40), 0);
+    wait_done(s, &done, 40);
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.commits - commits, 1);
+    for (int i = 0; i < 40; i++) {
+        ck_assert_int_eq(ops[i].result, 0);
+        sibling_deinit(&ops[i].written);
+    }
+    char *v = get_value(s, "l39");
+    ck_assert_str_eq(v, "v");
+    free(v);
+    store_close(s);
+}
+END_TEST
+
+START_TEST(test_atomic_refused_up_front)
+{
+    struct store *s = open_store("d", "n1");
+    char big[STORE_KEY_MAX + 1];
+    struct store_op ops[3], *list[3] = {&ops[0], &ops[1], &ops[2]};
+    int done = 0;
+
+    memset(big, 'k', sizeof(big));
+    write_op(&ops[0], "a", "1", &done);
+    write_op(&ops[1], "b", "2", &done);
+    write_op(&ops[2], "c", "3", &done);
+    ops[1].key = (const uint8_t *)big;
+    ops[1].key_len = sizeof(big);
+    ck_assert_int_eq(store_submit_atomic(s, list, 3), RK_ETOOBIG);
+    store_close(s); /* drains anything queued: nothing may have been */
+    s = open_store("d", "n1");
+    ck_assert_int_eq(done, 0);
+    ck_assert_ptr_null(get_value(s, "a"));
+    ck_assert_ptr_null(get_value(s, "c"));
+    store_close(s);
+}
+END_TEST
+
+/*
+ * A member that fails inside the transaction (here a write whose context,
+ * empty, is older than the version stored: RK_EMISMATCH) leaves none
+ * of its group applied, and every member reports its error, while a group
+ * queued behind a batch boundary is never split by it: batch_max 4 with
+ * two lone writes ahead of a group of three.
+ */
+START_TEST(test_atomic_all_or_nothing)
+{
+    struct store_config cfg;
+    struct store_cursor cur;
+    struct store_op hold, lone[2], ops[3], *group[3] = {&ops[0], &ops[1], &ops[2]};
+    struct vclock empty;
+    struct store *s;
+    char err[256];
+    int done = 0;
+
+    settings_for(&cfg, "d", "n1");
+    cfg.batch_max = 4;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    put(s, "full", "only");
+    ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
+    fake_now_ms += 10; /* a tombstone for the holding collection to look at */
+    vclock_init(&empty);
+    sem_init(&gate_entered, 0, 0);
+    sem_init(&gate_release, 0, 0);
+    store_cursor_init(&cur);
+    store_op_init(&hold, STORE_OP_COLLECT); /* holds the writer while the rest queues */
+    hold.start = hold.end = 0;
+    hold.cursor = &cur;
+    hold.limit = 10;
+    hold.collect = gate;
+    hold.done = note_done;
+    hold.ctx = &done;
+    ck_assert_int_eq(store_submit(s, &hold), 0);
+    sem_wait(&gate_entered);
+    write_op(&lone[0], "x", "1", &done);
+    write_op(&lone[1], "y", "1", &done);
+    ck_assert_int_eq(store_submit(s, &lone[0]), 0);
+    ck_assert_int_eq(store_submit(s, &lone[1]), 0);
+    write_op(&ops[0], "g1", "1", &done);
+    write_op(&ops[1], "g2", "1", &done);
+    write_op(&ops[2], "full", "second", &done);
+    ops[2].context = &empty; /* stale: "only" was written since */
+    ck_assert_int_eq(store_submit_atomic(s, group, 3), 0);
+    sem_post(&gate_release);
+    wait_done(s, &done, 6);
+    ck_assert_int_eq(lone[0].result, 0);
+    ck_assert_int_eq(lone[1].result, 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ops[i].result, RK_EMISMATCH);
+        sibling_deinit(&ops[i].written);
+    }
+    sibling_deinit(&lone[0].written);
+    sibling_deinit(&lone[1].written);
+    ck_assert_ptr_null(get_value(s, "g1"));
+    ck_assert_ptr_null(get_value(s, "g2"));
+    char *v = get_value(s, "full");
+    ck_assert_str_eq(v, "only");
+    free(v);
+    /* the same group without the failing member applies whole */
+    ck_assert_int_eq(store_submit_atomic(s, group, 2), 0);
+    wait_done(s, &done, 8);
+    ck_assert_int_eq(ops[0].result, 0);
+    ck_assert_int_eq(ops[1].result, 0);
+    sibling_deinit(&ops[0].written);
+    sibling_deinit(&ops[1].written);
+    v = get_value(s, "g2");
+    ck_assert_str_eq(v, "1");
+    free(v);
+    /* larger than a batch, or a range operation: refused */
+    ck_assert_int_eq(
+        store_submit_atomic(s, (struct store_op *[]){&ops[0], &ops[1], &ops[2], &lone[0], &lone[1]},
+                            5),
+        RK_ETOOBIG);
+    ck_assert_int_eq(store_submit_atomic(s, (struct store_op *[]){&ops[0], &hold}, 2), RK_EINVAL);
+    vclock_deinit(&empty);
+    store_close(s);
+}
+END_TEST
+
+/* At map_max, a group that does not fit fails whole with RK_ENOSPC. */
+START_TEST(test_atomic_enospc)
+{
+    struct store_config cfg;
+    struct store_op ops[64], *group[64];
+    static char keys[64][16], value[32768];
+    struct store *s;
+    char err[256];
+    int done = 0, applied = 0;
+
+    settings_for(&cfg, "d", "n1");
+    cfg.map_initial = cfg.map_max = 1 * 1024 * 1024;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    memset(value, 'v', sizeof(value) - 1);
+    for (int i = 0; i < 64; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "big%d", i);
+        write_op(&ops[i], keys[i], value, &done);
+        group[i] = &ops[i];
+    }
+    /* 64 x 32 KiB of values cannot fit a 1 MiB map */
+    ck_assert_int_eq(store_submit_atomic(s, group, 64), 0);
+    wait_done(s, &done, 64);
+    for (int i = 0; i < 64; i++) {
+        ck_assert_int_eq(ops[i].result, RK_ENOSPC);
+        sibling_deinit(&ops[i].written);
+        char *v = get_value(s, keys[i]);
+        applied += v != NULL;
+        free(v);
+    }
+    ck_assert_int_eq(applied, 0);
+    store_close(s);
+}
+END_TEST
+
 START_TEST(test_close_refuses_and_drains)
 {
     struct store *s = open_store("d", "n1");
@@ -1116,6 +1321,10 @@ static Suite *store_suite(void)
         {"bad_operations", test_bad_operations},
         {"callbacks", test_callback_completion},
         {"group_commit", test_group_commit_one_transaction},
+        {"submit_list", test_submit_list},
+        {"atomic_refused", test_atomic_refused_up_front},
+        {"atomic_all_or_nothing", test_atomic_all_or_nothing},
+        {"atomic_enospc", test_atomic_enospc},
         {"close", test_close_refuses_and_drains},
         {"map_full", test_map_full},
         {"file_system_full", test_file_system_full},
