@@ -2266,6 +2266,11 @@ int store_submit_list(struct store *s, struct store_op **ops, size_t n)
     return n == 0 ? 0 : submit_ops(s, ops, n, false);
 }
 
+size_t store_batch_max(const struct store *s)
+{
+    return s->cfg.batch_max;
+}
+
 int store_submit_atomic(struct store *s, struct store_op **ops, size_t n)
 {
     if (n > s->cfg.batch_max) {

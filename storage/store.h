@@ -376,6 +376,9 @@ int store_submit_list(struct store *s, struct store_op **ops, size_t n);
  */
 int store_submit_atomic(struct store *s, struct store_op **ops, size_t n);
 
+/* Operations in one transaction at most (batch_max): the bound of an atomic group. */
+size_t store_batch_max(const struct store *s);
+
 /* Block until op (submitted with done == NULL) completes; returns op->result. */
 int store_wait(struct store *s, struct store_op *op);
 

@@ -3,19 +3,30 @@
  * limits (client.h).
  *
  * The pipeline.  Parsed commands queue in arrival order as `pending`
- * entries.  Starting goes front to back: a write command starts at once
- * (its writes join the store's queue); any other command starts only when
- * no write of this connection is in flight.  Flushing goes front to back
- * too: the first entries whose replies are complete are appended to the
- * output.  A reply written while its entry is first goes straight to the
- * output; otherwise it waits in the entry's own buffer.
+ * entries.  Starting goes front to back and stops at the first command
+ * that must wait: a read (CMD_READ) waits while an earlier write of this
+ * connection to one of its keys is in flight, a write (CMD_WRITE) while an
+ * earlier read of one of its keys is; a keyless read (DBSIZE) conflicts
+ * with every key.  Reads never wait for reads, nor writes for writes (kv
+ * applies one connection's writes in order), and other commands wait for
+ * nothing.  Flushing goes front to back too: the first entries whose
+ * replies are complete are appended to the output.  A reply written while
+ * its entry is first goes straight to the output; otherwise it waits in
+ * the entry's own buffer, moved to the output when the entry becomes
+ * first, so a reply written in parts stays in order.
  *
- * Freeing.  The store borrows a write's key and value (owned by its
- * entry's parsed command) until the write completes.  So a connection that
- * closes with writes in flight is marked dead and freed by the completion
- * of its last write, never before.  And a connection closed while one of
- * its own handlers runs is freed when that handler returns: every entry
- * point goes through client_enter()/client_leave().
+ * Output.  Replies gather in the connection's output buffer and are
+ * written once per event-loop iteration, by the ev_prepare step that also
+ * submits the iteration's writes (Redis's beforeSleep): a pipeline of
+ * writes costs one send, not one per reply.  A connection whose output
+ * passes CLIENT_FLUSH_NOW is written at once.
+ *
+ * Freeing.  kv borrows an operation's key and value (owned by its entry's
+ * parsed command) until it completes.  So a connection that closes with
+ * operations in flight is marked dead and freed by the completion of its
+ * last one, never before.  And a connection closed while one of its own
+ * handlers runs is freed when that handler returns: every entry point goes
+ * through client_enter()/client_leave().
  */
 #include "client.h"
 
@@ -40,6 +51,11 @@
 #define CLIENT_SPARE_REPLY_MAX (64 * 1024)
 /* Bytes read per read() call: enough for a pipeline of small commands. */
 #define CLIENT_READ_CHUNK (16 * 1024)
+/* Output at which a connection is written at once, not at the end of the iteration: a
+ * socket buffer's worth, so a large reply starts moving without waiting for others. */
+#define CLIENT_FLUSH_NOW (64 * 1024)
+/* Key comparisons one ordering check makes at most; past it the command just waits. */
+#define CLIENT_CONFLICT_SCAN 4096
 
 static void client_process(struct client *c);
 static void client_flush(struct client *c);
@@ -76,12 +92,30 @@ static struct pending *pending_new(struct client *c, struct resp_cmd *cmd)
     return p;
 }
 
+/* Free what a data command allocated for its operations. */
+static void pending_free_ops(struct pending *p)
+{
+    if (p->writes != &p->write1) {
+        free(p->writes);
+    }
+    if (p->reads != &p->read1) {
+        free(p->reads);
+    }
+    if (p->slots != NULL) {
+        for (size_t i = 0; i < p->n_reads; i++) {
+            buf_free(&p->slots[i]);
+        }
+    }
+    free(p->slots);
+    free(p->slot_ready);
+}
+
 static void pending_free(struct pending *p)
 {
     resp_cmd_free(p->cmd);
     buf_free(&p->reply);
     vclock_deinit(&p->context);
-    free(p->writes);
+    pending_free_ops(p);
     free(p);
 }
 
@@ -100,7 +134,7 @@ static void pending_recycle(struct client *c, struct pending *p)
         pending_free(p);
         return;
     }
-    free(p->writes);
+    pending_free_ops(p);
     vclock_deinit(&p->context);
     reply = p->reply;
     buf_clear(&reply);
@@ -163,6 +197,21 @@ static void client_free(struct client *c)
     free(c);
 }
 
+/* Take c off the node's list of connections to flush. */
+static void client_unqueue_flush(struct client *c)
+{
+    struct client **at = &c->node->to_flush;
+
+    if (!c->flush_queued) {
+        return;
+    }
+    while (*at != c) {
+        at = &(*at)->flush_next;
+    }
+    *at = c->flush_next;
+    c->flush_queued = false;
+}
+
 static void client_unlink(struct client *c)
 {
     struct server *n = c->node;
@@ -194,10 +243,11 @@ void client_close(struct client *c, const char *why)
     c->fd = -1;
     c->dead = true;
     client_unlink(c);
-    /* keep only entries whose writes are in flight: the store still borrows them */
+    client_unqueue_flush(c);
+    /* keep only entries with operations in flight: kv still borrows them */
     while ((p = c->head) != NULL) {
         c->head = p->next;
-        if (p->writing) {
+        if (p->in_flight) {
             p->next = keep;
             keep = p;
         } else {
@@ -207,7 +257,7 @@ void client_close(struct client *c, const char *why)
     c->head = keep;
     c->tail = NULL;
     c->next_start = NULL;
-    if (c->depth == 0 && c->n_writing == 0) {
+    if (c->depth == 0 && c->n_in_flight == 0) {
         client_free(c);
     }
 }
@@ -220,12 +270,40 @@ static void client_enter(struct client *c)
 /* Leave a handler; frees the client when it died and nothing holds it any more. */
 static void client_leave(struct client *c)
 {
-    if (--c->depth == 0 && c->dead && c->n_writing == 0) {
+    if (--c->depth == 0 && c->dead && c->n_in_flight == 0) {
         client_free(c);
     }
 }
 
 static void client_on_read(struct ev_loop *loop, ev_io *w, int revents);
+/*
+ * Before the loop sleeps: hand this iteration's writes to the store in one
+ * submission, then write each connection's gathered replies.
+ */
+static void client_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    struct server *n = w->data;
+    struct client *c;
+
+    (void)loop;
+    (void)revents;
+    kv_flush(n->kv);
+    while ((c = n->to_flush) != NULL) {
+        n->to_flush = c->flush_next;
+        c->flush_queued = false;
+        client_enter(c);
+        client_flush(c);
+        client_leave(c);
+    }
+}
+
+void client_loop_start(struct server *n)
+{
+    ev_prepare_init(&n->client_prepare_w, client_on_prepare);
+    n->client_prepare_w.data = n;
+    ev_prepare_start(n->loop, &n->client_prepare_w);
+}
+
 static void client_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void client_on_idle(struct ev_loop *loop, ev_timer *w, int revents);
 
@@ -358,9 +436,9 @@ void client_finish(struct pending *p)
 
     client_enter(c);
     p->done = true;
-    if (p->writing) {
-        p->writing = false;
-        c->n_writing--;
+    if (p->in_flight) {
+        p->in_flight = false;
+        c->n_in_flight--;
     }
     client_account(p);
     if (!c->dead) {
@@ -376,34 +454,126 @@ static void client_start(struct client *c, struct pending *p)
     p->start_ns = c->batch_ns;
     c->commands++;
     if (commands_run(c, p) == CMD_ASYNC) {
-        p->writing = true;
-        c->n_writing++;
+        p->in_flight = true;
+        c->n_in_flight++;
         return;
     }
     p->done = true;
     client_account(p);
 }
 
+/* Argument positions of p's keys: first, last (inclusive) and step; false when keyless. */
+static bool pending_keys(const struct pending *p, size_t *first, size_t *last, size_t *step)
+{
+    const struct command *cmd = p->command;
+
+    if (cmd == NULL || cmd->first_key <= 0 || p->cmd == NULL || p->cmd->argc < 2) {
+        return false;
+    }
+    *first = (size_t)cmd->first_key;
+    *last = cmd->last_key < 0 ? p->cmd->argc - 1 : (size_t)cmd->last_key;
+    *last = *last < p->cmd->argc ? *last : p->cmd->argc - 1;
+    *step = cmd->key_step > 0 ? (size_t)cmd->key_step : 1;
+    return *first <= *last;
+}
+
+/* Whether a and b may touch one key: a shared key, a keyless one, or too many to compare. */
+static bool pending_overlap(const struct pending *a, const struct pending *b, size_t *budget)
+{
+    size_t af, al, as, bf, bl, bs;
+
+    if (!pending_keys(a, &af, &al, &as) || !pending_keys(b, &bf, &bl, &bs)) {
+        return true;
+    }
+    for (size_t i = af; i <= al; i += as) {
+        const struct resp_arg *x = &a->cmd->argv[i];
+        for (size_t j = bf; j <= bl; j += bs) {
+            const struct resp_arg *y = &b->cmd->argv[j];
+            if (*budget == 0 || (x->len == y->len && memcmp(x->p, y->p, x->len) == 0)) {
+                return true;
+            }
+            (*budget)--;
+        }
+    }
+    return false;
+}
+
+/*
+ * Whether p must wait for an earlier command of its connection: a read for
+ * a write in flight to one of its keys, a write for a read in flight of
+ * one of its keys.  Every entry before p has started (starting is in
+ * order), so the ones in flight are the ones not done.
+ */
+static bool client_must_wait(struct client *c, struct pending *p)
+{
+    unsigned flags = commands_flags(p) & (CMD_READ | CMD_WRITE);
+    size_t budget = CLIENT_CONFLICT_SCAN;
+
+    if (flags == 0 || c->n_in_flight == 0) {
+        return false;
+    }
+    for (struct pending *q = c->head; q != NULL && q != p; q = q->next) {
+        unsigned qf = q->in_flight ? commands_flags(q) & (CMD_READ | CMD_WRITE) : 0;
+        if (qf != 0 && qf != flags && pending_overlap(q, p, &budget)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* After QUIT: drop every command after it, none of which has started. */
+static void client_drop_after(struct client *c, struct pending *p)
+{
+    while (p->next != NULL) {
+        struct pending *x = p->next;
+        p->next = x->next;
+        c->n_pending--;
+        pending_recycle(c, x);
+    }
+    c->tail = p;
+    c->next_start = NULL;
+}
+
 /* Start every command the ordering rule allows. */
 static void client_start_ready(struct client *c)
 {
+    bool held = false;
+
     /* one clock read for the commands started together; each is timed to its reply */
     c->batch_ns = clock_mono_ns();
-    /* and one read snapshot: it holds every write acknowledged before now */
-    kv_read_hold(c->node->kv);
-    while (c->next_start != NULL && !c->dead) {
+    while (c->next_start != NULL && !c->dead && !c->quit) {
         struct pending *p = c->next_start;
         if (p->done) {
             c->next_start = p->next; /* an error reply queued by the parser */
             continue;
         }
-        if (c->n_writing > 0 && !commands_is_write(p)) {
-            break; /* wait: it must see the writes before it */
+        if (client_must_wait(c, p)) {
+            break;
+        }
+        /* one read snapshot for the reads started together, and none for blind writes */
+        if (!held && (commands_flags(p) & CMD_READ)) {
+            (void)kv_read_hold(c->node->kv);
+            held = true;
         }
         c->next_start = p->next;
         client_start(c, p);
+        if (c->quit) {
+            client_drop_after(c, p);
+        }
     }
-    kv_read_release(c->node->kv);
+    if (held) {
+        kv_read_release(c->node->kv);
+    }
+}
+
+void client_quit(struct pending *p)
+{
+    struct client *c = p->c;
+
+    c->quit = true;
+    c->closing = true;
+    ev_io_stop(c->node->loop, &c->rio);
+    buf_clear(&c->in);
 }
 
 /* --- input ------------------------------------------------------------------------------ */
@@ -475,6 +645,42 @@ static void client_read_flow(struct client *c)
     }
 }
 
+/*
+ * Append the replies of the finished entries at the front to the output;
+ * and the part already written by the first unfinished one, whose later
+ * parts then go straight to the output (client_reply()).
+ */
+static void client_take_replies(struct client *c)
+{
+    while (c->head != NULL && c->head->done) {
+        buf_append(&c->out, buf_data(&c->head->reply), c->head->reply.len);
+        pending_pop(c);
+    }
+    if (c->head != NULL && c->head->reply.len > 0) {
+        buf_append(&c->out, buf_data(&c->head->reply), c->head->reply.len);
+        buf_clear(&c->head->reply);
+    }
+}
+
+/*
+ * Write c's output at the end of this iteration (client_on_prepare()), or
+ * now when it is large or the connection is to close.
+ */
+static void client_flush_later(struct client *c)
+{
+    struct server *n = c->node;
+
+    if (c->out.len >= CLIENT_FLUSH_NOW || (c->closing && c->head == NULL)) {
+        client_flush(c);
+        return;
+    }
+    if (c->out.len > 0 && !c->flush_queued && !ev_is_active(&c->wio)) {
+        c->flush_queued = true;
+        c->flush_next = n->to_flush;
+        n->to_flush = c;
+    }
+}
+
 /* Parse, start and flush until nothing moves.  Called inside client_enter()/leave(). */
 static void client_process(struct client *c)
 {
@@ -490,13 +696,10 @@ static void client_process(struct client *c)
         if (c->dead) {
             return;
         }
-        while (c->head != NULL && c->head->done) {
-            buf_append(&c->out, buf_data(&c->head->reply), c->head->reply.len);
-            pending_pop(c);
-        }
+        client_take_replies(c);
     } while (c->n_pending + c->in.len != before && c->in.len > 0);
     client_read_flow(c);
-    client_flush(c);
+    client_flush_later(c);
 }
 
 static void client_on_read(struct ev_loop *loop, ev_io *w, int revents)

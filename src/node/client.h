@@ -1,12 +1,15 @@
 /*
  * client.h - connections on the client (RESP) port.
  *
- * A connection reads requests, parses them (proto/resp.h), runs them in
+ * A connection reads requests, parses them (proto/resp.h), starts them in
  * order and writes the replies back in that same order, whatever order
- * their work finishes in.  Writes are asynchronous (kv.h): consecutive
- * writes of a pipeline are all handed to the store at once, so they share
- * a group commit, while any other command waits until the writes before it
- * have completed, so a pipeline reads its own writes.
+ * their work finishes in.  Reads and writes are asynchronous (kv.h) and
+ * run concurrently, except that a read waits for this connection's
+ * earlier writes of its keys to complete (it reads its own writes) and a
+ * write waits for this connection's earlier reads of its keys (it never
+ * overtakes them).  Replies are gathered and written once per event-loop
+ * iteration, and the writes of an iteration, from every connection, reach
+ * the store in one submission (client_loop_start()).
  *
  * Limits, all settings (settings.h): a connection beyond maxclients gets
  * Redis's error and is closed; more than pipeline-max queued commands
@@ -30,6 +33,7 @@
 
 struct server;
 struct command;
+struct read_cmd;
 
 #define CLIENT_NAME_MAX 128
 /* Before AUTH: arguments of a command, and bytes of one (Redis's unauthenticated limits). */
@@ -45,16 +49,23 @@ struct pending {
     int index; /* into the command table; -1 for none */
     bool started;
     bool done;        /* its reply is complete */
-    bool writing;     /* writes of it are in flight */
+    bool in_flight;   /* started and waiting on asynchronous work (reads, writes, peers) */
     bool error;       /* its reply is an error */
     struct buf reply; /* the reply, while an earlier one is still pending */
     uint64_t start_ns;
-    /* state of a write command: its writes, how many are left, what they found */
-    struct kv_write *writes;
-    size_t n_writes, left;
+    /* a data command's operations: how many are left, what they found */
+    size_t left;
     int first_error;
     int64_t count;
     struct vclock context;
+    struct kv_write write1, *writes; /* writes == &write1 for one */
+    size_t n_writes;
+    struct kv_read read1, *reads; /* reads == &read1 for one */
+    size_t n_reads;
+    const struct read_cmd *read_cmd; /* commands.c: what each read's result makes */
+    size_t next_slot;                /* reads: the first whose reply is not yet written */
+    struct buf *slots;               /* reads: replies that completed ahead of an earlier one */
+    bool *slot_ready;
 };
 
 struct client {
@@ -69,15 +80,18 @@ struct client {
     int proto; /* 2 or 3 */
     bool authed;
     bool loopback;
-    bool closing;     /* read no more; close once the replies are written */
-    bool dead;        /* closed; freed once its writes in flight complete */
-    bool read_paused; /* pipeline-max reached */
+    bool closing;      /* read no more; close once the replies are written */
+    bool dead;         /* closed; freed once its writes in flight complete */
+    bool read_paused;  /* pipeline-max reached */
+    bool quit;         /* QUIT ran: nothing after it runs */
+    bool flush_queued; /* on the node's list of connections to flush */
+    struct client *flush_next;
     char addr[NET_ADDR_TEXT];
     char name[CLIENT_NAME_MAX + 1];
     struct pending *head, *tail;
     struct pending *next_start; /* first pending not started */
     size_t n_pending;
-    size_t n_writing;
+    size_t n_in_flight; /* entries in_flight */
     uint64_t created_ms, last_ms;
     uint64_t commands;
     int depth;             /* event handlers of this client on the stack: free only at 0 */
@@ -89,7 +103,15 @@ struct client {
 /* Take over an accepted connection. */
 void client_accept(struct server *n, int fd, const struct sockaddr_storage *addr);
 
-/* Close now; why is logged.  Writes in flight finish, then the client is freed. */
+/*
+ * Set up the node's per-iteration step (an ev_prepare watcher, run before
+ * the event loop sleeps): hand the writes queued in this iteration to the
+ * store in one submission (kv_flush()), then write every connection's
+ * gathered replies, one send per connection.
+ */
+void client_loop_start(struct server *n);
+
+/* Close now; why is logged.  Operations in flight finish, then the client is freed. */
 void client_close(struct client *c, const char *why);
 
 /* Node shutdown: read no more, finish what was read, then close. */
@@ -105,6 +127,9 @@ struct buf *client_reply(struct pending *p);
 void client_authed(struct client *c);
 
 void client_error(struct pending *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* QUIT: reply, then run nothing after it and close once the replies are written. */
+void client_quit(struct pending *p);
 
 /* An asynchronous command wrote its reply: complete it and move the connection on. */
 void client_finish(struct pending *p);

@@ -1,13 +1,18 @@
 /*
  * commands.c - what each client command does (commands.h).
  *
- * Reads are served synchronously from the store: a key with one live
- * version answers GET with it; a key with siblings answers GET with
- * -CONFLICT (a plain Redis reply has room for one value and ringkv does not
- * pick one silently), and KGET returns them all with the context a KSET
- * needs to resolve them.  Writes go through kv.h and reply when their
- * writes complete.  The context a client sees is the hex form of the
- * record's merged vector clock (storage/vclock.h's encoding).
+ * Data commands go through kv.h and fan out: GET, MGET, EXISTS and KGET
+ * start one read per key, SET, MSET, DEL and KSET one write per key, and
+ * reply when all have completed (at once when every read completed inside
+ * its call, as on a single node).  A read's reply is written as soon as
+ * the replies of the keys before it are: a multi-key reply stays in key
+ * order whatever order its reads complete in.  MSET's writes form one
+ * atomic group (kv_write_atomic()).  A key with one live version answers
+ * GET with it; a key with siblings answers GET with -CONFLICT (a plain
+ * Redis reply has room for one value and ringkv does not pick one
+ * silently), and KGET returns them all with the context a KSET needs to
+ * resolve them.  The context a client sees is the hex form of the record's
+ * merged vector clock (storage/vclock.h's encoding).
  */
 #include "commands.h"
 
@@ -91,149 +96,242 @@ static size_t live_count(const struct record *r)
     return n;
 }
 
-struct value_reply {
-    struct client *c;
-    struct pending *p;
-    struct buf *out;
+/* What a read command does with each key's result, into the buffer given. */
+typedef void (*read_reply_fn)(struct client *c, struct pending *p, struct kv_read *r,
+                              struct buf *out);
+/* And once every key's result is in (NULL: nothing more). */
+typedef void (*read_end_fn)(struct client *c, struct pending *p);
+
+struct read_cmd {
+    read_reply_fn each;
+    read_end_fn end;
 };
 
-/* The stored record of a GET: reply from its bytes without decoding it. */
-static int value_reply_fn(void *ctx, const uint8_t *record, size_t len)
+/* A read's single value: bulk, nil when absent or deleted, -CONFLICT with siblings. */
+static void value_reply(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
 {
-    struct value_reply *v = ctx;
-    const uint8_t *value;
-    size_t n, vlen;
-    bool tombstone;
+    const uint8_t *value = NULL;
+    size_t n = 0, vlen = 0;
+    bool tombstone = false;
 
-    if (record_peek(record, len, &n, &tombstone, &value, &vlen) != 0) {
-        return RK_ESYNTAX;
+    if (r->result == RK_ENOTFOUND) {
+        c->node->metrics.keyspace_misses++;
+        resp_put_null(out, c->proto);
+        return;
     }
-    if (n == 1 && tombstone) {
-        v->c->node->metrics.keyspace_misses++;
-        resp_put_null(v->out, v->c->proto);
+    if (r->result == 0 &&
+        record_peek(r->record, r->record_len, &n, &tombstone, &value, &vlen) != 0) {
+        r->result = RK_ESYNTAX;
+    }
+    if (r->result == RK_ETOOBIG) {
+        resp_put_errorf(out, "ERR key is over key-max");
+    } else if (r->result != 0) {
+        p->error = true;
+        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(r->result));
+    } else if (n == 1 && tombstone) {
+        c->node->metrics.keyspace_misses++;
+        resp_put_null(out, c->proto);
     } else if (n > 1) {
-        v->c->node->metrics.keyspace_hits++;
-        v->p->error = true;
-        resp_put_errorf(v->out,
+        c->node->metrics.keyspace_hits++;
+        p->error = true;
+        resp_put_errorf(out,
                         "CONFLICT the key has %zu siblings: read them with KGET and "
                         "resolve with KSET key value CONTEXT ctx",
                         n);
     } else {
-        v->c->node->metrics.keyspace_hits++;
-        resp_put_bulk(v->out, value, vlen);
+        c->node->metrics.keyspace_hits++;
+        resp_put_bulk(out, value, vlen);
     }
-    return 0;
+}
+
+/* EXISTS: count a key with a live version. */
+static void exists_count(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
+{
+    struct record rec;
+
+    (void)c;
+    (void)out;
+    record_init(&rec);
+    if (r->result == 0 && record_decode(r->record, r->record_len, &rec) == 0) {
+        p->count += live_count(&rec) > 0;
+    }
+    record_deinit(&rec);
+}
+
+static void exists_end(struct client *c, struct pending *p)
+{
+    (void)c;
+    resp_put_int(client_reply(p), p->count);
+}
+
+/* KGET key: [context, [value, ...]] with every live sibling. */
+static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
+{
+    struct vclock ctx;
+    struct record rec;
+    uint8_t *enc = NULL;
+    char *hex = NULL;
+    size_t clen;
+    int rc = r->result == RK_ENOTFOUND ? 0 : r->result;
+
+    (void)c;
+    record_init(&rec);
+    vclock_init(&ctx);
+    if (rc == 0 && r->result == 0) {
+        rc = record_decode(r->record, r->record_len, &rec);
+    }
+    rc = rc ? rc : record_context(&rec, &ctx);
+    clen = vclock_encoded_size(&ctx);
+    if (rc == 0 && ((enc = malloc(clen)) == NULL || (hex = malloc(2 * clen + 1)) == NULL)) {
+        rc = RK_ENOMEM;
+    }
+    if (rc != 0) {
+        p->error = true;
+        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+        goto out_free;
+    }
+    vclock_encode(&ctx, enc);
+    hex_encode(hex, enc, clen);
+    resp_put_array(out, 2);
+    resp_put_bulk_str(out, hex);
+    resp_put_array(out, live_count(&rec));
+    for (size_t i = 0; i < rec.n; i++) {
+        if (!rec.s[i].tombstone) {
+            resp_put_bulk(out, rec.s[i].value, rec.s[i].value_len);
+        }
+    }
+out_free:
+    free(enc);
+    free(hex);
+    vclock_deinit(&ctx);
+    record_deinit(&rec);
+}
+
+static const struct read_cmd read_value = {value_reply, NULL};
+static const struct read_cmd read_exists = {exists_count, exists_end};
+static const struct read_cmd read_kget = {kget_reply, NULL};
+
+/* Keep a reply that completed ahead of an earlier key's, in its slot. */
+static struct buf *read_slot(struct pending *p, size_t i)
+{
+    if (p->slots == NULL) {
+        p->slots = calloc(p->n_reads, sizeof(*p->slots));
+        p->slot_ready = calloc(p->n_reads, sizeof(*p->slot_ready));
+        if (p->slots == NULL || p->slot_ready == NULL) {
+            return NULL;
+        }
+        for (size_t k = 0; k < p->n_reads; k++) {
+            buf_init(&p->slots[k], 0);
+        }
+    }
+    p->slot_ready[i] = true;
+    return &p->slots[i];
+}
+
+/* Write the replies of the reads from next_slot on that completed, in key order. */
+static void read_drain(struct pending *p)
+{
+    while (p->next_slot < p->n_reads && p->slot_ready != NULL && p->slot_ready[p->next_slot]) {
+        struct buf *b = &p->slots[p->next_slot++];
+        buf_append(client_reply(p), buf_data(b), b->len);
+        buf_free(b);
+    }
+}
+
+/* One key's read completed: write its reply in key order; the last one finishes. */
+static void read_done(struct kv_read *r, void *ctx)
+{
+    struct pending *p = ctx;
+    struct client *c = p->c;
+    const struct read_cmd *rc = p->read_cmd;
+    size_t i = (size_t)(r - p->reads);
+    struct buf *slot;
+
+    if (i == p->next_slot) {
+        rc->each(c, p, r, client_reply(p));
+        p->next_slot++;
+        read_drain(p);
+    } else if ((slot = read_slot(p, i)) != NULL) {
+        rc->each(c, p, r, slot);
+    } else {
+        p->first_error = RK_ENOMEM;
+    }
+    if (--p->left == 0) {
+        if (p->first_error != 0) {
+            client_error(p, "ERR out of memory");
+        } else if (rc->end != NULL) {
+            rc->end(c, p);
+        }
+        client_finish(p);
+    }
 }
 
 /*
- * Reply with the single value of key: bulk, nil when absent or deleted,
- * -CONFLICT when it holds siblings.  Counts hits and misses.
+ * Start one read per argument from `first`; a key over key-max completes
+ * at once with RK_ETOOBIG.  Replies when every read completed: CMD_DONE
+ * when that happened inside this call (a single node), else CMD_ASYNC and
+ * read_done() finishes it.  p->left holds one extra count until every
+ * read started, so a read completing inside its call never finishes the
+ * command from inside it.
  */
-static void reply_value(struct client *c, struct pending *p, struct buf *out, const uint8_t *key,
-                        size_t len)
+static int start_reads(struct client *c, struct pending *p, size_t first, const struct read_cmd *rc)
 {
-    struct value_reply v = {c, p, out};
-    int rc = kv_read_raw(c->node->kv, key, len, value_reply_fn, &v);
+    size_t n = p->cmd->argc - first;
 
-    if (rc == RK_ENOTFOUND) {
-        c->node->metrics.keyspace_misses++;
-        resp_put_null(out, c->proto);
-    } else if (rc != 0) {
-        p->error = true;
-        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+    p->reads = n == 1 ? &p->read1 : calloc(n, sizeof(*p->reads));
+    if (p->reads == NULL) {
+        client_error(p, "ERR out of memory");
+        return CMD_DONE;
     }
+    p->read_cmd = rc;
+    p->n_reads = n;
+    p->left = n + 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const uint8_t *key = arg(p, first + i, &len);
+        if (len > c->node->cfg.key_max) {
+            p->reads[i].result = RK_ETOOBIG;
+            read_done(&p->reads[i], p);
+            continue;
+        }
+        kv_get(c->node->kv, &p->reads[i], key, len, read_done, p);
+    }
+    if (--p->left > 0) {
+        return CMD_ASYNC;
+    }
+    if (p->first_error != 0) {
+        client_error(p, "ERR out of memory");
+    } else if (rc->end != NULL) {
+        rc->end(c, p);
+    }
+    return CMD_DONE;
 }
 
 static int cmd_get(struct client *c, struct pending *p)
 {
-    size_t len;
-    const uint8_t *key = arg(p, 1, &len);
-
-    if (!over_limit(c, p, "key", len, c->node->cfg.key_max)) {
-        reply_value(c, p, client_reply(p), key, len);
+    if (over_limit(c, p, "key", p->cmd->argv[1].len, c->node->cfg.key_max)) {
+        return CMD_DONE;
     }
-    return CMD_DONE;
+    return start_reads(c, p, 1, &read_value);
 }
 
 static int cmd_mget(struct client *c, struct pending *p)
 {
-    struct buf *out = client_reply(p);
-
-    resp_put_array(out, p->cmd->argc - 1);
-    for (size_t i = 1; i < p->cmd->argc; i++) {
-        size_t len;
-        const uint8_t *key = arg(p, i, &len);
-        if (len > c->node->cfg.key_max) {
-            resp_put_errorf(out, "ERR key of %zu bytes is over key-max", len);
-            continue;
-        }
-        reply_value(c, p, out, key, len);
-    }
-    return CMD_DONE;
+    resp_put_array(client_reply(p), p->cmd->argc - 1);
+    return start_reads(c, p, 1, &read_value);
 }
 
 static int cmd_exists(struct client *c, struct pending *p)
 {
-    int64_t n = 0;
-    struct record r;
-
-    record_init(&r);
-    for (size_t i = 1; i < p->cmd->argc; i++) {
-        size_t len;
-        const uint8_t *key = arg(p, i, &len);
-        n += len <= c->node->cfg.key_max && kv_read(c->node->kv, key, len, &r) == 0 &&
-             live_count(&r) > 0;
-    }
-    record_deinit(&r);
-    resp_put_int(client_reply(p), n);
-    return CMD_DONE;
+    return start_reads(c, p, 1, &read_exists);
 }
 
-/* KGET key: [context, [value, ...]] with every live sibling. */
 static int cmd_kget(struct client *c, struct pending *p)
 {
-    struct buf *out = client_reply(p);
-    struct vclock ctx;
-    struct record r;
-    size_t len, clen;
-    const uint8_t *key = arg(p, 1, &len);
-    uint8_t *enc;
-    char *hex;
-    int rc;
-
-    if (over_limit(c, p, "key", len, c->node->cfg.key_max)) {
+    if (over_limit(c, p, "key", p->cmd->argv[1].len, c->node->cfg.key_max)) {
         return CMD_DONE;
     }
-    record_init(&r);
-    vclock_init(&ctx);
-    rc = kv_read(c->node->kv, key, len, &r);
-    if ((rc != 0 && rc != RK_ENOTFOUND) || record_context(&r, &ctx) != 0) {
-        client_error(p, "ERR read failed: %s", rk_strerror(rc ? rc : RK_ENOMEM));
-        goto out_free;
-    }
-    clen = vclock_encoded_size(&ctx);
-    enc = malloc(clen);
-    hex = malloc(2 * clen + 1);
-    if (enc != NULL && hex != NULL) {
-        vclock_encode(&ctx, enc);
-        hex_encode(hex, enc, clen);
-        resp_put_array(out, 2);
-        resp_put_bulk_str(out, hex);
-        resp_put_array(out, live_count(&r));
-        for (size_t i = 0; i < r.n; i++) {
-            if (!r.s[i].tombstone) {
-                resp_put_bulk(out, r.s[i].value, r.s[i].value_len);
-            }
-        }
-    } else {
-        client_error(p, "ERR out of memory");
-    }
-    free(enc);
-    free(hex);
-out_free:
-    vclock_deinit(&ctx);
-    record_deinit(&r);
-    return CMD_DONE;
+    return start_reads(c, p, 1, &read_kget);
 }
 
 /* --- writing ------------------------------------------------------------------------ */
@@ -296,15 +394,17 @@ static void write_done(struct kv_write *w, void *ctx)
 
 /*
  * Start n writes: pairs (key, value) from argument `first` in steps of
- * `step` (step 1: deletes of every argument from first).  Replies once all
- * have completed; when none could start, replies at once.
+ * `step` (step 1: deletes of every argument from first), as one atomic
+ * group when atomic.  Replies once all have completed; when none could
+ * start, replies at once.
  */
 static int start_writes(struct client *c, struct pending *p, size_t first, size_t step,
-                        bool tombstone, const struct vclock *context)
+                        bool tombstone, const struct vclock *context, bool atomic)
 {
     size_t n = (p->cmd->argc - first) / step;
+    int rc;
 
-    p->writes = calloc(n, sizeof(*p->writes));
+    p->writes = n == 1 ? &p->write1 : calloc(n, sizeof(*p->writes));
     if (p->writes == NULL) {
         client_error(p, "ERR out of memory");
         return CMD_DONE;
@@ -315,12 +415,16 @@ static int start_writes(struct client *c, struct pending *p, size_t first, size_
         size_t klen, vlen = 0;
         const uint8_t *key = arg(p, first + i * step, &klen);
         const uint8_t *value = tombstone ? NULL : arg(p, first + i * step + 1, &vlen);
-        int rc = kv_write(c->node->kv, &p->writes[i], key, klen, value, vlen, tombstone, context,
-                          write_done, p);
-        if (rc != 0) {
+        kv_write_init(&p->writes[i], key, klen, value, vlen, tombstone, context, write_done, p);
+        if (!atomic && (rc = kv_write(c->node->kv, &p->writes[i], key, klen, value, vlen, tombstone,
+                                      context, write_done, p)) != 0) {
             p->first_error = p->first_error ? p->first_error : rc;
             p->left--;
         }
+    }
+    if (atomic && (rc = kv_write_atomic(c->node->kv, p->writes, n)) != 0) {
+        p->first_error = rc;
+        p->left = 0;
     }
     if (p->left == 0) {
         write_reply(p);
@@ -351,19 +455,27 @@ static int cmd_set(struct client *c, struct pending *p)
     if (!write_args_ok(c, p, 1, 2)) {
         return CMD_DONE;
     }
-    return start_writes(c, p, 1, 2, false, NULL);
+    return start_writes(c, p, 1, 2, false, NULL, false);
 }
 
+/* MSET: every pair in one transaction, all or nothing, as Redis's MSET is atomic. */
 static int cmd_mset(struct client *c, struct pending *p)
 {
+    size_t pairs = (p->cmd->argc - 1) / 2;
+
     if ((p->cmd->argc - 1) % 2 != 0) {
         client_error(p, "ERR wrong number of arguments for 'mset' command");
+        return CMD_DONE;
+    }
+    if (pairs > store_batch_max(c->node->store)) {
+        client_error(p, "ERR MSET of %zu keys is over the %zu one transaction takes", pairs,
+                     store_batch_max(c->node->store));
         return CMD_DONE;
     }
     if (!write_args_ok(c, p, 1, 2)) {
         return CMD_DONE;
     }
-    return start_writes(c, p, 1, 2, false, NULL);
+    return start_writes(c, p, 1, 2, false, NULL, true);
 }
 
 static int cmd_del(struct client *c, struct pending *p)
@@ -371,7 +483,7 @@ static int cmd_del(struct client *c, struct pending *p)
     if (!write_args_ok(c, p, 1, 1)) {
         return CMD_DONE;
     }
-    return start_writes(c, p, 1, 1, true, NULL);
+    return start_writes(c, p, 1, 1, true, NULL, false);
 }
 
 /* KSET key value [CONTEXT ctx]: a write over exactly the siblings ctx saw. */
@@ -389,7 +501,7 @@ static int cmd_kset(struct client *c, struct pending *p)
         return CMD_DONE;
     }
     if (p->cmd->argc == 3) {
-        return start_writes(c, p, 1, 2, false, NULL);
+        return start_writes(c, p, 1, 2, false, NULL, false);
     }
     if (!resp_arg_is(p->cmd, 3, "context")) {
         client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx]");
@@ -406,7 +518,7 @@ static int cmd_kset(struct client *c, struct pending *p)
     }
     free(raw);
     p->cmd->argc = 3; /* the writes take key and value only */
-    return start_writes(c, p, 1, 2, false, &p->context);
+    return start_writes(c, p, 1, 2, false, &p->context, false);
 }
 
 /* --- connection ---------------------------------------------------------------------- */
@@ -448,9 +560,11 @@ static int cmd_time(struct client *c, struct pending *p)
     return CMD_DONE;
 }
 
+/* QUIT: +OK, and nothing sent after it runs (Redis closes at once). */
 static int cmd_quit(struct client *c, struct pending *p)
 {
-    c->closing = true;
+    (void)c;
+    client_quit(p);
     return reply_ok(p);
 }
 
@@ -1426,12 +1540,12 @@ const struct command *commands_find(const char *name, size_t len, int *index)
     return NULL;
 }
 
-bool commands_is_write(struct pending *p)
+unsigned commands_flags(struct pending *p)
 {
     if (p->command == NULL && p->cmd != NULL && p->cmd->argc > 0) {
         p->command = commands_find(arg_str(p, 0), p->cmd->argv[0].len, &p->index);
     }
-    return p->command != NULL && (p->command->flags & CMD_WRITE);
+    return p->command != NULL ? p->command->flags : 0;
 }
 
 static void unknown_command(struct pending *p)
@@ -1458,7 +1572,7 @@ int commands_run(struct client *c, struct pending *p)
                      p->cmd->too_big_len, (unsigned long long)c->node->cfg.value_max);
         return CMD_DONE;
     }
-    commands_is_write(p);
+    commands_flags(p);
     cmd = p->command;
     if (cmd == NULL) {
         unknown_command(p);

@@ -49,7 +49,7 @@ const struct command *commands_find(const char *name, size_t len, int *index);
  */
 int commands_run(struct client *c, struct pending *p);
 
-/* Whether p's command writes (writes may start while earlier writes run). */
-bool commands_is_write(struct pending *p);
+/* The flags of p's command (enum command_flags), resolving it by name; 0 when unknown. */
+unsigned commands_flags(struct pending *p);
 
 #endif

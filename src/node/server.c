@@ -410,7 +410,7 @@ static int server_open(struct server *n, char *err, size_t err_len)
     }
     channel_key_cluster_id(n->key, n->cluster_id);
     rc = server_open_store(n, err, err_len);
-    if (rc == 0 && kv_create(&n->kv, n->store) != 0) {
+    if (rc == 0 && kv_create(&n->kv, n->store, n->cfg.kv_shuffle_seed) != 0) {
         snprintf(err, err_len, "out of memory");
         rc = RK_ENOMEM;
     }
@@ -475,6 +475,7 @@ int server_run(struct server *n)
     ev_io_init(&n->store_w, on_store, store_event_fd(n->store), EV_READ);
     n->store_w.data = n;
     ev_io_start(n->loop, &n->store_w);
+    client_loop_start(n);
     ev_signal_init(&n->sigterm_w, on_signal, SIGTERM);
     ev_signal_init(&n->sigint_w, on_signal, SIGINT);
     n->sigterm_w.data = n->sigint_w.data = n;
@@ -513,6 +514,9 @@ void server_destroy(struct server *n)
     }
     gossip_destroy(n->gossip);
     collect_stop(n->collect);
+    if (n->kv != NULL) {
+        kv_flush(n->kv); /* writes queued in the last iteration reach the store */
+    }
     store_close(n->store);       /* completes queued writes; their clients are already closed */
     collect_destroy(n->collect); /* after its step in flight completed */
     kv_destroy(n->kv);

@@ -108,7 +108,9 @@ struct server {
     ev_timer shutdown_poll_w; /* checks whether every client is gone */
     bool stopping;
 
-    struct client *clients; /* doubly linked, newest first */
+    ev_prepare client_prepare_w; /* client.c: the per-iteration submit and flush */
+    struct client *to_flush;     /* connections with replies to write, via flush_next */
+    struct client *clients;      /* doubly linked, newest first */
     uint64_t n_clients;
     uint64_t next_client_id;
     struct peer *peers;

@@ -343,6 +343,15 @@ const struct settings_def settings_defs[] = {
      .max = 1000000,
      .unit = "",
      .doc = "commands queued per client before reading from it pauses"},
+    {.name = "kv-shuffle-seed",
+     .kind = SETTINGS_UINT,
+     FIELD(kv_shuffle_seed),
+     .def = "0",
+     .min = 0,
+     .max = UINT64_MAX,
+     .unit = "",
+     .doc = "tests only: non-zero defers every data operation and completes them in an order "
+            "drawn from this seed (the pipeline ordering test)"},
     /* 10000: Redis's maxclients. */
     {.name = "maxclients",
      .kind = SETTINGS_UINT,

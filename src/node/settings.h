@@ -72,6 +72,7 @@ struct settings {
     uint64_t query_buffer_max;
     uint64_t output_buffer_max;
     uint64_t pipeline_max;
+    uint64_t kv_shuffle_seed; /* tests only: non-zero completes data operations shuffled (kv.h) */
     uint64_t maxclients;
     uint64_t timeout_ms; /* client idle timeout, 0: none */
     uint64_t frame_max;

@@ -1,13 +1,38 @@
 /*
  * kv.h - the data operations the client port uses: read a key's versions,
- * write or delete a key, asynchronously.
+ * write or delete keys, all asynchronously.
  *
  * On a single node (rf 1, or a ring of one) every key is local: a read
  * comes from the store, a write goes through the store's group-committing
  * writer and completes when its transaction has committed under the sync
  * setting.  Replication puts a coordinator behind these same calls, which
- * is why writes are asynchronous and completions come back to the event
- * loop: a command never waits on a disk or a peer.
+ * is why reads and writes both complete through a callback and a command
+ * never waits on a disk or a peer.
+ *
+ * Batching.  Writes are not handed to the store one by one: kv_write()
+ * queues, and kv_flush(), which the event loop calls once per iteration
+ * before it sleeps, hands everything queued since to the store in one
+ * submission (store_submit_list(), one lock and one wake-up of the
+ * writer), so the writes parsed in one iteration, from every connection,
+ * share a transaction.  Queued writes keep their order, atomic groups
+ * included: the store applies them in the order they were queued.
+ *
+ * When operations complete.  On a single node a read completes within
+ * kv_get() itself (its done runs before kv_get() returns, with the record
+ * borrowed from the store, nothing copied); a write completes later, from
+ * the event loop, when the store dispatches it.  A caller must handle
+ * either for both (replication completes reads later too), which the test
+ * mode below makes it do.
+ *
+ * The shuffle test mode (kv_create() with a non-zero seed) is a double of
+ * a slow, reordering backend: every operation is deferred to kv_flush(),
+ * which runs the deferred reads, the writes and the writes' completions in
+ * an order drawn from the seed.  Writes still apply in the order they were
+ * queued (a backend must keep one client's writes in order); everything
+ * else may come in any order, so a caller that starts a read before an
+ * earlier conflicting write completed, or a write before an earlier read
+ * of its key completed, sees the wrong value.  Writes run synchronously
+ * in this mode (store_wait()): it is for tests only.
  *
  * kv knows the store (later the coordinator), never the node: the node
  * creates one struct kv over its store and its client connections reach
@@ -26,8 +51,10 @@
 
 struct kv;
 struct kv_write;
+struct kv_read;
 
 typedef void (*kv_done_fn)(struct kv_write *w, void *ctx);
+typedef void (*kv_read_fn)(struct kv_read *r, void *ctx);
 
 /* One write in flight; the caller embeds it and owns it until done is called. */
 struct kv_write {
@@ -37,10 +64,34 @@ struct kv_write {
     /* results, valid in done */
     int result;   /* 0, RK_EMISMATCH (stale context: a conflict), RK_ETOOBIG, RK_ENOSPC, ... */
     bool existed; /* a live value was replaced */
+    /* private */
+    struct kv_write *next_;
+    size_t group_; /* on the first write of an atomic group: its size */
+    int stage_;    /* shuffle mode: what the next event of it is */
 };
 
-/* The data operations over store (borrowed until kv_destroy()); RK_ENOMEM. */
-int kv_create(struct kv **out, struct store *store);
+/* One read in flight; the caller embeds it and owns it until done is called. */
+struct kv_read {
+    kv_read_fn done;
+    void *ctx;
+    /* results, valid in done only */
+    int result;            /* 0, RK_ENOTFOUND (never written, or collected), RK_ETOOBIG, ... */
+    const uint8_t *record; /* the encoded record (record.h), borrowed for the call */
+    size_t record_len;
+    /* private */
+    const uint8_t *key_;
+    size_t key_len_;
+    struct kv_read *next_;
+};
+
+/*
+ * The data operations over store (borrowed until kv_destroy()); RK_ENOMEM.
+ * shuffle_seed 0 is the normal mode; any other value selects the shuffle
+ * test mode above, seeded with it.
+ */
+int kv_create(struct kv **out, struct store *store, uint64_t shuffle_seed);
+
+/* Free kv; call kv_flush() first so no write stays queued. */
 void kv_destroy(struct kv *kv);
 
 /*
@@ -54,29 +105,51 @@ int kv_read_hold(struct kv *kv);
 void kv_read_release(struct kv *kv);
 
 /*
- * Read the record of key into out (emptied first; the caller owns it).
- * RK_ENOTFOUND when the key was never written or its tombstones were
- * collected.
+ * Read key's record.  key is borrowed until done runs.  done is called
+ * exactly once: within this call in the normal single-node mode, later
+ * from kv_flush() in the shuffle mode (and through a coordinator).
+ * Returns 0; the result is in r->result.
  */
-int kv_read(struct kv *kv, const void *key, size_t len, struct record *out);
+int kv_get(struct kv *kv, struct kv_read *r, const void *key, size_t len, kv_read_fn done,
+           void *ctx);
 
 /*
- * Call fn with key's encoded record, borrowed for the call only: the read
- * path that copies nothing it does not need (store_read()).  RK_ENOTFOUND
- * when absent.
+ * Fill in a write (or, with tombstone, a delete) of key without queueing
+ * it: for kv_write_atomic().  context names what the write supersedes
+ * (NULL: everything this node has).  key, value and context are borrowed
+ * until done runs.
  */
-int kv_read_raw(struct kv *kv, const void *key, size_t len,
-                int (*fn)(void *ctx, const uint8_t *record, size_t record_len), void *ctx);
+void kv_write_init(struct kv_write *w, const void *key, size_t len, const void *value,
+                   size_t value_len, bool tombstone, const struct vclock *context, kv_done_fn done,
+                   void *ctx);
 
 /*
- * Start a write (or, with tombstone, a delete) of key.  context names what
- * the write supersedes (NULL: everything this node has).  key, value and
- * context are borrowed until done runs.  Returns 0, after which done is
- * called exactly once from the event loop, or an error at once (and done
- * is never called): RK_ECLOSED when the node is stopping.
+ * Queue a write (kv_write_init()'s arguments) for the next kv_flush().
+ * Returns 0, after which done is called exactly once from the event loop,
+ * or at once RK_ETOOBIG for a key or value over the store's limits (and
+ * done is never called).
  */
 int kv_write(struct kv *kv, struct kv_write *w, const void *key, size_t len, const void *value,
              size_t value_len, bool tombstone, const struct vclock *context, kv_done_fn done,
              void *ctx);
+
+/*
+ * Queue ws[0..n), each filled in by kv_write_init(), as one atomic group
+ * (store_submit_atomic()): all apply in one transaction or none does, and
+ * then each completes with the failing error.  Returns 0, after which each
+ * done is called once, or at once RK_ETOOBIG (a key or value over the
+ * limits, or more writes than one transaction takes) and none is called.
+ */
+int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n);
+
+/*
+ * Hand every queued write to the store: plain writes in one
+ * store_submit_list(), each atomic group in its own store_submit_atomic(),
+ * in queue order.  A submission the store refuses (RK_ECLOSED when it is
+ * closing) completes its writes with that error, here.  In the shuffle
+ * mode, run every deferred operation, in a shuffled order, until none is
+ * left.  From the event loop, once per iteration (before it sleeps).
+ */
+void kv_flush(struct kv *kv);
 
 #endif
