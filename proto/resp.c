@@ -155,12 +155,15 @@ void resp_parser_recycle(struct resp_parser *p, struct resp_cmd *c)
     if (c == NULL) {
         return;
     }
-    if (p->spare != NULL || c->arena_cap > RESP_RECYCLE_ARENA_MAX) {
+    if (p->n_spare >= RESP_SPARE_MAX || c->arena_cap > RESP_RECYCLE_ARENA_MAX ||
+        (p->n_spare > 0 && c->arena_cap > RESP_RECYCLE_SMALL_MAX)) {
         resp_cmd_free(c);
         return;
     }
     resp_cmd_reset(c);
+    c->next_spare = p->spare;
     p->spare = c;
+    p->n_spare++;
 }
 
 /*
@@ -398,7 +401,8 @@ static enum resp_status resp_step_start(struct resp_parser *p, const uint8_t *in
 {
     if (p->cur == NULL && p->spare != NULL) {
         p->cur = p->spare;
-        p->spare = NULL;
+        p->spare = p->cur->next_spare;
+        p->n_spare--;
     } else if (p->cur == NULL) {
         p->cur = calloc(1, sizeof(*p->cur));
         if (p->cur == NULL) {
@@ -640,9 +644,13 @@ void resp_parser_init(struct resp_parser *p, const struct resp_limits *lim)
 void resp_parser_deinit(struct resp_parser *p)
 {
     resp_cmd_free(p->cur);
-    resp_cmd_free(p->spare);
+    while (p->spare != NULL) {
+        struct resp_cmd *next = p->spare->next_spare;
+        resp_cmd_free(p->spare);
+        p->spare = next;
+    }
     p->cur = NULL;
-    p->spare = NULL;
+    p->n_spare = 0;
 }
 
 enum resp_status resp_parse(struct resp_parser *p, const uint8_t *in, size_t len, size_t *used,

@@ -74,6 +74,7 @@ struct resp_cmd {
     uint8_t *arena;
     size_t arena_len, arena_cap;
     size_t argv_cap;
+    struct resp_cmd *next_spare; /* the parser's list of commands kept for reuse */
 };
 
 /* The parser of one connection; embed it, init it, deinit it. */
@@ -84,8 +85,9 @@ struct resp_parser {
     size_t want_bytes; /* bytes left of the current bulk (plus CRLF) */
     size_t discarding; /* bytes of an oversized bulk still to skip */
     struct resp_cmd *cur;
-    struct resp_cmd *spare; /* a finished command kept for reuse (resp_parser_recycle) */
-    uint8_t line[32];       /* a partial `*n` or `$n` header */
+    struct resp_cmd *spare; /* finished commands kept for reuse (resp_parser_recycle) */
+    size_t n_spare;
+    uint8_t line[32]; /* a partial `*n` or `$n` header */
     size_t line_len;
     /*
      * After RESP_PROTOCOL_ERROR: Redis's message without the "ERR " that the
@@ -128,12 +130,17 @@ void resp_cmd_free(struct resp_cmd *c);
 
 /*
  * Give a finished command back to the parser that produced it, to be
- * reused for a later request (saving its allocations); a command holding
- * more than RESP_RECYCLE_ARENA_MAX bytes is freed instead, so an idle
- * connection does not keep a large request's memory.
+ * reused for a later request (saving its allocations).  The parser keeps
+ * up to RESP_SPARE_MAX, so a pipeline whose commands are all in flight
+ * at once allocates nothing in steady state; one of them may hold up to
+ * RESP_RECYCLE_ARENA_MAX bytes, the others RESP_RECYCLE_SMALL_MAX, and a
+ * larger command is freed instead, so an idle connection does not keep a
+ * large request's memory.
  */
 void resp_parser_recycle(struct resp_parser *p, struct resp_cmd *c);
 #define RESP_RECYCLE_ARENA_MAX (64 * 1024)
+#define RESP_RECYCLE_SMALL_MAX 1024
+#define RESP_SPARE_MAX 64
 
 /* Does argument i equal the word s, ignoring ASCII case? */
 bool resp_arg_is(const struct resp_cmd *c, size_t i, const char *s);
