@@ -1,0 +1,49 @@
+#!/bin/sh
+# Pipelines on one node (rf 1): replies in command order, a read sees its
+# connection's earlier writes and never a later one, checked against a
+# model on a node whose data operations complete in a shuffled order
+# (kv-shuffle-seed); MSET all or nothing for a concurrent reader; nothing
+# after QUIT runs; and a pipeline's writes answered in few sends.
+. "$top_srcdir/tests/integration/lib.sh"
+it_setup
+it_key
+PIPE="$top_srcdir/tests/integration/pipeline.py"
+
+# The ordering rules, with completions shuffled (two seeds: two orders).
+for seed in $IT_SEED 7; do
+    it_node s$seed --rf 1 --r 1 --w 1 --kv-shuffle-seed "$((seed + 1))"
+    it_wait_ping s$seed
+    out=$(python3 "$PIPE" "$(it_var s$seed CLIENT)" order "$seed" --conns 4 --rounds 150) ||
+        it_fail "shuffled pipeline (seed $seed): $out"
+    it_log "shuffled completions, seed $seed: $out"
+    it_stop s$seed
+done
+
+it_node n1 --rf 1 --r 1 --w 1
+it_wait_ping n1
+out=$(python3 "$PIPE" "$N1_CLIENT" order "$IT_SEED" --conns 4 --rounds 150) ||
+    it_fail "pipeline: $out"
+
+# MSET: another client never sees half of one.
+out=$(python3 "$PIPE" "$N1_CLIENT" mset --msets 50 --keys 64) || it_fail "MSET: $out"
+it_log "MSET atomic: $out"
+
+# Nothing after QUIT runs, even when sent in the same read.
+out=$(python3 "$top_srcdir/tests/integration/rawsock.py" "$N1_CLIENT" \
+    '*1\r\n$4\r\nQUIT\r\n*3\r\n$3\r\nSET\r\n$5\r\nquitk\r\n$1\r\nv\r\n')
+it_expect_eq "QUIT reply" "$out" "reply=b'+OK\\r\\n' closed=yes"
+it_expect_eq "nothing after QUIT" "$(it_cli n1 EXISTS quitk)" "0"
+
+# A pipeline of writes is answered in one send, not one per reply.
+pid=$(it_var n1 PID)
+sends() { awk '/^syscw:/ { print $2 }' "/proc/$pid/io"; }
+before=$(sends)
+python3 -c 'import sys
+sys.stdout.buffer.write(b"".join(b"*3\r\n$3\r\nSET\r\n$4\r\nps%02d\r\n$1\r\nv\r\n" % i for i in range(64)))' |
+    redis-cli -p "$N1_CLIENT" --pipe > "$IT_DIR/pipe.out" 2>&1
+grep -q 'errors: 0, replies: 64' "$IT_DIR/pipe.out" || it_fail "pipe: $(cat "$IT_DIR/pipe.out")"
+after=$(sends)
+# (the writer thread's commit and the event descriptor add a few write calls of their own)
+[ $((after - before)) -le 24 ] || it_fail "64 pipelined SETs took $((after - before)) write calls"
+it_log "64 pipelined SETs: $((after - before)) write calls in the whole process"
+it_pass
