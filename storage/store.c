@@ -1823,7 +1823,8 @@ static size_t group_len(struct store_op *const *ops, size_t n)
 static void batch_group(struct batch *b, struct store_op **ops, size_t n)
 {
     MDB_txn *parent = b->txn;
-    uint64_t seq0 = b->s->hint_seq;
+    uint64_t seq0 = b->s->hint_seq, hlc_high = b->hlc_high;
+    bool hlc_known = b->hlc_known;
     int failed = mdb_txn_begin(b->s->env, parent, 0, &b->txn);
 
     if (failed != 0) {
@@ -1843,7 +1844,10 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
     if (failed == 0 || b->mdb_rc != 0) {
         return;
     }
+    /* what the nested transaction wrote is gone: the hint counter and the clock's mark too */
     b->s->hint_seq = seq0;
+    b->hlc_high = hlc_high;
+    b->hlc_known = hlc_known;
     for (size_t i = 0; i < n; i++) {
         op_reset(ops[i], NULL);
         ops[i]->result = failed;
