@@ -244,10 +244,12 @@ out_deinit_ctx:
  * Siblings mode.  One pass classifies every sibling against v before
  * anything moves, so an ignored v, the cap and a failed allocation all
  * leave r as it was.  v is ignored when any sibling covers it, even if it
- * would supersede others: a version already seen adds nothing.
+ * would supersede others: a version already seen adds nothing.  owned is
+ * NULL (v is copied into r) or v itself, which the caller gives up: it is
+ * moved into r and left empty when r takes it, and left as it was otherwise.
  */
-static int record_apply_siblings(struct record *r, const struct sibling *v, size_t max_siblings,
-                                 bool *changed)
+static int record_apply_siblings(struct record *r, const struct sibling *v, struct sibling *owned,
+                                 size_t max_siblings, bool *changed)
 {
     size_t cap = max_siblings < RECORD_SIBLINGS_MAX ? max_siblings : RECORD_SIBLINGS_MAX;
     size_t dropped = 0, kept = 0;
@@ -269,12 +271,13 @@ static int record_apply_siblings(struct record *r, const struct sibling *v, size
         return err;
     }
     sibling_init(&copy);
-    err = sibling_copy(&copy, v);
-    if (err != 0) {
+    if (owned != NULL) {
+        copy = *owned; /* moved, not copied: the caller's sibling is left empty below */
+    } else if ((err = sibling_copy(&copy, v)) != 0) {
         return err;
     }
     for (size_t i = 0; i < r->n; i++) {
-        if (vclock_compare(&v->clock, &r->s[i].clock) == VCLOCK_AFTER) {
+        if (vclock_compare(&copy.clock, &r->s[i].clock) == VCLOCK_AFTER) {
             sibling_deinit(&r->s[i]);
         } else {
             r->s[kept++] = r->s[i];
@@ -282,6 +285,9 @@ static int record_apply_siblings(struct record *r, const struct sibling *v, size
     }
     r->s[kept++] = copy;
     r->n = kept;
+    if (owned != NULL) {
+        sibling_init(owned);
+    }
     *changed = true;
     return 0;
 }
@@ -424,7 +430,7 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
     if (mode == RECORD_LWW) {
         return record_apply_lww(r, v, changed);
     }
-    return record_apply_siblings(r, v, max_siblings, changed);
+    return record_apply_siblings(r, v, NULL, max_siblings, changed);
 }
 
 /* The largest counter of id in any sibling of r: what r's clock holds for id. */
@@ -551,12 +557,44 @@ static int record_write_stamp(const struct record *r, const char *node, struct v
     return 0;
 }
 
+/*
+ * v = the new version, taking clock over (clock is left empty): its copy
+ * would be thrown away.  Checks as sibling_set(); node is already checked.
+ */
+static int record_new_version(struct sibling *v, struct vclock *clock, uint64_t hlc,
+                              const char *node, bool tombstone, const void *value, size_t len)
+{
+    size_t node_len = strlen(node);
+    int err;
+
+    assert((value != NULL || len == 0) && "record_write_local: NULL value with a non-zero length");
+    if (tombstone && len != 0) {
+        return RK_EINVAL;
+    }
+    if (len > RECORD_VALUE_MAX) {
+        return RK_ETOOBIG;
+    }
+    err = record_dup_value(&v->value, value, len);
+    if (err != 0) {
+        return err;
+    }
+    vclock_deinit(&v->clock);
+    v->clock = *clock;
+    vclock_init(clock);
+    v->hlc = hlc;
+    memcpy(v->node, node, node_len + 1);
+    v->tombstone = tombstone;
+    v->value_len = len;
+    return 0;
+}
+
 int record_write_local(struct record *r, const char *node, uint64_t hlc,
                        const struct vclock *context, bool tombstone, const void *value, size_t len,
                        enum record_conflicts mode, size_t max_siblings, struct sibling *out)
 {
     struct vclock clock;
     struct sibling v;
+    bool changed;
     int err;
 
     if (node == NULL || !ring_name_valid(node, strnlen(node, RING_NAME_MAX + 1))) {
@@ -580,12 +618,15 @@ int record_write_local(struct record *r, const char *node, uint64_t hlc,
         err = RK_EMISMATCH;
     }
     if (err == 0) {
-        err = sibling_set(&v, &clock, hlc, node, tombstone, value, len);
+        err = record_new_version(&v, &clock, hlc, node, tombstone, value, len);
     }
-    if (err == 0) {
+    if (err == 0 && out == NULL && mode == RECORD_SIBLINGS) {
+        /* nobody wants the version afterwards: r takes it without a copy */
+        err = record_apply_siblings(r, &v, &v, max_siblings, &changed);
+    } else if (err == 0) {
         err = record_apply(r, &v, mode, max_siblings, NULL);
     }
-    if (err != 0) {
+    if (err != 0 || out == NULL) {
         goto out_deinit;
     }
     sibling_deinit(out);

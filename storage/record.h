@@ -128,8 +128,9 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
  * node, at most max_siblings ids that r's clocks do not hold, and r's
  * clocks, context and node naming at most VCLOCK_ENTRIES_MAX ids together
  * (so a blind write can always be built); otherwise RK_ECONTEXT and r is
- * unchanged.  out must be initialised;
- * the caller owns it afterwards.  Errors as record_apply(), and RK_EINVAL
+ * unchanged.  out, when not NULL, must be initialised; the caller owns it
+ * afterwards.  NULL when the caller has no use for the version: r then takes
+ * it without copying its clock and value.  Errors as record_apply(), and RK_EINVAL
  * (bad node id, tombstone with a value), RK_ERANGE (node's counter or a
  * superseded stamp at UINT64_MAX), and RK_EMISMATCH in siblings mode when the new clock would
  * supersede a sibling that context has not seen (a write node coordinated

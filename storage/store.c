@@ -1421,6 +1421,7 @@ struct batch {
     int mdb_rc;        /* an LMDB error that poisons the transaction (MDB_MAP_FULL ...) */
     uint64_t hlc_high; /* the clock's stored high-water mark, once read */
     bool hlc_known;
+    MDB_cursor *data; /* on the data table in txn, opened at first use (batch_cursor()) */
 };
 
 /* Record an LMDB failure: the op's code, and the transaction-level poison. */
@@ -1465,18 +1466,56 @@ static int batch_hlc_persist(struct batch *b)
     return rc ? batch_fail(b, rc) : 0;
 }
 
-/* Read and decode the record of an LMDB data key; an absent key is empty. */
-static int batch_load(struct batch *b, const MDB_val *k, struct record *r)
+/*
+ * The batch's cursor on the data table in its current transaction, opened
+ * at first use and kept for the batch: reading a key and writing it back
+ * through one cursor descends the B-tree once (LMDB looks for the key on
+ * the cursor's page first), where mdb_get() and mdb_put() descend twice.
+ */
+static int batch_cursor(struct batch *b, MDB_cursor **c)
 {
-    MDB_val v;
-    int rc = mdb_get(b->txn, b->s->dbi_data, (MDB_val *)k, &v);
+    if (b->data == NULL) {
+        int rc = mdb_cursor_open(b->txn, b->s->dbi_data, &b->data);
+        if (rc != 0) {
+            b->data = NULL;
+            return batch_fail(b, rc);
+        }
+    }
+    *c = b->data;
+    return 0;
+}
 
+/* Close the batch's cursor: before its transaction ends or a nested one begins. */
+static void batch_cursor_close(struct batch *b)
+{
+    if (b->data != NULL) {
+        mdb_cursor_close(b->data);
+        b->data = NULL;
+    }
+}
+
+/*
+ * Read and decode the record of an LMDB data key; an absent key is empty.
+ * The batch's cursor is left on the key when it exists (*found).
+ */
+static int batch_load(struct batch *b, const MDB_val *k, struct record *r, bool *found)
+{
+    MDB_cursor *c = NULL;
+    MDB_val key = *k, v;
+    int rc = batch_cursor(b, &c);
+
+    *found = false;
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_get(c, &key, &v, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND) {
         return 0;
     }
     if (rc != 0) {
         return batch_fail(b, rc);
     }
+    *found = true;
     if (record_decode(v.mv_data, v.mv_size, r) != 0) {
         atomic_fetch_add(&b->s->stat.decode_errors, 1);
         return RK_ESYNTAX;
@@ -1484,15 +1523,23 @@ static int batch_load(struct batch *b, const MDB_val *k, struct record *r)
     return 0;
 }
 
-/* Prune, encode into LMDB's own page (MDB_RESERVE) and store. */
-static int batch_store(struct batch *b, const MDB_val *k, struct record *r)
+/*
+ * Prune, encode into LMDB's own page (MDB_RESERVE) and store through the
+ * batch's cursor; found: batch_load() left the cursor on the key, which is
+ * then replaced where it is.
+ */
+static int batch_store(struct batch *b, const MDB_val *k, struct record *r, bool found)
 {
+    MDB_cursor *c = NULL;
     MDB_val v;
-    int rc;
+    int rc = batch_cursor(b, &c);
 
+    if (rc != 0) {
+        return rc;
+    }
     record_prune(r, b->s->cfg.prune_keep, b->wall_ms, b->s->cfg.prune_min_age_ms);
     v.mv_size = record_encoded_size(r);
-    rc = mdb_put(b->txn, b->s->dbi_data, (MDB_val *)k, &v, MDB_RESERVE);
+    rc = mdb_cursor_put(c, (MDB_val *)k, &v, MDB_RESERVE | (found ? MDB_CURRENT : 0));
     if (rc != 0) {
         return batch_fail(b, rc);
     }
@@ -1506,20 +1553,21 @@ static int op_write(struct batch *b, struct store_op *op)
     MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
                  kb};
     struct record r;
+    bool found;
     int rc;
 
     record_init(&r);
-    rc = batch_load(b, &k, &r);
+    rc = batch_load(b, &k, &r, &found);
     op->existed = rc == 0 && r.n > 0 && !record_all_tombstones(&r);
     if (rc == 0) {
         /* the write comes after every version of the key stored here */
         (void)hlc_update(&b->s->hlc, record_max_hlc(&r), b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
         rc = record_write_local(&r, b->s->node_id, hlc_now(&b->s->hlc, b->wall_ms), op->context,
                                 op->tombstone, op->value, op->value_len, b->s->cfg.conflicts,
-                                b->s->cfg.max_siblings, &op->written);
+                                b->s->cfg.max_siblings, op->skip_written ? NULL : &op->written);
     }
     if (rc == 0) {
-        rc = batch_store(b, &k, &r);
+        rc = batch_store(b, &k, &r, found);
     }
     if (rc == 0) {
         rc = batch_hlc_persist(b);
@@ -1534,18 +1582,19 @@ static int op_apply(struct batch *b, struct store_op *op)
     MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
                  kb};
     struct record r;
+    bool found;
     int rc;
 
     /* A clock far ahead is not taken in, but the version is kept: no write is lost. */
     (void)hlc_update(&b->s->hlc, op->version->hlc, b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
     record_init(&r);
-    rc = batch_load(b, &k, &r);
+    rc = batch_load(b, &k, &r, &found);
     if (rc == 0) {
         rc = record_apply(&r, op->version, b->s->cfg.conflicts, b->s->cfg.max_siblings,
                           &op->changed);
     }
     if (rc == 0 && op->changed) {
-        rc = batch_store(b, &k, &r);
+        rc = batch_store(b, &k, &r, found);
     }
     if (rc == 0) {
         rc = batch_hlc_persist(b);
@@ -1825,7 +1874,10 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
     MDB_txn *parent = b->txn;
     uint64_t seq0 = b->s->hint_seq, hlc_high = b->hlc_high;
     bool hlc_known = b->hlc_known;
-    int failed = mdb_txn_begin(b->s->env, parent, 0, &b->txn);
+    int failed;
+
+    batch_cursor_close(b); /* the nested transaction uses a cursor of its own */
+    failed = mdb_txn_begin(b->s->env, parent, 0, &b->txn);
 
     if (failed != 0) {
         b->txn = parent;
@@ -1834,6 +1886,7 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
     for (size_t i = 0; i < n && failed == 0 && b->mdb_rc == 0; i++) {
         failed = ops[i]->result = op_table[ops[i]->type](b, ops[i]);
     }
+    batch_cursor_close(b);
     if (b->txn != parent && (failed != 0 || b->mdb_rc != 0)) {
         mdb_txn_abort(b->txn);
     } else if (b->txn != parent) {
@@ -1876,6 +1929,7 @@ static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
             ops[i]->result = op_table[ops[i]->type](&b, ops[i]);
         }
     }
+    batch_cursor_close(&b);
     if (b.mdb_rc != 0) {
         mdb_txn_abort(b.txn);
         return b.mdb_rc;
@@ -2356,6 +2410,7 @@ int store_write(struct store *s, const void *key, size_t len, const void *value,
     op.value_len = value_len;
     op.tombstone = tombstone;
     op.context = context;
+    op.skip_written = written == NULL;
     rc = store_submit(s, &op);
     rc = rc ? rc : store_wait(s, &op);
     if (rc == 0 && written != NULL) {

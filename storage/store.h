@@ -315,6 +315,7 @@ struct store_op {
     size_t value_len;
     bool tombstone;                /* WRITE: a delete */
     const struct vclock *context;  /* WRITE: what it supersedes; NULL = all */
+    bool skip_written;             /* WRITE: leave written empty (spares a copy of the version) */
     const struct sibling *version; /* APPLY, HINT_PUT */
     const char *target;            /* HINT_PUT, HINT_DELETE */
     uint64_t seq;                  /* HINT_DELETE */

@@ -130,6 +130,7 @@ void kv_write_init(struct kv_write *w, const void *key, size_t len, const void *
                    void *ctx)
 {
     store_op_init(&w->op, STORE_OP_WRITE);
+    w->op.skip_written = true; /* the version created is not passed on */
     w->op.key = key;
     w->op.key_len = len;
     w->op.value = value;

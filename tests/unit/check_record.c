@@ -393,6 +393,58 @@ START_TEST(test_blind_write_supersedes)
 }
 END_TEST
 
+/*
+ * A write whose caller wants no copy of the version (out NULL) leaves the
+ * record exactly as one with out: blind, with a context, with concurrent
+ * siblings kept, a tombstone, and under LWW; a refused write changes nothing.
+ */
+START_TEST(test_write_without_out_same_record)
+{
+    enum record_conflicts modes[] = {RECORD_SIBLINGS, RECORD_LWW};
+
+    for (size_t m = 0; m < 2; m++) {
+        struct record a, b;
+        struct vclock ctx;
+        struct sibling out;
+
+        record_init(&a);
+        record_init(&b);
+        vclock_init(&ctx);
+        sibling_init(&out);
+        apply(&a, "b:1", 10, "b", "x", modes[m], CAP_WIDE, NULL);
+        apply(&b, "b:1", 10, "b", "x", modes[m], CAP_WIDE, NULL);
+        ck_assert_int_eq(
+            record_write_local(&a, "a", 20, NULL, false, "v1", 2, modes[m], CAP_WIDE, &out), 0);
+        ck_assert_int_eq(
+            record_write_local(&b, "a", 20, NULL, false, "v1", 2, modes[m], CAP_WIDE, NULL), 0);
+        ck_assert(same_bytes(&a, &b));
+        apply(&a, "c:1", 30, "c", "y", modes[m], CAP_WIDE, NULL);
+        apply(&b, "c:1", 30, "c", "y", modes[m], CAP_WIDE, NULL);
+        clock_parse(&ctx, "a:1 b:1");
+        ck_assert_int_eq(
+            record_write_local(&a, "a", 40, &ctx, false, "v2", 2, modes[m], CAP_WIDE, &out), 0);
+        ck_assert_int_eq(
+            record_write_local(&b, "a", 40, &ctx, false, "v2", 2, modes[m], CAP_WIDE, NULL), 0);
+        ck_assert(same_bytes(&a, &b));
+        ck_assert_uint_eq(a.n, modes[m] == RECORD_SIBLINGS ? 2 : 1);
+        ck_assert_int_eq(
+            record_write_local(&a, "a", 50, NULL, true, NULL, 0, modes[m], CAP_WIDE, &out), 0);
+        ck_assert_int_eq(
+            record_write_local(&b, "a", 50, NULL, true, NULL, 0, modes[m], CAP_WIDE, NULL), 0);
+        ck_assert(same_bytes(&a, &b));
+        ck_assert(record_all_tombstones(&b));
+        ck_assert_int_eq(
+            record_write_local(&b, "a", 60, NULL, true, "z", 1, modes[m], CAP_WIDE, NULL),
+            RK_EINVAL);
+        ck_assert(same_bytes(&a, &b));
+        sibling_deinit(&out);
+        vclock_deinit(&ctx);
+        record_deinit(&a);
+        record_deinit(&b);
+    }
+}
+END_TEST
+
 START_TEST(test_local_writes_raise_counter)
 {
     struct record r;
@@ -996,6 +1048,7 @@ static Suite *record_suite(void)
         {"stale_context_same_node_refused", test_stale_context_same_node_refused},
         {"blind_write_supersedes", test_blind_write_supersedes},
         {"local_writes_raise_counter", test_local_writes_raise_counter},
+        {"write_without_out_same_record", test_write_without_out_same_record},
         {"tombstone_siblings", test_tombstone_siblings},
         {"sibling_cap", test_sibling_cap},
         {"lww_highest_hlc", test_lww_highest_hlc},
