@@ -53,19 +53,32 @@ static struct auth_slot *auth_find(struct auth_guard *g, const char *host)
     return NULL;
 }
 
-/* A slot for host: a free one, or the one whose last failure is oldest. */
-static struct auth_slot *auth_take(struct auth_guard *g, const char *host)
+/* Whether slot s is free at now_ms: never used, or quiet for AUTH_FORGET_MS. */
+static bool auth_slot_free(const struct auth_slot *s, uint64_t now_ms)
 {
-    struct auth_slot *s = &g->slots[0];
+    return s->host[0] == '\0' || now_ms - s->last_ms >= AUTH_FORGET_MS;
+}
 
-    for (size_t i = 0; i < AUTH_GUARD_SLOTS && s->host[0] != '\0'; i++) {
-        if (g->slots[i].host[0] == '\0' || g->slots[i].last_ms < s->last_ms) {
-            s = &g->slots[i];
+/*
+ * The record for an address not in the table: a free slot, or while every
+ * slot holds a remembered address, the shared overflow record (see auth.h:
+ * evicting one would start an attacker's address afresh).
+ */
+static struct auth_slot *auth_take(struct auth_guard *g, const char *host, uint64_t now_ms)
+{
+    for (size_t i = 0; i < AUTH_GUARD_SLOTS; i++) {
+        struct auth_slot *s = &g->slots[i];
+        if (auth_slot_free(s, now_ms)) {
+            memset(s, 0, sizeof(*s));
+            snprintf(s->host, sizeof(s->host), "%s", host);
+            return s;
         }
     }
-    memset(s, 0, sizeof(*s));
-    snprintf(s->host, sizeof(s->host), "%s", host);
-    return s;
+    if (auth_slot_free(&g->overflow, now_ms)) {
+        memset(&g->overflow, 0, sizeof(g->overflow));
+        g->overflow.host[0] = '*'; /* no address's text */
+    }
+    return &g->overflow;
 }
 
 /* Count one more failure at now_ms and set the pause it earns. */
@@ -97,17 +110,20 @@ enum auth_result auth_guard_check(struct auth_guard *g, const char *addr, uint64
         memset(s, 0, sizeof(*s));
         s = NULL;
     }
-    if (s != NULL && now_ms < s->until_ms) {
+    if (s == NULL) {
+        s = auth_take(g, host, now_ms);
+    }
+    if (now_ms < s->until_ms) {
         *retry_ms = s->until_ms - now_ms;
         return AUTH_THROTTLED;
     }
     if (auth_password_equal(want, given, len)) {
-        if (s != NULL) {
+        if (s != &g->overflow) {
             memset(s, 0, sizeof(*s));
         }
         return AUTH_OK;
     }
-    auth_failed(s != NULL ? s : auth_take(g, host), now_ms);
+    auth_failed(s, now_ms);
     return AUTH_WRONG;
 }
 

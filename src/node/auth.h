@@ -14,8 +14,13 @@
  * AUTH during the pause is refused without looking at the password, at
  * once: the event loop never waits.  A right password clears the
  * address's record; a record quiet for AUTH_FORGET_MS starts over.  The
- * table holds AUTH_GUARD_SLOTS addresses; a new one takes the slot used
- * least recently.
+ * table holds AUTH_GUARD_SLOTS addresses; a record is never evicted while
+ * it is remembered, since evicting the least recent one let an attacker
+ * rotating through more addresses than slots (an IPv6 prefix holds
+ * plenty) start every address afresh and guess without limit.  While
+ * every slot is taken, new addresses share one overflow record, so
+ * together they are slowed like one address (a right password passes
+ * between its pauses; it does not clear the shared record).
  *
  * Time comes in as arguments (monotonic milliseconds), so the rules are
  * tested without clocks.  One guard per node, used from its event loop.
@@ -48,6 +53,7 @@ struct auth_slot {
 
 struct auth_guard {
     struct auth_slot slots[AUTH_GUARD_SLOTS];
+    struct auth_slot overflow; /* shared by addresses met while every slot is taken */
 };
 
 enum auth_result {

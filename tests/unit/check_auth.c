@@ -3,7 +3,7 @@
  * slow-down (src/node/auth.c): equal and unequal passwords of every
  * length, free failures, pauses that refuse unread and double up to their
  * bound, per-host records (ports ignored), reset on success, forgetting,
- * and eviction of the least recent record.  Time is an argument: nothing
+ * and a full table that evicts nobody.  Time is an argument: nothing
  * here waits or reads a clock.
  */
 #include <check.h>
@@ -104,20 +104,35 @@ START_TEST(test_forget)
 }
 END_TEST
 
-/* A full table gives the least recent record's slot to a new address. */
-START_TEST(test_eviction)
+/*
+ * A full table evicts nobody: an attacker rotating through more addresses
+ * than slots gets no fresh start; the addresses past the table share one
+ * record and are slowed together.  A record forgotten frees its slot.
+ */
+START_TEST(test_full_table)
 {
-    uint64_t retry = 0;
+    uint64_t retry = 0, now = 100;
     char addr[32];
+    int wrong = 0;
 
-    for (int i = 0; i < AUTH_GUARD_SLOTS; i++) {
-        snprintf(addr, sizeof(addr), "10.1.%d.%d:1", i / 256, i % 256);
-        ck_assert_int_eq(try(addr, 100 + (uint64_t)i, "x", &retry), AUTH_WRONG);
+    for (int round = 0; round < 3 * AUTH_FREE_FAILURES; round++) {
+        for (int i = 0; i < 2 * AUTH_GUARD_SLOTS; i++) {
+            snprintf(addr, sizeof(addr), "10.1.%d.%d:1", i / 256, i % 256);
+            wrong += try(addr, now, "x", &retry) == AUTH_WRONG;
+        }
     }
-    ck_assert_int_eq(try("10.9.9.9:1", 10000, "x", &retry), AUTH_WRONG);
-    ck_assert_uint_eq(auth_guard_failures(g, "10.1.0.0:1"), 0);
-    ck_assert_uint_eq(auth_guard_failures(g, "10.1.0.1:1"), 1);
+    /* each remembered address, and the overflow record, earned AUTH_FREE_FAILURES + 1 */
+    ck_assert_int_eq(wrong, (AUTH_GUARD_SLOTS + 1) * (AUTH_FREE_FAILURES + 1));
+    ck_assert_uint_eq(auth_guard_failures(g, "10.1.0.0:1"), AUTH_FREE_FAILURES + 1);
+    ck_assert_uint_eq(auth_guard_failures(g, "10.1.1.255:1"), 0);
+    /* the right password from a remembered address passes after its pause */
+    ck_assert_int_eq(try("10.1.0.7:1", now + AUTH_PAUSE_MIN_MS, "sesame", &retry), AUTH_OK);
+    /* forgotten records free their slots for new addresses */
+    now += AUTH_FORGET_MS;
+    ck_assert_int_eq(try("10.9.9.9:1", now, "x", &retry), AUTH_WRONG);
     ck_assert_uint_eq(auth_guard_failures(g, "10.9.9.9:1"), 1);
+    ck_assert_int_eq(try("10.1.0.0:1", now, "x", &retry), AUTH_WRONG);
+    ck_assert_uint_eq(auth_guard_failures(g, "10.1.0.0:1"), 1);
 }
 END_TEST
 
@@ -132,7 +147,7 @@ static Suite *auth_suite(void)
     tcase_add_test(tc, test_failures_then_pause);
     tcase_add_test(tc, test_pause_doubles_to_bound);
     tcase_add_test(tc, test_forget);
-    tcase_add_test(tc, test_eviction);
+    tcase_add_test(tc, test_full_table);
     suite_add_tcase(s, tc);
     return s;
 }
