@@ -333,10 +333,18 @@ void client_authed(struct client *c)
     client_limits(c->node, true, &c->parser.lim);
 }
 
-/* Commands parsed ahead of execution: one before AUTH, so AUTH's limits apply to the next. */
+/*
+ * Commands parsed ahead of execution: one before AUTH, so AUTH's limits
+ * apply to the next; and none while more than CLIENT_PREAUTH_OUTPUT_MAX of
+ * replies wait unsent, so a stranger who sends PINGs and never reads
+ * cannot make the node buffer output-buffer-max of PONGs.
+ */
 static size_t client_parse_ahead(const struct client *c)
 {
-    return c->authed ? c->node->cfg.pipeline_max : 1;
+    if (c->authed) {
+        return c->node->cfg.pipeline_max;
+    }
+    return c->out.len < CLIENT_PREAUTH_OUTPUT_MAX ? 1 : 0;
 }
 
 /* Before AUTH, Redis's words for a count or length over the unauthenticated limits. */
@@ -776,6 +784,9 @@ static void client_on_write(struct ev_loop *loop, ev_io *w, int revents)
     (void)revents;
     client_enter(c);
     client_flush(c);
+    if (!c->dead && !c->authed && c->read_paused) {
+        client_process(c); /* output drained below the pre-AUTH bound: read again */
+    }
     client_leave(c);
 }
 

@@ -39,6 +39,8 @@ struct read_cmd;
 /* Before AUTH: arguments of a command, and bytes of one (Redis's unauthenticated limits). */
 #define CLIENT_PREAUTH_ARGS_MAX 10
 #define CLIENT_PREAUTH_BULK_MAX (16 * 1024)
+/* Before AUTH, reply bytes unsent past which reading pauses until the client reads them. */
+#define CLIENT_PREAUTH_OUTPUT_MAX (64 * 1024)
 
 /* One command of a connection, from parse to reply. */
 struct pending {

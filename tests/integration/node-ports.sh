@@ -4,7 +4,8 @@
 # With requirepass, a connection that has not authenticated may send only
 # small commands (at most 10 arguments of 16 KiB, as Redis): a larger count
 # or bulk length is refused at its header and the connection closed, before
-# the node buffers the bytes it announced.  Wrong passwords are counted and,
+# the node buffers the bytes it announced; and its unsent replies stay
+# small (reading pauses at 64 KiB of them).  Wrong passwords are counted and,
 # after a few, further AUTHs from that address are refused for a growing
 # while (-ERR ... AUTH throttled), without slowing anyone else.
 . "$top_srcdir/tests/integration/lib.sh"
@@ -85,6 +86,58 @@ printf '%s\n' "$out" | grep -qx 'reply=-ERR Protocol error: unauthenticated mult
 printf '%s\n' "$out" | grep -qx 'reply=-ERR Protocol error: unauthenticated bulk length' ||
     it_fail "large argument before AUTH: $out"
 
+# Small commands that are never read: three connections send PINGs (an inline PING\r\n is
+# answered with +PONG\r\n) and read nothing.  The node stops reading a connection whose
+# unsent replies pass 64 KiB, so it neither buffers output-buffer-max of them nor drops it:
+# once the client reads, every PING is answered.
+out=$(python3 - "$N1_CLIENT" "$N1_PID" << 'PY'
+import socket, sys, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+
+def rss_kb():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+base = rss_kb()
+conns = []
+chunk = b"PING\r\n" * 10000
+for _ in range(3):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.settimeout(1)
+    sent, start = 0, time.time()
+    try:
+        while sent < 24 * 1024 * 1024 and time.time() - start < 5:
+            s.sendall(chunk)
+            sent += len(chunk)
+    except OSError:
+        pass
+    conns.append((s, sent))
+grown = rss_kb() - base
+s, sent = conns[0]
+s.settimeout(10)
+got, deadline = 0, time.time() + 20
+try:
+    while got < sent // 6 * 7 and time.time() < deadline:
+        data = s.recv(1 << 20)
+        if not data:
+            break
+        got += len(data)
+except OSError:
+    pass
+print("grown_kb=%d sent=%d answered=%d" % (grown, sent, got // 7))
+PY
+)
+it_log "unread PINGs before AUTH: $out"
+grown=$(printf '%s\n' "$out" | sed -n 's/^grown_kb=\([0-9]*\) .*/\1/p')
+[ -n "$grown" ] && [ "$grown" -lt 8192 ] ||
+    it_fail "the node grew by $grown KiB for unread replies before AUTH: $out"
+sent=$(printf '%s\n' "$out" | sed -n 's/.* sent=\([0-9]*\) .*/\1/p')
+it_expect_eq "PINGs answered once read" "$(printf '%s\n' "$out" | sed -n 's/.* answered=//p')" \
+    "$((sent / 6))"
+
 # AUTH, then a 20 KiB argument in the same write: the settings' limits apply right after AUTH.
 out=$(python3 "$top_srcdir/tests/integration/rawsock.py" "$N1_CLIENT" \
     "*2\r\n\$4\r\nAUTH\r\n\$6\r\nsesame\r\n*3\r\n\$3\r\nSET\r\n\$1\r\nk\r\n\$20480\r\n$(head -c 20480 /dev/zero | tr '\0' v)\r\n")
@@ -113,8 +166,9 @@ case "$(sed -n 20p "$IT_DIR/auth.out")" in
 "20 -ERR AUTH throttled: too many wrong passwords from this address; retry in "*" ms") ;;
 *) it_fail "failure 20 is not refused as throttled: $(cat "$IT_DIR/auth.out")" ;;
 esac
-# The pause ends (100 ms after the sixth failure): the right password works again.
-it_wait sh -c "redis-cli -p $N1_CLIENT -a sesame --no-auth-warning PING | grep -q PONG" ||
+# The pause ends (100 ms after the sixth failure): the right password works again (checked
+# with DBSIZE, which needs AUTH: PING is answered without it).
+it_wait sh -c "redis-cli -p $N1_CLIENT -a sesame --no-auth-warning DBSIZE | grep -qx '[0-9][0-9]*'" ||
     it_fail "the right password is refused after the pause"
 info=$(redis-cli -p "$N1_CLIENT" -a sesame --no-auth-warning INFO stats | tr -d '\r')
 printf "%s\n" "$info" > "$IT_DIR/info.out"
