@@ -86,8 +86,9 @@
  * map_max) and the batch runs again.  Resizing needs every transaction of
  * the process closed, so readers hold a shared lock for the length of one
  * read transaction and the writer takes it exclusively to resize.  A batch
- * of pure deletions may grow the map STORE_DELETE_RESERVE past map_max, so
- * a full store can always be emptied.
+ * of pure deletions (tombstone writes included: a client's DEL) may grow
+ * the map STORE_DELETE_RESERVE past map_max, so a full store can always be
+ * emptied, by a client too.
  */
 #include "store.h"
 
@@ -1758,10 +1759,16 @@ static const op_fn op_table[] = {
     [STORE_OP_TABLE_PUT] = op_table_put,
 };
 
+/*
+ * Does op free space rather than take it?  A client's DEL is a tombstone
+ * write: it replaces a value with a few bytes, and it is the only way a
+ * client can empty a full store, so it may use the deletion reserve too.
+ */
 static bool op_is_deletion(const struct store_op *op)
 {
-    return op->type == STORE_OP_DELETE_RANGE || op->type == STORE_OP_COLLECT ||
-           op->type == STORE_OP_HINT_DELETE || (op->type == STORE_OP_TABLE_PUT && !op->value);
+    return (op->type == STORE_OP_WRITE && op->tombstone) || op->type == STORE_OP_DELETE_RANGE ||
+           op->type == STORE_OP_COLLECT || op->type == STORE_OP_HINT_DELETE ||
+           (op->type == STORE_OP_TABLE_PUT && !op->value);
 }
 
 /* --- the writer --------------------------------------------------------------- */
