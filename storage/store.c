@@ -88,7 +88,10 @@
  * read transaction and the writer takes it exclusively to resize.  A batch
  * of pure deletions (tombstone writes included: a client's DEL) may grow
  * the map STORE_DELETE_RESERVE past map_max, so a full store can always be
- * emptied, by a client too.
+ * emptied, by a client too.  When a batch mixing deletions and other
+ * writes finds the map at map_max, the other writes fail with RK_ENOSPC
+ * and the deletions run again alone, in their order (an atomic group
+ * counts as deletions only when all its members are).
  */
 #include "store.h"
 
@@ -1977,10 +1980,52 @@ static size_t batch_split(struct store_op **ops, size_t n)
     return best;
 }
 
+static void batch_run(struct store *s, struct store_op **ops, size_t n);
+
 /*
- * Run a batch to the end: grow the map and retry on MDB_MAP_FULL, split a
- * batch whose transaction grew too large (between atomic groups), and
- * fail every operation when the batch cannot commit.
+ * A batch mixing deletions and other writes hit a map that cannot grow:
+ * fail the others with RK_ENOSPC and run the deletions alone, in their
+ * order, so they may use the deletion reserve (a pipeline of DELs and SETs
+ * at a full store still frees space).  An atomic group stays whole: it is
+ * kept only when every member is a deletion.  False when there is nothing
+ * to keep (or no memory): the caller fails the whole batch.
+ */
+static bool batch_run_deletions(struct store *s, struct store_op **ops, size_t n)
+{
+    struct store_op **keep = malloc(n * sizeof(*keep));
+    size_t m = 0, g;
+
+    for (size_t i = 0; keep != NULL && i < n; i += g) {
+        bool deletion = true;
+        g = group_len(ops + i, n - i);
+        for (size_t j = i; j < i + g; j++) {
+            deletion = deletion && op_is_deletion(ops[j]);
+        }
+        for (size_t j = i; deletion && j < i + g; j++) {
+            keep[m++] = ops[j];
+        }
+    }
+    if (m == 0) {
+        free(keep);
+        return false;
+    }
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (k < m && ops[i] == keep[k]) {
+            k++;
+        } else {
+            ops[i]->result = RK_ENOSPC;
+        }
+    }
+    batch_run(s, keep, m);
+    free(keep);
+    return true;
+}
+
+/*
+ * Run a batch to the end: grow the map and retry on MDB_MAP_FULL (a mixed
+ * batch's deletions alone when the map cannot grow), split a batch whose
+ * transaction grew too large (between atomic groups), and fail every
+ * operation when the batch cannot commit.
  */
 static void batch_run(struct store *s, struct store_op **ops, size_t n)
 {
@@ -2008,6 +2053,9 @@ static void batch_run(struct store *s, struct store_op **ops, size_t n)
         }
         if (rc == MDB_MAP_FULL && store_grow(s, deletions_only)) {
             continue;
+        }
+        if (rc == MDB_MAP_FULL && !deletions_only && batch_run_deletions(s, ops, n)) {
+            break;
         }
         if (rc == MDB_TXN_FULL && (half = batch_split(ops, n)) > 0) {
             batch_run(s, ops, half);

@@ -1216,27 +1216,145 @@ START_TEST(test_map_full)
     char *v = get_value(s, "fill-0");
     ck_assert_uint_eq(strlen(v), 1024);
     free(v);
-    /* Fill what is left with ever smaller values, until not even 1 byte fits. */
-    for (size_t size = 256, j = 0; size >= 1; size /= 4) {
-        char key[32], small[256];
+    /* Deleting makes room, and writes work again without a restart. */
+    run_range_op(s, STORE_OP_DELETE_RANGE, 0, 0, 1000, 0, NULL, &deleted);
+    ck_assert_uint_eq(deleted, (size_t)n);
+    ck_assert_int_gt(fill_until_full(s, 100), 99);
+    store_close(s);
+}
+END_TEST
+
+/*
+ * A store of map_max 16 MiB (allocated whole at open, as the node does)
+ * filled the way a client fills it: values of 1 MiB, then 64 KiB, 4 KiB,
+ * 256, 16 and 1 byte, each size until the store refuses it.  Returns how
+ * many keys ("fillN") were written.
+ */
+static struct store *open_filled(int *written)
+{
+    static const size_t sizes[] = {1048576, 65536, 4096, 256, 16, 1};
+    struct store_config cfg;
+    struct store *s;
+    char err[256], key[32];
+    uint8_t *value = malloc(sizes[0]);
+    int i = 0;
+
+    ck_assert_ptr_nonnull(value);
+    memset(value, 'v', sizes[0]);
+    settings_for(&cfg, "d", "n1");
+    cfg.map_initial = 16 * 1024 * 1024;
+    cfg.map_max = cfg.map_initial;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
         int rc = 0;
-        memset(small, 'y', sizeof(small));
-        while (rc == 0 && j < 100000) {
-            snprintf(key, sizeof(key), "small-%zu", j++);
-            rc = store_write(s, key, strlen(key), small, size, false, NULL, NULL);
+        for (int k = 0; k < 20000 && rc == 0; k++) {
+            snprintf(key, sizeof(key), "fill%d", i);
+            rc = store_write(s, key, strlen(key), value, sizes[z], false, NULL, NULL);
+            i += rc == 0;
         }
         ck_assert_int_eq(rc, RK_ENOSPC);
     }
-    /* A client's DEL (a tombstone write) works on the full store: it frees space. */
-    for (int i = 0; i < 16; i++) {
-        char key[32];
-        snprintf(key, sizeof(key), "fill-%d", i);
-        ck_assert_int_eq(store_write(s, key, strlen(key), NULL, 0, true, NULL, NULL), 0);
+    free(value);
+    *written = i;
+    return s;
+}
+
+/* Is key's record there and all tombstones? */
+static bool is_deleted(struct store *s, const char *key)
+{
+    struct record r;
+    bool deleted;
+
+    record_init(&r);
+    if (store_get(s, key, strlen(key), &r) != 0) {
+        return false;
     }
-    /* Deleting makes room, and writes work again without a restart. */
-    run_range_op(s, STORE_OP_DELETE_RANGE, 0, 0, 1000, 0, NULL, &deleted);
-    ck_assert_uint_ge(deleted, (size_t)n);
-    ck_assert_int_gt(fill_until_full(s, 100), 99);
+    deleted = record_all_tombstones(&r);
+    record_deinit(&r);
+    return deleted;
+}
+
+/*
+ * A client empties a full store with DEL, one key at a time: each is a
+ * tombstone write, which needs new pages (copy-on-write) while the pages
+ * it frees are reusable only two commits later, so it may use the deletion
+ * reserve like a range delete.  gossip-table.sh's sequence, at store level.
+ */
+START_TEST(test_map_full_client_del)
+{
+    char key[32];
+    int n;
+    struct store *s = open_filled(&n);
+
+    ck_assert_int_gt(n, 16);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "fill%d", i);
+        ck_assert_msg(store_write(s, key, strlen(key), NULL, 0, true, NULL, NULL) == 0,
+                      "DEL %s of %d refused on a full store", key, n);
+    }
+    ck_assert(is_deleted(s, "fill0"));
+    put(s, "after", "ok");
+    store_close(s);
+}
+END_TEST
+
+static void del_op(struct store_op *op, const char *key)
+{
+    store_op_init(op, STORE_OP_WRITE);
+    op->key = (const uint8_t *)key;
+    op->key_len = strlen(key);
+    op->tombstone = true;
+}
+
+/*
+ * A batch that mixes DELs and SETs on a full store (a pipeline's writes
+ * of one loop pass): the SETs fail with RK_ENOSPC, the DELs apply, and an
+ * atomic group is applied only when it holds nothing but deletions.
+ */
+START_TEST(test_map_full_mixed_batch)
+{
+    static const char *const dels[] = {"fill0", "fill1", "fill2", "fill3", "fill4"};
+    static uint8_t big[65536];
+    struct store_op lone[4], mixed[2], pure[2];
+    struct store_op *list[] = {&lone[0], &lone[1], &lone[2], &lone[3]};
+    struct store_op *all[] = {&lone[0],  &lone[1],  &lone[2], &lone[3],
+                              &mixed[0], &mixed[1], &pure[0], &pure[1]};
+    int n;
+    struct store *s = open_filled(&n);
+
+    write_op(&lone[0], "new-big", "", NULL);
+    lone[0].value = big;
+    lone[0].value_len = sizeof(big);
+    del_op(&lone[1], dels[0]);
+    write_op(&lone[2], "new-small", "1", NULL);
+    del_op(&lone[3], dels[1]);
+    del_op(&mixed[0], dels[2]);
+    write_op(&mixed[1], "new-group", "1", NULL);
+    del_op(&pure[0], dels[3]);
+    del_op(&pure[1], dels[4]);
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        all[i]->done = NULL; /* waited for: the first wait runs them all in one batch */
+    }
+    ck_assert_int_eq(store_submit_list(s, list, 4), 0);
+    ck_assert_int_eq(store_submit_atomic(s, all + 4, 2), 0);
+    ck_assert_int_eq(store_submit_atomic(s, all + 6, 2), 0);
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        store_wait(s, all[i]);
+        sibling_deinit(&all[i]->written);
+    }
+    ck_assert_int_eq(lone[0].result, RK_ENOSPC);
+    ck_assert_int_eq(lone[1].result, 0);
+    ck_assert_int_eq(lone[2].result, RK_ENOSPC);
+    ck_assert_int_eq(lone[3].result, 0);
+    ck_assert_int_eq(mixed[0].result, RK_ENOSPC);
+    ck_assert_int_eq(mixed[1].result, RK_ENOSPC);
+    ck_assert_int_eq(pure[0].result, 0);
+    ck_assert_int_eq(pure[1].result, 0);
+    ck_assert(is_deleted(s, "fill0") && is_deleted(s, "fill1"));
+    ck_assert(is_deleted(s, "fill3") && is_deleted(s, "fill4"));
+    ck_assert(!is_deleted(s, "fill2"));
+    ck_assert_ptr_null(get_value(s, "new-small"));
+    ck_assert_ptr_null(get_value(s, "new-group"));
     store_close(s);
 }
 END_TEST
@@ -1344,6 +1462,8 @@ static Suite *store_suite(void)
         {"atomic_enospc", test_atomic_enospc},
         {"close", test_close_refuses_and_drains},
         {"map_full", test_map_full},
+        {"map_full_client_del", test_map_full_client_del},
+        {"map_full_mixed_batch", test_map_full_mixed_batch},
         {"file_system_full", test_file_system_full},
         {"tmpfs_full", test_tmpfs_full},
     };
