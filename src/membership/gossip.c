@@ -49,11 +49,12 @@ struct gossip {
     ev_timer round_w;
     uint64_t rng;
     uint64_t ping_seq;
-    bool exchanged;    /* completed a gossip exchange since start */
-    bool dirty;        /* the table changed in a way worth saving */
-    bool saving;       /* a save is in flight */
-    bool removed;      /* an operator removed this node: stop at the next round */
-    bool syn_complete; /* our last SYN listed every member we hold */
+    bool exchanged;                  /* completed a gossip exchange since start */
+    bool dirty;                      /* the table changed in a way worth saving */
+    bool saving;                     /* a save is in flight */
+    bool removed;                    /* an operator removed this node: stop at the next round */
+    bool syn_complete;               /* our last SYN listed every member we hold */
+    struct gossip_removal *removals; /* operator removals whose save is in flight */
     uint8_t instance[16];
     char conflict_addr[MSG_ADDR_MAX]; /* the last address logged as claiming our id */
     struct gossip_dial {
@@ -599,12 +600,115 @@ static void gossip_merge_list(struct gossip *g, const struct msg_member *list, s
     g->dirty |= ring_changed;
 }
 
-int gossip_remove(struct gossip *g, const char *id, char *err, size_t err_len)
+/*
+ * An operator's removal being saved: the member table, epoch and digest
+ * as one atomic group (all three or none), written by the store's writer
+ * while the event loop goes on.  g is NULL once the gossip is destroyed:
+ * the completion then only reports.
+ */
+struct gossip_removal {
+    struct gossip_removal *next;
+    struct gossip *g;
+    struct store_op ops[3];
+    struct msg_member before; /* the entry as it was, put back if the save fails */
+    size_t left;              /* operations not yet completed */
+    gossip_removed_fn done;
+    void *ctx;
+    uint8_t epoch[8], digest[8];
+    struct buf table;
+};
+
+static void removal_unlink(struct gossip_removal *r)
 {
-    const struct member *e = membership_find(g->m, id);
-    struct msg_member before;
+    struct gossip_removal **at;
+
+    if (r->g == NULL) {
+        return;
+    }
+    for (at = &r->g->removals; *at != r; at = &(*at)->next) {
+    }
+    *at = r->next;
+}
+
+/* One of the three saves completed; the last one reports (they share the group's result). */
+static void removal_saved(struct store_op *op, void *ctx)
+{
+    struct gossip_removal *r = ctx;
+    struct gossip *g = r->g;
+    char err[256] = "";
+    int rc = op->result;
+
+    if (--r->left > 0) {
+        return;
+    }
+    removal_unlink(r);
+    if (rc == 0 && g != NULL) {
+        LOG(LOG_WARN, "member_removed", "id=%s source=operator digest=%016llx members=%zu",
+            r->before.id, (unsigned long long)membership_digest(g->m),
+            ring_member_count(membership_ring(g->m)));
+    } else if (rc != 0) {
+        /* Not saved: not done.  The entry as it was (its ring is the one we had). */
+        int undo = g != NULL ? membership_put_back(g->m, &r->before) : RK_ECLOSED;
+        snprintf(err, sizeof(err), "cannot save the removal of '%s': %s%s", r->before.id,
+                 rk_strerror(rc),
+                 undo != 0 ? "; the removal stays in memory and may spread" : "; nothing changed");
+    }
+    r->done(r->ctx, rc, err);
+    buf_free(&r->table);
+    free(r);
+}
+
+/* Start saving g's table after the removal whose entry was before: 0 or an error at once. */
+static int removal_save(struct gossip *g, const struct msg_member *before, gossip_removed_fn done,
+                        void *ctx)
+{
+    static const char *const names[3] = {"ring_epoch", "ring_digest", "membership"};
+    struct gossip_removal *r = calloc(1, sizeof(*r));
+    struct store_op *list[3];
     int rc;
 
+    if (r == NULL) {
+        return RK_ENOMEM;
+    }
+    buf_init(&r->table, 0);
+    rc = membership_encode(g->m, &r->table);
+    bytes_put_be64(r->epoch, membership_epoch(g->m));
+    bytes_put_be64(r->digest, membership_digest(g->m));
+    for (size_t i = 0; i < 3; i++) {
+        store_op_init(&r->ops[i], STORE_OP_TABLE_PUT);
+        r->ops[i].table = STORE_TABLE_META;
+        r->ops[i].key = (const uint8_t *)names[i];
+        r->ops[i].key_len = strlen(names[i]);
+        r->ops[i].done = removal_saved;
+        r->ops[i].ctx = r;
+        list[i] = &r->ops[i];
+    }
+    r->ops[0].value = r->epoch;
+    r->ops[0].value_len = 8;
+    r->ops[1].value = r->digest;
+    r->ops[1].value_len = 8;
+    r->ops[2].value = buf_data(&r->table);
+    r->ops[2].value_len = r->table.len;
+    r->g = g;
+    r->before = *before;
+    r->left = 3;
+    r->done = done;
+    r->ctx = ctx;
+    rc = rc ? rc : store_submit_atomic(g->cfg.store, list, 3);
+    if (rc != 0) {
+        buf_free(&r->table);
+        free(r);
+        return rc;
+    }
+    r->next = g->removals;
+    g->removals = r;
+    return 0;
+}
+
+/* Why id cannot be removed (err), or 0. */
+static int removal_check(struct gossip *g, const struct member *e, const char *id, char *err,
+                         size_t err_len)
+{
     if (e == NULL) {
         snprintf(err, err_len, "no member '%s' in this node's table", id);
         return RK_ENOTFOUND;
@@ -624,22 +728,32 @@ int gossip_remove(struct gossip *g, const char *id, char *err, size_t err_len)
             detector_state_name(e->state), detector_phi(&e->det, clock_mono_ms()));
         return RK_EINVAL;
     }
+    return 0;
+}
+
+int gossip_remove(struct gossip *g, const char *id, gossip_removed_fn done, void *ctx, char *err,
+                  size_t err_len)
+{
+    const struct member *e = membership_find(g->m, id);
+    struct msg_member before;
+    int rc = removal_check(g, e, id, err, err_len);
+
+    if (rc != 0) {
+        return rc;
+    }
     before = e->e;
     rc = membership_remove(g->m, id);
     if (rc != 0) {
         snprintf(err, err_len, "cannot remove '%s': %s", id, rk_strerror(rc));
         return rc;
     }
-    rc = gossip_save(g, true);
+    rc = removal_save(g, &before, done, ctx);
     if (rc != 0) {
-        /* Not saved: not done.  The entry as it was (its ring is the one we had). */
         int undo = membership_put_back(g->m, &before);
         snprintf(err, err_len, "cannot save the removal of '%s': %s%s", id, rk_strerror(rc),
                  undo != 0 ? "; the removal stays in memory and may spread" : "; nothing changed");
         return rc;
     }
-    LOG(LOG_WARN, "member_removed", "id=%s source=operator digest=%016llx members=%zu", id,
-        (unsigned long long)membership_digest(g->m), ring_member_count(membership_ring(g->m)));
     return 0;
 }
 
@@ -938,6 +1052,9 @@ void gossip_destroy(struct gossip *g)
 {
     if (g == NULL) {
         return;
+    }
+    for (struct gossip_removal *r = g->removals; r != NULL; r = r->next) {
+        r->g = NULL; /* its completion, when the store dispatches it, only reports */
     }
     membership_destroy(g->m);
     free(g->dials);

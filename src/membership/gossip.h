@@ -145,12 +145,21 @@ void gossip_self_dialled(struct gossip *g, const char *addr);
 /* Gossip and liveness messages from connection p, identified as member from_id. */
 void gossip_message(struct gossip *g, struct peer *p, const char *from_id, const struct msg *m);
 
+/* A removal's outcome: result 0, or an error and err saying what was kept. */
+typedef void (*gossip_removed_fn)(void *ctx, int result, const char *err);
+
 /*
  * Remove member id from the cluster (RINGKV REMOVE): only a member this
- * node sees down, never ourselves.  The removal is saved before this
- * returns 0; otherwise err says why nothing changed.
+ * node sees down, never ourselves.  The removal takes effect in memory at
+ * once and is saved asynchronously (the member table, epoch and digest in
+ * one atomic store group), so the event loop never waits on the disk.
+ * Returns 0, after which done is called once from the event loop when the
+ * save completed (a failed save puts the entry back and says so in err);
+ * or an error at once, err saying why nothing changed, and done is never
+ * called.
  */
-int gossip_remove(struct gossip *g, const char *id, char *err, size_t err_len);
+int gossip_remove(struct gossip *g, const char *id, gossip_removed_fn done, void *ctx, char *err,
+                  size_t err_len);
 
 /* The member table (read-only), for status reports. */
 const struct membership *gossip_members(const struct gossip *g);

@@ -1175,20 +1175,33 @@ static void ringkv_ring(struct client *c, struct pending *p)
     buf_free(&arcs);
 }
 
-/* RINGKV REMOVE ID: write the removal of a member this node sees down. */
-static void ringkv_remove(struct client *c, struct pending *p)
+/* The removal's save completed: +OK, or why it was not kept. */
+static void ringkv_removed(void *ctx, int result, const char *err)
+{
+    struct pending *p = ctx;
+
+    if (result != 0) {
+        client_error(p, "ERR RINGKV REMOVE: %s", err);
+    } else {
+        resp_put_simple(client_reply(p), "OK");
+    }
+    client_finish(p);
+}
+
+/* RINGKV REMOVE ID: remove a member this node sees down; +OK once the removal is saved. */
+static int ringkv_remove(struct client *c, struct pending *p)
 {
     char err[256];
 
     if (strlen(arg_str(p, 2)) != p->cmd->argv[2].len) {
         client_error(p, "ERR RINGKV REMOVE: a member id has no NUL bytes");
-        return;
+        return CMD_DONE;
     }
-    if (gossip_remove(c->node->gossip, arg_str(p, 2), err, sizeof(err)) != 0) {
+    if (gossip_remove(c->node->gossip, arg_str(p, 2), ringkv_removed, p, err, sizeof(err)) != 0) {
         client_error(p, "ERR RINGKV REMOVE: %s", err);
-        return;
+        return CMD_DONE;
     }
-    resp_put_simple(client_reply(p), "OK");
+    return CMD_ASYNC;
 }
 
 /*
@@ -1470,7 +1483,7 @@ struct ringkv_verb {
 
 static const struct ringkv_verb ringkv_verbs[] = {
     {"status", 1, 1, ringkv_status, NULL},     {"members", 1, 1, ringkv_members, NULL},
-    {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, ringkv_remove, NULL},
+    {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, NULL, ringkv_remove},
     {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
 };
 
