@@ -92,7 +92,7 @@ static int meta_get_u64(struct store *s, const char *name, uint64_t *v)
     return rc == 0 && len != 8 ? RK_ESYNTAX : rc;
 }
 
-/* Write one meta value and wait for it (startup and shutdown only). */
+/* Write one meta value and wait for it: at start only, before the event loop runs. */
 static int meta_put_sync(struct store *s, const char *name, const void *v, size_t len)
 {
     struct store_op op;
@@ -151,19 +151,17 @@ static int gossip_save_async(struct gossip *g, const char *name, const void *v, 
 }
 
 /*
- * Save the member table, epoch and digest: synchronously (shutdown, an
- * operator's removal), else in the background.  The table stays dirty,
- * to be saved again next round, unless every write was handed over (in
- * the background) or done (synchronously).  The table goes last: it is
- * all a restart reads (epoch and digest are there to be inspected), so a
- * failed save never leaves on disk a table the caller was told is not
- * there (a removal refused on a full store).  A background write that
- * fails later is logged (membership_save_failed); the next change saves
- * the whole table again.
+ * Save the member table, epoch and digest in the background (each round
+ * the table changed, and at shutdown: the store completes queued writes
+ * when it closes), so the event loop never waits on the disk.  The table
+ * stays dirty, to be saved again next round, unless every write was
+ * handed over.  The table goes last: it is all a restart reads (epoch and
+ * digest are there to be inspected).  A write that fails later is logged
+ * (membership_save_failed); the next change saves the whole table again.
+ * An operator's removal saves its own way (removal_save()).
  */
-static int gossip_save(struct gossip *g, bool sync)
+static int gossip_save(struct gossip *g)
 {
-    struct store *s = g->cfg.store;
     uint8_t epoch[8], digest[8];
     struct buf b;
     int rc;
@@ -172,15 +170,9 @@ static int gossip_save(struct gossip *g, bool sync)
     rc = membership_encode(g->m, &b);
     bytes_put_be64(epoch, membership_epoch(g->m));
     bytes_put_be64(digest, membership_digest(g->m));
-    if (sync) {
-        rc = rc ? rc : meta_put_sync(s, "ring_epoch", epoch, 8);
-        rc = rc ? rc : meta_put_sync(s, "ring_digest", digest, 8);
-        rc = rc ? rc : meta_put_sync(s, "membership", buf_data(&b), b.len);
-    } else {
-        rc = rc ? rc : gossip_save_async(g, "ring_epoch", epoch, 8);
-        rc = rc ? rc : gossip_save_async(g, "ring_digest", digest, 8);
-        rc = rc ? rc : gossip_save_async(g, "membership", buf_data(&b), b.len);
-    }
+    rc = rc ? rc : gossip_save_async(g, "ring_epoch", epoch, 8);
+    rc = rc ? rc : gossip_save_async(g, "ring_digest", digest, 8);
+    rc = rc ? rc : gossip_save_async(g, "membership", buf_data(&b), b.len);
     buf_free(&b);
     if (rc != 0) {
         LOG(LOG_WARN, "membership_save_failed", "error=\"%s\"", rk_strerror(rc));
@@ -438,11 +430,26 @@ static struct peer *gossip_link(struct gossip *g, const char *id, const char *ad
     return p;
 }
 
+/*
+ * Is an operator's removal being saved?  Until its save completes the
+ * node sends no gossip (no SYN, ACK or ACK2: they would carry the removal
+ * or ask for it to be fetched), so a removal whose save fails and is put
+ * back never left the node: "nothing changed" holds.  A save takes a
+ * commit, milliseconds against a round's interval.
+ */
+static bool gossip_holding(const struct gossip *g)
+{
+    return g->removals != NULL;
+}
+
 static void gossip_send_syn(struct gossip *g, struct peer *p)
 {
     struct msg_digest digests[MSG_GOSSIP_DIGESTS_MAX];
     struct msg m = {.type = MSG_GOSSIP_SYN};
 
+    if (gossip_holding(g)) {
+        return;
+    }
     m.u.syn.epoch = membership_epoch(g->m);
     m.u.syn.digest = membership_digest(g->m);
     m.u.syn.n = membership_digests(g->m, digests, MSG_GOSSIP_DIGESTS_MAX, &m.u.syn.complete);
@@ -647,8 +654,14 @@ static void removal_saved(struct store_op *op, void *ctx)
             r->before.id, (unsigned long long)membership_digest(g->m),
             ring_member_count(membership_ring(g->m)));
     } else if (rc != 0) {
-        /* Not saved: not done.  The entry as it was (its ring is the one we had). */
+        /*
+         * Not saved: not done.  The entry as it was (its ring is the one we
+         * had), saved again next round over any save of the removal queued since.
+         */
         int undo = g != NULL ? membership_put_back(g->m, &r->before) : RK_ECLOSED;
+        if (g != NULL) {
+            g->dirty = true;
+        }
         snprintf(err, sizeof(err), "cannot save the removal of '%s': %s%s", r->before.id,
                  rk_strerror(rc),
                  undo != 0 ? "; the removal stays in memory and may spread" : "; nothing changed");
@@ -802,7 +815,7 @@ static void on_syn(struct gossip *g, struct peer *p, const struct msg *m)
     struct msg_digest *requests = malloc(MSG_GOSSIP_DIGESTS_MAX * sizeof(*requests));
     struct msg ack = {.type = MSG_GOSSIP_ACK};
 
-    if (entries != NULL && requests != NULL) {
+    if (entries != NULL && requests != NULL && !gossip_holding(g)) {
         membership_answer(g->m, m->u.syn.digests, m->u.syn.n, m->u.syn.complete, entries,
                           MSG_GOSSIP_ENTRIES_MAX, &ack.u.entries.n, requests,
                           MSG_GOSSIP_DIGESTS_MAX, &ack.u.entries.n_requests);
@@ -827,7 +840,7 @@ static void on_ack(struct gossip *g, struct peer *p, const char *from_id, const 
             entries[k++] = e->e;
         }
     }
-    if (entries != NULL && k > 0) {
+    if (entries != NULL && k > 0 && !gossip_holding(g)) {
         ack2.u.entries.n = k;
         ack2.u.entries.entries = entries;
         g->hooks.send(g->hooks.ctx, p, &ack2);
@@ -1022,7 +1035,7 @@ static void gossip_round(struct gossip *g)
     }
     gossip_seed(g, live, down, seed);
     if (g->dirty) {
-        gossip_save(g, false);
+        gossip_save(g);
     }
 }
 
@@ -1045,7 +1058,7 @@ void gossip_start(struct gossip *g)
 void gossip_stop(struct gossip *g)
 {
     ev_timer_stop(g->cfg.loop, &g->round_w);
-    gossip_save(g, true);
+    gossip_save(g);
 }
 
 void gossip_destroy(struct gossip *g)

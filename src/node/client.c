@@ -558,13 +558,8 @@ static void client_start_ready(struct client *c)
         if (client_must_wait(c, p)) {
             break;
         }
-        /*
-         * One read snapshot for the reads started together, and none for blind
-         * writes.  Admin verbs start under it too, as they always did: RINGKV
-         * REMOVE still saves synchronously, and gossip-table.sh's full-store
-         * refusal of it holds only under the snapshot.
-         */
-        if (!held && (commands_flags(p) & (CMD_READ | CMD_ADMIN))) {
+        /* one read snapshot for the reads started together; none for blind writes, admin verbs */
+        if (!held && (commands_flags(p) & CMD_READ)) {
             (void)kv_read_hold(c->node->kv);
             held = true;
         }

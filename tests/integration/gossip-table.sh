@@ -7,8 +7,10 @@
 #   - a damaged table stops the node at start with one line and exit 2,
 #     and leaves the directory as it was: no member table is written over
 #     it, and the node's keys are still there once the table is put back;
-#   - `ringkv remove` on a node whose store is full cannot save the
-#     removal: it fails with one line and nothing changes, anywhere.
+#   - `ringkv remove` on a node whose store is full (a reader holding a
+#     snapshot, so no freed page is reused) cannot save the removal: it
+#     fails with one line and nothing changes, anywhere; a client's DELs
+#     empty that store, and the removal then goes through.
 #
 # The table is edited with LMDB's own tools (mdb_dump, mdb_load).
 . "$top_srcdir/tests/integration/lib.sh"
@@ -65,12 +67,31 @@ it_log "a damaged table: refused with one line, nothing written; restored: back 
 # changes nothing; once there is room, the same removal goes through.
 it_stop n3 KILL
 IT_WAIT=$(it_rounds_s "$IT_DOWN_ROUNDS") it_wait it_ask state down n3 "$N1_CLIENT" || it_fail "n3 not down on n1"
-# Fill it with ever smaller values, until not even a small write has room.
+# A reader of the live store (a backup's mdb_dump, blocked on a pipe
+# nobody reads until told to) holds its snapshot: no page freed from then
+# on can be reused, so the store fills to its last page and has room for
+# no write, not even the few pages of a metadata save.  (Without it, the
+# pages the last commits freed are enough for the removal's save.)
+head -c 262144 /dev/urandom > "$IT_DIR/fill"
+out=$(redis-cli -p "$N1_CLIENT" -x SET ballast < "$IT_DIR/fill" 2>&1)
+it_expect_eq "SET ballast" "$out" OK
+mkfifo "$IT_DIR/go"
+mdb_dump -s data "$data" | { read -r _ < "$IT_DIR/go"; cat > /dev/null; } &
+SINK_PID=$!
+IT_PIDS="$IT_PIDS $SINK_PID"
+# dump_pid: the pid of a reader of n1's store holding a snapshot, other than n1.
+dump_pid() {
+    mdb_stat -r "$data" | awk -v node="$N1_PID" 'NR > 2 && $1 != node && $3 != "-" { print $1; exit }' | grep .
+}
+it_wait dump_pid || it_fail "mdb_dump holds no snapshot of n1's store: $(mdb_stat -r "$data")"
+DUMP_PID=$(dump_pid)
+IT_PIDS="$IT_PIDS $DUMP_PID"
+# Fill it with ever smaller values, until not even a 1-byte write has room.
 i=0
-for size in 1048576 65536 4096 256; do
+for size in 1048576 65536 4096 256 16 1; do
     head -c "$size" /dev/urandom > "$IT_DIR/fill"
     k=0
-    while [ "$k" -lt 300 ]; do
+    while [ "$k" -lt 2000 ]; do
         out=$(redis-cli -p "$N1_CLIENT" -x SET "fill$i" < "$IT_DIR/fill" 2>&1)
         [ "$out" = OK ] || break
         i=$((i + 1))
@@ -84,11 +105,23 @@ it_expect_eq "exit status of remove on a full store" "$rc" 1
 grep -q "cannot save the removal of 'n3': .*; nothing changed" "$IT_DIR/remove.err" ||
     it_fail "remove on a full store: $(cat "$IT_DIR/remove.err")"
 it_ask status normal n3 "$N1_CLIENT" "$N2_CLIENT" || it_fail "the refused removal changed a member view"
+# A client empties the full store with DEL (each a small write; freed
+# pages are still held by the reader): the first DELs use the deletion
+# reserve.  Then the reader finishes its dump and ends, and the rest is
+# ordinary.
+release() {
+    [ -p "$IT_DIR/go" ] || return 0
+    echo > "$IT_DIR/go"
+    wait "$DUMP_PID" "$SINK_PID"
+    rm -f "$IT_DIR/go"
+}
 j=0
 while [ "$j" -lt "$i" ]; do
-    it_cli n1 DEL "fill$j" > /dev/null
+    [ "$j" -lt 16 ] || release
+    out=$(it_cli n1 DEL "fill$j" 2>&1) || it_fail "DEL fill$j (of $i) on the full store: $out"
     j=$((j + 1))
 done
+release
 "$RINGKV" -H "127.0.0.1:$N1_CLIENT" remove n3 > /dev/null || it_fail "remove n3 refused once there was room"
 IT_WAIT=$(it_rounds_s 30) it_wait it_ask status removed n3 "$N1_CLIENT" "$N2_CLIENT" ||
     it_fail "n3 not removed everywhere"
