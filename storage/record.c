@@ -858,12 +858,17 @@ int record_decode(const uint8_t *buf, size_t len, struct record *r)
     if (err != 0) {
         return err;
     }
-    /* calloc's zeroed siblings are initialised ones (record.h, vclock.h). */
-    r->s = calloc(n, sizeof(*r->s));
+    /*
+     * calloc's zeroed siblings are initialised ones (record.h, vclock.h).  At
+     * least RECORD_CAP_MIN, as record_reserve() would grow it to: a write
+     * applied to the decoded record then needs no realloc.
+     */
+    r->cap = n < RECORD_CAP_MIN ? RECORD_CAP_MIN : n;
+    r->s = calloc(r->cap, sizeof(*r->s));
     if (r->s == NULL) {
+        r->cap = 0;
         return RK_ENOMEM;
     }
-    r->cap = n;
     for (size_t i = 0; i < n; i++) {
         err = sibling_decode(&buf[pos], len - pos, &used, &r->s[i]);
         if (err != 0) {
