@@ -26,30 +26,8 @@
 #include "hlc.h"
 #include "store.h"
 
-static char tmp_dir[256];
-static const uint8_t cluster_a[] = "cluster-a";
-
-static void tmp_setup(void)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof(tmp_dir), "%s/check_store.XXXXXX", base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
-
-static void tmp_teardown(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-/* A wall clock the tests move by hand. */
-static uint64_t fake_now_ms = 1800000000000ull;
-static uint64_t fake_wall(void *ctx)
-{
-    (void)ctx;
-    return fake_now_ms;
-}
+#define TEST_STORE_DIR_NAME "check_store"
+#include "test_store_dir.h"
 
 static void settings_for(struct store_config *c, const char *sub, const char *node)
 {
