@@ -129,6 +129,16 @@ it_stop() {
     IT_STATUS=$?
 }
 
+# it_kill_load ID DIR WRITERS WHAT: SIGKILL node ID while tests/integration/durability.py
+# writers (process WRITERS, acknowledgements under DIR) load it, then wait for the node and the
+# writers; fails, naming WHAT, if a writer failed.
+it_kill_load() {
+    pid=$(it_var "$1" PID)
+    python3 "$top_srcdir/tests/integration/durability.py" kill "$pid" "$2"
+    wait "$pid" 2> /dev/null || true
+    wait "$3" || it_fail "$4: a writer failed (an error reply?)"
+}
+
 # it_alive ID: is the node's process still running?
 it_alive() {
     kill -0 "$(it_var "$1" PID)" 2> /dev/null

@@ -54,10 +54,7 @@ for mode in always batch none; do
     writers=$!
     IT_WAIT=50 it_wait sh -c "[ \$(cat '$dir'/acked.* 2> /dev/null | wc -l) -ge $MIN_ACKS ]" ||
         it_fail "$mode: fewer than $MIN_ACKS writes acknowledged in 50 s"
-    pid=$(it_var "$id" PID)
-    python3 "$DUR" kill "$pid" "$dir"
-    wait "$pid" 2> /dev/null || true
-    wait "$writers" || it_fail "$mode: a writer failed (an error reply?)"
+    it_kill_load "$id" "$dir" "$writers" "$mode"
     it_log "$mode: killed with $(acked_count "$dir") writes acknowledged"
     # shellcheck disable=SC2086
     it_node "$id" $flags

@@ -22,6 +22,26 @@ scrape() {
 print(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())' "$METRICS"
 }
 
+# Run the Python script on stdin against n1's client port, after a prologue giving it port,
+# rss_kb() (n1's resident size in KiB), base (that size now) and an empty list conns.
+rss_python() {
+    {
+        cat << 'PY'
+import socket, sys, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+
+def rss_kb():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+base = rss_kb()
+conns = []
+PY
+        cat
+    } | python3 - "$N1_CLIENT" "$N1_PID"
+}
+
 # --- the metrics port's cap ---
 python3 "$top_srcdir/tests/integration/holdconn.py" "$METRICS" 10 3 --ready "$IT_DIR/held" \
     > "$IT_DIR/held.out" 2>&1 &
@@ -37,17 +57,7 @@ it_expect_eq "metrics connections refused, counted" "$rejected" "6"
 # --- before AUTH: small commands only, refused at the header ---
 # Three connections announce a huge count and three a 16 MB argument (within value-max), and
 # each sends 16 MB: the node must refuse each at its header and close, not buffer 96 MB.
-out=$(python3 - "$N1_CLIENT" "$N1_PID" << 'PY'
-import socket, sys, time
-port, pid = int(sys.argv[1]), sys.argv[2]
-
-def rss_kb():
-    for line in open("/proc/%s/status" % pid):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-
-base = rss_kb()
-conns = []
+out=$(rss_python << 'PY'
 for head, unit in [(b"*1000000\r\n", b"$1\r\nx\r\n"), (b"*1\r\n$16000000\r\n", b"x" * 7)] * 3:
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     body = head + unit * (16 * 1024 * 1024 // len(unit))
@@ -90,17 +100,7 @@ printf '%s\n' "$out" | grep -qx 'reply=-ERR Protocol error: unauthenticated bulk
 # answered with +PONG\r\n) and read nothing.  The node stops reading a connection whose
 # unsent replies pass 64 KiB, so it neither buffers output-buffer-max of them nor drops it:
 # once the client reads, every PING is answered.
-out=$(python3 - "$N1_CLIENT" "$N1_PID" << 'PY'
-import socket, sys, time
-port, pid = int(sys.argv[1]), sys.argv[2]
-
-def rss_kb():
-    for line in open("/proc/%s/status" % pid):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-
-base = rss_kb()
-conns = []
+out=$(rss_python << 'PY'
 chunk = b"PING\r\n" * 10000
 for _ in range(3):
     s = socket.socket()

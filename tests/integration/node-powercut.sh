@@ -58,10 +58,7 @@ for mode in batch none; do
         IT_WAIT=50 it_wait sh -c "[ \$(cat '$dir'/acked.* 2> /dev/null | wc -l) -ge $MIN_ACKS ]" ||
             it_fail "$mode: fewer than $MIN_ACKS writes acknowledged in 50 s"
     fi
-    pid=$(it_var "$id" PID)
-    python3 "$DUR" kill "$pid" "$dir"
-    wait "$pid" 2> /dev/null || true
-    wait "$writers" || it_fail "$mode: a writer failed (an error reply?)"
+    it_kill_load "$id" "$dir" "$writers" "$mode"
     # The power loss: the data file as of its last fsync, nothing of the cache.
     mv "$data" "$data.crashed"
     mkdir "$data"
