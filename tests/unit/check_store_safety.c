@@ -57,7 +57,7 @@ static struct store *open_store(const char *sub)
 
 static void count_done(struct store_op *op, void *ctx)
 {
-    (void)op;
+    sibling_deinit(&op->written); /* the caller owns the version a write created */
     ++*(int *)ctx;
 }
 
