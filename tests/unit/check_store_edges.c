@@ -24,25 +24,13 @@
 #define TEST_STORE_DIR_NAME "check_store_edges"
 #include "test_store_dir.h"
 
-static void settings_for(struct store_config *c, char *path, size_t cap, const char *sub)
-{
-    store_config_defaults(c);
-    snprintf(path, cap, "%s/%s", tmp_dir, sub);
-    c->path = path;
-    c->node_id = "n1";
-    c->cluster_id = cluster_a;
-    c->cluster_id_len = sizeof(cluster_a) - 1;
-    c->wall_ms = fake_wall;
-    c->sync = STORE_SYNC_NONE;
-}
-
 static struct store *open_store(const char *sub)
 {
     struct store_config c;
     struct store *s;
     char path[512], err[256];
 
-    settings_for(&c, path, sizeof(path), sub);
+    store_config_in(&c, path, sizeof(path), sub);
     ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
     return s;
 }
@@ -189,18 +177,6 @@ END_TEST
 
 /* --- LOCK ---------------------------------------------------------------------- */
 
-static void assert_refused(const char *sub, const char *want)
-{
-    struct store_config c;
-    struct store *s = NULL;
-    char path[512], err[512];
-
-    settings_for(&c, path, sizeof(path), sub);
-    ck_assert_int_ne(store_open(&s, &c, err, sizeof(err)), 0);
-    ck_assert_ptr_null(s);
-    ck_assert_msg(strstr(err, want) != NULL, "refusal '%s' does not say '%s'", err, want);
-}
-
 START_TEST(test_lock_fifo_refused)
 {
     char path[512], lock[600];
@@ -209,7 +185,7 @@ START_TEST(test_lock_fifo_refused)
     snprintf(lock, sizeof(lock), "%s/LOCK", path);
     ck_assert_int_eq(mkdir(path, 0700), 0);
     ck_assert_int_eq(mkfifo(lock, 0600), 0);
-    assert_refused("d", "LOCK is not a regular file");
+    assert_store_refused("d", "LOCK is not a regular file");
 }
 END_TEST
 
@@ -229,7 +205,7 @@ START_TEST(test_lock_hard_link_refused)
     fputs("keep me\n", f);
     fclose(f);
     ck_assert_int_eq(link(other, lock), 0);
-    assert_refused("d", "LOCK has other names");
+    assert_store_refused("d", "LOCK has other names");
     ck_assert_int_eq(stat(other, &st), 0);
     ck_assert_int_eq(st.st_size, 8);
 }
@@ -243,7 +219,7 @@ START_TEST(test_lock_names_holder_on_one_line)
     struct store *again = NULL;
     char path[512], err[512], want[64];
 
-    settings_for(&c, path, sizeof(path), "d");
+    store_config_in(&c, path, sizeof(path), "d");
     ck_assert_int_eq(store_open(&again, &c, err, sizeof(err)), RK_EMISMATCH);
     snprintf(want, sizeof(want), "in use by another process (pid %ld)", (long)getpid());
     ck_assert_msg(strstr(err, want) != NULL, "refusal '%s' does not say '%s'", err, want);

@@ -25,18 +25,6 @@
 #define TEST_STORE_DIR_NAME "check_store_safety"
 #include "test_store_dir.h"
 
-static void settings_for(struct store_config *c, char *path, size_t cap, const char *sub)
-{
-    store_config_defaults(c);
-    snprintf(path, cap, "%s/%s", tmp_dir, sub);
-    c->path = path;
-    c->node_id = "n1";
-    c->cluster_id = cluster_a;
-    c->cluster_id_len = sizeof(cluster_a) - 1;
-    c->wall_ms = fake_wall;
-    c->sync = STORE_SYNC_NONE;
-}
-
 static struct store *open_cfg(const struct store_config *c)
 {
     struct store *s;
@@ -51,7 +39,7 @@ static struct store *open_store(const char *sub)
     struct store_config c;
     char path[512];
 
-    settings_for(&c, path, sizeof(path), sub);
+    store_config_in(&c, path, sizeof(path), sub);
     return open_cfg(&c);
 }
 
@@ -110,7 +98,7 @@ START_TEST(test_dispatch_keeps_wakeup)
     struct store_config c;
     char path[512];
 
-    settings_for(&c, path, sizeof(path), "d");
+    store_config_in(&c, path, sizeof(path), "d");
     c.test_dispatch_gap = complete_in_gap;
     c.test_ctx = &g;
     g.s = open_cfg(&c);
@@ -221,7 +209,7 @@ static struct store *open_lww(const char *sub)
     struct store_config c;
     char path[512];
 
-    settings_for(&c, path, sizeof(path), sub);
+    store_config_in(&c, path, sizeof(path), sub);
     c.conflicts = RECORD_LWW;
     return open_cfg(&c);
 }
@@ -382,7 +370,7 @@ static struct store *open_failing(const char *sub, enum store_sync mode)
     struct store_config c;
     char path[512];
 
-    settings_for(&c, path, sizeof(path), sub);
+    store_config_in(&c, path, sizeof(path), sub);
     c.sync = mode;
     c.batch_ms = 1;
     c.test_sync = failing_sync;
@@ -445,19 +433,6 @@ END_TEST
 
 /* --- the data directory --------------------------------------------------------- */
 
-/* Open sub and expect a refusal whose line contains want. */
-static void assert_refused(const char *sub, const char *want)
-{
-    struct store_config c;
-    struct store *s = NULL;
-    char path[512], err[512];
-
-    settings_for(&c, path, sizeof(path), sub);
-    ck_assert_int_ne(store_open(&s, &c, err, sizeof(err)), 0);
-    ck_assert_ptr_null(s);
-    ck_assert_msg(strstr(err, want) != NULL, "refusal '%s' does not say '%s'", err, want);
-}
-
 START_TEST(test_dir_writable_by_others_refused)
 {
     char path[512];
@@ -465,9 +440,9 @@ START_TEST(test_dir_writable_by_others_refused)
     store_close(open_store("d"));
     snprintf(path, sizeof(path), "%s/d", tmp_dir);
     ck_assert_int_eq(chmod(path, 0702), 0);
-    assert_refused("d", "is writable by others (mode 0702)");
+    assert_store_refused("d", "is writable by others (mode 0702)");
     ck_assert_int_eq(chmod(path, 0770), 0);
-    assert_refused("d", "is writable by its group (mode 0770)");
+    assert_store_refused("d", "is writable by its group (mode 0770)");
     ck_assert_int_eq(chmod(path, 0755), 0);
     store_close(open_store("d"));
 }
@@ -484,7 +459,7 @@ START_TEST(test_dir_owned_by_another_refused)
     store_close(open_store("d"));
     snprintf(path, sizeof(path), "%s/d", tmp_dir);
     ck_assert_int_eq(chown(path, 65534, 65534), 0);
-    assert_refused("d", "is owned by uid 65534, not by this user");
+    assert_store_refused("d", "is owned by uid 65534, not by this user");
     ck_assert_int_eq(chown(path, 0, 0), 0);
     store_close(open_store("d"));
 }
@@ -500,7 +475,7 @@ START_TEST(test_lock_symlink_refused)
     snprintf(target, sizeof(target), "%s/elsewhere", tmp_dir);
     ck_assert_int_eq(mkdir(path, 0700), 0);
     ck_assert_int_eq(symlink(target, lock), 0);
-    assert_refused("d", "LOCK is a symbolic link: refusing to follow it");
+    assert_store_refused("d", "LOCK is a symbolic link: refusing to follow it");
     /* nothing was created or written through the link */
     ck_assert_int_ne(stat(target, &st), 0);
 }

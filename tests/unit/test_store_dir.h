@@ -10,7 +10,10 @@
  * fake_wall() is the store's wall clock: it returns fake_now_ms, a fixed
  * time (2027) that a test may move by hand, so no test depends on the
  * machine's clock.  cluster_a is the cluster id the suites open stores
- * with.  One directory per test program: the state is static here.
+ * with.  store_config_in() fills a store's settings for a directory in
+ * it (node n1, cluster_a, the fake clock, sync none); assert_store_refused()
+ * opens one and expects a refusal naming the problem.  One directory per
+ * test program: the state is static here.
  */
 #ifndef RINGKV_TEST_STORE_DIR_H
 #define RINGKV_TEST_STORE_DIR_H
@@ -19,6 +22,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
 
 #ifndef TEST_STORE_DIR_NAME
 #error "define TEST_STORE_DIR_NAME (the suite's name) before including test_store_dir.h"
@@ -48,6 +54,32 @@ static inline uint64_t fake_wall(void *ctx)
 {
     (void)ctx;
     return fake_now_ms;
+}
+
+/* Settings of a store in tmp_dir/sub; path (cap bytes) holds its path. */
+static inline void store_config_in(struct store_config *c, char *path, size_t cap, const char *sub)
+{
+    store_config_defaults(c);
+    snprintf(path, cap, "%s/%s", tmp_dir, sub);
+    c->path = path;
+    c->node_id = "n1";
+    c->cluster_id = cluster_a;
+    c->cluster_id_len = sizeof(cluster_a) - 1;
+    c->wall_ms = fake_wall;
+    c->sync = STORE_SYNC_NONE;
+}
+
+/* Open sub and expect a refusal whose line contains want. */
+static inline void assert_store_refused(const char *sub, const char *want)
+{
+    struct store_config c;
+    struct store *s = NULL;
+    char path[512], err[512];
+
+    store_config_in(&c, path, sizeof(path), sub);
+    ck_assert_int_ne(store_open(&s, &c, err, sizeof(err)), 0);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strstr(err, want) != NULL, "refusal '%s' does not say '%s'", err, want);
 }
 
 #endif
