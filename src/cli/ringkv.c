@@ -23,6 +23,8 @@
 #include "cli_data.h"
 #include "cli_key.h"
 #include "cli_placement.h"
+#include "cli_verify.h"
+#include "cli_workload.h"
 #include "respc.h"
 
 static const struct cli_verb ringkv_verbs[] = {
@@ -44,6 +46,12 @@ static const struct cli_verb ringkv_verbs[] = {
     {"keygen", cli_key_keygen, "[--json] [FILE]   a new cluster key: printed, or FILE (mode 0600)"},
     {"peer-check", cli_key_peer_check,
      "--cluster-key FILE [-t SECONDS] [--json] HOST[:PORT]   open a sealed channel to a peer port"},
+    {"workload", cli_workload,
+     "--keys N --duration SECONDS --history FILE [-H ...]... [--mix R:W:D] [--causal] ...   "
+     "a bounded load that records every operation"},
+    {"verify", cli_verify,
+     "[-H ...]... [--json] [--monotonic] [--allow-loss-after-us T] HISTORY   is every "
+     "acknowledged write of a history there?"},
 };
 
 #define RINGKV_VERBS (sizeof(ringkv_verbs) / sizeof(ringkv_verbs[0]))

@@ -1,0 +1,564 @@
+/*
+ * hcheck.c - the history checker (hcheck.h has the rules).
+ *
+ * Keys are checked one at a time, on arrays indexed like the key's ops:
+ * which value is present, which op is accounted for.  "Accounted for" is
+ * a fixpoint: start from the present values, the deletes of an absent key
+ * and the trusted ops, then mark every op a marked op supersedes, until
+ * nothing changes.  Superseding is tested in O(1) per op: a blind op
+ * supersedes W when its end is at or after W's start, so only the largest
+ * end among the accounted blind ops (and the second largest, for W
+ * itself) matters; the kset rule marks the writes an accounted kset's
+ * context holds.  Values are found by binary search in the key's writes
+ * sorted by value.  The monotonic-read check sweeps the reads in order of
+ * start, folding in each read that ended before: the latest start of a
+ * blind write read so far, and which writes the contexts read so far
+ * covered.
+ */
+#include "hcheck.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+#define NONE SIZE_MAX
+
+static const char *const hcheck_kind_names[] = {"lost",          "fail-present", "stale",
+                                                "delete-undone", "foreign",      "not-monotonic"};
+
+const char *hcheck_kind_name(enum hcheck_kind k)
+{
+    return hcheck_kind_names[k];
+}
+
+static int str_cmp(const struct history_str *a, const struct history_str *b)
+{
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = n > 0 ? memcmp(a->p, b->p, n) : 0;
+
+    return c != 0 ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+/* --- grouping -------------------------------------------------------------------- */
+
+struct sort_item {
+    const struct history_str *s;
+    size_t i;
+};
+
+static int sort_item_cmp(const void *a, const void *b)
+{
+    const struct sort_item *x = a, *y = b;
+    int c = str_cmp(x->s, y->s);
+
+    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Sort the key's writes by value; RK_EDUP when two wrote the same. */
+static int key_writes(struct hcheck *hc, struct hcheck_key *k, char *err, size_t err_len)
+{
+    struct sort_item *it = calloc(k->n_ops + 1, sizeof(*it));
+    size_t n = 0;
+
+    k->writes = calloc(k->n_ops + 1, sizeof(*k->writes));
+    if (it == NULL || k->writes == NULL) {
+        free(it);
+        return RK_ENOMEM;
+    }
+    for (size_t l = 0; l < k->n_ops; l++) {
+        const struct history_entry *e = &hc->h->e[k->ops[l]];
+        if (history_is_write(e)) {
+            it[n++] = (struct sort_item){&e->value, l};
+        }
+    }
+    qsort(it, n, sizeof(*it), sort_item_cmp);
+    for (size_t j = 0; j < n; j++) {
+        if (j > 0 && str_cmp(it[j - 1].s, it[j].s) == 0) {
+            snprintf(err, err_len, "lines %zu and %zu wrote the same value to one key",
+                     hc->h->e[k->ops[it[j - 1].i]].line, hc->h->e[k->ops[it[j].i]].line);
+            free(it);
+            return RK_EDUP;
+        }
+        k->writes[j] = it[j].i;
+    }
+    k->n_writes = n;
+    free(it);
+    return 0;
+}
+
+/* Cut the entries sorted by key into keys. */
+static int group_keys(struct hcheck *hc, const struct sort_item *it, size_t n)
+{
+    for (size_t j = 0; j < n;) {
+        struct hcheck_key *k = &hc->keys[hc->n_keys++];
+        size_t end = j + 1;
+        while (end < n && str_cmp(it[j].s, it[end].s) == 0) {
+            end++;
+        }
+        k->key = *it[j].s;
+        k->ops = malloc((end - j) * sizeof(*k->ops));
+        if (k->ops == NULL) {
+            return RK_ENOMEM;
+        }
+        for (k->n_ops = 0; j < end; j++) {
+            k->ops[k->n_ops++] = it[j].i;
+        }
+    }
+    return 0;
+}
+
+int hcheck_init(struct hcheck *hc, const struct history *h, char *err, size_t err_len)
+{
+    struct sort_item *it = calloc(h->n + 1, sizeof(*it));
+    int rc = 0;
+
+    memset(hc, 0, sizeof(*hc));
+    hc->h = h;
+    hc->keys = calloc(h->n + 1, sizeof(*hc->keys));
+    if (it == NULL || hc->keys == NULL) {
+        free(it);
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < h->n; i++) {
+        it[i] = (struct sort_item){&h->e[i].key, i};
+    }
+    qsort(it, h->n, sizeof(*it), sort_item_cmp);
+    rc = group_keys(hc, it, h->n);
+    for (size_t k = 0; rc == 0 && k < hc->n_keys; k++) {
+        rc = key_writes(hc, &hc->keys[k], err, err_len);
+    }
+    if (rc == RK_ENOMEM) {
+        snprintf(err, err_len, "out of memory");
+    }
+    free(it);
+    return rc;
+}
+
+int hcheck_set_final(struct hcheck *hc, size_t k, const struct history_str *values, size_t n)
+{
+    struct hcheck_key *key = &hc->keys[k];
+
+    key->final = calloc(n + 1, sizeof(*key->final));
+    if (key->final == NULL) {
+        return RK_ENOMEM;
+    }
+    for (key->n_final = 0; key->n_final < n; key->n_final++) {
+        struct history_str *d = &key->final[key->n_final];
+        d->p = malloc(values[key->n_final].len + 1);
+        if (d->p == NULL) {
+            return RK_ENOMEM;
+        }
+        memcpy(d->p, values[key->n_final].p, values[key->n_final].len);
+        d->len = values[key->n_final].len;
+    }
+    return 0;
+}
+
+void hcheck_free(struct hcheck *hc)
+{
+    for (size_t k = 0; hc->keys != NULL && k < hc->n_keys; k++) {
+        for (size_t i = 0; i < hc->keys[k].n_final; i++) {
+            free(hc->keys[k].final[i].p);
+        }
+        free(hc->keys[k].final);
+        free(hc->keys[k].ops);
+        free(hc->keys[k].writes);
+    }
+    free(hc->keys);
+    free(hc->v);
+    memset(hc, 0, sizeof(*hc));
+}
+
+/* --- one key --------------------------------------------------------------------- */
+
+/* The state of checking one key; arrays are indexed like key->ops. */
+struct kcheck {
+    struct hcheck *hc;
+    size_t ki;
+    const struct hcheck_key *k;
+    const struct hcheck_opts *o;
+    bool *present, *acc;
+    size_t *covered; /* by an accounted kset: its local index, or NONE */
+    size_t top[2];   /* the accounted blind ops with the largest ends, or NONE */
+};
+
+static const struct history_entry *op_at(const struct kcheck *c, size_t l)
+{
+    return &c->hc->h->e[c->k->ops[l]];
+}
+
+/* When an op may have taken effect until: never known for unknown. */
+static uint64_t end_x(const struct history_entry *e)
+{
+    return e->outcome == HISTORY_UNKNOWN ? UINT64_MAX : e->end;
+}
+
+static bool trusted(const struct kcheck *c, const struct history_entry *e)
+{
+    return e->outcome == HISTORY_OK && (!c->o->loss_bound || e->end < c->o->loss_after_us);
+}
+
+/* The local index of the write of value v, or NONE. */
+static size_t find_write(const struct kcheck *c, const struct history_str *v)
+{
+    size_t lo = 0, hi = c->k->n_writes;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = str_cmp(&op_at(c, c->k->writes[mid])->value, v);
+        if (cmp == 0) {
+            return c->k->writes[mid];
+        }
+        if (cmp < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return NONE;
+}
+
+static int violation(struct kcheck *c, enum hcheck_kind kind, size_t l, size_t other,
+                     const struct history_str *value)
+{
+    struct hcheck *hc = c->hc;
+
+    if (hc->n_v == hc->cap_v) {
+        size_t cap = hc->cap_v ? 2 * hc->cap_v : 16;
+        struct hcheck_violation *v = realloc(hc->v, cap * sizeof(*v));
+        if (v == NULL) {
+            return RK_ENOMEM;
+        }
+        hc->v = v;
+        hc->cap_v = cap;
+    }
+    hc->v[hc->n_v++] = (struct hcheck_violation){kind, c->ki, l == NONE ? NONE : c->k->ops[l],
+                                                 other == NONE ? NONE : c->k->ops[other], value};
+    return 0;
+}
+
+/* Mark the present values; a value no write wrote is a violation. */
+static int mark_present(struct kcheck *c)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < c->k->n_final; i++) {
+        size_t l = find_write(c, &c->k->final[i]);
+        if (l == NONE) {
+            rc = violation(c, HCHECK_FOREIGN, NONE, NONE, &c->k->final[i]);
+        } else {
+            c->present[l] = true;
+        }
+    }
+    return rc;
+}
+
+/* Does an accounted op other than l supersede op l? */
+static bool superseded(const struct kcheck *c, size_t l)
+{
+    size_t t = c->top[0] == l ? c->top[1] : c->top[0];
+
+    return c->covered[l] != NONE || (t != NONE && end_x(op_at(c, t)) >= op_at(c, l)->start);
+}
+
+/* Recompute top[] and covered[] from the accounted ops. */
+static void fold_accounted(struct kcheck *c)
+{
+    c->top[0] = c->top[1] = NONE;
+    for (size_t l = 0; l < c->k->n_ops; l++) {
+        c->covered[l] = NONE;
+    }
+    for (size_t l = 0; l < c->k->n_ops; l++) {
+        const struct history_entry *e = op_at(c, l);
+        if (!c->acc[l]) {
+            continue;
+        }
+        if (history_is_blind(e)) {
+            if (c->top[0] == NONE || end_x(e) > end_x(op_at(c, c->top[0]))) {
+                c->top[1] = c->top[0];
+                c->top[0] = l;
+            } else if (c->top[1] == NONE || end_x(e) > end_x(op_at(c, c->top[1]))) {
+                c->top[1] = l;
+            }
+        }
+        for (size_t i = 0; e->op == HISTORY_KSET && i < e->n_context; i++) {
+            size_t w = find_write(c, &e->context[i]);
+            if (w != NONE && w != l) {
+                c->covered[w] = l;
+            }
+        }
+    }
+}
+
+/* The fixpoint of "accounted for" (the file's comment). */
+static void account(struct kcheck *c)
+{
+    bool changed = true;
+
+    for (size_t l = 0; l < c->k->n_ops; l++) {
+        const struct history_entry *e = op_at(c, l);
+        bool mutation = history_is_write(e) || e->op == HISTORY_DEL;
+        c->acc[l] = mutation &&
+                    (c->present[l] || trusted(c, e) ||
+                     (e->op == HISTORY_DEL && c->k->n_final == 0 && e->outcome != HISTORY_FAIL));
+    }
+    while (changed) {
+        changed = false;
+        fold_accounted(c);
+        for (size_t l = 0; l < c->k->n_ops; l++) {
+            const struct history_entry *e = op_at(c, l);
+            if (!c->acc[l] && e->op != HISTORY_GET && e->op != HISTORY_KGET &&
+                e->outcome != HISTORY_FAIL && superseded(c, l)) {
+                c->acc[l] = changed = true;
+            }
+        }
+    }
+}
+
+/* Count op l and report it when it is lost or a present fail. */
+static int classify(struct kcheck *c, size_t l)
+{
+    const struct history_entry *e = op_at(c, l);
+    struct hcheck_counts *n = &c->hc->counts;
+
+    if (e->outcome == HISTORY_UNKNOWN && (history_is_write(e) || e->op == HISTORY_DEL)) {
+        n->unknown++;
+        n->unknown_present += c->present[l];
+    }
+    if (e->op == HISTORY_DEL) {
+        n->deletes_ok += e->outcome == HISTORY_OK;
+        return 0;
+    }
+    if (!history_is_write(e) || e->outcome == HISTORY_UNKNOWN) {
+        return 0;
+    }
+    if (e->outcome == HISTORY_FAIL) {
+        n->fail++;
+        n->fail_present += c->present[l];
+        return c->present[l] ? violation(c, HCHECK_FAIL_PRESENT, l, NONE, &e->value) : 0;
+    }
+    n->writes_ok++;
+    n->last_ok_write_end = e->end > n->last_ok_write_end ? e->end : n->last_ok_write_end;
+    if (c->present[l]) {
+        n->present++;
+    } else if (superseded(c, l)) {
+        n->superseded++;
+    } else if (c->o->loss_bound && e->end >= c->o->loss_after_us) {
+        n->lost_allowed++;
+    } else {
+        n->lost++;
+        return violation(c, HCHECK_LOST, l, NONE, &e->value);
+    }
+    return 0;
+}
+
+/*
+ * A present value that a trusted op overwrote: a blind one that started
+ * after its write ended (the latest-starting one is the witness), or a
+ * kset whose context held it.
+ */
+static int check_stale(struct kcheck *c)
+{
+    size_t last = NONE;
+    int rc = 0;
+
+    for (size_t l = 0; l < c->k->n_ops; l++) {
+        const struct history_entry *e = op_at(c, l);
+        if (history_is_blind(e) && trusted(c, e) &&
+            (last == NONE || e->start > op_at(c, last)->start)) {
+            last = l;
+        }
+    }
+    for (size_t l = 0; rc == 0 && l < c->k->n_ops; l++) {
+        const struct history_entry *e = op_at(c, l);
+        size_t by = NONE;
+        if (!c->present[l]) {
+            continue;
+        }
+        if (last != NONE && op_at(c, last)->start > end_x(e)) {
+            by = last;
+        }
+        for (size_t j = 0; by == NONE && j < c->k->n_ops; j++) {
+            const struct history_entry *y = op_at(c, j);
+            for (size_t i = 0; y->op == HISTORY_KSET && trusted(c, y) && i < y->n_context; i++) {
+                by = str_cmp(&y->context[i], &e->value) == 0 ? j : by;
+            }
+        }
+        if (by != NONE) {
+            enum hcheck_kind kind =
+                op_at(c, by)->op == HISTORY_DEL ? HCHECK_DELETE_UNDONE : HCHECK_STALE;
+            rc = violation(c, kind, l, by, &e->value);
+        }
+    }
+    return rc;
+}
+
+/* --- monotonic reads ------------------------------------------------------------- */
+
+/* The values an ok read returned. */
+static const struct history_str *read_values(const struct history_entry *e, size_t *n)
+{
+    if (e->op == HISTORY_KGET) {
+        *n = e->n_values;
+        return e->values;
+    }
+    *n = e->has_value ? 1 : 0;
+    return &e->value;
+}
+
+static bool is_ok_read(const struct history_entry *e)
+{
+    return (e->op == HISTORY_GET || e->op == HISTORY_KGET) && e->outcome == HISTORY_OK;
+}
+
+/* What the reads folded in so far returned. */
+struct seen {
+    uint64_t max_start; /* the latest start of a blind write read */
+    size_t by;          /* the read that returned it, or NONE */
+};
+
+/* Fold read r into s and c->covered (reused here: the read whose context covered a write). */
+static void fold_read(struct kcheck *c, struct seen *s, size_t r)
+{
+    size_t n;
+    const struct history_str *v = read_values(op_at(c, r), &n);
+
+    for (size_t i = 0; i < n; i++) {
+        size_t w = find_write(c, &v[i]);
+        const struct history_entry *e = w == NONE ? NULL : op_at(c, w);
+        if (e != NULL && history_is_blind(e) && (s->by == NONE || e->start > s->max_start)) {
+            s->max_start = e->start;
+            s->by = r;
+        }
+        for (size_t j = 0; e != NULL && e->op == HISTORY_KSET && j < e->n_context; j++) {
+            size_t cw = find_write(c, &e->context[j]);
+            if (cw != NONE && c->covered[cw] == NONE) {
+                c->covered[cw] = r;
+            }
+        }
+    }
+}
+
+/* Check read r against what the reads that ended before it started returned. */
+static int check_read(struct kcheck *c, const struct seen *s, size_t r)
+{
+    size_t n;
+    const struct history_str *v = read_values(op_at(c, r), &n);
+
+    c->hc->counts.reads_checked++;
+    for (size_t i = 0; i < n; i++) {
+        size_t w = find_write(c, &v[i]);
+        if (w == NONE) {
+            return violation(c, HCHECK_FOREIGN, r, NONE, &v[i]);
+        }
+        if (!c->o->monotonic) {
+            continue;
+        }
+        if (s->by != NONE && end_x(op_at(c, w)) < s->max_start) {
+            return violation(c, HCHECK_NOT_MONOTONIC, r, s->by, &v[i]);
+        }
+        if (c->covered[w] != NONE) {
+            return violation(c, HCHECK_NOT_MONOTONIC, r, c->covered[w], &v[i]);
+        }
+    }
+    return 0;
+}
+
+static const struct kcheck *sort_ctx;
+
+static int by_start(const void *a, const void *b)
+{
+    uint64_t x = op_at(sort_ctx, *(const size_t *)a)->start;
+    uint64_t y = op_at(sort_ctx, *(const size_t *)b)->start;
+
+    return (x > y) - (x < y);
+}
+
+static int by_end(const void *a, const void *b)
+{
+    uint64_t x = op_at(sort_ctx, *(const size_t *)a)->end;
+    uint64_t y = op_at(sort_ctx, *(const size_t *)b)->end;
+
+    return (x > y) - (x < y);
+}
+
+/* The sweep over the key's ok reads (the file's comment). */
+static int check_reads(struct kcheck *c)
+{
+    size_t *starts = calloc(c->k->n_ops + 1, sizeof(*starts));
+    size_t *ends = calloc(c->k->n_ops + 1, sizeof(*ends));
+    struct seen s = {0, NONE};
+    size_t n = 0, folded = 0;
+    int rc = 0;
+
+    if (starts == NULL || ends == NULL) {
+        rc = RK_ENOMEM;
+        goto out_free;
+    }
+    for (size_t l = 0; l < c->k->n_ops; l++) {
+        c->covered[l] = NONE;
+        if (is_ok_read(op_at(c, l))) {
+            starts[n] = ends[n] = l;
+            n++;
+        }
+    }
+    sort_ctx = c;
+    qsort(starts, n, sizeof(*starts), by_start);
+    qsort(ends, n, sizeof(*ends), by_end);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        while (folded < n && op_at(c, ends[folded])->end < op_at(c, starts[i])->start) {
+            fold_read(c, &s, ends[folded++]);
+        }
+        rc = check_read(c, &s, starts[i]);
+    }
+out_free:
+    free(starts);
+    free(ends);
+    return rc;
+}
+
+/* --- the whole history ----------------------------------------------------------- */
+
+static int check_key(struct hcheck *hc, size_t ki, const struct hcheck_opts *o)
+{
+    const struct hcheck_key *k = &hc->keys[ki];
+    struct kcheck c = {hc, ki, k, o, NULL, NULL, NULL, {NONE, NONE}};
+    int rc = RK_ENOMEM;
+
+    c.present = calloc(k->n_ops + 1, sizeof(*c.present));
+    c.acc = calloc(k->n_ops + 1, sizeof(*c.acc));
+    c.covered = calloc(k->n_ops + 1, sizeof(*c.covered));
+    if (c.present == NULL || c.acc == NULL || c.covered == NULL) {
+        goto out_free;
+    }
+    rc = mark_present(&c);
+    if (rc == 0) {
+        account(&c);
+    }
+    for (size_t l = 0; rc == 0 && l < k->n_ops; l++) {
+        rc = classify(&c, l);
+    }
+    rc = rc ? rc : check_stale(&c);
+    rc = rc ? rc : check_reads(&c);
+out_free:
+    free(c.present);
+    free(c.acc);
+    free(c.covered);
+    return rc;
+}
+
+int hcheck_run(struct hcheck *hc, const struct hcheck_opts *o)
+{
+    int rc = 0;
+
+    memset(&hc->counts, 0, sizeof(hc->counts));
+    hc->n_v = 0;
+    hc->counts.keys = hc->n_keys;
+    for (size_t k = 0; rc == 0 && k < hc->n_keys; k++) {
+        rc = check_key(hc, k, o);
+    }
+    return rc;
+}

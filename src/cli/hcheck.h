@@ -1,0 +1,117 @@
+/*
+ * hcheck.h - the history checker behind `ringkv verify`: given a history
+ * (history.h) and what each key holds once the cluster has quiesced, is
+ * every acknowledged write accounted for?
+ *
+ * Per key, with W a write (set, kset) and X any op of the same key:
+ *   - X can have been applied unless its outcome is fail; X's end is
+ *     taken as "never" when its outcome is unknown (the node may apply it
+ *     after the client gave up).
+ *   - X supersedes W when X is blind (set, del, kset without a context)
+ *     and did not end before W started (X.end >= W.start: concurrent or
+ *     later, so either order is allowed), or when X is a kset whose
+ *     context_of holds W's value (the KGET it wrote over saw W).
+ *   - X is accounted for when its value is present, or it is a delete and
+ *     the key is absent, or it is trusted: an ok op (ended before the loss
+ *     bound, when there is one), which is checked in its own right, or a
+ *     superseder of it is accounted for (transitively).
+ * Violations:
+ *   lost          an ok write whose value is absent and that nothing
+ *                 accounted for supersedes (with a loss bound T, one that
+ *                 ended at or after T is counted as lost_allowed instead)
+ *   fail-present  a write whose outcome is fail, present
+ *   stale         a present value that a trusted write overwrote: a blind
+ *                 one that started after the value's write ended, or a
+ *                 kset whose context held the value
+ *   delete-undone the same, where the trusted op is a delete
+ *   foreign       a present value, or one an ok read returned, that no
+ *                 write of the key in the history wrote
+ *   not-monotonic (only when asked) an ok read returned a value older
+ *                 than one returned by a read that ended before it started
+ *                 (older: its write ended before the other's blind write
+ *                 started, or the other is a kset whose context held it)
+ * Every value written to one key must be distinct; a history where two
+ * writes of a key wrote the same value is refused (RK_EDUP).
+ */
+#ifndef RINGKV_HCHECK_H
+#define RINGKV_HCHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "history.h"
+
+struct hcheck_opts {
+    bool monotonic;
+    bool loss_bound;        /* writes that ended at or after loss_after_us may be lost */
+    uint64_t loss_after_us; /* the history's clock */
+};
+
+enum hcheck_kind {
+    HCHECK_LOST,
+    HCHECK_FAIL_PRESENT,
+    HCHECK_STALE,
+    HCHECK_DELETE_UNDONE,
+    HCHECK_FOREIGN,
+    HCHECK_NOT_MONOTONIC,
+};
+
+/* One violation: the key (index into hcheck.keys) and the history entries involved. */
+struct hcheck_violation {
+    enum hcheck_kind kind;
+    size_t key;
+    size_t op;    /* entry index; SIZE_MAX when none (a foreign value in the final state) */
+    size_t other; /* the entry that makes it a violation, or SIZE_MAX */
+    const struct history_str *value; /* the value concerned (borrowed from the history or keys) */
+};
+
+struct hcheck_counts {
+    size_t keys;
+    size_t writes_ok, present, superseded, lost, lost_allowed;
+    size_t unknown, unknown_present;
+    size_t fail, fail_present;
+    size_t deletes_ok;
+    size_t reads_checked;
+    uint64_t last_ok_write_end; /* 0 when no write was ok */
+};
+
+/* One key of the history: the entries that touched it, and what it holds at the end. */
+struct hcheck_key {
+    struct history_str key; /* borrowed from the first entry */
+    size_t *ops;            /* entry indices, in history order */
+    size_t n_ops;
+    struct history_str *final; /* owned copies, set by hcheck_set_final() */
+    size_t n_final;
+    size_t *writes; /* the checker's: indices into ops of the writes, sorted by value */
+    size_t n_writes;
+};
+
+struct hcheck {
+    const struct history *h; /* borrowed for the checker's lifetime */
+    struct hcheck_key *keys; /* sorted by key */
+    size_t n_keys;
+    struct hcheck_counts counts;
+    struct hcheck_violation *v;
+    size_t n_v, cap_v;
+};
+
+/* Kind names for output: "lost", "fail-present", ... */
+const char *hcheck_kind_name(enum hcheck_kind k);
+
+/*
+ * Group h's entries by key.  RK_EDUP (err names the key and both lines) when
+ * two writes of one key wrote the same value, RK_ENOMEM.  Free with
+ * hcheck_free() whatever the result.
+ */
+int hcheck_init(struct hcheck *hc, const struct history *h, char *err, size_t err_len);
+
+/* What key index k holds at the end: values[0..n) are copied.  0 or RK_ENOMEM. */
+int hcheck_set_final(struct hcheck *hc, size_t k, const struct history_str *values, size_t n);
+
+/* Check every key (their final values set, or absent); fills counts and v.  0 or RK_ENOMEM. */
+int hcheck_run(struct hcheck *hc, const struct hcheck_opts *o);
+
+void hcheck_free(struct hcheck *hc);
+
+#endif
