@@ -129,14 +129,15 @@ it_stop() {
     IT_STATUS=$?
 }
 
-# it_kill_load ID DIR WRITERS WHAT: SIGKILL node ID while tests/integration/durability.py
-# writers (process WRITERS, acknowledgements under DIR) load it, then wait for the node and the
-# writers; fails, naming WHAT, if a writer failed.
+# it_kill_load ID DIR LOAD WHAT: SIGKILL node ID while `ringkv workload` (process LOAD) loads
+# it, the time in DIR/killed (tests/integration/durability.py), then wait for the node, end the
+# workload (SIGTERM) and wait for it; fails, naming WHAT, if the workload failed.
 it_kill_load() {
     pid=$(it_var "$1" PID)
     python3 "$top_srcdir/tests/integration/durability.py" kill "$pid" "$2"
     wait "$pid" 2> /dev/null || true
-    wait "$3" || it_fail "$4: a writer failed (an error reply?)"
+    kill -TERM "$3" 2> /dev/null
+    wait "$3" || it_fail "$4: the workload failed"
 }
 
 # it_alive ID: is the node's process still running?

@@ -1,18 +1,17 @@
 #!/bin/sh
 # kill -9 of a node under concurrent load, in each sync mode: after a
-# restart on the same data directory, every write the node acknowledged
-# reads back, with its value or a later one of the same writer
-# (tests/integration/durability.py has the exact rules), and DBSIZE is at
-# least the number of distinct keys acknowledged.
+# restart on the same data directory, `ringkv verify` finds every write
+# the node acknowledged, with its value or one that superseded it (its
+# rules: src/cli/hcheck.h), in the history `ringkv workload` recorded.
 #
-# Four writers, each on its own connection with 16 SETs in flight over
-# 2000 keys of its own (so keys are written again and again), run until at
-# least MIN_ACKS writes are acknowledged; the node is then killed with
-# SIGKILL while they are still writing: the check also requires a write
-# acknowledged in the last 500 ms before the kill, so a run where the load
-# had stopped cannot pass.  The checker is then shown to fail on a
-# doctored acknowledgement record (an acknowledged write the store does
-# not hold) and on a deleted acknowledged key, so a checker that passes
+# The workload, 16 connections with one SET each in flight over 2000 keys
+# (so keys are written again and again), runs until at least MIN_ACKS
+# writes are acknowledged; the node is then killed with SIGKILL while it
+# is still writing: the verdict (tests/integration/durability.py) also
+# requires a write acknowledged in the last 500 ms before the kill, so a
+# run where the load had stopped cannot pass.  The checker is then shown
+# to fail on a doctored history (an acknowledged write the store does not
+# hold) and on a deleted acknowledged key, so a checker that passes
 # everything would be caught.
 #
 # What this can show, and what it cannot:
@@ -36,57 +35,60 @@ it_key
 MIN_ACKS=3000
 DUR="$top_srcdir/tests/integration/durability.py"
 
-# acked_count DIR: acknowledged writes recorded so far, over every writer.
+# acked_count HISTORY: acknowledged writes recorded so far.
 acked_count() {
-    cat "$1"/acked.* 2> /dev/null | wc -l
+    grep -c '"outcome":"ok"' "$1" 2> /dev/null || true
 }
 
 for mode in always batch none; do
     id="n-$mode"
     dir="$IT_DIR/$mode"
+    hist="$dir/history.jsonl"
     mkdir -p "$dir"
     flags="--rf 1 --r 1 --w 1 --sync $mode --sync-interval 50ms"
     # shellcheck disable=SC2086
     it_node "$id" $flags
     it_wait_ping "$id"
     port=$(it_var "$id" CLIENT)
-    python3 "$DUR" write "$port" "$dir" --writers 4 --pipeline 16 --keys 2000 --seconds 60 &
-    writers=$!
-    IT_WAIT=50 it_wait sh -c "[ \$(cat '$dir'/acked.* 2> /dev/null | wc -l) -ge $MIN_ACKS ]" ||
+    "$RINGKV" workload -H "127.0.0.1:$port" --keys 2000 --duration 60 --concurrency 16 \
+        --mix 0:1:0 --history "$hist" > "$dir/workload.out" 2>&1 &
+    load=$!
+    IT_WAIT=50 it_wait sh -c "[ \$(grep -c '\"outcome\":\"ok\"' '$hist') -ge $MIN_ACKS ]" ||
         it_fail "$mode: fewer than $MIN_ACKS writes acknowledged in 50 s"
-    it_kill_load "$id" "$dir" "$writers" "$mode"
-    it_log "$mode: killed with $(acked_count "$dir") writes acknowledged"
+    it_kill_load "$id" "$dir" "$load" "$mode"
+    it_log "$mode: killed with $(acked_count "$hist") writes acknowledged"
     # shellcheck disable=SC2086
     it_node "$id" $flags
     it_wait_ping "$id"
-    out=$(python3 "$DUR" check "$port" "$dir" --min-acks "$MIN_ACKS" --window-ms 500) ||
-        it_fail "$mode: $out"
+    "$RINGKV" verify --json "$hist" > "$dir/report.json"
+    out=$(python3 "$DUR" verdict "$dir/report.json" "$dir" --min-acks "$MIN_ACKS" \
+        --window-ms 500) || it_fail "$mode: $out"
     it_log "$mode: $out"
 
     if [ "$mode" = always ]; then
         # The checker fails on an acknowledged write the store does not
-        # hold: writer 0's last acknowledged write, claimed again as a
-        # later write to the same key.
-        cp -r "$dir" "$IT_DIR/doctored"
-        python3 - "$IT_DIR/doctored" << 'PY'
-import os, sys
-d = sys.argv[1]
-lines = open(os.path.join(d, "acked.0")).read().split("\n")
-last, t = (int(x) for x in [l for l in lines if len(l.split()) == 2][-1].split())
-fake = last + 2000 * 1000
-with open(os.path.join(d, "acked.0"), "a") as f:
-    f.write("%d %d\n" % (fake, t))
-with open(os.path.join(d, "sent.0"), "w") as f:
-    f.write("%d\n" % (fake + 1))
+        # hold: the history's last acknowledged write, claimed again with
+        # a value never sent, just after it.
+        python3 - "$hist" "$dir/doctored.jsonl" << 'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+last = json.loads([l for l in lines if '"outcome":"ok"' in l][-1])
+last.update(value="doctored", start=last["end"] + 1, end=last["end"] + 2)
+open(sys.argv[2], "w").write("\n".join(lines + [json.dumps(last)]) + "\n")
+print(last["key"], file=open(sys.argv[2] + ".key", "w"))
 PY
-        out=$(python3 "$DUR" check "$port" "$IT_DIR/doctored" --min-acks "$MIN_ACKS") &&
-            it_fail "the checker passed a doctored acknowledgement: $out"
-        case "$out" in *"older than acknowledged write"*) ;; *) it_fail "doctored: $out" ;; esac
+        key=$(cat "$dir/doctored.jsonl.key")
+        out=$("$RINGKV" verify "$dir/doctored.jsonl") &&
+            it_fail "the checker passed a doctored history: $out"
+        echo "$out" | grep -q "^violation lost: key \"$key\": value \"doctored\"" ||
+            it_fail "doctored: $out"
         # ... and on an acknowledged key that is gone.
-        it_expect_eq "DEL d:1:0" "$(it_cli "$id" DEL d:1:0)" "1"
-        out=$(python3 "$DUR" check "$port" "$dir" --min-acks "$MIN_ACKS") &&
-            it_fail "the checker passed a deleted key: $out"
-        case "$out" in *"d:1:0 missing"*) ;; *) it_fail "deleted key: $out" ;; esac
+        key=$(python3 -c '
+import json, sys
+print(json.loads([l for l in open(sys.argv[1]) if "\"outcome\":\"ok\"" in l][-1])["key"])' "$hist")
+        it_expect_eq "DEL $key" "$(it_cli "$id" DEL "$key")" "1"
+        out=$("$RINGKV" verify "$hist") && it_fail "the checker passed a deleted key: $out"
+        echo "$out" | grep -q "^violation lost: key \"$key\"" || it_fail "deleted key: $out"
     fi
     it_stop "$id" TERM
 done

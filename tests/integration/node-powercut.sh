@@ -10,8 +10,9 @@
 # told to: the worst case, and the one a mode's promise must hold against.
 # The node is restarted on that image, and:
 # - sync batch (sync-interval 200 ms): every write acknowledged before the
-#   last fsync began reads back (with its value or a later one of its
-#   writer); that fsync began at most the interval, plus its own duration,
+#   last fsync began reads back (with its value or one that superseded it:
+#   `ringkv verify --allow-loss-after-us` at that fsync's start, on the
+#   history `ringkv workload` recorded); that fsync began at most the interval, plus its own duration,
 #   plus 500 ms of scheduling slack on a loaded 2-core machine, before the
 #   kill: batch loses at most about its last interval.  The writes
 #   acknowledged since are counted and shown.
@@ -47,18 +48,20 @@ for mode in batch none; do
     unset RINGKV_POWERCUT_FILE LD_PRELOAD
     it_wait_ping "$id"
     port=$(it_var "$id" CLIENT)
-    python3 "$DUR" write "$port" "$dir" --writers 4 --pipeline 16 --keys 2000 --seconds 60 &
-    writers=$!
+    hist="$dir/history.jsonl"
+    "$RINGKV" workload -H "127.0.0.1:$port" --keys 2000 --duration 60 --concurrency 16 \
+        --mix 0:1:0 --history "$hist" > "$dir/workload.out" 2>&1 &
+    load=$!
     if [ "$mode" = batch ]; then
         # enough acknowledged writes, and a few fsyncs taken under the load
-        IT_WAIT=50 it_wait sh -c "[ \$(cat '$dir'/acked.* 2> /dev/null | wc -l) -ge $MIN_ACKS ] &&
+        IT_WAIT=50 it_wait sh -c "[ \$(grep -c '\"outcome\":\"ok\"' '$hist') -ge $MIN_ACKS ] &&
             [ \$(wc -l < '$data/data.mdb.syncs') -ge 3 ]" ||
             it_fail "$mode: fewer than $MIN_ACKS writes or 3 fsyncs in 50 s"
     else
-        IT_WAIT=50 it_wait sh -c "[ \$(cat '$dir'/acked.* 2> /dev/null | wc -l) -ge $MIN_ACKS ]" ||
+        IT_WAIT=50 it_wait sh -c "[ \$(grep -c '\"outcome\":\"ok\"' '$hist') -ge $MIN_ACKS ]" ||
             it_fail "$mode: fewer than $MIN_ACKS writes acknowledged in 50 s"
     fi
-    it_kill_load "$id" "$dir" "$writers" "$mode"
+    it_kill_load "$id" "$dir" "$load" "$mode"
     # The power loss: the data file as of its last fsync, nothing of the cache.
     mv "$data" "$data.crashed"
     mkdir "$data"
@@ -67,19 +70,30 @@ for mode in batch none; do
     if [ -f "$data.crashed/data.mdb.durable" ]; then
         cp "$data.crashed/data.mdb.durable" "$data/data.mdb"
     fi
-    acked=$(cat "$dir"/acked.* | wc -l)
+    acked=$(grep -c '"outcome":"ok"' "$hist")
     # shellcheck disable=SC2086
     it_node "$id" $flags
     it_wait_ping "$id"
     if [ "$mode" = batch ]; then
-        out=$(python3 "$DUR" check "$port" "$dir" --min-acks "$MIN_ACKS" --window-ms 500 \
-            --synced "$data.crashed/data.mdb.syncs" --interval-ms "$INTERVAL_MS" --slack-ms 500) ||
+        syncs="$data.crashed/data.mdb.syncs"
+        synced_us=$(($(tail -n 1 "$syncs" | cut -d' ' -f1) / 1000))
+        "$RINGKV" verify --json --allow-loss-after-us "$synced_us" "$hist" > "$dir/report.json"
+        out=$(python3 "$DUR" verdict "$dir/report.json" "$dir" --min-acks "$MIN_ACKS" \
+            --window-ms 500 --synced "$syncs" --interval-ms "$INTERVAL_MS" --slack-ms 500) ||
             it_fail "$mode: $out"
         it_log "$mode: $(echo "$out" | tr '\n' ' ')"
     else
         [ ! -f "$data.crashed/data.mdb.syncs" ] ||
             it_fail "none: the store was fsynced while it ran: $(cat "$data.crashed/data.mdb.syncs")"
         it_expect_eq "none: keys after a power loss" "$(it_cli "$id" DBSIZE)" "0"
+        # verify agrees: every acknowledged write is lost, which a bound at 0 allows
+        "$RINGKV" verify --json --allow-loss-after-us 0 "$hist" > "$dir/report.json" ||
+            it_fail "none: verify: $(cat "$dir/report.json")"
+        python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["counts"]
+assert c["present"] == 0 and c["lost_allowed"] == c["writes_ok"] - c["superseded"] > 0, c' \
+            "$dir/report.json" || it_fail "none: $(cat "$dir/report.json")"
         it_log "none: all $acked acknowledged writes lost to a power loss (no fsync while running)"
     fi
     it_stop "$id" TERM
