@@ -40,7 +40,8 @@
  * WORKLOAD_TICK_US, so a test can watch it grow.  On a terminal stderr
  * shows a progress line each second; at the end stdout gets a summary:
  * per operation its counts by outcome and the latency (ok ones) at p50,
- * p99 and max.
+ * p99 and max.  Exit 0, or 3 when no operation reached a node (1 and 2 as
+ * every verb: an error, a usage error).
  */
 #include "cli_workload.h"
 
@@ -338,15 +339,14 @@ static void wl_record(struct wl_worker *w, const struct history_entry *e)
     struct wl_shared *sh = w->sh;
     struct wl_stat *st = &sh->stat[e->op];
     uint64_t lat = e->end - e->start;
+    bool formatted;
 
     buf_clear(&w->line);
-    if (history_entry_format(&w->line, e) != 0) {
-        return; /* out of memory: wl_worker_run() stops on it */
-    }
+    formatted = history_entry_format(&w->line, e) == 0;
     pthread_mutex_lock(&sh->mu);
-    if (fwrite(w->line.p + w->line.start, 1, w->line.len, sh->out) != w->line.len &&
-        sh->write_error == 0) {
-        sh->write_error = errno ? errno : EIO;
+    if ((!formatted || fwrite(w->line.p + w->line.start, 1, w->line.len, sh->out) != w->line.len) &&
+        sh->write_error == 0) { /* a history missing an operation proves nothing: stop */
+        sh->write_error = !formatted ? ENOMEM : errno ? errno : EIO;
         atomic_store(&sh->stop, true);
     }
     st->n[e->outcome]++;
@@ -770,6 +770,10 @@ int cli_workload(int argc, char **argv)
     }
     if (rc == 0) {
         rc = wl_summary(&sh, (double)(clock_mono_us() - sh.t0) / 1e6);
+    }
+    if (rc == 0 && wl_total(&sh, -1) == 0) {
+        fprintf(stderr, "ringkv: no operation reached a node\n");
+        rc = CLI_UNHEALTHY;
     }
     for (int op = 0; op < 5; op++) {
         free(sh.stat[op].lat);
