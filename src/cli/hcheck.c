@@ -4,8 +4,8 @@
  * Keys are checked one at a time, on arrays indexed like the key's ops:
  * which value is present, which op is accounted for.  "Accounted for" is
  * a fixpoint: start from the present values, the deletes of an absent key
- * and the trusted ops, then mark every op a marked op supersedes, until
- * nothing changes.  Superseding is tested in O(1) per op: a blind op
+ * and the trusted ops, then mark every write a marked kset's context
+ * held, until nothing changes.  Superseding is tested in O(1) per op: a blind op
  * supersedes W when its end is at or after W's start, so only the largest
  * end among the accounted blind ops (and the second largest, for W
  * itself) matters; the kset rule marks the writes an accounted kset's
@@ -293,7 +293,13 @@ static void fold_accounted(struct kcheck *c)
     }
 }
 
-/* The fixpoint of "accounted for" (the file's comment). */
+/*
+ * The fixpoint of "accounted for" (the file's comment).  Only contexts
+ * carry it from op to op: a KGET saw the value, so it took effect.  An
+ * unknown op that a later blind op could have overwritten is not thereby
+ * shown to have taken effect, and would add nothing anyway: whatever
+ * overwrote it after W overwrote W too.
+ */
 static void account(struct kcheck *c)
 {
     bool changed = true;
@@ -309,9 +315,7 @@ static void account(struct kcheck *c)
         changed = false;
         fold_accounted(c);
         for (size_t l = 0; l < c->k->n_ops; l++) {
-            const struct history_entry *e = op_at(c, l);
-            if (!c->acc[l] && e->op != HISTORY_GET && e->op != HISTORY_KGET &&
-                e->outcome != HISTORY_FAIL && superseded(c, l)) {
+            if (!c->acc[l] && c->covered[l] != NONE && op_at(c, l)->outcome != HISTORY_FAIL) {
                 c->acc[l] = changed = true;
             }
         }

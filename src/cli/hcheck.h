@@ -11,10 +11,11 @@
  *     and did not end before W started (X.end >= W.start: concurrent or
  *     later, so either order is allowed), or when X is a kset whose
  *     context_of holds W's value (the KGET it wrote over saw W).
- *   - X is accounted for when its value is present, or it is a delete and
- *     the key is absent, or it is trusted: an ok op (ended before the loss
- *     bound, when there is one), which is checked in its own right, or a
- *     superseder of it is accounted for (transitively).
+ *   - X is accounted for (shown to have taken effect, or checked in its
+ *     own right) when its value is present, or it is a delete and the key
+ *     is absent, or it is trusted: an ok op (ended before the loss bound,
+ *     when there is one), or a kset accounted for has X's value in its
+ *     context_of (transitively).
  * Violations:
  *   lost          an ok write whose value is absent and that nothing
  *                 accounted for supersedes (with a loss bound T, one that

@@ -62,8 +62,8 @@ def cmd_verdict(a):
     if gap_ms > a.window_ms:
         problems.append("no write acknowledged in the last %d ms before the kill (the last "
                         "%.0f ms before)" % (a.window_ms, gap_ms))
-    line = ("acked %d writes (last %.0f ms before the kill), %d present, %d superseded, "
-            "%d unknown, %d lost" % (c["writes_ok"], gap_ms, c["present"], c["superseded"],
+    line = ("acked %d writes (last %d ms before the kill), %d present, %d superseded, "
+            "%d unknown, %d lost" % (c["writes_ok"], round(gap_ms), c["present"], c["superseded"],
                                      c["unknown"], c["lost"]))
     if a.synced:
         at, done = last_sync(a.synced)

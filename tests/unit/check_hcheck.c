@@ -126,6 +126,13 @@ START_TEST(test_lost_write)
     check(&r, SET("v1", 0, 10, "unknown") SET("v2", 20, 30, "ok"), FINAL("v1"));
     ck_assert_uint_eq(r.hc.n_v, 0);
     done(&r);
+    /* an unknown write that only an earlier write could have overwritten shows nothing */
+    check(&r, SET("v1", 0, 10, "ok") SET("v2", 5, 30, "unknown") SET("v3", 20, 25, "ok"),
+          FINAL("v1"));
+    ck_assert_uint_eq(r.hc.n_v, 2);
+    assert_violation(&r, 0, HCHECK_LOST, 3, 0);
+    assert_violation(&r, 1, HCHECK_STALE, 1, 3);
+    done(&r);
     /* an unknown delete accounts for a missing key */
     check(&r, SET("v1", 0, 10, "ok") DEL(20, 30, "unknown"), NULL);
     ck_assert_uint_eq(r.hc.n_v, 0);
