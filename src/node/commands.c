@@ -36,6 +36,7 @@
 #include "num.h"
 #include "server.h"
 #include "record.h"
+#include "reload.h"
 #include "ring.h"
 #include "rpc.h"
 
@@ -824,12 +825,12 @@ static void settings_get(struct client *c, struct pending *p)
     buf_free(&items);
 }
 
-/* CONFIG SET name value: only settings marked changeable at run time. */
+/* CONFIG SET name value: only settings marked changeable at run time (reload.h). */
 static void settings_set_runtime(struct client *c, struct pending *p)
 {
     const struct settings_def *d = settings_find(arg_str(p, 2));
     struct settings next = c->node->cfg;
-    char err[256];
+    char err[256], source[32];
 
     if (strlen(arg_str(p, 2)) != p->cmd->argv[2].len ||
         strlen(arg_str(p, 3)) != p->cmd->argv[3].len) {
@@ -841,14 +842,12 @@ static void settings_set_runtime(struct client *c, struct pending *p)
                      d == NULL ? "is not a setting" : "cannot change at run time");
         return;
     }
+    snprintf(source, sizeof(source), "client=%llu", (unsigned long long)c->id);
     if (settings_set(&next, d->name, arg_str(p, 3), err, sizeof(err)) != 0 ||
-        settings_check(&next, err, sizeof(err)) != 0) {
+        reload_apply(c->node, &next, source, NULL, err, sizeof(err)) != 0) {
         client_error(p, "ERR CONFIG SET failed: %s", err);
         return;
     }
-    c->node->cfg = next;
-    log_set_level(next.log_level);
-    LOG(LOG_INFO, "config_set", "setting=%s client=%llu", d->name, (unsigned long long)c->id);
     reply_ok(p);
 }
 

@@ -10,18 +10,21 @@
  * stderr naming the setting at fault, or a descriptor limit too small for
  * the connections the settings allow); 3 when it stopped because another node removed it from the
  * cluster (`ringkv remove`).
+ *
+ * Signals: SIGTERM or SIGINT stop the node gracefully (a second one at
+ * once); SIGHUP reads the config file and flags again and applies the
+ * runtime settings (reload.h).
  */
-#include <errno.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "autoconf.h"
 #include "channel.h"
 #include "settings.h"
 #include "log.h"
+#include "reload.h"
 #include "server.h"
 
 static void usage(void)
@@ -55,45 +58,6 @@ static int test_config(const struct settings *cfg)
     return 0;
 }
 
-/*
- * Raise the soft RLIMIT_NOFILE to what the settings need (never past the
- * hard limit, which only root may raise), or refuse with one line naming
- * the setting to lower: running out of descriptors under load would
- * otherwise be found only then.
- */
-static int raise_fd_limit(const struct settings *cfg, char *err, size_t err_len)
-{
-    const char *largest;
-    uint64_t need = settings_fd_need(cfg, &largest);
-    struct rlimit rl;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
-        snprintf(err, err_len, "cannot read the descriptor limit: %s", strerror(errno));
-        return -1;
-    }
-    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) {
-        return 0;
-    }
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-        snprintf(err, err_len,
-                 "%s: the settings need %llu file descriptors (maxclients %llu + peer-maxconn "
-                 "%llu + metrics-maxconn %llu + %d reserved), above this process's hard limit "
-                 "%llu; lower %s or raise the limit (ulimit -n, LimitNOFILE=)",
-                 largest, (unsigned long long)need, (unsigned long long)cfg->maxclients,
-                 (unsigned long long)cfg->peer_maxconn,
-                 (unsigned long long)(cfg->metrics.set ? cfg->metrics_maxconn : 0),
-                 SETTINGS_FD_RESERVE, (unsigned long long)rl.rlim_max, largest);
-        return -1;
-    }
-    rl.rlim_cur = need;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
-        snprintf(err, err_len, "%s: cannot raise the descriptor limit to %llu: %s", largest,
-                 (unsigned long long)need, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     struct settings cfg;
@@ -123,7 +87,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "ringkvd: %s\n", err);
         return 2;
     }
-    if (raise_fd_limit(&cfg, err, sizeof(err)) != 0) {
+    if (reload_fd_limit(&cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "ringkvd: %s\n", err);
         return 2;
     }
@@ -133,6 +97,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ringkvd: %s\n", err);
         return 2;
     }
+    n->argc = argc; /* SIGHUP reads the same file and flags again (reload.h) */
+    n->argv = argv;
     rc = server_run(n);
     server_destroy(n);
     return rc;

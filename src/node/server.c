@@ -34,6 +34,7 @@
 #include "log.h"
 #include "net.h"
 #include "peer.h"
+#include "reload.h"
 
 /* Pending connections the kernel keeps per listener: Redis's tcp-backlog default. */
 #define NODE_LISTEN_BACKLOG 511
@@ -216,6 +217,17 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     }
     snprintf(cause, sizeof(cause), "signal=%s", name);
     server_begin_shutdown(n, cause);
+}
+
+static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    struct server *n = w->data;
+
+    (void)loop;
+    (void)revents;
+    if (n->argc > 0 && !n->stopping) {
+        reload_from_args(n, n->argc, n->argv);
+    }
 }
 
 void server_shutdown(struct server *n, const char *reason, int exit_code)
@@ -481,6 +493,9 @@ int server_run(struct server *n)
     n->sigterm_w.data = n->sigint_w.data = n;
     ev_signal_start(n->loop, &n->sigterm_w);
     ev_signal_start(n->loop, &n->sigint_w);
+    ev_signal_init(&n->sighup_w, on_sighup, SIGHUP);
+    n->sighup_w.data = n;
+    ev_signal_start(n->loop, &n->sighup_w);
     gossip_start(n->gossip);
     collect_start(n->collect);
     settings_addr_text(&n->cfg.client, client_text, sizeof(client_text));

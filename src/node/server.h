@@ -24,7 +24,8 @@
  *     table that server.c registers and routes to gossip.
  *
  * Lifecycle: server_create() opens everything and fails with one line on
- * any problem; server_run() serves until SIGTERM (graceful: stop accepting,
+ * any problem; server_run() serves (a SIGHUP reloads the runtime settings,
+ * reload.h) until SIGTERM (graceful: stop accepting,
  * finish or fail what is in flight, close the store) or a second SIGTERM
  * or SIGINT (exit at once: the store is crash-safe, nothing acknowledged
  * is lost); server_destroy() releases what is left.
@@ -104,6 +105,9 @@ struct server {
     struct server_listener listeners[SERVER_LISTENERS];
     ev_io store_w; /* store completions */
     ev_signal sigterm_w, sigint_w;
+    ev_signal sighup_w; /* reload the settings (reload.h) */
+    int argc;           /* the command line SIGHUP reads again; 0: none (reload.h) */
+    char **argv;
     ev_timer shutdown_w;      /* the grace deadline */
     ev_timer shutdown_poll_w; /* checks whether every client is gone */
     bool stopping;

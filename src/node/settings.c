@@ -1096,6 +1096,56 @@ int settings_format(const struct settings *c, const struct settings_def *d, char
     return kind_of(d)->format(c, d, buf, cap);
 }
 
+bool settings_same(const struct settings *a, const struct settings *b, const struct settings_def *d)
+{
+    if (d->kind == SETTINGS_ADDRS && a->n_seeds != b->n_seeds) {
+        return false;
+    }
+    return memcmp(field_cptr(a, d), field_cptr(b, d), d->width) == 0;
+}
+
+void settings_copy(struct settings *dst, const struct settings *src, const struct settings_def *d)
+{
+    memcpy(field_ptr(dst, d), field_cptr(src, d), d->width);
+    if (d->kind == SETTINGS_ADDRS) {
+        dst->n_seeds = src->n_seeds;
+    }
+}
+
+/* What each kind without a range takes, for settings_describe(). */
+static const char *const settings_kind_nouns[] = {
+    [SETTINGS_NAME] = "1 to 64 of A-Z a-z 0-9 . _ : -",
+    [SETTINGS_ADDR] = "host:port (an IPv6 host in brackets)",
+    [SETTINGS_ADDRS] = "host:port[,host:port...]",
+    [SETTINGS_PATH] = "a path",
+    [SETTINGS_HEX16] = "32 hex digits",
+    [SETTINGS_SECRET] = "text",
+};
+
+int settings_describe(const struct settings_def *d, char *buf, size_t cap)
+{
+    char lo[32], hi[32];
+    size_t used = 0;
+
+    if (d->kind == SETTINGS_UINT || d->kind == SETTINGS_DURATION || d->kind == SETTINGS_SIZE) {
+        format_scaled(numeric_of(d), d->min, lo, sizeof(lo));
+        format_scaled(numeric_of(d), d->max, hi, sizeof(hi));
+        return put(buf, cap, "%s to %s", lo, hi);
+    }
+    if (d->kind != SETTINGS_ENUM) {
+        return put(buf, cap, "%s", settings_kind_nouns[d->kind]);
+    }
+    buf[0] = '\0';
+    for (size_t i = 0; d->choices[i] != NULL; i++) {
+        const char *sep = i == 0 ? "" : d->choices[i + 1] == NULL ? " or " : ", ";
+        if (put(buf + used, cap - used, "%s%s", sep, d->choices[i]) != 0) {
+            return RK_ETOOBIG;
+        }
+        used += strlen(buf + used);
+    }
+    return 0;
+}
+
 /* id's default: the host name, when it is a valid node id (PLACEMENT.md section 2). */
 static void settings_default_id(struct settings *c)
 {

@@ -144,6 +144,23 @@ int settings_parse_text(struct settings *c, const char *text, size_t len, const 
                         char *err, size_t err_len);
 int settings_load_file(struct settings *c, const char *path, char *err, size_t err_len);
 
+/*
+ * Does setting d hold the same value in a and b?  Byte for byte, which the
+ * setters make exact (settings.c: every write clears the whole field); the
+ * seeds list compares its count too.
+ */
+bool settings_same(const struct settings *a, const struct settings *b,
+                   const struct settings_def *d);
+
+/* Copy setting d's value from src to dst (the seeds list with its count). */
+void settings_copy(struct settings *dst, const struct settings *src, const struct settings_def *d);
+
+/*
+ * The values d takes, as text for people: "1 to 16", "10ms to 1m",
+ * "always, batch or none", "host:port", ...  For --help-man and the docs.
+ */
+int settings_describe(const struct settings_def *d, char *buf, size_t cap);
+
 /* Cross-setting consistency; one line in err naming the settings. */
 int settings_check(const struct settings *c, char *err, size_t err_len);
 
