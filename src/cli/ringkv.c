@@ -25,6 +25,7 @@
 #include "cli_placement.h"
 #include "cli_verify.h"
 #include "cli_workload.h"
+#include "man.h"
 #include "respc.h"
 
 static const struct cli_verb ringkv_verbs[] = {
@@ -171,10 +172,63 @@ static bool ringkv_is_verb(const char *name)
     return false;
 }
 
+/* A verb's usage line: its arguments, then after three spaces its purpose. */
+static void ringkv_man_verb(const struct cli_verb *v)
+{
+    const char *gap = strstr(v->usage, "   ");
+    size_t args_len = gap != NULL ? (size_t)(gap - v->usage) : strlen(v->usage);
+
+    printf(".TP\n.B ringkv ");
+    man_text(stdout, v->name);
+    printf("\n.I \"");
+    man_text_n(stdout, v->usage, args_len);
+    printf("\"\n.br\n");
+    man_text(stdout, gap != NULL ? gap + strspn(gap, " ") : "");
+    printf("\n");
+}
+
+/*
+ * --help-man, a hidden option: the OPTIONS, ENVIRONMENT and COMMANDS
+ * sections of ringkv(1) from the tables above, for man/gen.sh.
+ */
+static int ringkv_man(void)
+{
+    printf(".SH OPTIONS\n");
+    for (size_t i = 0; i < RINGKV_GLOBALS; i++) {
+        const struct ringkv_global *g = &ringkv_globals[i];
+        printf(".TP\n.BI \"");
+        man_text(stdout, g->short_opt);
+        printf(" \" ");
+        man_text(stdout, g->arg);
+        printf(" \", ");
+        man_text(stdout, g->long_opt);
+        printf(" \" ");
+        man_text(stdout, g->arg);
+        printf("\n");
+        man_text(stdout, g->help);
+        printf("\n");
+    }
+    printf(".SH ENVIRONMENT\n");
+    for (size_t i = 0; i < RINGKV_GLOBALS; i++) {
+        printf(".TP\n.B %s\nthe value of ", ringkv_globals[i].env);
+        man_text(stdout, ringkv_globals[i].long_opt);
+        printf(" when it is not given\n");
+    }
+    printf(".TP\n.B %s\nwhen set, sent with AUTH before each command\n", CLI_ENV_PASSWORD);
+    printf(".SH COMMANDS\n");
+    for (size_t i = 0; i < RINGKV_VERBS; i++) {
+        ringkv_man_verb(&ringkv_verbs[i]);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int first, rc;
 
+    if (argc == 2 && strcmp(argv[1], "--help-man") == 0) {
+        return ringkv_man();
+    }
     if (sodium_init() < 0) {
         return cli_error("libsodium failed to initialise");
     }

@@ -16,6 +16,7 @@
  * runtime settings (reload.h).
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "channel.h"
 #include "settings.h"
 #include "log.h"
+#include "man.h"
 #include "reload.h"
 #include "server.h"
 
@@ -37,10 +39,74 @@ static void usage(void)
     }
 }
 
+/* What a bare number of d means, for the man pages; "" when it needs no unit. */
+static const char *man_unit(const struct settings_def *d)
+{
+    if (strcmp(d->unit, "ms") == 0) {
+        return "milliseconds";
+    }
+    if (strcmp(d->unit, "s") == 0) {
+        return "seconds";
+    }
+    return d->unit;
+}
+
+/* One setting as a config file entry of ringkvd.conf(5). */
+static void man_setting_conf(const struct settings_def *d)
+{
+    char values[256];
+
+    settings_describe(d, values, sizeof(values));
+    printf(".TP\n.BI \"");
+    man_text(stdout, d->name);
+    printf(" \" value\n");
+    man_text(stdout, d->doc);
+    printf(".\n.br\nValues: ");
+    man_text(stdout, values);
+    if (man_unit(d)[0] != '\0') {
+        printf("; a bare number is in %s", man_unit(d));
+    }
+    printf(".\n.br\nDefault: ");
+    man_text(stdout, d->def[0] != '\0' ? d->def : "none");
+    printf(".\n.br\n%s\n", d->runtime ? "Changes at run time (SIGHUP, CONFIG SET)."
+                                      : "Read at start; a reload (SIGHUP) refuses a new value.");
+}
+
+/* One setting as a command-line flag of ringkvd(8). */
+static void man_setting_flag(const struct settings_def *d)
+{
+    printf(".TP\n.BI \\-\\-");
+    man_text(stdout, d->name);
+    printf(" \" value\"\n");
+    man_text(stdout, d->doc);
+    printf(" (default: ");
+    man_text(stdout, d->def[0] != '\0' ? d->def : "none");
+    printf(")\n");
+}
+
+/*
+ * --help-man=conf|flags, a hidden option: the settings table as the
+ * entries of ringkvd.conf(5) or the flags of ringkvd(8), for man/gen.sh.
+ */
+static int print_man(const char *part)
+{
+    bool conf = strcmp(part, "--help-man=conf") == 0;
+
+    if (!conf && strcmp(part, "--help-man=flags") != 0) {
+        fprintf(stderr, "ringkvd: --help-man=conf or --help-man=flags\n");
+        return 2;
+    }
+    for (size_t i = 0; i < settings_defs_count; i++) {
+        conf ? man_setting_conf(&settings_defs[i]) : man_setting_flag(&settings_defs[i]);
+    }
+    return 0;
+}
+
 /* --test-config: every check a start would make short of opening the store. */
 static int test_config(const struct settings *cfg)
 {
     struct channel_key *key = NULL;
+    const char *largest;
     char err[512];
     int rc = settings_check(cfg, err, sizeof(err));
 
@@ -54,7 +120,8 @@ static int test_config(const struct settings *cfg)
         fprintf(stderr, "ringkvd: %s\n", err);
         return 1;
     }
-    fprintf(stderr, "ringkvd: configuration OK\n");
+    fprintf(stderr, "ringkvd: configuration OK; it needs %llu file descriptors (LimitNOFILE=)\n",
+            (unsigned long long)settings_fd_need(cfg, &largest));
     return 0;
 }
 
@@ -67,6 +134,9 @@ int main(int argc, char **argv)
     int rc;
 
     signal(SIGPIPE, SIG_IGN);
+    if (argc == 2 && strncmp(argv[1], "--help-man", 10) == 0) {
+        return print_man(argv[1]);
+    }
     if (sodium_init() < 0) {
         fprintf(stderr, "ringkvd: libsodium failed to initialise\n");
         return 2;
