@@ -111,7 +111,7 @@ struct settings_def {
     uint64_t min, max;          /* bounds of UINT, DURATION (ms), SIZE (bytes) */
     const char *unit;           /* of a bare number: "ms", "s", "bytes", "" */
     const char *const *choices; /* ENUM: NULL-terminated */
-    bool runtime;               /* may change while running (CONFIG SET) */
+    bool runtime;               /* may change while running (CONFIG SET, SIGHUP: reload.h) */
     bool optional;              /* ADDR, NAME, PATH: may be "" (off, or unset for settings_check) */
     const char *doc;            /* one line for --help and the README */
 };

@@ -1242,6 +1242,52 @@ START_TEST(test_secret_never_printed)
 }
 END_TEST
 
+/* settings_same() sees a change to each setting, the seeds list's count included. */
+START_TEST(test_same_and_copy)
+{
+    struct settings other = c;
+
+    for (size_t i = 0; i < settings_defs_count; i++) {
+        ck_assert(settings_same(&c, &other, &settings_defs[i]));
+    }
+    set_ok("seeds", "10.0.0.1:7371,10.0.0.2:7371");
+    other = c;
+    set_ok("seeds", "10.0.0.1:7371");
+    ck_assert(!settings_same(&c, &other, settings_find("seeds")));
+    ck_assert(settings_same(&c, &other, settings_find("maxclients")));
+    settings_copy(&c, &other, settings_find("seeds"));
+    ck_assert_uint_eq(c.n_seeds, 2);
+    ck_assert_int_eq(memcmp(&c, &other, sizeof(c)), 0);
+    set_ok("requirepass", "s3cret");
+    ck_assert(!settings_same(&c, &other, settings_find("requirepass")));
+}
+END_TEST
+
+/* settings_describe(): ranges in the setting's units, choices as a list. */
+START_TEST(test_describe)
+{
+    char buf[256];
+
+    ck_assert_int_eq(settings_describe(settings_find("rf"), buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "1 to 16");
+    ck_assert_int_eq(settings_describe(settings_find("gossip-interval"), buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "10ms to 1m");
+    ck_assert_int_eq(settings_describe(settings_find("handoff-rate"), buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "64KB to 10GB");
+    ck_assert_int_eq(settings_describe(settings_find("sync"), buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "always, batch or none");
+    ck_assert_int_eq(settings_describe(settings_find("admin-from"), buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "loopback or any");
+    ck_assert_int_eq(settings_describe(settings_find("listen"), buf, sizeof(buf)), 0);
+    ck_assert(strstr(buf, "host:port") != NULL);
+    ck_assert_int_eq(settings_describe(settings_find("sync"), buf, 8), RK_ETOOBIG);
+    for (size_t i = 0; i < settings_defs_count; i++) {
+        ck_assert_int_eq(settings_describe(&settings_defs[i], buf, sizeof(buf)), 0);
+        ck_assert(buf[0] != '\0');
+    }
+}
+END_TEST
+
 static Suite *settings_suite(void)
 {
     Suite *s = suite_create("config");
@@ -1299,6 +1345,8 @@ static Suite *settings_suite(void)
         {"round_trip_every_setting", test_round_trip_every_setting},
         {"round_trip_longest_line", test_round_trip_longest_line},
         {"secret_never_printed", test_secret_never_printed},
+        {"same_and_copy", test_same_and_copy},
+        {"describe", test_describe},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
