@@ -111,7 +111,8 @@ void reload_from_args(struct server *n, int argc, char **argv)
 {
     struct settings next;
     struct settings_cli cli;
-    char err[512], quoted[600], file[SETTINGS_PATH_MAX + 64];
+    char err[512], quoted[600], file_buf[SETTINGS_PATH_MAX + 64];
+    const char *file;
     size_t refused = 0;
     int rc = settings_from_args(&next, argc, argv, &cli, err, sizeof(err));
 
@@ -121,9 +122,8 @@ void reload_from_args(struct server *n, int argc, char **argv)
     if (rc == 0) {
         rc = reload_apply(n, &next, "source=SIGHUP", &refused, err, sizeof(err));
     }
-    const char *path = cli.settings_file != NULL ? cli.settings_file : "none";
-
-    log_quote(file, sizeof(file), path, strlen(path));
+    file = cli.settings_file != NULL ? cli.settings_file : "none";
+    file = log_quote(file_buf, sizeof(file_buf), file, strlen(file));
     if (rc != 0) {
         log_emit(LOG_ERROR, "config_reload_failed", "file=%s error=%s", file,
                  log_quote(quoted, sizeof(quoted), err, strlen(err)));
