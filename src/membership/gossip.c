@@ -70,6 +70,20 @@ struct gossip {
     size_t n_seen, cap_seen;
 };
 
+/* Now, in monotonic ms: the owner's clock when it gave one (gossip.h, Seams). */
+static uint64_t gossip_now(const struct gossip *g)
+{
+    return g->hooks.now != NULL ? g->hooks.now(g->hooks.ctx) : clock_mono_ms();
+}
+
+/* Tell the owner's observer, if any, of a member event just logged. */
+static void gossip_event(const struct gossip *g, const char *event, const char *id)
+{
+    if (g->hooks.changed != NULL) {
+        g->hooks.changed(g->hooks.ctx, event, id);
+    }
+}
+
 static uint64_t gossip_rand(struct gossip *g)
 {
     g->rng ^= g->rng << 13;
@@ -127,9 +141,13 @@ static void gossip_saved(struct store_op *op, void *ctx)
 
 static int gossip_save_async(struct gossip *g, const char *name, const void *v, size_t len)
 {
-    struct gossip_save *sv = malloc(sizeof(*sv) + len);
+    struct gossip_save *sv;
     int rc;
 
+    if (g->cfg.store == NULL) {
+        return 0; /* no persistence (gossip.h, Seams) */
+    }
+    sv = malloc(sizeof(*sv) + len);
     if (sv == NULL) {
         return RK_ENOMEM;
     }
@@ -166,6 +184,10 @@ static int gossip_save(struct gossip *g)
     struct buf b;
     int rc;
 
+    if (g->cfg.store == NULL) {
+        g->dirty = false;
+        return 0;
+    }
     buf_init(&b, 0);
     rc = membership_encode(g->m, &b);
     bytes_put_be64(epoch, membership_epoch(g->m));
@@ -192,6 +214,9 @@ static int gossip_identity(struct gossip *g, uint64_t *generation, char *err, si
     int rc;
 
     *generation = 0;
+    if (s == NULL) {
+        return 0; /* gossip_load() took both from the table handed over */
+    }
     rc = meta_get_u64(s, "generation", generation);
     if (rc != 0 && rc != RK_ENOTFOUND) {
         snprintf(err, err_len, "data: cannot read the generation: %s", rk_strerror(rc));
@@ -240,7 +265,10 @@ static void gossip_self_entry(struct gossip *g, uint64_t generation, const struc
     /* ring_version never goes back (the epoch is a sum of them), and a new
      * life counts above a removal of the last one (membership.h) */
     e->ring_version = 1;
-    if (saved != NULL) {
+    if (saved != NULL && c->store == NULL) { /* this life's own entry (gossip.h, Seams) */
+        e->version = saved->version;
+        e->ring_version = saved->ring_version;
+    } else if (saved != NULL) {
         e->ring_version = saved->ring_version < UINT64_MAX - MEMBERSHIP_REMOVE_RING_BUMP - 1
                               ? saved->ring_version + MEMBERSHIP_REMOVE_RING_BUMP + 1
                               : UINT64_MAX;
@@ -270,13 +298,25 @@ static bool gossip_saved_self(const uint8_t *p, size_t len, const char *id, stru
  * node that started without the table it saved would go back on its
  * ring_version, and overwrite the table at its next save.
  */
-static int gossip_read_table(struct store *s, uint8_t **blob, size_t *len)
+static int gossip_read_table(const struct gossip_settings *c, uint8_t **blob, size_t *len)
 {
+    struct store *s = c->store;
     size_t cap = GOSSIP_TABLE_READ_FIRST;
     int rc;
 
     *blob = NULL;
     *len = 0;
+    if (s == NULL) { /* no persistence: the table handed over (gossip.h, Seams) */
+        if (c->table_len == 0) {
+            return 0;
+        }
+        if ((*blob = malloc(c->table_len)) == NULL) {
+            return RK_ENOMEM;
+        }
+        memcpy(*blob, c->table, c->table_len);
+        *len = c->table_len;
+        return 0;
+    }
     for (int tries = 0; tries < 3; tries++) {
         uint8_t *b = malloc(cap);
         if (b == NULL) {
@@ -303,13 +343,13 @@ static int gossip_restore(struct gossip *g, const struct msg_member *self, const
                           size_t len, struct membership **m, char *err, size_t err_len)
 {
     const struct gossip_settings *c = &g->cfg;
-    int rc = membership_create(m, c->ring_seed, self, c->interval_ms, clock_mono_ms());
+    int rc = membership_create(m, c->ring_seed, self, c->interval_ms, gossip_now(g));
 
     if (rc != 0) {
         snprintf(err, err_len, "cannot build the member table: %s", rk_strerror(rc));
         return rc;
     }
-    rc = len > 0 ? membership_restore(*m, blob, len, clock_mono_ms()) : 0;
+    rc = len > 0 ? membership_restore(*m, blob, len, gossip_now(g)) : 0;
     if (rc != 0) {
         snprintf(err, err_len,
                  "data: the saved member table is damaged (%s); move the data directory aside to "
@@ -317,6 +357,26 @@ static int gossip_restore(struct gossip *g, const struct msg_member *self, const
                  rk_strerror(rc));
     }
     return rc;
+}
+
+/*
+ * Without a store: the generation and instance of our entry in the table
+ * handed over, as if this life had saved them; generation 1 and a seeded
+ * instance when it has none (gossip.h, Seams).
+ */
+static void gossip_storeless_identity(struct gossip *g, const struct msg_member *saved,
+                                      uint64_t *generation)
+{
+    if (saved != NULL) {
+        *generation = saved->generation;
+        memcpy(g->instance, saved->instance, sizeof(g->instance));
+        return;
+    }
+    *generation = 1;
+    for (size_t i = 0; i < sizeof(g->instance); i += 8) {
+        uint64_t r = gossip_rand(g);
+        memcpy(g->instance + i, &r, 8);
+    }
 }
 
 /*
@@ -331,7 +391,7 @@ static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t
     uint8_t *blob;
     size_t len;
     bool have;
-    int rc = gossip_read_table(g->cfg.store, &blob, &len);
+    int rc = gossip_read_table(&g->cfg, &blob, &len);
 
     if (rc != 0) {
         snprintf(err, err_len, "data: cannot read the saved member table: %s", rk_strerror(rc));
@@ -339,11 +399,16 @@ static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t
     }
     have = len > 0 && gossip_saved_self(blob, len, g->cfg.id, &saved);
     gossip_self_entry(g, 1, have ? &saved : NULL, &self);
-    rc = gossip_restore(g, &self, blob, len, &scratch, err, err_len);
+    if (g->cfg.store != NULL) { /* without one, nothing is written that a refusal must spare */
+        rc = gossip_restore(g, &self, blob, len, &scratch, err, err_len);
+    }
     if (scratch != NULL) {
         membership_destroy(scratch);
     }
     rc = rc ? rc : gossip_identity(g, generation, err, err_len);
+    if (rc == 0 && g->cfg.store == NULL) {
+        gossip_storeless_identity(g, have ? &saved : NULL, generation);
+    }
     if (rc == 0) {
         gossip_self_entry(g, *generation, have ? &saved : NULL, &self);
         rc = gossip_restore(g, &self, blob, len, &g->m, err, err_len);
@@ -367,7 +432,11 @@ int gossip_create(struct gossip **out, const struct gossip_settings *settings,
     assert(settings->n_seeds <= GOSSIP_SEEDS_MAX && "gossip_create: too many seeds");
     g->cfg = *settings;
     g->hooks = *hooks;
-    randombytes_buf(&g->rng, sizeof(g->rng));
+    if (settings->seed != 0) {
+        g->rng = settings->seed;
+    } else {
+        randombytes_buf(&g->rng, sizeof(g->rng));
+    }
     g->rng |= 1;
     rc = gossip_load(g, &generation, err, err_len);
     if (rc != 0) {
@@ -408,7 +477,7 @@ static struct peer *gossip_link(struct gossip *g, const char *id, const char *ad
 {
     struct peer *p = g->hooks.find(g->hooks.ctx, id, addr);
     struct gossip_dial *d;
-    uint64_t now = clock_mono_ms();
+    uint64_t now = gossip_now(g);
     char err[256];
 
     if (p != NULL) {
@@ -563,7 +632,7 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
     bool ring_changed = false;
     const struct member *had = membership_find(g->m, e->id);
     bool was_removed = had != NULL && had->e.status == MSG_MEMBER_REMOVED;
-    int rc = membership_merge(g->m, e, clock_mono_ms(), &merged, &ring_changed);
+    int rc = membership_merge(g->m, e, gossip_now(g), &merged, &ring_changed);
 
     if (rc != 0) {
         LOG(LOG_WARN, "member_refused", "id=%s error=\"%s\"", e->id, rk_strerror(rc));
@@ -579,12 +648,15 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
     } else if (merged == MEMBERSHIP_ADDED) {
         LOG(LOG_INFO, "member_added", "id=%s rack=%s status=%s peer_addr=%s", e->id, e->rack,
             membership_status_names[e->status], e->peer_addr);
+        gossip_event(g, "member_added", e->id);
     } else if (merged == MEMBERSHIP_UPDATED && e->status == MSG_MEMBER_REMOVED && !was_removed) {
         LOG(LOG_WARN, "member_removed", "id=%s source=gossip", e->id);
+        gossip_event(g, "member_removed", e->id);
     } else if (merged == MEMBERSHIP_UPDATED && was_removed && e->status != MSG_MEMBER_REMOVED) {
         /* A later life: a restart, or one the removal was written too early to see. */
         LOG(LOG_WARN, "member_back", "id=%s generation=%llu status=%s peer_addr=%s", e->id,
             (unsigned long long)e->generation, membership_status_names[e->status], e->peer_addr);
+        gossip_event(g, "member_back", e->id);
     }
 }
 
@@ -680,6 +752,10 @@ static int removal_save(struct gossip *g, const struct msg_member *before, gossi
     struct store_op *list[3];
     int rc;
 
+    if (g->cfg.store == NULL) {
+        free(r);
+        return RK_EINVAL; /* nowhere to save it (gossip.h, Seams) */
+    }
     if (r == NULL) {
         return RK_ENOMEM;
     }
@@ -738,7 +814,7 @@ static int removal_check(struct gossip *g, const struct member *e, const char *i
         snprintf(
             err, err_len,
             "'%s' is %s here (phi %.2f): only a member seen down can be removed; stop it first", id,
-            detector_state_name(e->state), detector_phi(&e->det, clock_mono_ms()));
+            detector_state_name(e->state), detector_phi(&e->det, gossip_now(g)));
         return RK_EINVAL;
     }
     return 0;
@@ -789,6 +865,7 @@ static void gossip_exchanged(struct gossip *g, bool whole)
         membership_set_status(g->m, MSG_MEMBER_NORMAL) == 0) {
         g->dirty = true;
         LOG(LOG_INFO, "joined", "digest=%016llx", (unsigned long long)membership_digest(g->m));
+        gossip_event(g, "joined", g->cfg.id);
     }
 }
 
@@ -858,7 +935,7 @@ static void on_ack2(struct gossip *g, const struct msg *m)
 
 void gossip_message(struct gossip *g, struct peer *p, const char *from_id, const struct msg *m)
 {
-    membership_heard(g->m, from_id, clock_mono_ms());
+    membership_heard(g->m, from_id, gossip_now(g));
     switch (m->type) {
     case MSG_GOSSIP_SYN:
         on_syn(g, p, m);
@@ -884,44 +961,68 @@ void gossip_peer_identified(struct gossip *g, struct peer *p, const char *id)
     if (membership_find(g->m, id) == NULL) {
         gossip_send_syn(g, p);
     }
-    membership_heard(g->m, id, clock_mono_ms());
+    membership_heard(g->m, id, gossip_now(g));
 }
 
 /* --- rounds ------------------------------------------------------------------------- */
 
-/* The state last logged for member id (alive for a member first seen); NULL on no memory. */
+/*
+ * The state last logged for member id (alive for a member first seen); NULL
+ * on no memory.  Kept in id order, as the member table is, so a round
+ * walks both together (gossip_detect()); a member gets a record the first
+ * time its state is logged.
+ */
 static struct gossip_seen *gossip_seen(struct gossip *g, const char *id)
 {
-    for (size_t i = 0; i < g->n_seen; i++) {
-        if (strcmp(g->seen[i].id, id) == 0) {
-            return &g->seen[i];
+    size_t lo = 0, hi = g->n_seen;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(g->seen[mid].id, id);
+        if (c == 0) {
+            return &g->seen[mid];
+        }
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
         }
     }
     if (grow_array(&g->seen, &g->cap_seen, g->n_seen + 1, sizeof(*g->seen)) != 0) {
         return NULL;
     }
-    snprintf(g->seen[g->n_seen].id, sizeof(g->seen[0].id), "%s", id);
-    g->seen[g->n_seen].state = DETECTOR_ALIVE;
-    return &g->seen[g->n_seen++];
+    memmove(&g->seen[lo + 1], &g->seen[lo], (g->n_seen - lo) * sizeof(*g->seen));
+    g->n_seen++;
+    snprintf(g->seen[lo].id, sizeof(g->seen[0].id), "%s", id);
+    g->seen[lo].state = DETECTOR_ALIVE;
+    return &g->seen[lo];
 }
 
 /* Refresh the detectors and log every member whose state changed. */
 static void gossip_detect(struct gossip *g)
 {
     static const char *const events[] = {"member_up", "member_suspect", "member_down"};
-    uint64_t now = clock_mono_ms();
+    uint64_t now = gossip_now(g);
+
+    size_t j = 0; /* the table and g->seen are both in id order: one walk over both */
 
     membership_detect(g->m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
     for (size_t i = 0; i < membership_count(g->m); i++) {
         const struct member *e = membership_at(g->m, i);
         struct gossip_seen *seen;
-        if (e == membership_self(g->m) || (seen = gossip_seen(g, e->e.id)) == NULL ||
-            seen->state == e->state) {
+        while (j < g->n_seen && strcmp(g->seen[j].id, e->e.id) < 0) {
+            j++;
+        }
+        bool held = j < g->n_seen && strcmp(g->seen[j].id, e->e.id) == 0;
+        enum detector_state last = held ? g->seen[j].state : DETECTOR_ALIVE;
+        if (e == membership_self(g->m) || last == e->state ||
+            (seen = held ? &g->seen[j] : gossip_seen(g, e->e.id)) == NULL) {
             continue;
         }
         LOG(e->state == DETECTOR_DOWN ? LOG_WARN : LOG_INFO, events[e->state],
             "id=%s peer_addr=%s phi=%.2f", e->e.id, e->e.peer_addr, detector_phi(&e->det, now));
         seen->state = e->state;
+        gossip_event(g, events[e->state], e->e.id);
     }
 }
 
@@ -938,7 +1039,7 @@ static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down)
     struct msg ping = {.type = MSG_PING};
 
     *live = *down = 0;
-    ping.u.ping.sent_ms = clock_mono_ms();
+    ping.u.ping.sent_ms = gossip_now(g);
     for (size_t i = 0; i < membership_count(g->m); i++) {
         const struct member *e = membership_at(g->m, i);
         struct peer *p;
@@ -1006,7 +1107,7 @@ static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_
     }
 }
 
-static void gossip_round(struct gossip *g)
+void gossip_round(struct gossip *g)
 {
     const struct member *target;
     struct peer *p;
@@ -1050,6 +1151,9 @@ void gossip_start(struct gossip *g)
 {
     double every = (double)g->cfg.interval_ms / 1000.0;
 
+    if (g->cfg.loop == NULL) {
+        return; /* the owner runs the rounds (gossip.h, Seams) */
+    }
     ev_timer_init(&g->round_w, on_round, 0., every);
     g->round_w.data = g;
     ev_timer_start(g->cfg.loop, &g->round_w);
@@ -1057,7 +1161,9 @@ void gossip_start(struct gossip *g)
 
 void gossip_stop(struct gossip *g)
 {
-    ev_timer_stop(g->cfg.loop, &g->round_w);
+    if (g->cfg.loop != NULL) {
+        ev_timer_stop(g->cfg.loop, &g->round_w);
+    }
     gossip_save(g);
 }
 

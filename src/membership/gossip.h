@@ -47,6 +47,23 @@
  * hands one over.  The ring in force belongs to the member table
  * (membership.h): gossip_ring() lends it, and the node hears of every
  * change through a listener it registers with gossip_ring_listen().
+ *
+ * The same seams let the gossip simulator (src/sim/) run many members in
+ * one process, each left at the node's behaviour when not set:
+ *   clock       hooks.now (NULL: clock_mono_ms());
+ *   rounds      settings.loop NULL: no timer; the owner calls
+ *               gossip_round() every interval_ms;
+ *   transport   send, find and dial, as for the node;
+ *   randomness  settings.seed non-zero seeds the choice of gossip targets
+ *               (and the instance id when there is no store); 0 draws it
+ *               from libsodium;
+ *   persistence settings.store NULL: nothing is read or written; the
+ *               table starts from settings.table (msg_members_encode()
+ *               form, may be empty), and our generation and instance are
+ *               those of our entry there (generation 1 and a seeded
+ *               instance when it has none);
+ *   observation hooks.changed (may be NULL) hears every member event
+ *               gossip logs, as it logs it.
  */
 #ifndef RINGKV_GOSSIP_H
 #define RINGKV_GOSSIP_H
@@ -78,8 +95,12 @@ struct gossip_settings {
     char client_addr[MSG_ADDR_MAX];
     char seeds[GOSSIP_SEEDS_MAX][MSG_ADDR_MAX]; /* "host:port" each */
     size_t n_seeds;
-    struct store *store;  /* the data directory; borrowed until gossip_destroy() */
-    struct ev_loop *loop; /* rounds run on it; borrowed until gossip_destroy() */
+    struct store *store;  /* the data directory, or NULL (Seams); borrowed until gossip_destroy() */
+    struct ev_loop *loop; /* rounds run on it, or NULL (Seams); borrowed until gossip_destroy() */
+    uint64_t seed;        /* the random source's seed; 0: from libsodium (Seams) */
+    const uint8_t
+        *table; /* without a store: the table to start from; borrowed for gossip_create() */
+    size_t table_len;
 };
 
 /*
@@ -108,6 +129,14 @@ struct gossip_hooks {
      * be called from inside a connection's handler; the node stops at once.
      */
     void (*id_in_use)(void *ctx, const char *other_addr);
+    /* Monotonic milliseconds (may be NULL: clock_mono_ms()). */
+    uint64_t (*now)(void *ctx);
+    /*
+     * A member event, named as its log line (member_added, member_up,
+     * member_suspect, member_down, member_removed, member_back, joined),
+     * about member id (our own for joined).  May be NULL.
+     */
+    void (*changed)(void *ctx, const char *event, const char *id);
     void *ctx;
 };
 
@@ -120,8 +149,14 @@ struct gossip_hooks {
 int gossip_create(struct gossip **out, const struct gossip_settings *settings,
                   const struct gossip_hooks *hooks, char *err, size_t err_len);
 
-/* Start gossip rounds (the first one at once). */
+/* Start gossip rounds (the first one at once); without a loop, the owner runs them. */
 void gossip_start(struct gossip *g);
+
+/*
+ * One round (top of file): what the loop's timer runs every interval_ms.
+ * Called directly only by an owner that gave no loop (Seams).
+ */
+void gossip_round(struct gossip *g);
 
 /* Stop rounds and save the member table (synchronously); for shutdown. */
 void gossip_stop(struct gossip *g);
