@@ -882,6 +882,20 @@ void membership_answer(const struct membership *m, const struct msg_digest *thei
             membership_reply_entry(&r, &m->members[i].e);
         }
     }
+    /*
+     * Our own entry, left out of a list cut at its bound: the initiator
+     * may not know us at all (a newcomer answering a member it has just
+     * dialled), and no one else can tell it sooner.  Without this, past
+     * MSG_GOSSIP_DIGESTS_MAX members a newcomer's entry spreads only by
+     * the rotating windows of other members' SYNs.  It takes the last
+     * place of a full answer: the entry it displaces goes in a later
+     * exchange, as the peer still lacks it.
+     */
+    if (!complete && !(r.mentioned[m->self / CHAR_BIT] & (1u << (m->self % CHAR_BIT))) &&
+        max_entries > 0) {
+        r.n_entries -= r.n_entries == max_entries;
+        membership_reply_entry(&r, &m->members[m->self].e);
+    }
     *n_entries = r.n_entries;
     *n_requests = r.n_requests;
 }

@@ -675,6 +675,40 @@ static struct msg_digest digest_make(const char *id, uint64_t generation, uint64
     return d;
 }
 
+/*
+ * A list cut at its bound that leaves out our own entry (a member that
+ * has just heard of us, or not at all): our entry goes back, in the last
+ * place when the answer is full; a list that names us gets it by version.
+ */
+START_TEST(test_answer_own_entry)
+{
+    struct membership *m = table_with_others(4); /* a, o0..o3 at (1, 1) */
+    struct msg_digest theirs[3], req[4];
+    struct msg_member ent[4];
+    size_t ne, nr;
+
+    theirs[0] = digest_make("zz", 1, 1); /* the sender, unknown to us */
+    theirs[1] = digest_make("o0", 1, 0); /* ours newer */
+    theirs[2] = digest_make("o1", 1, 0); /* ours newer */
+    membership_answer(m, theirs, 3, false, ent, 4, &ne, req, 4, &nr);
+    ck_assert_uint_eq(ne, 3);
+    ck_assert_str_eq(ent[0].id, "o0");
+    ck_assert_str_eq(ent[1].id, "o1");
+    ck_assert_str_eq(ent[2].id, "a");
+    /* Full at 2: ours displaces o1, which a later exchange carries. */
+    membership_answer(m, theirs, 3, false, ent, 2, &ne, req, 4, &nr);
+    ck_assert_uint_eq(ne, 2);
+    ck_assert_str_eq(ent[0].id, "o0");
+    ck_assert_str_eq(ent[1].id, "a");
+    /* Named at our version: nothing of ours goes back. */
+    theirs[2] = digest_make("a", 1, 1);
+    membership_answer(m, theirs, 3, false, ent, 4, &ne, req, 4, &nr);
+    ck_assert_uint_eq(ne, 1);
+    ck_assert_str_eq(ent[0].id, "o0");
+    membership_destroy(m);
+}
+END_TEST
+
 START_TEST(test_answer_rules)
 {
     struct membership *m = table_with_others(4); /* a, o0..o3 at (1, 1) */
@@ -688,8 +722,9 @@ START_TEST(test_answer_rules)
     theirs[3] = digest_make("zz", 1, 1); /* unknown: ask */
     theirs[4] = digest_make("o0", 1, 0); /* a repeat: answered once */
     membership_answer(m, theirs, 5, false, ent, 8, &ne, req, 8, &nr);
-    ck_assert_uint_eq(ne, 1);
+    ck_assert_uint_eq(ne, 2);
     ck_assert_str_eq(ent[0].id, "o0");
+    ck_assert_str_eq(ent[1].id, "a"); /* our own, which the cut list left out */
     ck_assert_uint_eq(nr, 2);
     ck_assert_str_eq(req[0].id, "o1");
     ck_assert_str_eq(req[1].id, "zz");
@@ -1056,7 +1091,8 @@ START_TEST(test_earlier_life_epoch)
     merge(a, &removed, T_START, NULL);
     membership_answer(a, &d, 1, false, entries, 4, &ne, requests, 4, &nr);
     ck_assert_uint_eq(nr, 1);
-    ck_assert_uint_eq(ne, 1);
+    ck_assert_uint_eq(ne, 2); /* and a's own, which c's list left out */
+    ck_assert_str_eq(entries[1].id, "a");
     ck_assert_uint_eq(entries[0].generation, 1);
     ck_assert_uint_eq(entries[0].status, MSG_MEMBER_REMOVED);
     /* Not when the digest is another node's view of c (not the first). */
@@ -1068,7 +1104,8 @@ START_TEST(test_earlier_life_epoch)
         two[0].version = 1;
         two[1] = d;
         membership_answer(a, two, 2, false, entries + 1, 3, &ne, requests, 4, &nr);
-        ck_assert_uint_eq(ne, 0);
+        ck_assert_uint_eq(ne, 1);
+        ck_assert_str_eq(entries[1].id, "a");
         ck_assert_uint_eq(nr, 2);
     }
     /* c takes it as a reason to count above it, nothing else. */
@@ -1427,6 +1464,7 @@ static Suite *membership_suite(void)
         {"own_versions", test_own_entry_versions},
         {"digests_rotate", test_digests_rotate},
         {"answer_rules", test_answer_rules},
+        {"answer_own_entry", test_answer_own_entry},
         {"gossip_small", test_gossip_converges},
         {"gossip_large", test_gossip_converges_large},
         {"encode_restore", test_encode_restore},
