@@ -36,11 +36,12 @@ LAYERS = [
     ("storage", "storage", 3),
     ("src/membership", "membership", 4),
     ("src/replication", "replication", 5),
+    ("src/sim", "simulation", 5),
     ("src/node", "node", 6),
     ("src/cli", "tools", 7),
 ]
 # What a layer may use beyond its own folder, when narrower than "every lower layer".
-ONLY = {"src/cli": {"src/base", "src/placement", "proto"}}
+ONLY = {"src/cli": {"src/base", "src/placement", "proto", "src/sim"}}
 # Headers of the build system, not of a layer.
 SYSTEM_OK = {"autoconf.h"}
 

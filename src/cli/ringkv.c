@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "cli_cluster.h"
 #include "cli_data.h"
+#include "cli_gossip.h"
 #include "cli_key.h"
 #include "cli_placement.h"
 #include "cli_verify.h"
@@ -30,6 +31,8 @@
 
 static const struct cli_verb ringkv_verbs[] = {
     {"placement", cli_placement, "check|sim|explain ...   offline placement tools"},
+    {"gossip", cli_gossip,
+     "sim [--nodes N,...] [--seed S] ...   the real gossip code on a simulated network"},
     {"get", cli_data_get, "[--hex] [--json] KEY   a key's value, or (nil)"},
     {"set", cli_data_set, "[--hex] [--json] KEY VALUE   set a key's value"},
     {"del", cli_data_del, "[--hex] [--json] KEY...   delete keys; prints how many existed"},

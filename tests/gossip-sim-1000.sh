@@ -1,0 +1,23 @@
+#!/bin/sh
+# `ringkv gossip sim` at 1000 members: a new member's entry reaches every
+# member within 2*log2(N) + 10 rounds (the simulator checks that bound and
+# exits 3 past it; the JSON is checked against it here as well).
+set -eu
+: "${top_builddir:?}"
+ringkv="$top_builddir/src/ringkv"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "gossip-sim-1000: $*"; exit 1; }
+
+"$ringkv" gossip sim --nodes 1000 --seed 1000 --phases join --json > "$tmp/j.json" 2> "$tmp/err" ||
+    fail "the run failed: $(cat "$tmp/err")"
+python3 - "$tmp/j.json" <<'PY' || fail "$(cat "$tmp/j.json")"
+import json, math, sys
+(r,) = json.load(open(sys.argv[1]))["runs"]
+bound = 2 * math.log2(1000) + 10
+assert r["nodes"] == 1000 and r["join_ok"] is True, r
+assert abs(r["join_bound_rounds"] - bound) < 1e-6, r
+assert 0 < r["join_rounds"] <= bound, r
+print("gossip-sim-1000: join seen by all 1000 members in %.2f rounds (bound %.1f), %.0f node-rounds/s"
+      % (r["join_rounds"], bound, r["node_rounds_per_second"]))
+PY

@@ -1,0 +1,101 @@
+#!/bin/sh
+# `ringkv gossip sim`: the same seed gives byte-identical traces and a
+# different seed a different one; a partition healed at a known time
+# converges within the bound the simulator prints; a failed check prints
+# the seed and a command that replays the run, and that command fails the
+# same way; --json has the documented fields; bad options exit 2.
+set -eu
+: "${top_builddir:?}"
+ringkv="$top_builddir/src/ringkv"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "gossip-sim: $*"; exit 1; }
+
+# Determinism: every delivered message and every member event, twice.
+small="--nodes 24 --duration 3 --loss 0.02 --jitter 2"
+"$ringkv" gossip sim $small --seed 7 --trace "$tmp/a" > "$tmp/a.out" || fail "run a: $(cat "$tmp/a.out")"
+"$ringkv" gossip sim $small --seed 7 --trace "$tmp/b" > /dev/null || fail "run b"
+"$ringkv" gossip sim $small --seed 8 --trace "$tmp/c" > /dev/null || fail "run c"
+test "$(wc -l < "$tmp/a")" -gt 10000 || fail "trace a is short: $(wc -l < "$tmp/a") lines"
+for what in 'deliver n[0-9]*->n[0-9]* ping ' 'deliver n[0-9]*->n[0-9]* gossip_syn ' \
+    ' join n24$' ' crash n[0-9]*$' ' member_down n' ' member_added n24$' ' loss 0.0500$'; do
+    grep -q "$what" "$tmp/a" || fail "trace a has no line matching '$what'"
+done
+cmp -s "$tmp/a" "$tmp/b" || fail "the same seed gave different traces: $(cmp "$tmp/a" "$tmp/b")"
+cmp -s "$tmp/a" "$tmp/c" && fail "seeds 7 and 8 gave the same trace"
+grep -q '^gossip sim: seed 7;' "$tmp/a.out" || fail "the table does not name its seed"
+
+# A partition of two halves from 3 s to 8 s: both sides see the other down,
+# and after the heal the cluster converges within the printed bound.
+"$ringkv" gossip sim --nodes 20 --seed 11 --phases join --partition '0-9|10-19' \
+    --partition-at 3 --heal-at 8 --trace "$tmp/p" --json > "$tmp/p.json" ||
+    fail "partition run failed: $(cat "$tmp/p.json")"
+grep -q '^3.000000 partition n0-n9|n10-n19$' "$tmp/p" || fail "no partition line in the trace"
+grep -q '^8.000000 heal$' "$tmp/p" || fail "no heal line in the trace"
+awk '$1 > 3 && $1 < 8 && $2 == "n3" && $3 == "member_down" && $4 == "n15"' "$tmp/p" | grep -q . ||
+    fail "n3 never saw n15 down during the partition"
+awk '$1 > 8 && $2 == "n3" && $3 == "member_up" && $4 == "n15"' "$tmp/p" | grep -q . ||
+    fail "n3 never saw n15 up after the heal"
+python3 - "$tmp/p.json" <<'PY' || fail "partition JSON: $(cat "$tmp/p.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["seed"] == 11, j
+(r,) = j["runs"]
+p = r["partition"]
+assert p["ok"] is True and 0 < p["converge_rounds"] <= p["bound_rounds"], p
+assert r["join_ok"] is True and r["join_rounds"] <= r["join_bound_rounds"], r
+assert r["crash_rounds"] is None and r["false_suspicions_per_node_hour"] is None, r
+PY
+
+# --json of a whole run: the documented fields, SWIM's figures beside ours.
+"$ringkv" gossip sim --nodes 10,12 --seed 3 --duration 2 --json > "$tmp/j.json" || fail "json run"
+python3 - "$tmp/j.json" <<'PY' || fail "JSON fields: $(cat "$tmp/j.json")"
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+assert j["seed"] == 3 and j["interval_ms"] == 200, j
+assert [r["nodes"] for r in j["runs"]] == [10, 12]
+for r in j["runs"]:
+    for k in ("join_rounds", "join_seconds", "crash_rounds", "crash_seconds",
+              "msgs_per_node_round", "bytes_per_node_round", "events", "messages",
+              "node_rounds", "node_rounds_per_second", "maxrss_kb"):
+        assert isinstance(r[k], (int, float)) and r[k] >= 0, (k, r)
+    assert r["join_ok"] and r["crash_ok"], r
+    assert set(r["false_suspicions_per_node_hour"]) == {"loss_1pct", "loss_5pct"}, r
+    assert abs(r["swim_rounds"] - math.log2(r["nodes"])) < 1e-6 and r["swim_msgs_per_node_round"] == 2
+    # every member pings every other once a round and answers each ping: 2(N-1) and the exchanges
+    assert 2 * (r["nodes"] - 1) <= r["msgs_per_node_round"] <= 2 * (r["nodes"] - 1) + 4, r
+    # a crashed member is down after about 18.4 silent intervals (detector.h)
+    assert 17 <= r["crash_rounds"] <= r["crash_bound_rounds"], r
+PY
+
+# A check that fails: at 99% loss nobody hears the joiner.  Exit 3, the
+# seed and a replay command, which replays the run to the same failure.
+set +e
+"$ringkv" gossip sim --nodes 10 --seed 5 --loss 0.99 --phases join > "$tmp/f.out" 2> "$tmp/f.err"
+status=$?
+set -e
+test "$status" -eq 3 || fail "a failed check exited $status, not 3: $(cat "$tmp/f.err")"
+grep -q 'N=10 seed 5: check failed: every member holds the joiner' "$tmp/f.err" ||
+    fail "no failed-check line: $(cat "$tmp/f.err")"
+replay=$(sed -n 's/^ringkv: replay with: ringkv //p' "$tmp/f.err")
+test -n "$replay" || fail "no replay line: $(cat "$tmp/f.err")"
+set +e
+# shellcheck disable=SC2086
+eval "\"\$ringkv\" $replay" > "$tmp/r.out" 2> "$tmp/r.err"
+status=$?
+set -e
+test "$status" -eq 3 || fail "the replay exited $status, not 3"
+cmp -s "$tmp/f.err" "$tmp/r.err" || fail "the replay differs: $(cat "$tmp/r.err")"
+
+# Bad input: one line, exit 2.
+for bad in "--nodes 2" "--nodes 10,x" "--loss 1.5" "--partition 0-4|3-9 --partition-at 1 --heal-at 2" \
+    "--partition 0-4|5-9" "--partition-at 3" "--phases join,dance" "--bogus"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$ringkv" gossip sim --nodes 10 $bad > "$tmp/bad.out" 2> "$tmp/bad.err"
+    status=$?
+    set -e
+    test "$status" -eq 2 || fail "'$bad' exited $status, not 2"
+    grep -q '^ringkv: ' "$tmp/bad.err" || fail "'$bad': no error line: $(cat "$tmp/bad.err")"
+done
+echo "gossip-sim: ok"
