@@ -24,13 +24,11 @@
 #include <time.h>
 
 #include "buf.h"
-#include "clock.h"
 #include "detector.h"
 #include "error.h"
 #include "frame.h"
 #include "gossip.h"
 #include "grow.h"
-#include "log.h"
 #include "msg.h"
 
 /* What the node adds to each message on the wire: the frame header and the channel's tag. */
