@@ -2,7 +2,8 @@
  * bench_lmdb.c - raw LMDB doing random puts: the physical peer of a ringkv
  * node's write path in tests/bench/bench_node.sh.
  *
- *   bench_lmdb KEYS VALUE_BYTES PUTS_PER_TXN MAX_PUTS MAX_SECONDS sync|nosync DIR
+ *   bench_lmdb KEYS VALUE_BYTES PUTS_PER_TXN MAX_PUTS MAX_SECONDS MODE DIR
+ *   MODE: sync | nosync | batchMS | writemap-batchMS     (batch10: every 10 ms)
  *
  * Loads KEYS keys ("key:" and 12 digits, the keys redis-benchmark -r
  * sends) with VALUE_BYTES-byte values into a fresh environment in DIR, syncs
@@ -12,14 +13,20 @@
  * transactions).  `sync` opens the environment with LMDB's default flags,
  * so every commit fsyncs once: the physical limit of a B-tree with random
  * keys at that transaction size.  `nosync` adds MDB_NOSYNC: no fsync at
- * all, the ceiling of ringkv's `sync batch` and `none`.  Both add
+ * all, the ceiling of ringkv's `sync none`.  `batchMS` is MDB_NOSYNC with a
+ * second thread that calls mdb_env_sync() every MS milliseconds when a
+ * transaction committed since its last one, as ringkv's `sync batch` does
+ * (the sync's writeback competes with the puts, as in the node), and
+ * `writemap-batchMS` the same with MDB_WRITEMAP: dirty pages written in
+ * the map instead of by pwrite() at commit, flushed by msync().  All add
  * MDB_NOTLS, as storage/store.c does.
  *
  * DIR is created if missing and must not hold an environment already; it
  * should be on the disk being measured (not tmpfs, where fsync is free).
  * The program removes the files it created before it exits.  It prints one
  * line:
- *   bench_lmdb puts_per_s=R puts=N txns=T seconds=S puts_per_txn=B sync=M
+ *   bench_lmdb puts_per_s=R puts=N txns=T seconds=S puts_per_txn=B sync=MODE syncs=F
+ * (F: the syncer's flushes, 0 without one)
  * and exits 0 when it ran, 1 when a setup step or LMDB failed, 2 on bad
  * arguments.
  */
@@ -27,6 +34,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,7 +63,11 @@
 
 struct bench {
     uint64_t keys, value_len, per_txn, max_puts, max_seconds;
-    bool sync;
+    bool sync, writemap;
+    unsigned batch_ms; /* batchMS: the syncer's interval; 0 without a syncer */
+    const char *mode;
+    atomic_bool dirty, stop;
+    uint64_t syncs;
     const char *dir;
     MDB_env *env;
     MDB_dbi dbi;
@@ -108,10 +121,21 @@ static bool parse_args(struct bench *b, int argc, char **argv)
         !arg_u64(argv[5], 1, BENCH_SECONDS_MAX, &b->max_seconds)) {
         return false;
     }
-    if (strcmp(argv[6], "sync") != 0 && strcmp(argv[6], "nosync") != 0) {
-        return false;
+    b->mode = argv[6];
+    if (strcmp(b->mode, "sync") == 0) {
+        b->sync = true;
+    } else if (strcmp(b->mode, "nosync") != 0) {
+        const char *ms = b->mode;
+        uint64_t v;
+        if (strncmp(ms, "writemap-", 9) == 0) {
+            b->writemap = true;
+            ms += 9;
+        }
+        if (strncmp(ms, "batch", 5) != 0 || !arg_u64(ms + 5, 1, 10000, &v)) {
+            return false;
+        }
+        b->batch_ms = (unsigned)v;
     }
-    b->sync = strcmp(argv[6], "sync") == 0;
     b->dir = argv[7];
     return true;
 }
@@ -126,7 +150,7 @@ static int lmdb_fail(const char *what, int rc)
 static int env_open(struct bench *b)
 {
     char path[PATH_MAX];
-    unsigned flags = MDB_NOTLS | (b->sync ? 0 : MDB_NOSYNC);
+    unsigned flags = MDB_NOTLS | (b->sync ? 0 : MDB_NOSYNC) | (b->writemap ? MDB_WRITEMAP : 0);
     uint64_t map = BENCH_MAP_FLOOR + 4 * b->keys * (b->value_len + BENCH_KEY_LEN + 16);
     int rc;
 
@@ -183,7 +207,28 @@ static int txn_run(struct bench *b, uint64_t first, uint64_t count, bool random)
     if ((rc = mdb_txn_commit(txn)) != 0) {
         return lmdb_fail("mdb_txn_commit", rc);
     }
+    atomic_store(&b->dirty, true);
     return 0;
+}
+
+/* batchMS: flush every batch_ms when something committed, beside the puts. */
+static void *syncer_main(void *arg)
+{
+    struct bench *b = arg;
+    struct timespec ts = {.tv_sec = b->batch_ms / 1000, .tv_nsec = (b->batch_ms % 1000) * 1000000L};
+
+    while (!atomic_load(&b->stop)) {
+        nanosleep(&ts, NULL);
+        if (atomic_exchange(&b->dirty, false)) {
+            int rc = mdb_env_sync(b->env, 1);
+            if (rc != 0) {
+                lmdb_fail("mdb_env_sync", rc);
+                abort();
+            }
+            b->syncs++;
+        }
+    }
+    return NULL;
 }
 
 /* Opens the main database and loads every key once, then syncs the file. */
@@ -219,21 +264,36 @@ static int measure(struct bench *b)
 {
     uint64_t puts = 0, txns = 0;
     double start = now_s(), elapsed = 0;
+    pthread_t syncer;
+    int rc = 0;
+
+    atomic_store(&b->dirty, false); /* the load ended with its own sync */
+    if (b->batch_ms > 0 && pthread_create(&syncer, NULL, syncer_main, b) != 0) {
+        fprintf(stderr, "bench_lmdb: cannot start the syncer thread\n");
+        return -1;
+    }
 
     while (puts < b->max_puts && elapsed < (double)b->max_seconds) {
         uint64_t n = b->max_puts - puts < b->per_txn ? b->max_puts - puts : b->per_txn;
         if (txn_run(b, 0, n, true) != 0) {
-            return -1;
+            rc = -1;
+            break;
         }
         puts += n;
         txns++;
         elapsed = now_s() - start;
     }
-    printf("bench_lmdb puts_per_s=%.0f puts=%" PRIu64 " txns=%" PRIu64
-           " seconds=%.3f puts_per_txn=%" PRIu64 " sync=%s\n",
-           elapsed > 0 ? (double)puts / elapsed : 0.0, puts, txns, elapsed, b->per_txn,
-           b->sync ? "sync" : "nosync");
-    return 0;
+    if (b->batch_ms > 0) {
+        atomic_store(&b->stop, true);
+        pthread_join(syncer, NULL);
+    }
+    if (rc == 0) {
+        printf("bench_lmdb puts_per_s=%.0f puts=%" PRIu64 " txns=%" PRIu64
+               " seconds=%.3f puts_per_txn=%" PRIu64 " sync=%s syncs=%" PRIu64 "\n",
+               elapsed > 0 ? (double)puts / elapsed : 0.0, puts, txns, elapsed, b->per_txn, b->mode,
+               b->syncs);
+    }
+    return rc;
 }
 
 /* Closes the environment and removes the files it made (not DIR itself). */
@@ -258,7 +318,7 @@ int main(int argc, char **argv)
 
     if (!parse_args(&b, argc, argv)) {
         fprintf(stderr, "usage: bench_lmdb KEYS VALUE_BYTES PUTS_PER_TXN MAX_PUTS MAX_SECONDS "
-                        "sync|nosync DIR\n");
+                        "sync|nosync|batchMS|writemap-batchMS DIR\n");
         return 2;
     }
     b.value = malloc(b.value_len);

@@ -8,21 +8,29 @@
 # Every figure is `redis-benchmark -c 50 -d 100 -r 100000` (REQUESTS requests
 # at -P 16, default 200000, half as many at -P 1), each bounded by
 # BENCH_RUN_SECONDS as well.  The runs, in order:
-#   ringkvd --sync batch      SET, GET at -P 16, SET, GET at -P 1
-#   redis appendfsync everysec the same four
+#   ringkvd --sync batch      SET, GET at -P 16, SET, GET at -P 1 (the default
+#                              sync-interval, 10 ms)
+#   ringkvd --sync batch --sync-interval 1s
+#                              SET at -P 16 and -P 1: the durability window of
+#                              Redis everysec (printed for reference)
+#   redis appendfsync everysec the same four as the first node
 #   ringkvd --sync always     SET at -P 16
 #   redis appendfsync always   SET at -P 16 (printed for reference)
 #   raw LMDB                   random puts of 100-byte values into a 100 K-key
 #                              database, in transactions of the writes per
 #                              commit the node reached: with one fsync per
-#                              transaction at the `sync always` size, and
-#                              without fsync at the `sync batch` size (the
-#                              ceiling of `sync batch` and `none`)
+#                              transaction at the `sync always` size; at the
+#                              `sync batch` size with an fsync every 10 ms from
+#                              a second thread, as the node does (the physical
+#                              limit of `sync batch`), without fsync (the
+#                              ceiling of `sync none`), and with MDB_WRITEMAP
+#                              and an msync every 10 ms (why the store does not
+#                              use MDB_WRITEMAP: see storage/store.c)
 # The writes per commit come from the node's INFO counters read before and
-# after its SET -P 16 run (ringkv_store_writes / ringkv_store_commits).
+# after its SET runs (ringkv_store_writes / ringkv_store_commits).
 # Syscalls per request come from separate, shorter runs (BENCH_STRACE_REQUESTS
-# requests) with `strace -C -f -y` attached to the node, since strace slows the
-# server; the throughput runs only read the context switches of the node's
+# requests) with `strace -C -f -y` attached to the server (the node, and Redis
+# everysec for its SETs), since strace slows the server; the throughput runs only read the context switches of the node's
 # threads from /proc.  The data of every server and of raw LMDB lives in the
 # build tree (a real disk, where fsync costs what it costs), fresh per run
 # and removed at the end; servers are started by this script and stopped by
@@ -71,12 +79,14 @@ wait_ping() {
     done
 }
 
-# start_ringkv SYNC: starts a fresh node; sets PORT and PID.
+# start_ringkv SYNC [ARGS...]: starts a fresh node; sets PORT and PID.
 start_ringkv() {
     PORT=$(free_port)
     rm -rf "$DIR/ringkv-data"
+    sync_mode=$1
+    shift
     "$RINGKVD" --id bench --cluster-key "$DIR/key" --data "$DIR/ringkv-data" --rf 1 --r 1 --w 1 \
-        --sync "$1" --client "127.0.0.1:$PORT" --listen "127.0.0.1:$(free_port)" \
+        --sync "$sync_mode" "$@" --client "127.0.0.1:$PORT" --listen "127.0.0.1:$(free_port)" \
         --log-level warn > "$DIR/ringkv.log" 2>&1 &
     PID=$!
     PIDS="$PIDS $PID"
@@ -131,12 +141,12 @@ bench() {
     printf '  %-26s %10.0f req/s  p50 %s ms  p99 %s ms  ctxsw/req %s\n' "$1" "$5" "$6" "$7" "$cs"
 }
 
-# bench_writes NAME: SET -P 16 with the node's store counters read around it;
-# records NAME.wpc (writes per commit).
+# bench_writes NAME PIPELINE REQUESTS: SET with the node's store counters read
+# around it; records NAME.wpc (writes per commit).
 bench_writes() {
-    set -- "$1" $(store_counters)
-    bench "$1" set 16 "$N"
     set -- "$1" "$2" "$3" $(store_counters)
+    bench "$1" set "$2" "$3"
+    set -- "$1" "$4" "$5" $(store_counters)
     wpc=$(awk -v w="$(($4 - $2))" -v c="$(($5 - $3))" 'BEGIN { printf "%.1f", (c > 0 ? w / c : 0) }')
     put "$1.wpc" "$wpc"
     echo "  $1: $(($4 - $2)) writes in $(($5 - $3)) commits: $wpc writes per commit"
@@ -184,10 +194,11 @@ strace_run() {
     echo "  $1 (strace, $NS requests): $(get "$1.sys") syscalls/req, $(get "$1.sends") sends/req"
 }
 
-# lmdb NAME PER_TXN SYNC: raw LMDB in a fresh directory of the build tree.
+# lmdb NAME PER_TXN MODE [SECONDS]: raw LMDB in a fresh directory of the build
+# tree (MODE: bench_lmdb's sync, nosync, batchMS, writemap-batchMS).
 lmdb() {
     rm -rf "$DIR/lmdb"
-    out=$("$LMDB" "$KEYS" "$VALUE" "$2" "$N" 30 "$3" "$DIR/lmdb") || out=""
+    out=$("$LMDB" "$KEYS" "$VALUE" "$2" "$N" "${4:-30}" "$3" "$DIR/lmdb") || out=""
     rm -rf "$DIR/lmdb"
     rps=$(echo "$out" | sed -n 's/.*puts_per_s=\([0-9]*\).*/\1/p')
     put "$1.rps" "${rps:-0}"
@@ -204,9 +215,9 @@ echo "bench_node: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), redis-se
 echo "bench_node: redis-benchmark -c 50 -d 100 -r $KEYS, -n $N at -P 16, -n $N1 at -P 1"
 
 start_ringkv batch
-bench_writes batch.set16
+bench_writes batch.set16 16 "$N"
 bench batch.get16 get 16 "$N"
-bench batch.set1 set 1 "$N1"
+bench_writes batch.set1 1 "$N1"
 bench batch.get1 get 1 "$N1"
 strace_run batch.set16 set 16
 strace_run batch.get16 get 16
@@ -214,15 +225,22 @@ strace_run batch.set1 set 1
 strace_run batch.get1 get 1
 stop
 
+start_ringkv batch --sync-interval 1s
+bench_writes batch1s.set16 16 "$N"
+bench_writes batch1s.set1 1 "$N1"
+stop
+
 start_redis everysec
 bench everysec.set16 set 16 "$N"
 bench everysec.get16 get 16 "$N"
 bench everysec.set1 set 1 "$N1"
 bench everysec.get1 get 1 "$N1"
+strace_run everysec.set16 set 16
+strace_run everysec.set1 set 1
 stop
 
 start_ringkv always
-bench_writes always.set16
+bench_writes always.set16 16 "$N"
 strace_run always.set16 set 16
 stop
 
@@ -231,7 +249,9 @@ bench redis-always.set16 set 16 "$N"
 stop
 
 lmdb lmdb-sync "$(round "$(get always.set16.wpc)")" sync
+lmdb lmdb-batch "$(round "$(get batch.set16.wpc)")" batch10
 lmdb lmdb-nosync "$(round "$(get batch.set16.wpc)")" nosync
+lmdb lmdb-writemap "$(round "$(get batch.set16.wpc)")" writemap-batch10 10
 
 # row FIGURE RINGKV_KEY PEER_LABEL PEER_KEY GOAL: one line of the table.
 row() {
@@ -247,16 +267,21 @@ printf '%-28s %10s  %-30s %10s %7s  %-8s %s\n' figure "ringkv/s" peer "peer/s" r
 row "SET -P16 sync batch" batch.set16.rps "redis everysec" everysec.set16.rps 0.5
 row "SET -P16 sync always" always.set16.rps "raw LMDB fsync/txn @$(round "$(get always.set16.wpc)")" lmdb-sync.rps 0.8
 row "SET -P16 sync always" always.set16.rps "redis always" redis-always.set16.rps ref
+row "SET -P16 sync batch" batch.set16.rps "raw LMDB fsync/10ms @$(round "$(get batch.set16.wpc)")" lmdb-batch.rps limit
 row "SET -P16 sync batch" batch.set16.rps "raw LMDB no fsync @$(round "$(get batch.set16.wpc)")" lmdb-nosync.rps ceiling
+row "SET -P16 sync batch" batch.set16.rps "raw LMDB WRITEMAP msync/10ms" lmdb-writemap.rps ref
+row "SET -P16 batch interval 1s" batch1s.set16.rps "redis everysec" everysec.set16.rps ref
 row "GET -P16" batch.get16.rps "redis" everysec.get16.rps 0.8
 row "SET -P1 sync batch" batch.set1.rps "redis everysec" everysec.set1.rps 0.8
+row "SET -P1 batch interval 1s" batch1s.set1.rps "redis everysec" everysec.set1.rps ref
 row "GET -P1" batch.get1.rps "redis" everysec.get1.rps 0.8
 
 echo
-echo "writes per commit (SET -P16): sync batch $(get batch.set16.wpc), sync always $(get always.set16.wpc)"
+echo "writes per commit: sync batch $(get batch.set16.wpc) at -P16, $(get batch.set1.wpc) at -P1;" \
+    "interval 1s $(get batch1s.set16.wpc) / $(get batch1s.set1.wpc); sync always $(get always.set16.wpc) at -P16"
 if [ "$HAVE_STRACE" = 1 ]; then
-    printf '%-22s %9s %9s %9s  %s\n' "per request (ringkv)" syscalls sends ctxsw "most frequent calls"
-    for f in batch.set16 batch.get16 batch.set1 batch.get1 always.set16; do
+    printf '%-22s %9s %9s %9s  %s\n' "per request" syscalls sends ctxsw "most frequent calls"
+    for f in batch.set16 batch.get16 batch.set1 batch.get1 always.set16 everysec.set16 everysec.set1; do
         printf '%-22s %9s %9s %9s  %s\n' "$f" "$(get "$f.sys")" "$(get "$f.sends")" \
             "$(get "$f.ctxsw")" "$(get "$f.top")"
     done
