@@ -41,6 +41,8 @@ cleanup() {
     status=$?
     set +e
     bash "$testbed" down > /dev/null 2>&1
+    # As root each node's data is on a tmpfs of its own (clean unmounts them; a failed run must too).
+    grep -o " $tmp/[^ ]*" /proc/mounts 2> /dev/null | while read -r m; do umount "$m"; done
     for pid in $pids; do
         if alive "$pid"; then
             kill -9 "$pid" 2> /dev/null

@@ -9,7 +9,8 @@
                                                  (other than EXCEPT) on any node
     cluster.py RINGKV lacks ID PORT...           no node lists member ID
 
-RINGKV is the ringkv CLI; each PORT is a node's client port on 127.0.0.1.
+RINGKV is the ringkv CLI; each PORT is a node's client port on 127.0.0.1, or
+ADDRESS:PORT.
 Exit status 0 when the answer is yes (for wrongly-down: when none are).
 """
 import json
@@ -18,7 +19,8 @@ import sys
 
 
 def ask(ringkv, port, verb):
-    out = subprocess.run([ringkv, "-H", "127.0.0.1:%s" % port, "-t", "2", verb, "--json"],
+    host = port if ":" in port else "127.0.0.1:%s" % port
+    out = subprocess.run([ringkv, "-H", host, "-t", "2", verb, "--json"],
                          capture_output=True, text=True, timeout=10)
     if out.returncode not in (0, 3):
         raise RuntimeError("node %s: %s" % (port, out.stderr.strip()))

@@ -14,6 +14,17 @@
 #   it_wait_ping n1                # until PING answers
 #   it_cli n1 SET k v              # redis-cli -e against n1
 #   it_pass "message"              # end: remove temp dir
+#
+# Nodes on addresses of their own, for faults between them (the helpers
+# are cluster-scripts/faults.sh's, which the testbed uses too):
+#   it_private_net "$@"            # first line: as root, run the test in a
+#                                  # network and mount namespace of its own
+#                                  # (exit 77 with one line when not root)
+#   it_net [NET]                   # after it_setup: node nK on NET.(10+K)
+#   it_partition "n1 | n2 n3"      # it_cut n1 n2, it_loss n1 PCT, it_slow n1 RATE,
+#   it_heal                        # it_clear n1: as cluster-scripts/testbed
+#   it_faketime; it_skew n1 SECS   # nodes under libfaketime; move n1's wall clock
+#   it_disk n1 SIZE                # n1's data on a tmpfs; it_diskfull/it_diskfree n1
 set -u
 
 : "${top_builddir:?}" "${top_srcdir:?}"
@@ -21,6 +32,11 @@ RINGKVD="$top_builddir/src/ringkvd"
 RINGKV="$top_builddir/src/ringkv"
 IT_PIDS=""
 IT_FAILED=1
+IT_NET=""
+IT_DISKS=""
+FAULT_PROG=$(basename "$0" .sh)
+# shellcheck source=cluster-scripts/faults.sh
+. "$top_srcdir/cluster-scripts/faults.sh"
 
 it_log() { printf '%s: %s\n' "${IT_NAME:-test}" "$*"; }
 
@@ -37,6 +53,13 @@ it_cleanup() {
     done
     for pid in $IT_PIDS; do
         wait "$pid" 2> /dev/null
+    done
+    if [ -n "$IT_NET" ]; then
+        # shellcheck disable=SC2046 # one address a word
+        fault_remove "$IT_NET" $(it_addrs) 2> /dev/null
+    fi
+    for d in $IT_DISKS; do
+        fault_disk_umount "$d"
     done
     if [ "$IT_FAILED" -ne 0 ] && [ -n "${IT_DIR:-}" ]; then
         it_log "logs kept in $IT_DIR (seed $IT_SEED)"
@@ -66,10 +89,105 @@ it_pass() {
     it_log "ok${1:+: $1}"
 }
 
-# A TCP port nobody listens on, on 127.0.0.1.
+# A TCP port nobody listens on, on address $1 (default 127.0.0.1).
 it_free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+    python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1]); s.close()' \
+        "${1:-127.0.0.1}"
 }
+
+# --- nodes on addresses of their own, and faults between them --------------
+
+# it_private_net "$@": as the test's first line.  Root runs the test again in
+# a network namespace of its own (its own lo, with no rule, qdisc or
+# listener of anyone else's, and nothing left behind when it ends) and a
+# mount namespace of its own (tmpfs disks go with it); without root the
+# test is skipped (77).
+it_private_net() {
+    [ -z "${IT_PRIVATE_NET:-}" ] || return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "$(basename "$0" .sh): SKIP: needs root (iptables, tc, mount in namespaces of its own)"
+        exit 77
+    fi
+    command -v unshare > /dev/null && command -v ip > /dev/null ||
+        it_fail "unshare or ip not found: run cluster-scripts/install-deps (util-linux, iproute2)"
+    IT_PRIVATE_NET=1 exec unshare -n -m sh -c 'ip link set lo up && exec sh "$@"' sh "$0" "$@"
+}
+
+# it_net [NET]: nodes started from now on bind nK's ports on NET.(10+K); NET
+# defaults to one chosen by the seed, as tests/testbed.sh does.
+it_net() {
+    IT_NET=${1:-127.$((IT_SEED % 200 + 20)).$((IT_SEED / 200 % 250))}
+    it_log "nodes on $IT_NET.x"
+}
+
+# it_addr ID: the address node ID binds (127.0.0.1 unless it_net was called).
+it_addr() {
+    if [ -z "$IT_NET" ]; then
+        echo 127.0.0.1
+        return
+    fi
+    case $1 in
+    n[1-9] | n[1-9][0-9] | n1[0-9][0-9]) echo "$IT_NET.$((10 + ${1#n}))" ;;
+    *) it_fail "it_addr: '$1' is not nK: nodes on addresses of their own are n1..n199" ;;
+    esac
+}
+
+# The addresses of the nodes started so far.
+it_addrs() {
+    for v in $(set | sed -n 's/^\(N[0-9]*\)_PID=.*/\1/p'); do
+        it_addr "n${v#N}"
+    done
+}
+
+# it_fault FUNCTION ARGS...: a cluster-scripts/faults.sh function; fails the test if it fails.
+it_fault() {
+    "$@" || it_fail "$*: failed"
+}
+
+# it_partition "n1 | n2 n3": no packet between nodes of different groups.
+it_partition() {
+    spec=""
+    for w in $(printf '%s' "$1" | sed 's/|/ | /g'); do
+        if [ "$w" = "|" ]; then spec="$spec |"; else spec="$spec $(it_addr "$w")"; fi
+    done
+    it_fault fault_partition "$IT_NET" "$spec"
+}
+
+it_cut() { it_fault fault_cut "$IT_NET" "$(it_addr "$1")" "$(it_addr "$2")"; }
+it_loss() { it_fault fault_loss "$IT_NET" "$(it_addr "$1")" "$2"; }
+it_slow() { it_fault fault_slow "$(it_addr "$1")" "$2"; }
+it_clear() { it_fault fault_clear "$IT_NET" "$(it_addr "$1")"; }
+# shellcheck disable=SC2046 # one address a word
+it_heal() { it_fault fault_heal "$IT_NET" $(it_addrs); }
+
+# it_faketime: nodes started from now on run under libfaketime, their wall
+# clock offset by the seconds in $IT_DIR/ID.clock (it_skew); fails when the
+# library is absent.
+it_faketime() {
+    [ -n "$(fault_faketime_lib)" ] || it_fail "libfaketime not found: run cluster-scripts/install-deps (faketime)"
+    IT_REAL_RINGKVD=$RINGKVD
+    RINGKVD="$IT_DIR/ringkvd-faked"
+    # it_node passes --id first: $2 is the node's id.
+    cat > "$RINGKVD" << EOF
+#!/bin/sh
+. "$top_srcdir/cluster-scripts/faults.sh"
+exec env \$(fault_faketime_env "$IT_DIR/\$2.clock") "$IT_REAL_RINGKVD" "\$@"
+EOF
+    chmod +x "$RINGKVD"
+}
+
+it_skew() { it_fault fault_skew "$IT_DIR/$1.clock" "$2"; }
+
+# it_disk ID SIZE: node ID (not started yet) keeps its data on a tmpfs of SIZE.
+it_disk() {
+    it_fault fault_disk_mount "$IT_DIR/$1.disk" "$2"
+    IT_DISKS="$IT_DISKS $IT_DIR/$1.disk"
+    mkdir -m 0700 "$IT_DIR/$1.disk/data"
+    it_setvar "$1" DATA "$IT_DIR/$1.disk/data"
+}
+
+it_diskfull() { it_fault fault_disk_fill "$IT_DIR/$1.disk"; }
+it_diskfree() { it_fault fault_disk_free "$IT_DIR/$1.disk"; }
 
 it_key() {
     "$RINGKV" keygen "$IT_DIR/key" > /dev/null || it_fail "keygen failed"
@@ -88,14 +206,17 @@ it_setvar() {
 it_node() {
     id=$1
     shift
+    addr=$(it_addr "$id")
     client=$(it_var "$id" CLIENT)
     peer=$(it_var "$id" PEER)
-    [ -n "$client" ] || client=$(it_free_port)
-    [ -n "$peer" ] || peer=$(it_free_port)
+    data=$(it_var "$id" DATA)
+    [ -n "$client" ] || client=$(it_free_port "$addr")
+    [ -n "$peer" ] || peer=$(it_free_port "$addr")
+    [ -n "$data" ] || data=$IT_DIR/$id.data
     it_setvar "$id" CLIENT "$client"
     it_setvar "$id" PEER "$peer"
-    "$RINGKVD" --id "$id" --cluster-key "$IT_DIR/key" --data "$IT_DIR/$id.data" \
-        --client "127.0.0.1:$client" --listen "127.0.0.1:$peer" "$@" \
+    "$RINGKVD" --id "$id" --cluster-key "$IT_DIR/key" --data "$data" \
+        --client "$addr:$client" --listen "$addr:$peer" "$@" \
         >> "$IT_DIR/$id.log" 2>&1 &
     pid=$!
     it_setvar "$id" PID "$pid"
@@ -114,7 +235,7 @@ it_wait() {
 it_cli() {
     id=$1
     shift
-    redis-cli -e -p "$(it_var "$id" CLIENT)" "$@"
+    redis-cli -e -h "$(it_addr "$id")" -p "$(it_var "$id" CLIENT)" "$@"
 }
 
 it_wait_ping() {
@@ -167,11 +288,15 @@ it_rounds_s() {
     echo $((($1 * IT_ROUND_MS + 999) / 1000))
 }
 
-# The client ports of nodes n1..nN.
+# The client ports of nodes n1..nN (ADDRESS:PORT after it_net).
 it_ports() {
     i=1
     while [ "$i" -le "$1" ]; do
-        printf '%s ' "$(it_var "n$i" CLIENT)"
+        if [ -n "$IT_NET" ]; then
+            printf '%s:%s ' "$(it_addr "n$i")" "$(it_var "n$i" CLIENT)"
+        else
+            printf '%s ' "$(it_var "n$i" CLIENT)"
+        fi
         i=$((i + 1))
     done
 }
@@ -181,9 +306,11 @@ it_ask() {
     python3 "$top_srcdir/tests/integration/cluster.py" "$RINGKV" "$@"
 }
 
-# it_generation PORT ID: the generation of member ID in the table of the node at PORT.
+# it_generation PORT ID: the generation of member ID in the table of the node at
+# PORT (on 127.0.0.1, or ADDRESS:PORT).
 it_generation() {
-    "$RINGKV" -H "127.0.0.1:$1" members --json | python3 -c '
+    case $1 in *:*) at=$1 ;; *) at=127.0.0.1:$1 ;; esac
+    "$RINGKV" -H "$at" members --json | python3 -c '
 import json, sys
 print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == sys.argv[1]][0])' "$2"
 }
@@ -195,8 +322,8 @@ it_cluster() {
     i=1
     while [ "$i" -le "$count" ]; do
         seeds=""
-        [ "$i" -gt 1 ] && seeds="--seeds 127.0.0.1:$(it_var "n$((i - 1))" PEER)"
-        it_setvar "n$i" PEER "$(it_free_port)"
+        [ "$i" -gt 1 ] && seeds="--seeds $(it_addr "n$((i - 1))"):$(it_var "n$((i - 1))" PEER)"
+        it_setvar "n$i" PEER "$(it_free_port "$(it_addr "n$i")")"
         # shellcheck disable=SC2086
         it_node "n$i" --rack "r$(((i - 1) % 3 + 1))" $seeds "$@"
         i=$((i + 1))
