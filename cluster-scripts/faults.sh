@@ -43,7 +43,8 @@
 # DIR (mode 0700); fault_disk_fill DIR writes DIR/filler until the tmpfs
 # is full, fault_disk_free DIR removes it; fault_disk_umount DIR unmounts.
 #
-# Functions return 0, or 1 with one line on stderr saying why (2: root needed).
+# Functions return 0, or 1 with one line on stderr saying why (2: root is
+# needed, or an argument is not valid).
 
 FAULT_PROG=${FAULT_PROG:-faults}
 
@@ -93,7 +94,7 @@ fault_partition() {
     groups=$(printf '%s\n' "$2" | tr '|' '\n')
     [ "$(printf '%s\n' "$groups" | grep -c .)" -ge 2 ] || {
         fault_say "a partition needs two groups or more, split by '|': \"n1 | n2 n3\""
-        return 1
+        return 2
     }
     fault_chains "$net" || return
     # Every address of group i against every address of each later group, both ways.
@@ -108,13 +109,24 @@ fault_partition() {
 }
 
 # fault_rules_del CHAIN ADDR: delete CHAIN's rules naming ADDR as source or destination.
+# (No pipeline ends in a grep that may find nothing: the testbed runs with pipefail.)
 fault_rules_del() {
-    local rule
-    iptables -w -S "$1" 2> /dev/null | grep -E -- "-[sd] $2/32 " | sed 's/^-A /-D /' |
-        while read -r rule; do
+    local rules rule
+    rules=$(iptables -w -S "$1" 2> /dev/null) || return 0
+    printf '%s\n' "$rules" | while read -r rule; do
+        case $rule in
+        "-A $1 -s $2/32 "* | "-A $1 -d $2/32 "*)
             # shellcheck disable=SC2086 # a rule as iptables -S prints it: words without quotes
-            iptables -w $rule || return 1
-        done
+            iptables -w -D ${rule#-A } || exit 1
+            ;;
+        esac
+    done
+}
+
+# fault_htb: whether lo's root qdisc is the htb one the rate limits share.
+fault_htb() {
+    case $(tc qdisc show dev lo) in *"qdisc htb 1: root"*) return 0 ;; esac
+    return 1
 }
 
 fault_loss() {
@@ -122,7 +134,7 @@ fault_loss() {
     [0-9] | [1-9][0-9] | 100) ;;
     *)
         fault_say "loss: PERCENT must be a whole number from 0 to 100, not '$3'"
-        return 1
+        return 2
         ;;
     esac
     local chain match dir
@@ -151,12 +163,11 @@ fault_slow() {
     fault_need_tool tc iproute2 || return
     echo "$2" | grep -Eq '^[0-9]{1,9}(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)$' || {
         fault_say "slow: RATE is a number and a unit (kbit, mbit, gbit, bps, kbps, mbps), not '$2'"
-        return 1
+        return 2
     }
     local minor pref dir
     fault_slow_del "$1"
-    tc qdisc show dev lo | grep -q '^qdisc htb 1: root' ||
-        tc qdisc add dev lo root handle 1: htb || return 1
+    fault_htb || tc qdisc add dev lo root handle 1: htb || return 1
     minor=$(fault_class "$1")
     pref=$((0x$minor))
     tc class add dev lo parent 1: classid "1:$minor" htb rate "$2" ceil "$2" || return 1
@@ -170,11 +181,11 @@ fault_slow() {
 fault_slow_del() {
     command -v tc > /dev/null 2>&1 || return 0
     local minor
-    tc qdisc show dev lo | grep -q '^qdisc htb 1: root' || return 0
+    fault_htb || return 0
     minor=$(fault_class "$1")
     tc filter del dev lo parent 1: pref "$((0x$minor))" 2> /dev/null
     tc class del dev lo classid "1:$minor" 2> /dev/null
-    tc class show dev lo | grep -q . || tc qdisc del dev lo root 2> /dev/null
+    [ -n "$(tc class show dev lo)" ] || tc qdisc del dev lo root 2> /dev/null
     return 0
 }
 
@@ -240,7 +251,7 @@ fault_faked() { grep -q libfaketime "/proc/$1/maps" 2> /dev/null; }
 fault_skew() {
     echo "$2" | grep -Eq '^[+-]?[0-9]{1,9}$' || {
         fault_say "skew: SECONDS must be a whole number of seconds (+3600, -60, 0), not '$2'"
-        return 1
+        return 2
     }
     printf '%+d\n' "$2" > "$1.new" && mv "$1.new" "$1"
 }
