@@ -2,15 +2,16 @@
  * hcheck.c - the history checker (hcheck.h has the rules).
  *
  * Keys are checked one at a time, on arrays indexed like the key's ops:
- * which value is present, which op is accounted for.  "Accounted for" is
- * a fixpoint: start from the present values, the deletes of an absent key
- * and the trusted ops, then mark every write a marked kset's context
- * held, until nothing changes.  Superseding is tested in O(1) per op: a blind op
- * supersedes W when its end is at or after W's start, so only the largest
- * end among the accounted blind ops (and the second largest, for W
- * itself) matters; the kset rule marks the writes an accounted kset's
- * context holds.  Values are found by binary search in the key's writes
- * sorted by value.  The monotonic-read check sweeps the reads in order of
+ * which value is present, which op is evident, which accounted for.  Both
+ * are fixpoints: start from the present values and the deletes of an
+ * absent key (and, for accounted, the trusted ops), then mark every write
+ * a marked kset's context held, until nothing changes.  Superseding is
+ * tested in O(1) per op: an evident blind op supersedes W when its end is
+ * at or after W's start, so only the largest end among the evident blind
+ * ops (and the second largest, for W itself) matters; an accounted one
+ * when it started after W ended, so only the latest start matters; the
+ * kset rule marks the writes an accounted kset's context holds.  Values are found by binary search
+ * in the key's writes sorted by value.  The monotonic-read check sweeps the reads in order of
  * start, folding in each read that ended before: the latest start of a
  * blind write read so far, and which writes the contexts read so far
  * covered.
@@ -180,9 +181,10 @@ struct kcheck {
     size_t ki;
     const struct hcheck_key *k;
     const struct hcheck_opts *o;
-    bool *present, *acc;
+    bool *present, *acc, *ev;
     size_t *covered; /* by an accounted kset: its local index, or NONE */
-    size_t top[2];   /* the accounted blind ops with the largest ends, or NONE */
+    size_t top[2];   /* the evident blind ops with the largest ends, or NONE */
+    size_t after;    /* the accounted blind op with the latest start, or NONE */
 };
 
 static const struct history_entry *op_at(const struct kcheck *c, size_t l)
@@ -256,35 +258,31 @@ static int mark_present(struct kcheck *c)
     return rc;
 }
 
-/* Does an accounted op other than l supersede op l? */
+/*
+ * Does another op supersede op l?  Covered by an accounted kset's context;
+ * or an evident blind op (end_x) did not end before l started; or an
+ * accounted blind op started after l ended, so it certainly took effect
+ * after l.  Only evident ops may supersede by mere overlap: two concurrent
+ * acknowledged writes that are both absent would otherwise each account
+ * for the other, and neither loss would be seen.
+ */
 static bool superseded(const struct kcheck *c, size_t l)
 {
     size_t t = c->top[0] == l ? c->top[1] : c->top[0];
 
-    return c->covered[l] != NONE || (t != NONE && end_x(op_at(c, t)) >= op_at(c, l)->start);
+    return c->covered[l] != NONE || (t != NONE && end_x(op_at(c, t)) >= op_at(c, l)->start) ||
+           (c->after != NONE && op_at(c, c->after)->start > op_at(c, l)->end);
 }
 
-/* Recompute top[] and covered[] from the accounted ops. */
-static void fold_accounted(struct kcheck *c)
+/* Recompute covered[] from the ops marked in acc. */
+static void fold_covered(struct kcheck *c, const bool *acc)
 {
-    c->top[0] = c->top[1] = NONE;
     for (size_t l = 0; l < c->k->n_ops; l++) {
         c->covered[l] = NONE;
     }
     for (size_t l = 0; l < c->k->n_ops; l++) {
         const struct history_entry *e = op_at(c, l);
-        if (!c->acc[l]) {
-            continue;
-        }
-        if (history_is_blind(e)) {
-            if (c->top[0] == NONE || end_x(e) > end_x(op_at(c, c->top[0]))) {
-                c->top[1] = c->top[0];
-                c->top[0] = l;
-            } else if (c->top[1] == NONE || end_x(e) > end_x(op_at(c, c->top[1]))) {
-                c->top[1] = l;
-            }
-        }
-        for (size_t i = 0; e->op == HISTORY_KSET && i < e->n_context; i++) {
+        for (size_t i = 0; acc[l] && e->op == HISTORY_KSET && i < e->n_context; i++) {
             size_t w = find_write(c, &e->context[i]);
             if (w != NONE && w != l) {
                 c->covered[w] = l;
@@ -293,33 +291,66 @@ static void fold_accounted(struct kcheck *c)
     }
 }
 
+/* top[] from the evident blind ops (largest end_x), after from the accounted (latest start). */
+static void fold_blind(struct kcheck *c)
+{
+    c->top[0] = c->top[1] = c->after = NONE;
+    for (size_t l = 0; l < c->k->n_ops; l++) {
+        const struct history_entry *e = op_at(c, l);
+        if (!history_is_blind(e)) {
+            continue;
+        }
+        if (c->acc[l] && (c->after == NONE || e->start > op_at(c, c->after)->start)) {
+            c->after = l;
+        }
+        if (!c->ev[l]) {
+            continue;
+        }
+        if (c->top[0] == NONE || end_x(e) > end_x(op_at(c, c->top[0]))) {
+            c->top[1] = c->top[0];
+            c->top[0] = l;
+        } else if (c->top[1] == NONE || end_x(e) > end_x(op_at(c, c->top[1]))) {
+            c->top[1] = l;
+        }
+    }
+}
+
 /*
- * The fixpoint of "accounted for" (the file's comment).  Only contexts
- * carry it from op to op: a KGET saw the value, so it took effect.  An
- * unknown op that a later blind op could have overwritten is not thereby
- * shown to have taken effect, and would add nothing anyway: whatever
- * overwrote it after W overwrote W too.
+ * The fixpoint of "accounted for" into out (the file's comment), from the
+ * evidence of the final state and, when with_trusted, the trusted ops.
+ * Only contexts carry it from op to op: a KGET saw the value, so it took
+ * effect.  An unknown op that a later blind op could have overwritten is
+ * not thereby shown to have taken effect, and would add nothing anyway:
+ * whatever overwrote it after W overwrote W too.
  */
-static void account(struct kcheck *c)
+static void account(struct kcheck *c, bool *out, bool with_trusted)
 {
     bool changed = true;
 
     for (size_t l = 0; l < c->k->n_ops; l++) {
         const struct history_entry *e = op_at(c, l);
         bool mutation = history_is_write(e) || e->op == HISTORY_DEL;
-        c->acc[l] = mutation &&
-                    (c->present[l] || trusted(c, e) ||
-                     (e->op == HISTORY_DEL && c->k->n_final == 0 && e->outcome != HISTORY_FAIL));
+        out[l] = mutation &&
+                 (c->present[l] || (with_trusted && trusted(c, e)) ||
+                  (e->op == HISTORY_DEL && c->k->n_final == 0 && e->outcome != HISTORY_FAIL));
     }
     while (changed) {
         changed = false;
-        fold_accounted(c);
+        fold_covered(c, out);
         for (size_t l = 0; l < c->k->n_ops; l++) {
-            if (!c->acc[l] && c->covered[l] != NONE && op_at(c, l)->outcome != HISTORY_FAIL) {
-                c->acc[l] = changed = true;
+            if (!out[l] && c->covered[l] != NONE && op_at(c, l)->outcome != HISTORY_FAIL) {
+                out[l] = changed = true;
             }
         }
     }
+}
+
+/* Both fixpoints, then what superseded() reads. */
+static void account_all(struct kcheck *c)
+{
+    account(c, c->ev, false);
+    account(c, c->acc, true);
+    fold_blind(c);
 }
 
 /* Count op l and report it when it is lost or a present fail. */
@@ -529,18 +560,19 @@ out_free:
 static int check_key(struct hcheck *hc, size_t ki, const struct hcheck_opts *o)
 {
     const struct hcheck_key *k = &hc->keys[ki];
-    struct kcheck c = {hc, ki, k, o, NULL, NULL, NULL, {NONE, NONE}};
+    struct kcheck c = {hc, ki, k, o, NULL, NULL, NULL, NULL, {NONE, NONE}, NONE};
     int rc = RK_ENOMEM;
 
     c.present = calloc(k->n_ops + 1, sizeof(*c.present));
     c.acc = calloc(k->n_ops + 1, sizeof(*c.acc));
+    c.ev = calloc(k->n_ops + 1, sizeof(*c.ev));
     c.covered = calloc(k->n_ops + 1, sizeof(*c.covered));
-    if (c.present == NULL || c.acc == NULL || c.covered == NULL) {
+    if (c.present == NULL || c.acc == NULL || c.ev == NULL || c.covered == NULL) {
         goto out_free;
     }
     rc = mark_present(&c);
     if (rc == 0) {
-        account(&c);
+        account_all(&c);
     }
     for (size_t l = 0; rc == 0 && l < k->n_ops; l++) {
         rc = classify(&c, l);
@@ -550,6 +582,7 @@ static int check_key(struct hcheck *hc, size_t ki, const struct hcheck_opts *o)
 out_free:
     free(c.present);
     free(c.acc);
+    free(c.ev);
     free(c.covered);
     return rc;
 }

@@ -7,15 +7,19 @@
  *   - X can have been applied unless its outcome is fail; X's end is
  *     taken as "never" when its outcome is unknown (the node may apply it
  *     after the client gave up).
- *   - X supersedes W when X is blind (set, del, kset without a context)
- *     and did not end before W started (X.end >= W.start: concurrent or
- *     later, so either order is allowed), or when X is a kset whose
- *     context_of holds W's value (the KGET it wrote over saw W).
- *   - X is accounted for (shown to have taken effect, or checked in its
- *     own right) when its value is present, or it is a delete and the key
- *     is absent, or it is trusted: an ok op (ended before the loss bound,
- *     when there is one), or a kset accounted for has X's value in its
- *     context_of (transitively).
+ *   - X is evident when its value is present, or it is a delete and the
+ *     key is absent, or an evident kset has X's value in its context_of
+ *     (transitively); X is accounted for (shown to have taken effect, or
+ *     checked in its own right) when it is evident, or trusted: an ok op
+ *     (ended before the loss bound, when there is one), or an accounted
+ *     kset has X's value in its context_of (transitively).
+ *   - X supersedes W when X is an accounted kset whose context_of holds
+ *     W's value (the KGET it wrote over saw W); or X is blind (set, del,
+ *     kset without a context) and either evident and did not end before W
+ *     started (X.end >= W.start: concurrent or later, so either order is
+ *     allowed), or accounted and started after W ended (certainly later).
+ *     Overlap alone is not enough for an op that is only trusted: two
+ *     overlapping ok writes both absent would account for each other.
  * Violations:
  *   lost          an ok write whose value is absent and that nothing
  *                 accounted for supersedes (with a loss bound T, one that

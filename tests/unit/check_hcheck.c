@@ -207,6 +207,40 @@ START_TEST(test_concurrent_either_order)
 }
 END_TEST
 
+/*
+ * Acknowledged writes that overlap in time, all absent: each could have
+ * overwritten the other, but not both; one of them at least is lost.
+ */
+START_TEST(test_concurrent_both_lost)
+{
+    struct run r;
+
+    check(&r, SET("v1", 0, 20, "ok") SET("v2", 10, 30, "ok"), NULL);
+    ck_assert_uint_eq(r.hc.counts.lost, 2);
+    assert_violation(&r, 0, HCHECK_LOST, 1, 0);
+    assert_violation(&r, 1, HCHECK_LOST, 2, 0);
+    done(&r);
+    /* a chain of overlaps, each write overlapping the next */
+    check(&r, SET("v1", 0, 10, "ok") SET("v2", 5, 25, "ok") SET("v3", 20, 30, "ok"), NULL);
+    ck_assert_uint_ge(r.hc.counts.lost, 1);
+    done(&r);
+    /* a kset whose context saw a long write, that write overlapping it: the kset is lost */
+    check(&r, SET("v1", 0, 100, "ok") KSET("v2", "[\"v1\"]", 50, 60, "ok"), NULL);
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 2, 0);
+    done(&r);
+    /* the same with the kset's value there: clean */
+    check(&r, SET("v1", 0, 100, "ok") KSET("v2", "[\"v1\"]", 50, 60, "ok"), FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    done(&r);
+    /* one write certainly after the other: only the later one is lost */
+    check(&r, SET("v1", 0, 10, "ok") SET("v2", 5, 25, "ok") SET("v3", 30, 40, "ok"), NULL);
+    ck_assert_uint_eq(r.hc.counts.lost, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 3, 0);
+    done(&r);
+}
+END_TEST
+
 START_TEST(test_kset_chain)
 {
     const char *chain = KSET("v1", "[]", 0, 10, "ok") KSET("v2", "[\"v1\"]", 20, 30, "ok")
@@ -394,6 +428,7 @@ static Suite *hcheck_suite(void)
     tcase_add_test(tc, test_fail_present);
     tcase_add_test(tc, test_delete_undone);
     tcase_add_test(tc, test_concurrent_either_order);
+    tcase_add_test(tc, test_concurrent_both_lost);
     tcase_add_test(tc, test_kset_chain);
     tcase_add_test(tc, test_monotonic);
     tcase_add_test(tc, test_loss_bound_and_foreign);
