@@ -94,6 +94,8 @@ static int str_bytes(const struct history_line *l, const char *field, json_t *j,
             out->p[k++] = (uint8_t)(((s[i] & 0x03) << 6) | (s[i + 1] & 0x3f));
             i++;
         } else {
+            free(out->p);
+            out->p = NULL;
             return line_error(l, RK_ESYNTAX,
                               "%s holds a character above U+00FF (history strings are bytes, "
                               "one \\u00XX each)",
@@ -164,14 +166,15 @@ static int get_list(const struct history_line *l, json_t *o, const char *name, b
     return 0;
 }
 
-/* An enumerated string field: its index in names[0..n). */
+/* An enumerated string field: its index in names[0..n) (the whole string: a NUL ends no word). */
 static int get_enum(const struct history_line *l, json_t *o, const char *name,
                     const char *const *names, size_t n, int *out)
 {
-    const char *s = json_string_value(json_object_get(o, name));
+    json_t *j = json_object_get(o, name);
+    const char *s = json_string_value(j);
 
     for (size_t i = 0; s != NULL && i < n; i++) {
-        if (strcmp(s, names[i]) == 0) {
+        if (json_string_length(j) == strlen(names[i]) && strcmp(s, names[i]) == 0) {
             *out = (int)i;
             return 0;
         }

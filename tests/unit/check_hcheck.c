@@ -357,6 +357,8 @@ START_TEST(test_reader_refuses)
         {OP("set", "\"\\u0100\"", 0, 1, "ok"), "above U+00FF"},
         {KSET("v", "[1]", 0, 1, "ok"), "holds something other than strings"},
         {"{\"op\":\"get\",\"op\":\"set\"}\n", "not JSON"},
+        {OP("set\\u0000x", "\"v\"", 0, 1, "ok"), "\"op\" is not one of"},
+        {OP("set", "\"v\"", 0, 1, "ok\\u0000"), "\"outcome\" is not one of"},
     };
     char err[256];
 
