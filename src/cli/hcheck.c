@@ -489,6 +489,9 @@ static int check_read(struct kcheck *c, const struct seen *s, size_t r)
         if (w == NONE) {
             return violation(c, HCHECK_FOREIGN, r, NONE, &v[i]);
         }
+        if (op_at(c, w)->outcome == HISTORY_FAIL) { /* read, so it was applied */
+            return violation(c, HCHECK_FAIL_PRESENT, w, r, &v[i]);
+        }
         if (!c->o->monotonic) {
             continue;
         }

@@ -24,7 +24,8 @@
  *   lost          an ok write whose value is absent and that nothing
  *                 accounted for supersedes (with a loss bound T, one that
  *                 ended at or after T is counted as lost_allowed instead)
- *   fail-present  a write whose outcome is fail, present
+ *   fail-present  a write whose outcome is fail, present, or returned by
+ *                 an ok read (the read is the other op)
  *   stale         a present value that a trusted write overwrote: a blind
  *                 one that started after the value's write ended, or a
  *                 kset whose context held the value

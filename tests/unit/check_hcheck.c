@@ -162,6 +162,11 @@ START_TEST(test_fail_present)
     assert_violation(&r, 0, HCHECK_FAIL_PRESENT, 2, 0);
     ck_assert_uint_eq(r.hc.counts.fail_present, 1);
     done(&r);
+    /* a failed write an acknowledged read returned was applied, whatever the end holds */
+    check(&r, SET("v1", 0, 10, "ok") SET("v2", 20, 30, "fail") GET("v2", 40, 50), FINAL("v1"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_FAIL_PRESENT, 2, 3);
+    done(&r);
     /* a failed write supersedes nothing: v1 must still be there */
     check(&r, SET("v1", 0, 10, "ok") SET("v2", 20, 30, "fail"), NULL);
     ck_assert_uint_eq(r.hc.n_v, 1);
