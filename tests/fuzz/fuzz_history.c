@@ -37,6 +37,9 @@ static void fuzz_round_trip(const struct history *h)
     struct buf b;
     char err[256];
 
+    if (h->n == 0) { /* nothing to format (and an empty buf has no bytes to point at) */
+        return;
+    }
     buf_init(&b, 0);
     for (size_t i = 0; i < h->n; i++) {
         if (history_entry_format(&b, &h->e[i]) != 0) {
