@@ -396,6 +396,10 @@ int cli_verify(int argc, char **argv)
         rc = cli_usage(VERIFY_USAGE, "%s: %s", o.path, err);
         goto out_free;
     }
+    if (h.n == 0) { /* nothing recorded proves nothing: never a pass */
+        rc = cli_usage(VERIFY_USAGE, "%s holds no operations", o.path);
+        goto out_free;
+    }
     rc = verify_read_all(&hc, &o);
     if (rc == 0 && hcheck_run(&hc, &o.check) != 0) {
         rc = cli_error("out of memory");

@@ -596,16 +596,17 @@ static size_t wl_total(const struct wl_shared *sh, int outcome)
 /* The progress line: elapsed, ops/s over the last second, errors so far. */
 static void wl_progress(struct wl_shared *sh, size_t *last, bool final)
 {
-    size_t total, fail, unknown;
+    size_t total, fail, unknown, refused;
 
     pthread_mutex_lock(&sh->mu);
     total = wl_total(sh, -1);
     fail = wl_total(sh, HISTORY_FAIL);
     unknown = wl_total(sh, HISTORY_UNKNOWN);
+    refused = sh->connect_failures;
     pthread_mutex_unlock(&sh->mu);
     fprintf(stderr, "\r%6.1f s  %7zu ops/s  %zu fail  %zu unknown  %zu connect failures   %s",
-            (double)(clock_mono_us() - sh->t0) / 1e6, total - *last, fail, unknown,
-            sh->connect_failures, final ? "\n" : "");
+            (double)(clock_mono_us() - sh->t0) / 1e6, total - *last, fail, unknown, refused,
+            final ? "\n" : "");
     *last = total;
 }
 
@@ -621,7 +622,10 @@ static void wl_watch(struct wl_shared *sh)
             atomic_store(&sh->stop, true);
         }
         pthread_mutex_lock(&sh->mu);
-        fflush(sh->out);
+        if (fflush(sh->out) != 0 && sh->write_error == 0) { /* a full disk: stop now */
+            sh->write_error = errno ? errno : EIO;
+            atomic_store(&sh->stop, true);
+        }
         pthread_mutex_unlock(&sh->mu);
         if (tty && tick % 10 == 0) {
             wl_progress(sh, &last, false);
@@ -639,6 +643,13 @@ static int lat_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The p-th percentile of sorted[0..n), n > 0, by nearest rank: the smallest value with at least
+ * p% of the values at or below it (so p99 of fewer than 100 values is the largest). */
+static uint32_t wl_rank(const uint32_t *sorted, size_t n, unsigned p)
+{
+    return sorted[(n * p + 99) / 100 - 1];
+}
+
 /* p50, p99 and max of an op's ok latencies (sorted here); 0 when none. */
 static void wl_percentiles(struct wl_stat *st, uint32_t p[3])
 {
@@ -647,8 +658,8 @@ static void wl_percentiles(struct wl_stat *st, uint32_t p[3])
         return;
     }
     qsort(st->lat, st->n_lat, sizeof(*st->lat), lat_cmp);
-    p[0] = st->lat[(st->n_lat - 1) * 50 / 100];
-    p[1] = st->lat[(st->n_lat - 1) * 99 / 100];
+    p[0] = wl_rank(st->lat, st->n_lat, 50);
+    p[1] = wl_rank(st->lat, st->n_lat, 99);
     p[2] = st->lat[st->n_lat - 1];
 }
 
