@@ -52,7 +52,7 @@ wait "$load" || it_fail "workload over a paused node: $(cat "$IT_DIR/paused.out"
 python3 - "$hist" "$H1" << 'PY' || it_fail "a paused node's operations: see above"
 import json, sys
 slow = [e for e in map(json.loads, open(sys.argv[1]))
-        if e["node"] == sys.argv[2] and e["end"] - e["start"] >= 1200000]
+        if e["node"] == sys.argv[2] and e["end"] - e["start"] >= 1000000]
 bad = [e for e in slow if e["outcome"] != "unknown"]
 assert slow, "no operation waited for the paused node"
 assert not bad, "waited past -t yet not unknown: %s" % bad[:3]
