@@ -1,7 +1,8 @@
 #!/bin/sh
 # `ringkv gossip sim`: the same seed gives byte-identical traces and a
 # different seed a different one; a partition healed at a known time
-# converges within the bound the simulator prints; a failed check prints
+# converges within the bound the simulator prints; a crashed member's
+# detector inputs are traced and it is seen down only phi 8 after them; a failed check prints
 # the seed and a command that replays the run, and that command fails the
 # same way; --json has the documented fields; bad options exit 2.
 set -eu
@@ -21,6 +22,28 @@ for what in 'deliver n[0-9]*->n[0-9]* ping ' 'deliver n[0-9]*->n[0-9]* gossip_sy
     ' join n24$' ' crash n[0-9]*$' ' member_down n' ' member_added n24$' ' loss 0.0500$'; do
     grep -q "$what" "$tmp/a" || fail "trace a has no line matching '$what'"
 done
+# The crashed member's detector inputs: arrivals only after the crash, and
+# every member sees it down no sooner than phi 8 after its own last arrival
+# (8 / log10(e) = 18.4 intervals of at least 200 ms: 3.68 s, detector.h).
+python3 - "$tmp/a" <<'PY' || fail "detector arrivals of the crashed member"
+import sys
+crash = victim = None
+last, down = {}, {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[1] == "crash":
+        crash, victim = float(f[0]), f[2]
+    elif len(f) > 3 and f[2] == "detector_arrival":
+        assert f[3] == victim and float(f[0]) >= crash, line
+        last[f[1]] = float(f[0])
+    elif len(f) > 3 and f[2] == "member_down" and f[3] == victim and f[1] not in down:
+        down[f[1]] = float(f[0])
+assert victim is not None and last and down, (victim, len(last), len(down))
+for member, t in down.items():
+    assert t - last.get(member, crash) >= 3.68, (member, t, last.get(member))
+print("gossip-sim: %d members took in beats of %s after its crash, the latest %.2f s after it"
+      % (len(last), victim, max(last.values()) - crash))
+PY
 cmp -s "$tmp/a" "$tmp/b" || fail "the same seed gave different traces: $(cmp "$tmp/a" "$tmp/b")"
 cmp -s "$tmp/a" "$tmp/c" && fail "seeds 7 and 8 gave the same trace"
 grep -q '^gossip sim: seed 7;' "$tmp/a.out" || fail "the table does not name its seed"

@@ -265,12 +265,67 @@ static size_t put_decimal(char *buf, uint32_t v)
     return n;
 }
 
+/* Below this many tokens a comparison sort beats the radix sort's fixed cost. */
+#define RING_SORT_RADIX_MIN 16384
+
+/* One token for sort_tokens_small(): its position and where it was generated. */
+struct token_key {
+    uint64_t pos;
+    uint32_t order; /* index in generation order: the tie-break that makes it stable */
+};
+
+static int token_key_cmp(const void *a, const void *b)
+{
+    const struct token_key *x = a, *y = b;
+
+    if (x->pos != y->pos) {
+        return x->pos < y->pos ? -1 : 1;
+    }
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * sort_tokens() for few tokens: qsort by (pos, generation order), the
+ * same order the stable radix sort gives.  The radix sort's four passes
+ * clear and scan a 65536-entry count table each, which dominates a ring
+ * of a few hundred tokens (every member of a small cluster rebuilds its
+ * ring at every membership change).
+ */
+static int sort_tokens_small(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+{
+    struct token_key *k = malloc(n * sizeof(*k));
+    uint32_t *mem2 = malloc(n * sizeof(*mem2));
+    uint32_t *idx2 = malloc(n * sizeof(*idx2));
+    int err = RK_ENOMEM;
+
+    if (k == NULL || mem2 == NULL || idx2 == NULL) {
+        goto out_free;
+    }
+    for (size_t i = 0; i < n; i++) {
+        k[i] = (struct token_key){.pos = pos[i], .order = (uint32_t)i};
+    }
+    qsort(k, n, sizeof(*k), token_key_cmp);
+    for (size_t i = 0; i < n; i++) {
+        pos[i] = k[i].pos;
+        mem2[i] = mem[k[i].order];
+        idx2[i] = idx[k[i].order];
+    }
+    memcpy(mem, mem2, n * sizeof(*mem));
+    memcpy(idx, idx2, n * sizeof(*idx));
+    err = 0;
+out_free:
+    free(k);
+    free(mem2);
+    free(idx2);
+    return err;
+}
+
 /*
  * Stable LSD radix sort of (pos, member, index) triples by pos, 16 bits a
  * pass.  Stability keeps the (member, index) generation order among equal
  * positions, which is section 4's tie-break because members are sorted by id.
  */
-static int sort_tokens(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+static int sort_tokens_radix(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
 {
     uint64_t *pos2 = malloc(n * sizeof(*pos2));
     uint32_t *mem2 = malloc(n * sizeof(*mem2));
@@ -309,6 +364,15 @@ out_free:
     free(idx2);
     free(count);
     return err;
+}
+
+/* Tokens in ring order: by position, ties in generation order (either sort gives it). */
+static int sort_tokens(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+{
+    if (n < RING_SORT_RADIX_MIN) {
+        return sort_tokens_small(pos, mem, idx, n);
+    }
+    return sort_tokens_radix(pos, mem, idx, n);
 }
 
 static int ring_build_tokens(struct ring *r)

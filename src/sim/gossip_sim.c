@@ -496,15 +496,58 @@ static int sim_form(struct sim *s, char *err, size_t err_len)
 
 /* --- running --------------------------------------------------------------------- */
 
+/* What a member holds of the crashed member: the inputs of its detector. */
+struct sim_view {
+    bool held;
+    uint64_t version, heard_ms;
+};
+
+static struct sim_view sim_victim_view(const struct sim *s, const struct sim_node *n)
+{
+    const struct member *mb;
+
+    if (s->victim == SIZE_MAX || s->o->trace == NULL) {
+        return (struct sim_view){0};
+    }
+    mb = membership_find(gossip_members(n->g), s->nodes[s->victim].id);
+    if (mb == NULL) {
+        return (struct sim_view){0};
+    }
+    return (struct sim_view){.held = true, .version = mb->e.version, .heard_ms = mb->heard_ms};
+}
+
+/*
+ * After a crash, each arrival a delivery fed to a member's detector of the
+ * crashed member: the version it now holds, how many beats that skipped,
+ * and the detector's mean interval afterwards.
+ */
+static void sim_trace_arrival(const struct sim *s, const struct sim_node *to,
+                              const struct sim_node *from, const struct sim_view *before)
+{
+    struct sim_view now = sim_victim_view(s, to);
+    const struct member *mb;
+
+    if (!before->held || !now.held || now.heard_ms == before->heard_ms) {
+        return;
+    }
+    mb = membership_find(gossip_members(to->g), s->nodes[s->victim].id);
+    sim_trace(s, "%s detector_arrival %s version %llu (+%llu) via %s mean_ms %.0f", to->id,
+              s->nodes[s->victim].id, (unsigned long long)now.version,
+              (unsigned long long)(now.version - before->version), from->id,
+              detector_mean(&mb->det));
+}
+
 /* A message arrives: the peer layer answers a ping, then gossip takes it. */
 static void sim_deliver(struct sim *s, const struct sim_ev *ev)
 {
     struct sim_node *to = &s->nodes[ev->to], *from = &s->nodes[ev->from];
+    struct sim_view before;
     struct msg m;
 
     if (to->crashed || msg_decode(ev->bytes, ev->len, &m) != 0) {
         return;
     }
+    before = sim_victim_view(s, to);
     sim_trace(s, "deliver %s->%s %s %u", from->id, to->id, msg_type_name((int)m.type), ev->len);
     if (m.type == MSG_PING) {
         struct msg pong = {.type = MSG_PONG, .u.ping = m.u.ping};
@@ -512,6 +555,7 @@ static void sim_deliver(struct sim *s, const struct sim_ev *ev)
     }
     gossip_message(to->g, sim_peer_of(from), from->id, &m);
     msg_free(&m);
+    sim_trace_arrival(s, to, from, &before);
 }
 
 static void sim_step(struct sim *s)
