@@ -163,6 +163,17 @@ START_TEST(test_token_order_rules)
 }
 END_TEST
 
+/* Every token of r follows the one before it in ring_token_order() order. */
+static void check_tokens_sorted(const struct ring *r)
+{
+    for (size_t i = 1; i < ring_token_count(r); i++) {
+        struct ring_token a = ring_token_at(r, i - 1), b = ring_token_at(r, i);
+        ck_assert_int_lt(ring_token_order(a.pos, ring_member_id(r, a.member), a.index, b.pos,
+                                          ring_member_id(r, b.member), b.index),
+                         0);
+    }
+}
+
 /* Tokens come out of ring_create() in ring_token_order() order. */
 START_TEST(test_tokens_sorted)
 {
@@ -171,12 +182,24 @@ START_TEST(test_tokens_sorted)
 
     rand_members_make(&rm, 20, 4, 300);
     r = ring_of(&rm, NULL);
-    for (size_t i = 1; i < ring_token_count(r); i++) {
-        struct ring_token a = ring_token_at(r, i - 1), b = ring_token_at(r, i);
-        ck_assert_int_lt(ring_token_order(a.pos, ring_member_id(r, a.member), a.index, b.pos,
-                                          ring_member_id(r, b.member), b.index),
-                         0);
+    check_tokens_sorted(r);
+    ring_unref(r);
+}
+END_TEST
+
+/* The same for a ring of 8 * RING_TOKENS_MAX tokens, which ring.c sorts by another algorithm. */
+START_TEST(test_tokens_sorted_large)
+{
+    struct rand_members rm;
+    struct ring *r;
+
+    rand_members_make(&rm, 8, 4, 1);
+    for (size_t m = 0; m < rm.n; m++) {
+        rm.m[m].tokens = RING_TOKENS_MAX;
     }
+    r = ring_of(&rm, NULL);
+    ck_assert_uint_eq(ring_token_count(r), 8u * RING_TOKENS_MAX);
+    check_tokens_sorted(r);
     ring_unref(r);
 }
 END_TEST
@@ -592,6 +615,7 @@ static Suite *ring_suite(void)
         {"rf_bounds", test_rf_bounds},
         {"token_order", test_token_order_rules},
         {"tokens_sorted", test_tokens_sorted},
+        {"tokens_sorted_large", test_tokens_sorted_large},
         {"token_positions", test_token_positions},
         {"owner_wrap", test_owner_and_wrap},
         {"fast_equals_walk", test_fast_path_equals_walk},
