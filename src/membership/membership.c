@@ -141,9 +141,10 @@ static int membership_id_cmp(const char *a, const char *b)
 /*
  * An id's first 8 bytes as a big-endian number, zero past its end: keys
  * order as their ids do (membership_id_cmp()), and equal keys need the
- * full compare.  The search runs over this compact array rather than the
- * entries (a kilobyte or more apart), so finding the sender of each
- * message costs one cache miss, not one per step.
+ * full compare unless the last byte of the key is 0: then both ids ended
+ * within their first 8 bytes and the keys hold them whole.  The search runs over this compact array
+ * rather than the entries (a kilobyte or more apart), so finding the sender of each message costs
+ * one cache miss, not one per step.
  */
 static uint64_t membership_key(const char *id)
 {
@@ -197,6 +198,7 @@ static bool membership_search(const struct membership *m, const char *id, size_t
         size_t mid = lo + (hi - lo) / 2;
         int c = m->keys[mid] < k   ? -1
                 : m->keys[mid] > k ? 1
+                : (k & 0xff) == 0  ? 0 /* the id ends within its key: the key is all of it */
                                    : membership_id_cmp(m->members[mid].e.id, id);
 
         if (c == 0) {
