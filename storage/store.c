@@ -99,6 +99,13 @@
  * writes finds the map at map_max, the other writes fail with RK_ENOSPC
  * and the deletions run again alone, in their order (an atomic group
  * counts as deletions only when all its members are).
+ *
+ * Full disk: a write LMDB cannot finish for lack of space (ENOSPC, or a
+ * write cut short, which LMDB reports as EIO: store_disk_full() tells
+ * them apart by the space left) fails its batch with RK_ENOSPC, a mixed
+ * batch's deletions run again alone as at map_max, and the previous state
+ * stands (store_commit()); the disk is not failed, and writes succeed
+ * again once there is room.  Only a failed flush fails the disk.
  */
 #include "store.h"
 
@@ -114,6 +121,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,6 +136,13 @@
 /* Room past map_max that only deletions may use: enough for thousands of
  * copy-on-write page paths, small next to any useful map. */
 #define STORE_DELETE_RESERVE (8 * STORE_MIB)
+/*
+ * A failed write to data.mdb counts as a full disk when less than this
+ * (or less than the batch's own bytes) is left on its file system: a
+ * short write leaves less than one block, and the slack covers what
+ * others write to the same file system in between.
+ */
+#define STORE_FULL_SLACK STORE_MIB
 /*
  * How far ahead of the clock its stored high-water mark is set: one write
  * of the mark a second under steady load, and a reopened clock at most a
@@ -1850,14 +1865,70 @@ static int store_sync(struct store *s)
 }
 
 /*
- * Commit a batch's transaction.  Under `sync always` the commit is the
- * fsync, so its EIO (or the test hook's failure, after the commit) is a
- * failed flush; EIO under the other modes is a failed write to the disk
- * and treated the same.  Returns 0, an LMDB code, or STORE_RC_DISK.
+ * Whether a failed write to data.mdb (EIO) was the file system running out
+ * of space: LMDB reports a pwrite()/pwritev() cut short, which is how a
+ * file system says it is full partway through a write, as EIO, not
+ * ENOSPC.  True when the space left to the store's user on the data
+ * directory's file system (f_bavail, what a write may still take) is
+ * below need bytes or STORE_FULL_SLACK.  A statvfs() failure says no: the
+ * EIO stays an I/O error.
  */
-static int store_commit(struct store *s, MDB_txn *txn)
+static bool store_disk_full(const struct store *s, size_t need)
 {
-    int rc = mdb_txn_commit(txn);
+    struct statvfs v;
+    unsigned long long left;
+
+    if (statvfs(s->path, &v) != 0) {
+        return false;
+    }
+    left = (unsigned long long)v.f_bavail * v.f_frsize;
+    return left < (need > STORE_FULL_SLACK ? need : STORE_FULL_SLACK);
+}
+
+/*
+ * An LMDB write error of a batch (rc, from its operations or its commit),
+ * with EIO turned into ENOSPC when the disk is full (store_disk_full(),
+ * need the batch's bytes): then the batch fails with RK_ENOSPC and writes
+ * come back once there is room.
+ */
+static int store_write_err(const struct store *s, int rc, size_t need)
+{
+    return rc == EIO && store_disk_full(s, need) ? ENOSPC : rc;
+}
+
+/*
+ * Commit a batch's transaction (need: the batch's bytes).  Returns 0, an
+ * LMDB or errno code, or STORE_RC_DISK once the disk failed a flush.
+ *
+ * What a failed commit leaves: LMDB writes the transaction's pages (copy
+ * on write, never over a page the last committed state uses), then, under
+ * `sync always`, fdatasync()s them, and only then writes the meta page
+ * that makes them the current state.  A commit failing before its meta
+ * page leaves the previous state standing, in memory and on disk, and the
+ * pages it wrote unused; LMDB itself stops the environment (MDB_PANIC on
+ * every later transaction) if writing the meta page fails.
+ *   - A short write for lack of space (EIO, store_disk_full()) or ENOSPC
+ *     happens while writing the pages, before any sync or meta page, in
+ *     every sync mode: nothing acknowledged is touched, so the batch fails
+ *     with RK_ENOSPC and the next batch may commit when there is room.
+ *     Under `sync batch` and `sync none` earlier commits not yet synced
+ *     stay in the page cache untouched, for the syncer's next fsync.
+ *   - Any other EIO under `sync always` may be the commit's fdatasync, a
+ *     failed flush: after one the kernel may have dropped dirty pages and
+ *     a later sync proves nothing, so the disk is failed (RK_EDISK until a
+ *     restart), as for the test hook's failure after a commit.
+ *   - Under `sync batch` and `sync none` the commit syncs nothing, so an
+ *     EIO is a write the disk refused outright; it is failed the same way,
+ *     as the device is not to be trusted with the next batch either.  A
+ *     failed fsync of the syncer (store_sync()) fails the disk there.
+ * An I/O error on a nearly full disk taken for a full disk costs no
+ * acknowledged write: the failed batch acknowledged nothing, under `sync
+ * always` every earlier commit was synced before its meta page, and under
+ * the other modes the syncer's next fsync still finds a failing disk.
+ */
+static int store_commit(struct store *s, MDB_txn *txn, size_t need)
+{
+    int rc = store_write_err(s, mdb_txn_commit(txn), need);
     bool failed = rc == EIO;
 
     if (rc == 0 && s->cfg.sync == STORE_SYNC_ALWAYS && s->cfg.test_sync != NULL) {
@@ -1924,7 +1995,25 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
     }
 }
 
-/* One attempt: run every op in one transaction and commit.  Returns 0 or an LMDB code. */
+/* The bytes a batch brings to the store: its keys and values. */
+static size_t batch_bytes(struct store_op *const *ops, size_t n)
+{
+    size_t bytes = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        bytes += ops[i]->key_len + ops[i]->value_len;
+        if (ops[i]->version != NULL) {
+            bytes += ops[i]->version->value_len;
+        }
+    }
+    return bytes;
+}
+
+/*
+ * One attempt: run every op in one transaction and commit.  Returns 0, an
+ * LMDB or errno code (ENOSPC for a full disk, store_write_err()), or
+ * STORE_RC_DISK.
+ */
 static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
 {
     struct batch b = {.s = s, .wall_ms = store_wall_ms(s)};
@@ -1947,11 +2036,11 @@ static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
         }
     }
     batch_cursor_close(&b);
-    if (b.mdb_rc != 0) {
+    if (b.mdb_rc != 0) { /* EIO here: pages spilled from a large transaction */
         mdb_txn_abort(b.txn);
-        return b.mdb_rc;
+        return store_write_err(s, b.mdb_rc, batch_bytes(ops, n));
     }
-    return store_commit(s, b.txn);
+    return store_commit(s, b.txn, batch_bytes(ops, n));
 }
 
 static void batch_after_commit(struct store *s)
@@ -1990,10 +2079,11 @@ static size_t batch_split(struct store_op **ops, size_t n)
 static void batch_run(struct store *s, struct store_op **ops, size_t n);
 
 /*
- * A batch mixing deletions and other writes hit a map that cannot grow:
- * fail the others with RK_ENOSPC and run the deletions alone, in their
- * order, so they may use the deletion reserve (a pipeline of DELs and SETs
- * at a full store still frees space).  An atomic group stays whole: it is
+ * A batch mixing deletions and other writes hit a map that cannot grow or
+ * a full disk: fail the others with RK_ENOSPC and run the deletions alone,
+ * in their order, so they may use the deletion reserve or the pages the
+ * file already has (a pipeline of DELs and SETs at a full store still
+ * frees space).  An atomic group stays whole: it is
  * kept only when every member is a deletion.  False when there is nothing
  * to keep (or no memory): the caller fails the whole batch.
  */
@@ -2030,7 +2120,7 @@ static bool batch_run_deletions(struct store *s, struct store_op **ops, size_t n
 
 /*
  * Run a batch to the end: grow the map and retry on MDB_MAP_FULL (a mixed
- * batch's deletions alone when the map cannot grow), split a batch whose
+ * batch's deletions alone when the map cannot grow or the disk is full), split a batch whose
  * transaction grew too large (between atomic groups), and fail every
  * operation when the batch cannot commit.
  */
@@ -2061,7 +2151,7 @@ static void batch_run(struct store *s, struct store_op **ops, size_t n)
         if (rc == MDB_MAP_FULL && store_grow(s, deletions_only)) {
             continue;
         }
-        if (rc == MDB_MAP_FULL && !deletions_only && batch_run_deletions(s, ops, n)) {
+        if (store_err(rc) == RK_ENOSPC && !deletions_only && batch_run_deletions(s, ops, n)) {
             break;
         }
         if (rc == MDB_TXN_FULL && (half = batch_split(ops, n)) > 0) {

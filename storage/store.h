@@ -21,16 +21,18 @@
  * completes: the store never allocates or frees an operation (libev's rule
  * for watchers).
  *
- * Failed flushes: when an fsync (`sync batch`) or a commit (EIO; under
- * `sync always` the commit is the fsync) fails, the store logs it
+ * Failed flushes: when an fsync (`sync batch`) or a commit (EIO while the
+ * file system has room; under `sync always` the commit is the fsync)
+ * fails, the store logs it
  * (event=store_disk_failed), counts it, and from then on fails every write
  * with RK_EDISK while reads go on, until the process restarts: it never
  * retries an fsync and trusts the retry.
  *
  * Full disks: when LMDB's map fills, the store grows it (doubling) up to
- * map_max; at map_max, or when the file system itself is full, writes fail
- * with RK_ENOSPC while reads go on, and writes succeed again as soon as
- * there is room (deleted pages are reused), without a restart.
+ * map_max; at map_max, or when the file system itself is full (a write
+ * cut short, which LMDB reports as EIO, included), writes fail with
+ * RK_ENOSPC while reads go on, and writes succeed again as soon as there
+ * is room (deleted pages are reused), without a restart.
  */
 #ifndef RINGKV_STORE_H
 #define RINGKV_STORE_H
