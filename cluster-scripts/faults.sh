@@ -29,9 +29,12 @@
 # each, so one hook keeps a loss percentage exact, and a drop on input is
 # silence to the sender (a real lost packet) where a drop in OUTPUT would
 # fail its send() with EPERM at once.  Rate limits share lo's root htb
-# qdisc (handle 1:, unclassified traffic passes directly, unshaped): the
-# class of address 127.a.b.c is 1:(b*256+c), its filters have that
-# preference; the root qdisc goes when its last class does.
+# qdisc (handle 1:, unclassified traffic passes directly, unshaped): an
+# address gets the class 1:M (its filters have preference M) where M is
+# b*256+c for 127.a.b.c, or the next free number when another address (of
+# another NET) holds that one; an address's class is found again by its
+# filters, never by its number alone.  The root qdisc goes when its last
+# class does.
 #
 # Clock (no root): fault_faketime_env CLOCKFILE prints the environment
 # that starts a process under libfaketime with its wall clock offset by
@@ -83,9 +86,11 @@ fault_is_addr() {
     echo "$1" | grep -Eq '^127(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}$'
 }
 
+# fault_cut NET FROM TO: one rule per pair, however often the cut is asked for.
 fault_cut() {
     fault_chains "$1" || return
-    iptables -w -A "$(fault_chain "$1" cut)" -s "$2/32" -d "$3/32" -j DROP
+    iptables -w -C "$(fault_chain "$1" cut)" -s "$2/32" -d "$3/32" -j DROP 2> /dev/null ||
+        iptables -w -A "$(fault_chain "$1" cut)" -s "$2/32" -d "$3/32" -j DROP
 }
 
 # fault_partition NET "A B | C D | ...": cut every pair of addresses in different groups.
@@ -94,6 +99,11 @@ fault_partition() {
     groups=$(printf '%s\n' "$2" | tr '|' '\n')
     [ "$(printf '%s\n' "$groups" | grep -c .)" -ge 2 ] || {
         fault_say "a partition needs two groups or more, split by '|': \"n1 | n2 n3\""
+        return 2
+    }
+    # An address in two groups would be cut from itself.
+    [ -z "$(printf '%s\n' "$groups" | tr ' ' '\n' | grep . | sort | uniq -d)" ] || {
+        fault_say "partition: an address is named twice in '$2'"
         return 2
     }
     fault_chains "$net" || return
@@ -153,9 +163,30 @@ fault_loss() {
     done
 }
 
-# The htb class minor of address 127.a.b.c: b*256+c, as hex for tc.
-fault_class() {
-    printf '%x' "$(echo "$1" | awk -F. '{ print $3 * 256 + $4 }')"
+# fault_addr_hex ADDR: the address as tc prints it in a u32 match (7f00000b).
+fault_addr_hex() {
+    echo "$1" | awk -F. '{ printf "%02x%02x%02x%02x", $1, $2, $3, $4 }'
+}
+
+# fault_class_of ADDR: the htb class minor (hex) whose filter matches ADDR as
+# source, if any: what fault_slow gave it.
+fault_class_of() {
+    tc filter show dev lo 2> /dev/null | awk -v m="match $(fault_addr_hex "$1")/ffffffff at 12" '
+        /flowid 1:/ { for (i = 1; i <= NF; i++) if ($i ~ /flowid$/) f = $(i + 1) }
+        index($0, m) { sub(/^1:/, "", f); print f; exit }'
+}
+
+# fault_class_new ADDR: a free class minor (hex) for ADDR: b*256+c for
+# 127.a.b.c, else the next one no class holds (addresses of two NETs that
+# differ in their second number would share it).
+fault_class_new() {
+    local used m
+    used=$(tc class show dev lo 2> /dev/null | awk '$2 == "htb" { sub(/^1:/, "", $3); print $3 }')
+    m=$(echo "$1" | awk -F. '{ print $3 * 256 + $4 }')
+    while printf '%s\n' "$used" | grep -qx "$(printf '%x' "$m")"; do
+        m=$((m % 65535 + 1))
+    done
+    printf '%x' "$m"
 }
 
 fault_slow() {
@@ -168,7 +199,7 @@ fault_slow() {
     local minor pref dir
     fault_slow_del "$1"
     fault_htb || tc qdisc add dev lo root handle 1: htb || return 1
-    minor=$(fault_class "$1")
+    minor=$(fault_class_new "$1")
     pref=$((0x$minor))
     tc class add dev lo parent 1: classid "1:$minor" htb rate "$2" ceil "$2" || return 1
     for dir in src dst; do
@@ -182,7 +213,8 @@ fault_slow_del() {
     command -v tc > /dev/null 2>&1 || return 0
     local minor
     fault_htb || return 0
-    minor=$(fault_class "$1")
+    minor=$(fault_class_of "$1")
+    [ -n "$minor" ] || return 0
     tc filter del dev lo parent 1: pref "$((0x$minor))" 2> /dev/null
     tc class del dev lo classid "1:$minor" 2> /dev/null
     [ -n "$(tc class show dev lo)" ] || tc qdisc del dev lo root 2> /dev/null
