@@ -181,7 +181,10 @@ fault_class_of() {
 # differ in their second number would share it).
 fault_class_new() {
     local used m
-    used=$(tc class show dev lo 2> /dev/null | awk '$2 == "htb" { sub(/^1:/, "", $3); print $3 }')
+    used=$({
+        tc class show dev lo | awk '$2 == "htb" { print $3 }'
+        tc filter show dev lo | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /flowid$/) print $(i + 1) }'
+    } 2> /dev/null | sed 's/^1://')
     m=$(echo "$1" | awk -F. '{ print $3 * 256 + $4 }')
     while printf '%s\n' "$used" | grep -qx "$(printf '%x' "$m")"; do
         m=$((m % 65535 + 1))
@@ -201,11 +204,13 @@ fault_slow() {
     fault_htb || tc qdisc add dev lo root handle 1: htb || return 1
     minor=$(fault_class_new "$1")
     pref=$((0x$minor))
-    tc class add dev lo parent 1: classid "1:$minor" htb rate "$2" ceil "$2" || return 1
+    # Filters first: a verb stopped half way leaves filters, by which
+    # fault_slow_del finds what to remove, never a class nothing names.
     for dir in src dst; do
         tc filter add dev lo parent 1: protocol ip pref "$pref" u32 \
             match ip "$dir" "$1/32" flowid "1:$minor" || return 1
     done
+    tc class add dev lo parent 1: classid "1:$minor" htb rate "$2" ceil "$2" || return 1
 }
 
 # fault_slow_del ADDR: remove ADDR's class and filters, and the root qdisc with its last class.
@@ -214,9 +219,10 @@ fault_slow_del() {
     local minor
     fault_htb || return 0
     minor=$(fault_class_of "$1")
-    [ -n "$minor" ] || return 0
-    tc filter del dev lo parent 1: pref "$((0x$minor))" 2> /dev/null
-    tc class del dev lo classid "1:$minor" 2> /dev/null
+    if [ -n "$minor" ]; then
+        tc filter del dev lo parent 1: pref "$((0x$minor))" 2> /dev/null
+        tc class del dev lo classid "1:$minor" 2> /dev/null
+    fi
     [ -n "$(tc class show dev lo)" ] || tc qdisc del dev lo root 2> /dev/null
     return 0
 }

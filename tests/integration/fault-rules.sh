@@ -5,6 +5,8 @@
 #     number (127.0.0.11, 127.1.0.11: the same b*256+c) get two classes,
 #     each with its own rate, and healing one NET leaves the other's class
 #     and filters in place;
+#   - heal after a rate limit stopped half way (filters, no class)
+#     leaves no filter and no qdisc;
 #   - a partition asked for twice adds no second copy of its rules;
 #   - an address named in two groups of a partition is refused (2), with
 #     no rule added.
@@ -33,6 +35,14 @@ fault_heal 127.1.0 127.1.0.11 || it_fail "heal 127.1.0"
 [ "$(tc filter show dev lo | grep -c 'match 7f00000b/ffffffff')" -eq 2 ] || it_fail "127.0.0.11's filters are gone"
 fault_heal 127.0.0 127.0.0.11 || it_fail "heal 127.0.0"
 tc qdisc show dev lo | grep -q htb && it_fail "the htb qdisc outlived its last class"
+
+# A slow stopped after its filters (Ctrl-C): heal still removes them and the qdisc.
+tc qdisc add dev lo root handle 1: htb || it_fail "tc qdisc"
+tc filter add dev lo parent 1: protocol ip pref 11 u32 match ip src 127.0.0.11/32 flowid 1:b ||
+    it_fail "tc filter"
+fault_heal 127.0.0 127.0.0.11 || it_fail "heal after a half done slow"
+[ -z "$(tc filter show dev lo)" ] || it_fail "heal left filters: $(tc filter show dev lo)"
+tc qdisc show dev lo | grep -q htb && it_fail "heal left the htb qdisc"
 
 fault_partition 127.0.0 "127.0.0.11 | 127.0.0.12 127.0.0.13" || it_fail "partition"
 fault_partition 127.0.0 "127.0.0.11 | 127.0.0.12 127.0.0.13" || it_fail "partition again"
