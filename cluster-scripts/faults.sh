@@ -288,7 +288,7 @@ fault_faked() { grep -q libfaketime "/proc/$1/maps" 2> /dev/null; }
 # fault_skew CLOCKFILE SECONDS: the offset, replaced whole, never seen half written.
 fault_skew() {
     echo "$2" | grep -Eq '^[+-]?[0-9]{1,9}$' || {
-        fault_say "skew: SECONDS must be a whole number of seconds (+3600, -60, 0), not '$2'"
+        fault_say "skew: SECONDS must be a whole number of seconds from -999999999 to +999999999 (about 31 years; +3600, -60, 0), not '$2'"
         return 2
     }
     printf '%+d\n' "$2" > "$1.new" && mv "$1.new" "$1"

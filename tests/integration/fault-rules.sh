@@ -9,7 +9,9 @@
 #     leaves no filter and no qdisc;
 #   - a partition asked for twice adds no second copy of its rules;
 #   - an address named in two groups of a partition is refused (2), with
-#     no rule added.
+#     no rule added;
+#   - a skew past the clock file's range (+50 years) is refused (2) with
+#     a line that names the range, and leaves the offset as it was.
 . "$top_srcdir/tests/integration/lib.sh"
 it_private_net "$@"
 it_setup
@@ -56,4 +58,11 @@ fault_partition 127.0.0 "127.0.0.11 | 127.0.0.11" 2> "$IT_DIR/twice.err" || rc=$
 grep -q 'named twice' "$IT_DIR/twice.err" || it_fail "no clear line: $(cat "$IT_DIR/twice.err")"
 [ "$(iptables -w -S rk-127.0.0-cut | grep -c DROP)" -eq 0 ] || it_fail "a refused partition left rules"
 fault_remove 127.0.0
-it_pass "rate limits of two NETs, idempotent partition, an address in two groups"
+
+fault_skew "$IT_DIR/n1.clock" +3600 || it_fail "skew +3600"
+rc=0
+fault_skew "$IT_DIR/n1.clock" +1577880000 2> "$IT_DIR/skew.err" || rc=$?
+[ "$rc" -eq 2 ] || it_fail "a skew of 50 years: status $rc, not 2"
+grep -q -- '-999999999 to +999999999' "$IT_DIR/skew.err" || it_fail "no range named: $(cat "$IT_DIR/skew.err")"
+[ "$(cat "$IT_DIR/n1.clock")" = +3600 ] || it_fail "a refused skew changed the offset: $(cat "$IT_DIR/n1.clock")"
+it_pass "rate limits of two NETs, idempotent partition, an address in two groups, skew range"
