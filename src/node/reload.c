@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "log.h"
@@ -107,6 +108,37 @@ int reload_apply(struct server *n, const struct settings *next, const char *sour
     return 0;
 }
 
+/*
+ * A reload reads only a non-empty regular file: opening a FIFO would stall
+ * the loop until a writer comes, and an empty file is most often one being
+ * rewritten in place (truncated, not yet written), which would send every
+ * setting it held back to its default.
+ */
+static int reload_file_ok(const char *path, char *err, size_t err_len)
+{
+    struct stat st;
+
+    if (path == NULL) {
+        return 0;
+    }
+    if (stat(path, &st) != 0) {
+        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return RK_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "%s: not a regular file; a reload reads only a regular file", path);
+        return RK_EINVAL;
+    }
+    if (st.st_size == 0) {
+        snprintf(err, err_len,
+                 "%s: empty; a file being rewritten in place is not applied (write the new "
+                 "file beside it and rename it over the old one)",
+                 path);
+        return RK_EINVAL;
+    }
+    return 0;
+}
+
 void reload_from_args(struct server *n, int argc, char **argv)
 {
     struct settings next;
@@ -114,8 +146,13 @@ void reload_from_args(struct server *n, int argc, char **argv)
     char err[512], quoted[600], file_buf[SETTINGS_PATH_MAX + 64];
     const char *file;
     size_t refused = 0;
-    int rc = settings_from_args(&next, argc, argv, &cli, err, sizeof(err));
+    int rc = reload_file_ok(n->config_file, err, sizeof(err));
 
+    memset(&cli, 0, sizeof(cli));
+    cli.settings_file = n->config_file;
+    if (rc == 0) {
+        rc = settings_from_args(&next, argc, argv, &cli, err, sizeof(err));
+    }
     if (rc == 0) {
         rc = settings_check(&next, err, sizeof(err)); /* the file as a whole, as at start */
     }

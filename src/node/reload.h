@@ -12,6 +12,10 @@
  * (event=config_set setting=NAME source=...), each changed start-only one
  * is refused and logged (event=config_refused setting=NAME), and a file
  * that does not load or check changes nothing (event=config_reload_failed).
+ * So that a file being rewritten in place is never applied in part, a
+ * reload refuses a config file that is empty or not a regular file, and
+ * settings_load_file() one that changed while it was read: replace the
+ * file by writing a new one beside it and renaming it over the old one.
  */
 #ifndef RINGKV_RELOAD_H
 #define RINGKV_RELOAD_H

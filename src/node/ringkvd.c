@@ -13,7 +13,10 @@
  *
  * Signals: SIGTERM or SIGINT stop the node gracefully (a second one at
  * once); SIGHUP reads the config file and flags again and applies the
- * runtime settings (reload.h).
+ * runtime settings (reload.h).  SIGHUP is blocked from the first line of
+ * main() until server_run() watches it, so a reload asked for while the
+ * node starts (`systemctl reload` right after `start`) waits for the loop
+ * instead of killing the process with SIGHUP's default action.
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -131,8 +134,12 @@ int main(int argc, char **argv)
     struct settings_cli cli;
     struct server *n;
     char err[512];
+    sigset_t hup;
     int rc;
 
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    sigprocmask(SIG_BLOCK, &hup, NULL); /* until libev's watcher unblocks it */
     signal(SIGPIPE, SIG_IGN);
     if (argc == 2 && strncmp(argv[1], "--help-man", 10) == 0) {
         return print_man(argv[1]);
@@ -169,6 +176,7 @@ int main(int argc, char **argv)
     }
     n->argc = argc; /* SIGHUP reads the same file and flags again (reload.h) */
     n->argv = argv;
+    n->config_file = cli.settings_file;
     rc = server_run(n);
     server_destroy(n);
     return rc;

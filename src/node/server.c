@@ -475,6 +475,20 @@ int server_create(struct server **out, const struct settings *cfg, char *err, si
     return 0;
 }
 
+/*
+ * main() blocks SIGHUP until the loop watches it (ringkvd.c); a SIGHUP sent
+ * meanwhile is delivered here, and the loop's first iteration reloads.
+ * libev's watcher installs its handler without touching the mask.
+ */
+static void server_unblock_sighup(void)
+{
+    sigset_t hup;
+
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    sigprocmask(SIG_UNBLOCK, &hup, NULL);
+}
+
 int server_run(struct server *n)
 {
     char client_text[ADDR_TEXT_MAX], listen_text[ADDR_TEXT_MAX], metrics_text[ADDR_TEXT_MAX];
@@ -496,6 +510,7 @@ int server_run(struct server *n)
     ev_signal_init(&n->sighup_w, on_sighup, SIGHUP);
     n->sighup_w.data = n;
     ev_signal_start(n->loop, &n->sighup_w);
+    server_unblock_sighup();
     gossip_start(n->gossip);
     collect_start(n->collect);
     settings_addr_text(&n->cfg.client, client_text, sizeof(client_text));

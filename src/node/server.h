@@ -108,6 +108,7 @@ struct server {
     ev_signal sighup_w; /* reload the settings (reload.h) */
     int argc;           /* the command line SIGHUP reads again; 0: none (reload.h) */
     char **argv;
+    const char *config_file;  /* the config file among argv, or NULL (reload.h) */
     ev_timer shutdown_w;      /* the grace deadline */
     ev_timer shutdown_poll_w; /* checks whether every client is gone */
     bool stopping;

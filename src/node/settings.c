@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -1257,11 +1258,34 @@ int settings_parse_text(struct settings *c, const char *text, size_t len, const 
     return 0;
 }
 
+/*
+ * Did the regular file behind f change while it was read (size, times or
+ * inode differ from before, or fewer or more than its size were read)?  A
+ * file being written in place is refused rather than applied in part.
+ */
+static bool file_changed(FILE *f, const struct stat *before, size_t n)
+{
+    struct stat after;
+
+    if (!S_ISREG(before->st_mode)) {
+        return false; /* a pipe (--config <(...)) has no size to compare */
+    }
+    if (fstat(fileno(f), &after) != 0) {
+        return true;
+    }
+    return after.st_ino != before->st_ino || after.st_size != before->st_size ||
+           (off_t)n != after.st_size || after.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+           after.st_mtim.tv_nsec != before->st_mtim.tv_nsec ||
+           after.st_ctim.tv_sec != before->st_ctim.tv_sec ||
+           after.st_ctim.tv_nsec != before->st_ctim.tv_nsec;
+}
+
 int settings_load_file(struct settings *c, const char *path, char *err, size_t err_len)
 {
     FILE *f = fopen(path, "rb");
+    struct stat before;
     char *buf;
-    size_t n;
+    size_t n = 0;
     int rc;
 
     if (f == NULL) {
@@ -1272,14 +1296,24 @@ int settings_load_file(struct settings *c, const char *path, char *err, size_t e
         rc = fail(err, err_len, RK_ENOMEM, "%s: out of memory", path);
         goto out_close;
     }
+    if (fstat(fileno(f), &before) != 0) {
+        rc = fail(err, err_len, RK_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        goto out_free;
+    }
     n = fread(buf, 1, SETTINGS_FILE_MAX + 1, f);
     if (ferror(f)) {
         rc = fail(err, err_len, RK_EIO, "%s: cannot read: %s", path, strerror(errno));
     } else if (n > SETTINGS_FILE_MAX) {
         rc = fail(err, err_len, RK_ETOOBIG, "%s: larger than %llu bytes", path, SETTINGS_FILE_MAX);
+    } else if (file_changed(f, &before, n)) {
+        rc = fail(err, err_len, RK_EIO,
+                  "%s: changed while it was read; write the new file beside it and rename it "
+                  "over the old one",
+                  path);
     } else {
         rc = settings_parse_text(c, buf, n, path, err, err_len);
     }
+out_free:
     sodium_memzero(buf, n);
     free(buf);
 out_close:
