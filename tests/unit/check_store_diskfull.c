@@ -133,6 +133,22 @@ static void leave_one_page(const char *filler)
     ck_assert_uint_eq(pages_free(), 1);
 }
 
+/* Write KEYS acknowledged keys k00.. of SMALL_LEN bytes, then fill the disk
+ * (filler: the filler file's path) to exactly one free page. */
+static void fill_keys_then_disk(struct store *s, char *filler, size_t cap)
+{
+    uint8_t small[SMALL_LEN];
+    char key[8];
+
+    for (int i = 0; i < KEYS; i++) {
+        snprintf(key, sizeof(key), "k%02d", i);
+        fill_value(small, sizeof(small), i);
+        ck_assert_int_eq(put(s, key, small, sizeof(small)), 0);
+    }
+    snprintf(filler, cap, "%s/filler", mnt);
+    leave_one_page(filler);
+}
+
 START_TEST(test_short_write_is_full_disk)
 {
     enum store_sync mode = modes[_i];
@@ -142,13 +158,7 @@ START_TEST(test_short_write_is_full_disk)
     struct store *s = open_on_fs(mode, path, sizeof(path));
 
     ck_assert_ptr_nonnull(big);
-    for (int i = 0; i < KEYS; i++) {
-        snprintf(key, sizeof(key), "k%02d", i);
-        fill_value(small, sizeof(small), i);
-        ck_assert_int_eq(put(s, key, small, sizeof(small)), 0);
-    }
-    snprintf(filler, sizeof(filler), "%s/filler", mnt);
-    leave_one_page(filler);
+    fill_keys_then_disk(s, filler, sizeof(filler));
 
     /* the commit's pwritev of the big value's pages is cut short after one page */
     fill_value(big, BIG_LEN, 99);
@@ -222,20 +232,14 @@ END_TEST
 START_TEST(test_full_disk_runs_deletions_alone)
 {
     enum store_sync mode = modes[_i];
-    char path[512], key[32], filler[320];
-    uint8_t small[SMALL_LEN], *big = malloc(BIG_LEN);
+    char path[512], filler[320];
+    uint8_t *big = malloc(BIG_LEN);
     struct store_op set, del, *list[] = {&set, &del};
     struct record r = {0};
     struct store *s = open_on_fs(mode, path, sizeof(path));
 
     ck_assert_ptr_nonnull(big);
-    for (int i = 0; i < KEYS; i++) {
-        snprintf(key, sizeof(key), "k%02d", i);
-        fill_value(small, sizeof(small), i);
-        ck_assert_int_eq(put(s, key, small, sizeof(small)), 0);
-    }
-    snprintf(filler, sizeof(filler), "%s/filler", mnt);
-    leave_one_page(filler);
+    fill_keys_then_disk(s, filler, sizeof(filler));
     fill_value(big, BIG_LEN, 99);
     store_op_init(&set, STORE_OP_WRITE);
     set.key = (const uint8_t *)"big";
