@@ -201,15 +201,12 @@ START_TEST(test_refused_write_absent_after_restart)
 {
     enum store_sync mode = modes[_i];
     char path[512], filler[320];
-    uint8_t small[SMALL_LEN], *big = malloc(BIG_LEN);
+    uint8_t *big = malloc(BIG_LEN);
     struct record r = {0};
     struct store *s = open_on_fs(mode, path, sizeof(path));
 
     ck_assert_ptr_nonnull(big);
-    fill_value(small, sizeof(small), 1);
-    ck_assert_int_eq(put(s, "k01", small, sizeof(small)), 0);
-    snprintf(filler, sizeof(filler), "%s/filler", mnt);
-    leave_one_page(filler);
+    fill_keys_then_disk(s, filler, sizeof(filler));
     fill_value(big, BIG_LEN, 99);
     ck_assert_int_eq(put(s, "big", big, BIG_LEN), RK_ENOSPC);
     store_close(s);
