@@ -7,7 +7,7 @@
  *
  *   IDENT   [1, id str, rack str, version uint, peer_addr str, client_addr str,
  *            proto uint, cluster, instance uint]
- *   PING    [2, seq uint, sent_ms uint]
+ *   PING    [2, seq uint, sent_ms uint, generation uint, version uint]
  *   PONG    [3, seq uint, sent_ms uint]
  *   SYN     [4, epoch uint, digest uint, complete bool, [digest, ...]]
  *   ACK     [5, [entry, ...], [id str, ...]]
@@ -26,6 +26,8 @@
  * IDENT ends at client_addr, and decodes as proto 1 without cluster
  * settings.  Its instance was appended later within message set 2 (it
  * needs no new version: earlier nodes skip it); absent, it decodes as 0.
+ * PING's generation and version (the sender's heartbeat) were appended the
+ * same way; absent, they decode as 0, and a PONG never carries them.
  *
  *   STATUS answer (a RESPONSE's body)
  *           [id str, status uint, epoch uint, digest uint, converged bool,
@@ -145,7 +147,7 @@ static void msg_request_release(struct msg *m);
 static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
     [MSG_IDENT] = {"ident", 1, MSG_IDENT_V1_FIELDS, MSG_IDENT_FIELDS, msg_ident_encode,
                    msg_ident_decode, NULL},
-    [MSG_PING] = {"ping", 1, 2, 2, msg_ping_encode, msg_ping_decode, NULL},
+    [MSG_PING] = {"ping", 1, 2, 4, msg_ping_encode, msg_ping_decode, NULL},
     [MSG_PONG] = {"pong", 1, 2, 2, msg_ping_encode, msg_ping_decode, NULL},
     [MSG_GOSSIP_SYN] = {"gossip_syn", 1, 4, 4, msg_syn_encode, msg_syn_decode, msg_syn_release},
     [MSG_GOSSIP_ACK] = {"gossip_ack", 1, 2, 2, msg_ack_encode, msg_ack_decode, msg_entries_release},
@@ -317,10 +319,15 @@ static int msg_ident_encode(msgpack_packer *pk, const struct msg *m)
     return 0;
 }
 
+/* PING and PONG: seq and sent_ms; a PING then its sender's heartbeat (msg.h). */
 static int msg_ping_encode(msgpack_packer *pk, const struct msg *m)
 {
     if (msgpack_pack_uint64(pk, m->u.ping.seq) != 0 ||
         msgpack_pack_uint64(pk, m->u.ping.sent_ms) != 0) {
+        return RK_ENOMEM;
+    }
+    if (m->type == MSG_PING && (msgpack_pack_uint64(pk, m->u.ping.generation) != 0 ||
+                                msgpack_pack_uint64(pk, m->u.ping.version) != 0)) {
         return RK_ENOMEM;
     }
     return 0;
@@ -587,11 +594,21 @@ static int msg_read_uint32(struct mp_reader *r, uint32_t max, uint32_t *out)
     return 0;
 }
 
+/*
+ * seq and sent_ms; then, for a PING that has them, generation and version
+ * (a PONG's kind reads two fields: anything after them is skipped).
+ */
 static int msg_ping_decode(struct mp_reader *r, size_t present, struct msg *m)
 {
-    (void)present;
     mp_read_uint(r, &m->u.ping.seq);
-    return mp_read_uint(r, &m->u.ping.sent_ms);
+    mp_read_uint(r, &m->u.ping.sent_ms);
+    if (m->type == MSG_PING && present > 2) {
+        mp_read_uint(r, &m->u.ping.generation);
+    }
+    if (m->type == MSG_PING && present > 3) {
+        mp_read_uint(r, &m->u.ping.version);
+    }
+    return r->err;
 }
 
 /* Skip the elements after the known fields: a newer sender's additions. */

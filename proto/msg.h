@@ -87,6 +87,12 @@ struct msg_ident {
 struct msg_ping {
     uint64_t seq;
     uint64_t sent_ms; /* the sender's monotonic milliseconds, echoed back */
+    /*
+     * PING only (a PONG carries seq and sent_ms alone): the generation and
+     * version of the sender's own member entry when it sent the ping, its
+     * latest heartbeat; 0, 0 when absent (an earlier node, a tool).
+     */
+    uint64_t generation, version;
 };
 
 /* Bounds that keep every gossip message small whatever the cluster's size. */

@@ -1,7 +1,9 @@
 #!/bin/sh
 # `ringkv gossip sim` at 1000 members: a new member's entry reaches every
-# member within 2*log2(N) + 10 rounds (the simulator checks that bound and
-# exits 3 past it; the JSON is checked against it here as well).
+# member within 2*log2(N) + 10 rounds, and a crashed member is held down by
+# every live member within phi 8's 19 rounds plus 10 (the simulator checks
+# both bounds and exits 3 past one; the JSON is checked against them here
+# as well).
 set -eu
 : "${top_builddir:?}"
 # The size is the point of this test, and under a sanitizer 1000 members'
@@ -18,7 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "gossip-sim-1000: $*"; exit 1; }
 
-"$ringkv" gossip sim --nodes 1000 --seed 1000 --phases join --json > "$tmp/j.json" 2> "$tmp/err" ||
+"$ringkv" gossip sim --nodes 1000 --seed 1000 --phases join,crash --json > "$tmp/j.json" 2> "$tmp/err" ||
     fail "the run failed: $(cat "$tmp/err")"
 python3 - "$tmp/j.json" <<'PY' || fail "$(cat "$tmp/j.json")"
 import json, math, sys
@@ -27,6 +29,10 @@ bound = 2 * math.log2(1000) + 10
 assert r["nodes"] == 1000 and r["join_ok"] is True, r
 assert abs(r["join_bound_rounds"] - bound) < 1e-6, r
 assert 0 < r["join_rounds"] <= bound, r
-print("gossip-sim-1000: join seen by all 1000 members in %.2f rounds (bound %.1f), %.0f node-rounds/s"
-      % (r["join_rounds"], bound, r["node_rounds_per_second"]))
+crash_bound = math.ceil(8 / math.log10(math.e)) + 10
+assert r["crash_ok"] is True and abs(r["crash_bound_rounds"] - crash_bound) < 1e-9, r
+assert 18.4 <= r["crash_rounds"] <= crash_bound, r
+print("gossip-sim-1000: join seen by all 1000 members in %.2f rounds (bound %.1f), the crash held "
+      "down by all %.2f rounds after it (bound %d), %.0f node-rounds/s"
+      % (r["join_rounds"], bound, r["crash_rounds"], crash_bound, r["node_rounds_per_second"]))
 PY

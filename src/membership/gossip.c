@@ -946,7 +946,10 @@ void gossip_message(struct gossip *g, struct peer *p, const char *from_id, const
     case MSG_GOSSIP_ACK2:
         on_ack2(g, m);
         break;
-    default: /* PING and PONG: the arrival above is all they carry */
+    case MSG_PING: /* the arrival above, and the heartbeat it names (membership.h) */
+        membership_told(g->m, from_id, m->u.ping.generation, m->u.ping.version);
+        break;
+    default: /* PONG: the arrival above is all it carries */
         break;
     }
 }
@@ -1040,6 +1043,9 @@ static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down)
 
     *live = *down = 0;
     ping.u.ping.sent_ms = gossip_now(g);
+    /* our heartbeat, so a receiver knows which relayed versions of ours are old news */
+    ping.u.ping.generation = membership_self(g->m)->e.generation;
+    ping.u.ping.version = membership_self(g->m)->e.version;
     for (size_t i = 0; i < membership_count(g->m); i++) {
         const struct member *e = membership_at(g->m, i);
         struct peer *p;

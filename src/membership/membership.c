@@ -460,14 +460,19 @@ const struct member *membership_self(const struct membership *m)
  * generation is a restart, a new life: the old intervals (and the downtime
  * between the lives) say nothing about the new one, so the detector starts
  * afresh, as Cassandra's does.  A removal is written by another node, so
- * it says nothing about the member's own heartbeats.
+ * it says nothing about the member's own heartbeats.  Nor does a version
+ * at or below the heartbeat the member told us of directly (membership.h,
+ * Failure detection): the entry is taken, the detector hears nothing.
  */
 static void membership_arrival(const struct membership *m, struct member *mb,
                                const struct msg_member *e, uint64_t now_ms)
 {
-    if (e->generation > mb->e.generation) {
+    bool told = mb->told_version != 0 &&
+                !membership_newer(e->generation, e->version, mb->told_generation, mb->told_version);
+
+    if (e->generation > mb->e.generation && !told) {
         detector_init(&mb->det, m->heartbeat_ms, now_ms);
-    } else if (e->version > mb->e.version && e->status != MSG_MEMBER_REMOVED) {
+    } else if (e->version > mb->e.version && e->status != MSG_MEMBER_REMOVED && !told) {
         detector_heartbeat(&mb->det, now_ms);
     } else {
         return;
@@ -591,6 +596,22 @@ void membership_heard(struct membership *m, const char *id, uint64_t now_ms)
     }
     detector_heartbeat(&m->members[pos].det, now_ms);
     m->members[pos].heard_ms = now_ms;
+}
+
+void membership_told(struct membership *m, const char *id, uint64_t generation, uint64_t version)
+{
+    struct member *mb;
+    size_t pos;
+
+    assert(id != NULL && "membership_told: NULL id");
+    if (version == 0 || !membership_search(m, id, &pos) || pos == m->self) {
+        return;
+    }
+    mb = &m->members[pos];
+    if (membership_newer(generation, version, mb->told_generation, mb->told_version)) {
+        mb->told_generation = generation;
+        mb->told_version = version;
+    }
 }
 
 void membership_heartbeat(struct membership *m)

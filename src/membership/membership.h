@@ -48,7 +48,18 @@
  *
  * Failure detection.  Every entry but our own carries a phi accrual
  * detector (detector.h) fed with the arrivals of the member's heartbeats:
- * a version that grew, or a message received from it directly.
+ * a message received from it directly, or a version that grew in gossip
+ * and is newer than the last heartbeat the member told us of directly.
+ * A member's PING names its heartbeat (generation, version: PROTOCOL.md
+ * 7.2, membership_told()).  A relayed version at or below it is old news:
+ * it was written before a message we already counted, and it reaches us
+ * late (in a large cluster gossip takes seconds to carry a version to
+ * every member, since a SYN lists at most MSG_GOSSIP_DIGESTS_MAX digests
+ * and an answer at most MSG_GOSSIP_ENTRIES_MAX entries while every entry
+ * changes every round).  Counted as an arrival, it would restart the
+ * detector's silence of a member that has crashed, again and again, and
+ * bring one held down back up.  A member we cannot reach directly tells
+ * us nothing, so its relayed versions count in full, as in Cassandra.
  */
 #ifndef RINGKV_MEMBERSHIP_H
 #define RINGKV_MEMBERSHIP_H
@@ -86,6 +97,8 @@ struct member {
     struct detector det; /* not for our own entry */
     enum detector_state state;
     uint64_t heard_ms; /* monotonic ms of the last arrival; 0 never */
+    /* the heartbeat the member last told us of directly (membership_told()); 0, 0: none */
+    uint64_t told_generation, told_version;
 };
 
 struct membership;
@@ -146,6 +159,14 @@ int membership_commit(struct membership *m, bool *ring_changed);
 
 /* A message arrived directly from member id at now_ms: a heartbeat arrival. */
 void membership_heard(struct membership *m, const char *id, uint64_t now_ms);
+
+/*
+ * Member id told us directly (its PING) that its own entry is at
+ * (generation, version): from now on a relayed entry of it at or below
+ * that is no detector arrival (top of file).  Kept as the highest told;
+ * the arrival itself is membership_heard()'s.  Version 0 tells nothing.
+ */
+void membership_told(struct membership *m, const char *id, uint64_t generation, uint64_t version);
 
 /* Our own entry: a heartbeat (version + 1). */
 void membership_heartbeat(struct membership *m);

@@ -49,6 +49,7 @@ struct sim_node {
     char id[16];
     char addr[32];
     bool crashed;
+    bool holds_down; /* its gossip holds the crashed member down (its last event about it) */
 };
 
 enum sim_kind { SIM_ROUND, SIM_DELIVER, SIM_IDENT };
@@ -77,7 +78,8 @@ struct sim {
     uint64_t count_msgs, count_bytes;
     int fs_phase;          /* index into gossip_sim_fs_losses, -1 outside */
     size_t joiner, victim; /* SIZE_MAX: none yet */
-    size_t seen_join, seen_down;
+    size_t seen_join;      /* members that added the joiner */
+    size_t seen_down;      /* live members holding the crashed one down now: a member counts once */
     struct gossip_sim_result *r;
 };
 
@@ -365,6 +367,24 @@ static uint64_t sim_hook_now(void *ctx)
     return n->sim->now_us / 1000;
 }
 
+/*
+ * Member n's event about the crashed member: seen_down counts the members
+ * that hold it down now, so one that sees it down, then up again (a late
+ * sign of life), then down counts once, and only while it holds it down.
+ */
+static void sim_victim_event(struct sim *s, struct sim_node *n, const char *event)
+{
+    bool down = strcmp(event, "member_down") == 0;
+
+    if (!down && strcmp(event, "member_up") != 0 && strcmp(event, "member_suspect") != 0) {
+        return;
+    }
+    if (down != n->holds_down) {
+        n->holds_down = down;
+        s->seen_down = down ? s->seen_down + 1 : s->seen_down - 1;
+    }
+}
+
 /* A member event: traced, and counted by the phase that waits for it. */
 static void sim_hook_changed(void *ctx, const char *event, const char *id)
 {
@@ -379,8 +399,8 @@ static void sim_hook_changed(void *ctx, const char *event, const char *id)
     if (about == s->joiner && n->index != s->joiner && strcmp(event, "member_added") == 0) {
         s->seen_join++;
     }
-    if (about == s->victim && strcmp(event, "member_down") == 0) {
-        s->seen_down++;
+    if (about == s->victim) {
+        sim_victim_event(s, n, event);
     }
     if (s->fs_phase >= 0 && about != s->victim && !s->nodes[about].crashed) {
         s->r->fs_events[s->fs_phase] += strcmp(event, "member_suspect") == 0;

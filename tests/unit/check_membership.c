@@ -1013,6 +1013,78 @@ START_TEST(test_arrivals)
 }
 END_TEST
 
+/*
+ * A member that told us its heartbeat directly (its PING) and then went
+ * silent: its earlier versions, relayed late by gossip, are taken into the
+ * table but are no arrivals, so it goes down on time and stays down; a
+ * version above the one it told is news and an arrival; a member that told
+ * us nothing has every newer version counted.
+ */
+START_TEST(test_told_versions_not_arrivals)
+{
+    const double down_at = DETECTOR_DOWN_PHI_DEFAULT / M_LOG10E * T_HB;
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member e, quiet;
+    uint64_t now = T_START, last;
+    const struct member *mb;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &e, now, NULL);
+    entry_make(&quiet, "n3", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &quiet, now, NULL);
+    /* n2 pings us each round with its heartbeat; gossip relays it 5 beats late. */
+    for (uint64_t v = 2; v <= 20; v++) {
+        now += T_HB;
+        membership_heard(m, "n2", now);
+        membership_told(m, "n2", 1, v);
+        if (v > 5) {
+            e.version = v - 5;
+            merge(m, &e, now + 1, NULL);
+        }
+    }
+    last = now;
+    mb = membership_find(m, "n2");
+    ck_assert_uint_eq(mb->told_generation, 1);
+    ck_assert_uint_eq(mb->told_version, 20);
+    ck_assert_uint_eq(mb->det.last_ms, last);
+    /* Told nothing (version 0), or something older: kept as it was. */
+    membership_told(m, "n2", 1, 0);
+    membership_told(m, "n2", 1, 7);
+    ck_assert_uint_eq(membership_find(m, "n2")->told_version, 20);
+    /* n2 crashed after its ping of version 20; its versions 16..20 keep arriving. */
+    for (uint64_t v = 16; v <= 20; v++) {
+        now += 700;
+        e.version = v;
+        ck_assert_int_eq(merge(m, &e, now, NULL), MEMBERSHIP_UPDATED);
+        mb = membership_find(m, "n2");
+        ck_assert_uint_eq(mb->e.version, v);
+        ck_assert_uint_eq(mb->det.last_ms, last);
+        ck_assert_uint_eq(mb->heard_ms, last);
+    }
+    membership_detect(m, last + (uint64_t)down_at + 1, DETECTOR_SUSPECT_PHI_DEFAULT,
+                      DETECTOR_DOWN_PHI_DEFAULT);
+    ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_DOWN);
+    /* A version it never told us of is a sign of life. */
+    now = last + (uint64_t)down_at + 100;
+    e.version = 21;
+    merge(m, &e, now, NULL);
+    ck_assert_uint_eq(membership_find(m, "n2")->det.last_ms, now);
+    membership_detect(m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
+    ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_ALIVE);
+    /* n3 never pinged us: every newer relayed version is an arrival. */
+    quiet.version = 2;
+    merge(m, &quiet, now, NULL);
+    ck_assert_uint_eq(membership_find(m, "n3")->det.last_ms, now);
+    ck_assert_uint_eq(membership_find(m, "n3")->det.n, 1);
+    /* A told heartbeat of a later life outranks every version of the earlier one. */
+    membership_told(m, "n3", 2, 1);
+    quiet.version = 3;
+    merge(m, &quiet, now + 500, NULL);
+    ck_assert_uint_eq(membership_find(m, "n3")->det.last_ms, now);
+    membership_destroy(m);
+}
+END_TEST
+
 START_TEST(test_table_full)
 {
     struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
@@ -1470,6 +1542,7 @@ static Suite *membership_suite(void)
         {"encode_restore", test_encode_restore},
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
+        {"told_versions", test_told_versions_not_arrivals},
         {"table_full", test_table_full},
         {"ring_listeners", test_ring_listeners},
         {"ring_holder", test_ring_holder_outlives_changes},

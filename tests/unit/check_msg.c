@@ -230,6 +230,8 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
     } else if (a->type == MSG_PING || a->type == MSG_PONG) {
         ck_assert(a->u.ping.seq == b->u.ping.seq);
         ck_assert(a->u.ping.sent_ms == b->u.ping.sent_ms);
+        ck_assert(a->type == MSG_PONG || (a->u.ping.generation == b->u.ping.generation &&
+                                          a->u.ping.version == b->u.ping.version));
     } else if (a->type == MSG_CREDIT) {
         ck_assert(a->u.credit.grant == b->u.credit.grant);
         ck_assert(a->u.credit.window == b->u.credit.window);
@@ -299,15 +301,52 @@ END_TEST
 
 START_TEST(test_ping_golden)
 {
-    struct msg m = {.type = MSG_PING, .u.ping = {.seq = 7, .sent_ms = 1000}};
+    struct msg m = {.type = MSG_PING,
+                    .u.ping = {.seq = 7, .sent_ms = 1000, .generation = 1, .version = 300}};
     struct bytes want;
 
-    unhex(&want, "93 02 07 cd 03 e8");
+    unhex(&want, "95 02 07 cd 03 e8 01 cd 01 2c");
     assert_golden(&m, &want);
     m.u.ping.seq = 0;
     m.u.ping.sent_ms = 200;
-    unhex(&want, "93 02 00 cc c8");
+    m.u.ping.generation = m.u.ping.version = 0;
+    unhex(&want, "95 02 00 cc c8 00 00");
     assert_golden(&m, &want);
+}
+END_TEST
+
+/* An earlier node's PING (seq and sent_ms only) tells no heartbeat; a PONG never carries one. */
+START_TEST(test_ping_without_heartbeat)
+{
+    struct msg m = {.type = MSG_PONG,
+                    .u.ping = {.seq = 7, .sent_ms = 1000, .generation = 1, .version = 300}};
+    struct bytes b;
+    struct buf out;
+
+    unhex(&b, "93 02 07 cd 03 e8");
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_int_eq(m.type, MSG_PING);
+    ck_assert(m.u.ping.seq == 7 && m.u.ping.sent_ms == 1000);
+    ck_assert(m.u.ping.generation == 0 && m.u.ping.version == 0);
+    unhex(&b, "94 02 07 cd 03 e8 05");
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert(m.u.ping.generation == 5 && m.u.ping.version == 0);
+    /* A PONG with them (a copy of the PING it answers) reads seq and sent_ms only. */
+    unhex(&b, "95 03 07 cd 03 e8 01 cd 01 2c");
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_int_eq(m.type, MSG_PONG);
+    ck_assert(m.u.ping.generation == 0 && m.u.ping.version == 0);
+    /* and writes them only. */
+    m = (struct msg){.type = MSG_PONG, .u.ping = {.seq = 7, .sent_ms = 1000, .version = 300}};
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_encode(&m, &out), 0);
+    unhex(&b, "93 03 07 cd 03 e8");
+    ck_assert_uint_eq(out.len, b.len);
+    ck_assert_int_eq(memcmp(buf_data(&out), b.p, b.len), 0);
+    buf_free(&out);
+    /* The heartbeat's fields are uints like the others. */
+    unhex(&b, "95 02 07 cd 03 e8 01 a1 31");
+    ck_assert_int_eq(decode(&b, &m), RK_ESYNTAX);
 }
 END_TEST
 
@@ -478,6 +517,8 @@ static struct msg random_msg(void)
     } else if (m.type == MSG_PING || m.type == MSG_PONG) {
         m.u.ping.seq = random_u64();
         m.u.ping.sent_ms = random_u64();
+        m.u.ping.generation = m.type == MSG_PING ? random_u64() : 0;
+        m.u.ping.version = m.type == MSG_PING ? random_u64() : 0;
     } else {
         random_gossip(&m);
     }
@@ -523,7 +564,7 @@ START_TEST(test_encode_appends)
     ck_assert_int_eq(msg_encode(&a, &out), 0);
     ck_assert_int_eq(msg_encode(&b, &out), 0);
     ident_example_bytes(&want);
-    add_hex(&want, "93 02 01 02");
+    add_hex(&want, "95 02 01 02 00 00");
     ck_assert_uint_eq(out.len, want.len);
     ck_assert_int_eq(memcmp(buf_data(&out), want.p, want.len), 0);
     buf_free(&out);
@@ -557,12 +598,13 @@ START_TEST(test_trailing_fields_accepted)
     struct bytes b;
 
     /* PING with three more fields: a string, [1, {"a": 2}], nil. */
-    unhex(&b, "96 02 07 cd 03 e8 a6");
+    unhex(&b, "98 02 07 cd 03 e8 01 cd 01 2c a6");
     add_text(&b, "future");
     add_hex(&b, "92 01 81 a1 61 02 c0");
     ck_assert_int_eq(decode(&b, &m), 0);
     ck_assert_int_eq(m.type, MSG_PING);
     ck_assert(m.u.ping.seq == 7 && m.u.ping.sent_ms == 1000);
+    ck_assert(m.u.ping.generation == 1 && m.u.ping.version == 300);
     ident_example_bytes(&b);
     b.p[0] = 0x9a;
     add_hex(&b, "cb 40 09 21 fb 54 44 2d 18"); /* a float64 */
@@ -576,13 +618,13 @@ START_TEST(test_fields_max)
     struct msg m;
     struct bytes b;
 
-    /* 64 elements: type, two fields, 61 nils. */
-    unhex(&b, "dc 00 40 02 01 02");
+    /* 64 elements: type (PONG), two fields, 61 nils. */
+    unhex(&b, "dc 00 40 03 01 02");
     for (int i = 0; i < 61; i++) {
         add_hex(&b, "c0");
     }
     ck_assert_int_eq(decode(&b, &m), 0);
-    unhex(&b, "dc 00 41 02 01 02");
+    unhex(&b, "dc 00 41 03 01 02");
     for (int i = 0; i < 62; i++) {
         add_hex(&b, "c0");
     }
@@ -660,9 +702,9 @@ START_TEST(test_every_truncation_refused)
     struct msg m;
 
     ident_example_bytes(&golden[0]);
-    unhex(&golden[1], "93 02 07 cd 03 e8");
+    unhex(&golden[1], "95 02 07 cd 03 e8 01 cd 01 2c");
     unhex(&golden[2], "93 03 cf 00 00 00 01 00 00 00 00 cf ff ff ff ff ff ff ff ff");
-    unhex(&golden[3], "96 02 07 cd 03 e8 a6 66 75 74 75 72 65 92 01 81 a1 61 02 c0");
+    unhex(&golden[3], "96 03 07 cd 03 e8 a6 66 75 74 75 72 65 92 01 81 a1 61 02 c0");
     ident_v1_bytes(&golden[4]);
     for (size_t g = 0; g < 5; g++) {
         ck_assert_int_eq(msg_decode(golden[g].p, golden[g].len, &m), 0);
@@ -952,7 +994,7 @@ START_TEST(test_encode_bounded_buffer)
     m.u.ping.seq = 1;
     m.u.ping.sent_ms = 2;
     ck_assert_int_eq(msg_encode(&m, &out), 0);
-    ck_assert_uint_eq(out.len, 6);
+    ck_assert_uint_eq(out.len, 8);
     buf_free(&out);
 }
 END_TEST
@@ -2102,6 +2144,7 @@ static Suite *msg_suite(void)
     } cases[] = {
         {"ident_golden", test_ident_golden},
         {"ping_golden", test_ping_golden},
+        {"ping_without_heartbeat", test_ping_without_heartbeat},
         {"pong_golden", test_pong_golden},
         {"round_trip", test_round_trip},
         {"encode_appends", test_encode_appends},
