@@ -22,7 +22,8 @@ for what in 'deliver n[0-9]*->n[0-9]* ping ' 'deliver n[0-9]*->n[0-9]* gossip_sy
     ' join n24$' ' crash n[0-9]*$' ' member_down n' ' member_added n24$' ' loss 0.0500$'; do
     grep -q "$what" "$tmp/a" || fail "trace a has no line matching '$what'"
 done
-# The crashed member's detector inputs: arrivals only after the crash, and
+# The crashed member's detector inputs: arrivals (few: a relayed version
+# counts only above the one its pings named) only after the crash, and
 # every member sees it down no sooner than phi 8 after its own last arrival
 # (8 / log10(e) = 18.4 intervals of at least 200 ms: 3.68 s, detector.h).
 python3 - "$tmp/a" <<'PY' || fail "detector arrivals of the crashed member"
@@ -38,11 +39,14 @@ for line in open(sys.argv[1]):
         last[f[1]] = float(f[0])
     elif len(f) > 3 and f[2] == "member_down" and f[3] == victim and f[1] not in down:
         down[f[1]] = float(f[0])
-assert victim is not None and last and down, (victim, len(last), len(down))
+assert victim is not None and down, (victim, len(down))
+# the last arrival: a relayed version it had not pinged (rare: a ping lost), or
+# its last ping, sent at most a round before the crash
 for member, t in down.items():
-    assert t - last.get(member, crash) >= 3.68, (member, t, last.get(member))
-print("gossip-sim: %d members took in beats of %s after its crash, the latest %.2f s after it"
-      % (len(last), victim, max(last.values()) - crash))
+    assert t - last.get(member, crash - 0.2) >= 3.68, (member, t, last.get(member))
+print("gossip-sim: %d members took in beats of %s after its crash%s"
+      % (len(last), victim, ", the latest %.2f s after it" % (max(last.values()) - crash)
+         if last else ""))
 PY
 cmp -s "$tmp/a" "$tmp/b" || fail "the same seed gave different traces: $(cmp "$tmp/a" "$tmp/b")"
 cmp -s "$tmp/a" "$tmp/c" && fail "seeds 7 and 8 gave the same trace"
