@@ -113,6 +113,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <sodium.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -126,10 +127,13 @@
 #include <unistd.h>
 
 #include "bytes.h"
+#include "clock.h"
 #include "error.h"
 #include "hex.h"
 #include "hlc.h"
 #include "log.h"
+#include "overlay.h"
+#include "wal.h"
 
 #define STORE_FORMAT 1
 #define STORE_MIB (1024ull * 1024)
@@ -164,8 +168,26 @@
  */
 #define STORE_RC_DISK (-40000)
 
+/* Private to this file: a batch the write-ahead log cannot take runs through LMDB. */
+#define STORE_RC_SLOW (-40001)
+/*
+ * A checkpoint (store_checkpoint()) moves the log into LMDB when the
+ * overlay holds this much memory or the log this many bytes, or when the
+ * writer found no work for STORE_CKPT_IDLE_MS.  Between checkpoints a
+ * random key costs LMDB nothing: the page it lands on is written once per
+ * checkpoint instead of once per commit.
+ */
+#define STORE_CKPT_OVERLAY_BYTES (64 * STORE_MIB)
+#define STORE_CKPT_WAL_BYTES (128 * STORE_MIB)
+#define STORE_CKPT_IDLE_MS 100
+/* After a checkpoint failed (a full disk), the next idle one waits this long. */
+#define STORE_CKPT_RETRY_MS 1000
+/* The log is taken only while the map has room for this many times the overlay (and 8 MiB). */
+#define STORE_CKPT_ROOM_FACTOR 3
+
 static const char *const store_reserved_meta[] = {
-    "format", "node_id", "cluster_id", "seed", "rf", "conflicts", "created_ms", "hint_seq", "hlc"};
+    "format",   "node_id", "cluster_id", "seed",   "rf", "conflicts", "created_ms",
+    "hint_seq", "hlc",     "wal_gen"};
 
 struct store {
     struct store_config cfg;
@@ -203,12 +225,32 @@ struct store {
     uint64_t hint_seq;
     size_t recent_batch; /* decaying maximum of recent batch sizes (commit delay) */
 
+    /*
+     * The write-ahead log (wal.c) and the overlay of what it holds that
+     * LMDB does not (overlay.h).  The overlay changes only under
+     * resize_lock held exclusively; the rest belongs to the writer role.
+     */
+    int wal_fd;
+    uint64_t wal_gen; /* the log's generation, meta "wal_gen" */
+    uint64_t wal_len; /* bytes of the log: its header and whole records */
+    bool wal_stale;   /* the log could not be emptied: batches go through LMDB until it is */
+    struct overlay ov;
+    struct buf wal_buf;        /* the record being built */
+    struct ov_entry **staged;  /* a logged batch's new entries, in order (batch_max) */
+    size_t nstaged;
+    uint64_t hlc_mark;         /* the clock's high-water mark as stored (meta or log) */
+    atomic_bool wal_dirty;     /* sync batch: appended since the log's last fsync */
+    struct log_limit wal_log;  /* the log's failures, logged once a second at most */
+    size_t page_size;          /* LMDB's */
+    uint64_t ckpt_retry_ms;    /* after a failed checkpoint: no idle one before this (monotonic) */
+
     uint64_t generation;          /* tells this store from one reusing its address */
     struct store_reader *readers; /* every thread's cached read transaction, under mu */
 
     struct {
         atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, decode_errors;
-        atomic_uint_fast64_t recent_batch, disk_failures;
+        atomic_uint_fast64_t recent_batch, disk_failures, checkpoints, logged;
+        atomic_uint_fast64_t overlay_keys, wal_bytes;
     } stat;
 };
 
@@ -226,6 +268,8 @@ static __thread uint64_t tl_generation;
 static __thread struct store_reader *tl_reader;
 static __thread int tl_hold;          /* depth of store_read_hold() */
 static __thread MDB_txn *tl_hold_txn; /* the held snapshot, of tl_store */
+static __thread uint64_t tl_lock_gen;  /* the store whose resize lock this thread holds shared */
+static __thread int tl_lock_depth;     /* how many reads of it share that one lock */
 
 /* --- small helpers -------------------------------------------------------- */
 
@@ -372,7 +416,8 @@ static int store_lock_dir(struct store *s, char *err, size_t err_len)
 
 static int store_env_open(struct store *s, char *err, size_t err_len)
 {
-    unsigned flags = MDB_NOTLS | (s->cfg.sync == STORE_SYNC_ALWAYS ? 0 : MDB_NOSYNC);
+    unsigned flags = MDB_NOTLS | (s->cfg.sync == STORE_SYNC_NONE ? MDB_NOSYNC : MDB_NOMETASYNC);
+    MDB_stat ms;
     MDB_envinfo info;
     int rc;
 
@@ -397,6 +442,8 @@ static int store_env_open(struct store *s, char *err, size_t err_len)
     }
     mdb_env_info(s->env, &info);
     s->map_size = info.me_mapsize;
+    mdb_env_stat(s->env, &ms);
+    s->page_size = ms.ms_psize;
     return 0;
 }
 
@@ -696,6 +743,227 @@ out_abort:
     return store_err(rc) == RK_EIO ? RK_EMISMATCH : store_err(rc);
 }
 
+/* --- opening: the write-ahead log ------------------------------------------ */
+
+static bool store_grow(struct store *s, bool deletions_only);
+
+/* What replaying a log found: counts for the log line, the highest mark. */
+struct replay {
+    struct store *s;
+    MDB_txn *txn;
+    uint64_t puts, mark;
+    int rc; /* an LMDB error of a put */
+};
+
+static int replay_item(void *ctx, const struct wal_item *it)
+{
+    struct replay *r = ctx;
+    struct record rec;
+    MDB_val k, v;
+    int bad;
+
+    if (it->kind == WAL_MARK) {
+        r->mark = it->mark > r->mark ? it->mark : r->mark;
+        return 0;
+    }
+    record_init(&rec);
+    bad = record_decode(it->value, it->value_len, &rec);
+    record_deinit(&rec);
+    if (bad != 0) {
+        return RK_ESYNTAX; /* a whole, checksummed record that is not one: damage */
+    }
+    k.mv_size = it->key_len;
+    k.mv_data = (void *)it->key;
+    v.mv_size = it->value_len;
+    v.mv_data = (void *)it->value;
+    r->rc = mdb_put(r->txn, r->s->dbi_data, &k, &v, 0);
+    r->puts++;
+    return r->rc != 0 ? RK_EIO : 0;
+}
+
+/*
+ * Put a log's records into LMDB in one transaction with the next
+ * generation and the clock's mark, and make it durable; the map grows as
+ * needed.  *valid: the bytes of whole records.
+ */
+static int store_log_replay(struct store *s, const uint8_t *p, size_t len, uint64_t gen,
+                            size_t *valid, struct replay *r, char *err, size_t err_len)
+{
+    uint8_t buf[8];
+    int rc;
+
+    for (;;) {
+        memset(r, 0, sizeof(*r));
+        r->s = s;
+        r->mark = s->hlc.last;
+        rc = mdb_txn_begin(s->env, NULL, 0, &r->txn);
+        if (rc != 0) {
+            break;
+        }
+        rc = wal_parse(p, len, gen, replay_item, r, valid);
+        if (rc == RK_ESYNTAX) {
+            mdb_txn_abort(r->txn);
+            snprintf(err, err_len,
+                     "write-ahead log %s/wal is damaged at byte %zu: a whole record that "
+                     "does not decode; move the file away to start without it",
+                     s->path, (size_t)WAL_HEADER_LEN + *valid);
+            return RK_ESYNTAX;
+        }
+        rc = rc == 0 ? 0 : r->rc;
+        bytes_put_be64(buf, gen + 1);
+        rc = rc ? rc : meta_put(r->txn, s->dbi_meta, "wal_gen", buf, 8);
+        bytes_put_be64(buf, r->mark);
+        rc = rc ? rc : meta_put(r->txn, s->dbi_meta, "hlc", buf, 8);
+        rc = rc ? (mdb_txn_abort(r->txn), rc) : mdb_txn_commit(r->txn);
+        if (rc == MDB_MAP_FULL && store_grow(s, true)) {
+            continue;
+        }
+        rc = rc ? rc : mdb_env_sync(s->env, 1);
+        break;
+    }
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot replay the write-ahead log of %s: %s", s->path,
+                 mdb_strerror(rc));
+        return store_err(rc);
+    }
+    s->hlc.last = r->mark;
+    s->wal_gen = gen + 1;
+    return 0;
+}
+
+/* Read the whole log file (fd) into *out; RK_EIO. */
+static int store_log_read(int fd, uint8_t **out, size_t *len)
+{
+    struct stat st;
+    size_t got = 0;
+
+    *out = NULL;
+    *len = 0;
+    if (fstat(fd, &st) != 0) {
+        return RK_EIO;
+    }
+    if (st.st_size == 0) {
+        return 0;
+    }
+    *out = malloc((size_t)st.st_size);
+    if (*out == NULL) {
+        return RK_ENOMEM;
+    }
+    while (got < (size_t)st.st_size) {
+        ssize_t r = pread(fd, *out + got, (size_t)st.st_size - got, (off_t)got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        got += (size_t)r;
+    }
+    *len = got;
+    return 0;
+}
+
+/* The log generation recorded in meta; a new random one (recorded) when there is none. */
+static int store_log_gen(struct store *s, uint64_t *gen)
+{
+    MDB_txn *txn;
+    MDB_val v;
+    uint8_t buf[8];
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = meta_get(txn, s->dbi_meta, "wal_gen", &v);
+    if (rc == 0 && v.mv_size == 8) {
+        *gen = bytes_get_be64(v.mv_data);
+        mdb_txn_abort(txn);
+        return 0;
+    }
+    /* random: a log left from a directory made again never matches this one */
+    if (sodium_init() < 0) {
+        mdb_txn_abort(txn);
+        return EIO;
+    }
+    randombytes_buf(buf, sizeof(buf));
+    *gen = bytes_get_be64(buf) >> 1; /* room to count up */
+    bytes_put_be64(buf, *gen);
+    rc = meta_put(txn, s->dbi_meta, "wal_gen", buf, 8);
+    rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
+    return rc ? rc : mdb_env_sync(s->env, 1);
+}
+
+/* Open (creating) the log file without following a link; RK_EIO with err set. */
+static int store_log_fd(struct store *s, char *err, size_t err_len)
+{
+    char path[4096];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/wal", s->path);
+    s->wal_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (s->wal_fd < 0) {
+        snprintf(err, err_len, "cannot open the write-ahead log %s: %s", path, strerror(errno));
+        return RK_EIO;
+    }
+    if (fstat(s->wal_fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        snprintf(err, err_len, "write-ahead log %s is not a regular file with one name", path);
+        return RK_EIO;
+    }
+    return 0;
+}
+
+/*
+ * Open the write-ahead log and bring LMDB up to date with it: the whole
+ * records of a log of this directory's generation are replayed (a torn
+ * last record is dropped: it was never acknowledged under `sync always`,
+ * and is within the last interval under `batch`), a log of another
+ * generation (emptied by a checkpoint that reached LMDB) is dropped, and
+ * the log starts empty in the generation LMDB now records.
+ */
+static int store_log_open(struct store *s, char *err, size_t err_len)
+{
+    uint8_t head[WAL_HEADER_LEN], *p = NULL;
+    uint64_t gen = 0, hgen = 0;
+    size_t len = 0, valid = 0;
+    struct replay r = {0};
+    int rc = store_log_fd(s, err, err_len);
+
+    rc = rc ? rc : store_log_read(s->wal_fd, &p, &len);
+    if (rc == 0 && (rc = store_log_gen(s, &gen)) != 0) {
+        snprintf(err, err_len, "cannot record the log generation in %s: %s", s->path,
+                 mdb_strerror(rc));
+        rc = store_err(rc);
+    }
+    s->wal_gen = rc == 0 ? gen : 0;
+    if (rc == 0 && len > 0 && (wal_header_parse(p, len, &hgen) != 0 || hgen != gen)) {
+        LOG(LOG_INFO, "store_wal_dropped", "path=%s bytes=%zu reason=%s", s->path, len,
+            wal_header_parse(p, len, &hgen) != 0 ? "not_a_log" : "checkpointed");
+    } else if (rc == 0 && len > WAL_HEADER_LEN) {
+        rc = store_log_replay(s, p + WAL_HEADER_LEN, len - WAL_HEADER_LEN, gen, &valid, &r, err,
+                              err_len);
+        if (rc == 0) {
+            LOG(LOG_INFO, "store_wal_replayed", "path=%s puts=%llu bytes=%zu torn_bytes=%zu",
+                s->path, (unsigned long long)r.puts, valid, len - WAL_HEADER_LEN - valid);
+        }
+    }
+    free(p);
+    if (rc != 0) {
+        return rc;
+    }
+    wal_header(head, s->wal_gen);
+    if (pwrite(s->wal_fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+        ftruncate(s->wal_fd, WAL_HEADER_LEN) != 0 ||
+        (s->cfg.sync != STORE_SYNC_NONE && fdatasync(s->wal_fd) != 0)) {
+        snprintf(err, err_len, "cannot write the write-ahead log of %s: %s", s->path,
+                 strerror(errno));
+        return RK_EIO;
+    }
+    s->wal_len = WAL_HEADER_LEN;
+    s->hlc_mark = s->hlc.last;
+    atomic_store(&s->stat.wal_bytes, s->wal_len);
+    return 0;
+}
+
 static int store_check_config(const struct store_config *cfg, char *err, size_t err_len)
 {
     if (cfg->path == NULL || cfg->path[0] == '\0') {
@@ -721,6 +989,9 @@ static int store_check_config(const struct store_config *cfg, char *err, size_t 
 static void *store_writer_main(void *arg);
 static void *store_syncer_main(void *arg);
 static int store_sync(struct store *s);
+static int store_log_sync(struct store *s);
+static bool store_log_pending(const struct store *s);
+static int store_checkpoint(struct store *s);
 
 static int store_init_sync(struct store *s)
 {
@@ -751,12 +1022,17 @@ static struct store *store_alloc(const struct store_config *cfg)
     }
     s->path = strdup(cfg->path);
     s->batch_ops = calloc(cfg->batch_max, sizeof(*s->batch_ops));
-    if (s->path == NULL || s->batch_ops == NULL) {
+    s->staged = calloc(cfg->batch_max, sizeof(*s->staged));
+    if (s->path == NULL || s->batch_ops == NULL || s->staged == NULL ||
+        overlay_init(&s->ov) != 0) {
         free(s->path);
         free(s->batch_ops);
+        free(s->staged);
         free(s);
         return NULL;
     }
+    buf_init(&s->wal_buf, 0);
+    s->wal_fd = -1;
     s->cfg = *cfg;
     s->lock_fd = -1;
     s->event_fd = -1;
@@ -798,6 +1074,7 @@ int store_open(struct store **out, const struct store_config *cfg, char *err, si
     rc = rc ? rc : store_lock_dir(s, err, err_len);
     rc = rc ? rc : store_env_open(s, err, err_len);
     rc = rc ? rc : store_open_tables(s, err, err_len);
+    rc = rc ? rc : store_log_open(s, err, err_len);
     if (rc == 0 && pthread_create(&s->writer, NULL, store_writer_main, s) != 0) {
         snprintf(err, err_len, "cannot start the writer thread");
         rc = RK_ENOMEM;
@@ -839,6 +1116,12 @@ void store_close(struct store *s)
         pthread_join(s->writer, NULL);
         store_dispatch(s);
     }
+    if (s->env != NULL && s->wal_fd >= 0 && !atomic_load(&s->disk_failed)) {
+        (void)store_checkpoint(s); /* on failure the log keeps it for the next open */
+        if (store_log_pending(s) && s->cfg.sync != STORE_SYNC_NONE && store_log_sync(s) != 0) {
+            LOG(LOG_ERROR, "store_disk_failed", "path=%s call=wal_fsync_at_close", s->path);
+        }
+    }
     while (s->readers != NULL) {
         struct store_reader *r = s->readers;
         s->readers = r->next;
@@ -851,6 +1134,12 @@ void store_close(struct store *s)
         }
         mdb_env_close(s->env);
     }
+    if (s->wal_fd >= 0) {
+        close(s->wal_fd);
+    }
+    overlay_free(&s->ov);
+    buf_free(&s->wal_buf);
+    free(s->staged);
     if (s->lock_fd >= 0) {
         close(s->lock_fd);
     }
@@ -936,6 +1225,41 @@ static struct store_reader *reader_get(struct store *s)
     return r;
 }
 
+/*
+ * Take the resize lock shared for a read, once per thread and store: a
+ * read nested in another of the same store (a scan callback reading) shares
+ * the lock its thread holds, since taking it twice would wait behind a
+ * writer that waits for the first (the lock prefers writers).
+ */
+static void read_lock(struct store *s)
+{
+    if (tl_lock_depth > 0 && tl_lock_gen == s->generation) {
+        tl_lock_depth++;
+        return;
+    }
+    pthread_rwlock_rdlock(&s->resize_lock);
+    if (tl_lock_depth == 0) {
+        tl_lock_gen = s->generation;
+        tl_lock_depth = 1;
+    }
+}
+
+static void read_unlock(struct store *s)
+{
+    if (tl_lock_depth > 0 && tl_lock_gen == s->generation) {
+        if (--tl_lock_depth > 0) {
+            return;
+        }
+    }
+    pthread_rwlock_unlock(&s->resize_lock);
+}
+
+/* Does this thread hold a read of s (and so must not wait for a write)? */
+static bool read_locked(const struct store *s)
+{
+    return tl_lock_depth > 0 && tl_lock_gen == s->generation;
+}
+
 /* Begin a read transaction under the shared resize lock. */
 static int read_begin(struct store *s, MDB_txn **txn)
 {
@@ -947,7 +1271,7 @@ static int read_begin(struct store *s, MDB_txn **txn)
         return 0;
     }
 
-    pthread_rwlock_rdlock(&s->resize_lock);
+    read_lock(s);
     r = reader_get(s);
     if (r != NULL && mdb_txn_renew(r->txn) == 0) {
         r->in_use = true;
@@ -956,7 +1280,7 @@ static int read_begin(struct store *s, MDB_txn **txn)
     }
     rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
     if (rc != 0) {
-        pthread_rwlock_unlock(&s->resize_lock);
+        read_unlock(s);
     }
     return store_err(rc);
 }
@@ -987,7 +1311,24 @@ static void read_end(struct store *s, MDB_txn *txn)
     } else {
         mdb_txn_abort(txn);
     }
-    pthread_rwlock_unlock(&s->resize_lock);
+    read_unlock(s);
+}
+
+/*
+ * The stored record of a data-table key as a read sees it (under a read
+ * transaction, so with the resize lock held): the overlay's, when the
+ * write-ahead log holds a newer one than LMDB, else LMDB's.
+ */
+static int data_get(struct store *s, MDB_txn *txn, const MDB_val *k, MDB_val *v)
+{
+    struct ov_entry *e = overlay_find(&s->ov, k->mv_data, k->mv_size);
+
+    if (e != NULL) {
+        v->mv_data = ov_rec(e);
+        v->mv_size = e->rec_len;
+        return 0;
+    }
+    return mdb_get(txn, s->dbi_data, (MDB_val *)k, v);
 }
 
 int store_get(struct store *s, const void *key, size_t len, struct record *out)
@@ -1007,7 +1348,7 @@ int store_get(struct store *s, const void *key, size_t len, struct record *out)
     if (rc != 0) {
         return rc;
     }
-    rc = mdb_get(txn, s->dbi_data, &mk, &mv);
+    rc = data_get(s, txn, &mk, &mv);
     if (rc == 0) {
         rc = record_decode(mv.mv_data, mv.mv_size, out);
         if (rc != 0) {
@@ -1038,7 +1379,7 @@ int store_read(struct store *s, const void *key, size_t len,
     if (rc != 0) {
         return rc;
     }
-    rc = mdb_get(txn, s->dbi_data, &mk, &mv);
+    rc = data_get(s, txn, &mk, &mv);
     rc = rc == 0 ? fn(ctx, mv.mv_data, mv.mv_size) : store_err(rc);
     read_end(s, txn);
     return rc;
@@ -1165,28 +1506,89 @@ static int arc_walk(MDB_cursor *c, uint64_t start, uint64_t end, struct store_cu
 /* A stop signal of the walkers themselves, never returned to callers. */
 #define ARC_LIMIT 1
 
+/*
+ * A scan sees what reads see: LMDB's keys, each with the overlay's record
+ * when the log holds a newer one, and, merged in arc order, the keys only
+ * the overlay has (fresh entries, from its sorted view).
+ */
 struct scan_ctx {
     store_scan_fn fn;
     void *ctx;
     size_t max_items, max_bytes, items, bytes;
     int stopped; /* the callback's non-zero return */
+    struct store *s;
+    struct store_cursor *cur;
+    struct ov_entry *const *sorted; /* the overlay in key order; NULL: no fresh keys */
+    size_t nsorted, idx;
+    struct arc_ranges a;
+    int range; /* the range of sorted[idx] */
 };
 
-static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
+/* The range of the arc holding position pos. */
+static int arc_range_of(const struct arc_ranges *a, uint64_t pos)
 {
-    struct scan_ctx *sc = ctx;
-    struct store_item it = {bytes_get_be64(k->mv_data), (const uint8_t *)k->mv_data + 8,
-                            k->mv_size - 8, v->mv_data, v->mv_size};
+    return a->n == 2 && pos >= a->lo[1] && pos <= a->hi[1] ? 1 : 0;
+}
+
+/* Start of range i in the sorted view: after the cursor when it lies in it. */
+static void scan_fresh_seek(struct scan_ctx *sc, int i)
+{
+    const struct store_cursor *cur = sc->cur;
+    uint8_t lo[8];
+
+    sc->range = i;
+    if (cur->started && cur->last_len >= 8 && bytes_get_be64(cur->last) >= sc->a.lo[i] &&
+        bytes_get_be64(cur->last) <= sc->a.hi[i]) {
+        sc->idx = overlay_lower_bound(sc->sorted, sc->nsorted, cur->last, cur->last_len);
+        if (sc->idx < sc->nsorted && sc->sorted[sc->idx]->key_len == cur->last_len &&
+            memcmp(ov_key(sc->sorted[sc->idx]), cur->last, cur->last_len) == 0) {
+            sc->idx++;
+        }
+        return;
+    }
+    bytes_put_be64(lo, sc->a.lo[i]);
+    sc->idx = overlay_lower_bound(sc->sorted, sc->nsorted, lo, 8);
+}
+
+/* The next fresh entry of the arc in arc order, or NULL. */
+static struct ov_entry *scan_fresh_peek(struct scan_ctx *sc)
+{
+    while (sc->sorted != NULL && sc->range < sc->a.n) {
+        for (; sc->idx < sc->nsorted; sc->idx++) {
+            struct ov_entry *e = sc->sorted[sc->idx];
+            if (bytes_get_be64(ov_key(e)) > sc->a.hi[sc->range]) {
+                break;
+            }
+            if (e->fresh) {
+                return e;
+            }
+        }
+        if (sc->range + 1 >= sc->a.n) {
+            sc->range = sc->a.n;
+            break;
+        }
+        scan_fresh_seek(sc, sc->range + 1);
+    }
+    return NULL;
+}
+
+/* Hand one key to the callback and mark it visited: ARC_LIMIT when the scan stops. */
+static int scan_emit(struct scan_ctx *sc, const uint8_t *key, size_t key_len, const uint8_t *rec,
+                     size_t rec_len)
+{
+    struct store_item it = {bytes_get_be64(key), key + 8, key_len - 8, rec, rec_len};
     int rc;
 
-    (void)c;
+    memcpy(sc->cur->last, key, key_len);
+    sc->cur->last_len = key_len;
+    sc->cur->started = true;
     rc = sc->fn(sc->ctx, &it);
     if (rc != 0) {
         sc->stopped = rc;
         return ARC_LIMIT;
     }
     sc->items++;
-    sc->bytes += v->mv_size;
+    sc->bytes += rec_len;
     if ((sc->max_items && sc->items >= sc->max_items) ||
         (sc->max_bytes && sc->bytes >= sc->max_bytes)) {
         return ARC_LIMIT;
@@ -1194,10 +1596,70 @@ static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
     return 0;
 }
 
+/* Emit the fresh keys that come before LMDB key k (NULL: all that are left). */
+static int scan_fresh_until(struct scan_ctx *sc, const MDB_val *k)
+{
+    int rk = k != NULL ? arc_range_of(&sc->a, bytes_get_be64(k->mv_data)) : sc->a.n;
+    struct ov_entry *f;
+
+    while ((f = scan_fresh_peek(sc)) != NULL &&
+           (sc->range < rk ||
+            (sc->range == rk &&
+             overlay_key_cmp(ov_key(f), f->key_len, k->mv_data, k->mv_size) < 0))) {
+        int rc;
+        sc->idx++;
+        rc = scan_emit(sc, ov_key(f), f->key_len, ov_rec(f), f->rec_len);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
+{
+    struct scan_ctx *sc = ctx;
+    struct ov_entry *e;
+    int rc = scan_fresh_until(sc, k);
+
+    (void)c;
+    if (rc != 0) {
+        return rc;
+    }
+    e = overlay_find(&sc->s->ov, k->mv_data, k->mv_size);
+    if (e != NULL) {
+        return scan_emit(sc, k->mv_data, k->mv_size, ov_rec(e), e->rec_len);
+    }
+    return scan_emit(sc, k->mv_data, k->mv_size, v->mv_data, v->mv_size);
+}
+
+/* Set up the merge of the overlay's fresh keys (read lock held). */
+static int scan_fresh_init(struct scan_ctx *sc, uint64_t start, uint64_t end)
+{
+    int first = 0, rc;
+
+    arc_split(start, end, &sc->a);
+    if (sc->s->ov.fresh == 0) {
+        return 0;
+    }
+    rc = overlay_sorted(&sc->s->ov, &sc->sorted, &sc->nsorted);
+    if (rc != 0) {
+        return rc;
+    }
+    if (sc->cur->started && sc->cur->last_len >= 8 && sc->a.n == 2 &&
+        bytes_get_be64(sc->cur->last) <= sc->a.hi[1] &&
+        bytes_get_be64(sc->cur->last) < sc->a.lo[0]) {
+        first = 1; /* as arc_walk(): the cursor is in the second range already */
+    }
+    scan_fresh_seek(sc, first);
+    return 0;
+}
+
 int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_cursor *cur,
                size_t max_items, size_t max_bytes, store_scan_fn fn, void *ctx)
 {
-    struct scan_ctx sc = {fn, ctx, max_items, max_bytes, 0, 0, 0};
+    struct scan_ctx sc = {.fn = fn, .ctx = ctx, .max_items = max_items, .max_bytes = max_bytes,
+                          .s = s, .cur = cur};
     MDB_cursor *c;
     MDB_txn *txn;
     int rc;
@@ -1209,6 +1671,11 @@ int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_curso
     if (rc != 0) {
         return rc;
     }
+    rc = scan_fresh_init(&sc, start, end);
+    if (rc != 0) {
+        read_end(s, txn);
+        return rc;
+    }
     rc = mdb_cursor_open(txn, s->dbi_data, &c);
     if (rc != 0) {
         read_end(s, txn);
@@ -1216,6 +1683,10 @@ int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_curso
     }
     rc = arc_walk(c, start, end, cur, scan_visit, &sc);
     mdb_cursor_close(c);
+    if (rc == 0) { /* LMDB's keys are done: the overlay's after them */
+        rc = scan_fresh_until(&sc, NULL);
+        cur->done = rc == 0;
+    }
     read_end(s, txn);
     if (rc == ARC_LIMIT) {
         return sc.stopped;
@@ -1416,7 +1887,7 @@ void store_get_stats(struct store *s, struct store_stats *st)
     memset(st, 0, sizeof(*st));
     if (read_begin(s, &txn) == 0) {
         mdb_stat(txn, s->dbi_data, &ms);
-        st->keys = ms.ms_entries;
+        st->keys = ms.ms_entries + s->ov.fresh;
         mdb_stat(txn, s->dbi_hints, &ms);
         st->hints = ms.ms_entries;
         mdb_env_info(s->env, &info);
@@ -1434,6 +1905,10 @@ void store_get_stats(struct store *s, struct store_stats *st)
     st->decode_errors = atomic_load(&s->stat.decode_errors);
     st->recent_batch = atomic_load(&s->stat.recent_batch);
     st->disk_failures = atomic_load(&s->stat.disk_failures);
+    st->checkpoints = atomic_load(&s->stat.checkpoints);
+    st->logged = atomic_load(&s->stat.logged);
+    st->overlay_keys = atomic_load(&s->stat.overlay_keys);
+    st->wal_bytes = atomic_load(&s->stat.wal_bytes);
     st->disk_failed = atomic_load(&s->disk_failed);
 }
 
@@ -1445,9 +1920,15 @@ struct batch {
     MDB_txn *txn;
     uint64_t wall_ms;
     int mdb_rc;        /* an LMDB error that poisons the transaction (MDB_MAP_FULL ...) */
-    uint64_t hlc_high; /* the clock's stored high-water mark, once read */
-    bool hlc_known;
+    uint64_t hlc_high; /* the clock's high-water mark as this batch leaves it */
     MDB_cursor *data; /* on the data table in txn, opened at first use (batch_cursor()) */
+    /*
+     * A logged batch (batch_logged()): txn is a read transaction, records
+     * are read through the overlay and staged in s->staged, and the batch
+     * reaches disk as one record of the write-ahead log.
+     */
+    bool logged;
+    bool fresh; /* the key batch_load() read last is not in LMDB */
 };
 
 /* Record an LMDB failure: the op's code, and the transaction-level poison. */
@@ -1471,22 +1952,16 @@ static int batch_hlc_persist(struct batch *b)
 {
     uint64_t last = b->s->hlc.last, lease;
     uint8_t buf[8];
-    MDB_val v;
     int rc;
 
-    if (!b->hlc_known) {
-        rc = meta_get(b->txn, b->s->dbi_meta, "hlc", &v);
-        if (rc != 0 && rc != MDB_NOTFOUND) {
-            return batch_fail(b, rc);
-        }
-        b->hlc_high = rc == 0 && v.mv_size == 8 ? bytes_get_be64(v.mv_data) : 0;
-        b->hlc_known = true;
-    }
     if (last <= b->hlc_high) {
         return 0;
     }
     lease = hlc_make(hlc_physical(last) + STORE_HLC_LEASE_MS, 0);
     b->hlc_high = lease > last ? lease : last; /* no lease past the clock's end */
+    if (b->logged) {
+        return 0; /* the batch's log record carries it (batch_log()) */
+    }
     bytes_put_be64(buf, b->hlc_high);
     rc = meta_put(b->txn, b->s->dbi_meta, "hlc", buf, 8);
     return rc ? batch_fail(b, rc) : 0;
@@ -1521,6 +1996,64 @@ static void batch_cursor_close(struct batch *b)
 }
 
 /*
+ * The record of a data key as a logged batch sees it: this batch's own
+ * latest write of it, else the overlay's, else LMDB's (the batch's read
+ * transaction); notes in b->fresh whether LMDB lacks the key.
+ */
+static int batch_load_logged(struct batch *b, const MDB_val *k, MDB_val *v)
+{
+    struct store *s = b->s;
+    struct ov_entry *e = NULL;
+    int rc;
+
+    for (size_t i = s->nstaged; i-- > 0 && e == NULL;) {
+        struct ov_entry *x = s->staged[i];
+        if (x->key_len == k->mv_size && memcmp(ov_key(x), k->mv_data, k->mv_size) == 0) {
+            e = x;
+        }
+    }
+    e = e != NULL ? e : overlay_find(&s->ov, k->mv_data, k->mv_size);
+    if (e != NULL) {
+        b->fresh = e->fresh;
+        v->mv_data = ov_rec(e);
+        v->mv_size = e->rec_len;
+        return 0;
+    }
+    rc = mdb_get(b->txn, s->dbi_data, (MDB_val *)k, v);
+    b->fresh = rc == MDB_NOTFOUND;
+    return rc;
+}
+
+/*
+ * Stage a logged batch's new record of a data key: encoded into an overlay
+ * entry, published when the batch is in the log (batch_logged()).
+ */
+static int batch_stage(struct batch *b, const MDB_val *k, const struct record *r)
+{
+    struct store *s = b->s;
+    struct ov_entry *e;
+
+    if (s->nstaged >= s->cfg.batch_max) {
+        return RK_EINVAL; /* one entry per operation: cannot happen */
+    }
+    e = overlay_entry_new(k->mv_data, k->mv_size, record_encoded_size(r), b->fresh);
+    if (e == NULL) {
+        return RK_ENOMEM;
+    }
+    record_encode(r, ov_rec(e));
+    s->staged[s->nstaged++] = e;
+    return 0;
+}
+
+/* Take a logged batch's staged entries back to the first keep. */
+static void batch_unstage(struct store *s, size_t keep)
+{
+    while (s->nstaged > keep) {
+        free(s->staged[--s->nstaged]);
+    }
+}
+
+/*
  * Read and decode the record of an LMDB data key; an absent key is empty.
  * The batch's cursor is left on the key when it exists (*found).
  */
@@ -1528,13 +2061,18 @@ static int batch_load(struct batch *b, const MDB_val *k, struct record *r, bool 
 {
     MDB_cursor *c = NULL;
     MDB_val key = *k, v;
-    int rc = batch_cursor(b, &c);
+    int rc;
 
     *found = false;
-    if (rc != 0) {
-        return rc;
+    if (b->logged) {
+        rc = batch_load_logged(b, k, &v);
+    } else {
+        rc = batch_cursor(b, &c);
+        if (rc != 0) {
+            return rc;
+        }
+        rc = mdb_cursor_get(c, &key, &v, MDB_SET_KEY);
     }
-    rc = mdb_cursor_get(c, &key, &v, MDB_SET_KEY);
     if (rc == MDB_NOTFOUND) {
         return 0;
     }
@@ -1558,12 +2096,16 @@ static int batch_store(struct batch *b, const MDB_val *k, struct record *r, bool
 {
     MDB_cursor *c = NULL;
     MDB_val v;
-    int rc = batch_cursor(b, &c);
+    int rc;
 
+    record_prune(r, b->s->cfg.prune_keep, b->wall_ms, b->s->cfg.prune_min_age_ms);
+    if (b->logged) {
+        return batch_stage(b, k, r);
+    }
+    rc = batch_cursor(b, &c);
     if (rc != 0) {
         return rc;
     }
-    record_prune(r, b->s->cfg.prune_keep, b->wall_ms, b->s->cfg.prune_min_age_ms);
     v.mv_size = record_encoded_size(r);
     rc = mdb_cursor_put(c, (MDB_val *)k, &v, MDB_RESERVE | (found ? MDB_CURRENT : 0));
     if (rc != 0) {
@@ -1856,12 +2398,23 @@ static void store_disk_fail(struct store *s, const char *what, int rc)
     }
 }
 
-/* The fsync of `sync batch` and of close, through the test hook when set. */
+/* The fsync of LMDB's file, through the test hook when set. */
 static int store_sync(struct store *s)
 {
     int rc = s->cfg.test_sync != NULL ? s->cfg.test_sync(s->cfg.test_ctx) : 0;
 
     return rc != 0 ? rc : mdb_env_sync(s->env, 1);
+}
+
+/* The fsync of the write-ahead log, through the test hook when set. */
+static int store_log_sync(struct store *s)
+{
+    int rc = s->cfg.test_sync != NULL ? s->cfg.test_sync(s->cfg.test_ctx) : 0;
+
+    if (rc == 0 && fdatasync(s->wal_fd) != 0) {
+        rc = errno;
+    }
+    return rc;
 }
 
 /*
@@ -1897,8 +2450,10 @@ static int store_write_err(const struct store *s, int rc, size_t need)
 }
 
 /*
- * Commit a batch's transaction (need: the batch's bytes).  Returns 0, an
- * LMDB or errno code, or STORE_RC_DISK once the disk failed a flush.
+ * Commit a batch's transaction (need: the batch's bytes; absorbed: it
+ * holds a checkpoint, which must be durable before the log is emptied).
+ * Returns 0, an LMDB or errno code, or STORE_RC_DISK once the disk failed
+ * a flush.
  *
  * What a failed commit leaves: LMDB writes the transaction's pages (copy
  * on write, never over a page the last committed state uses), then, under
@@ -1926,13 +2481,16 @@ static int store_write_err(const struct store *s, int rc, size_t need)
  * always` every earlier commit was synced before its meta page, and under
  * the other modes the syncer's next fsync still finds a failing disk.
  */
-static int store_commit(struct store *s, MDB_txn *txn, size_t need)
+static int store_commit(struct store *s, MDB_txn *txn, size_t need, bool absorbed)
 {
     int rc = store_write_err(s, mdb_txn_commit(txn), need);
     bool failed = rc == EIO;
 
-    if (rc == 0 && s->cfg.sync == STORE_SYNC_ALWAYS && s->cfg.test_sync != NULL) {
-        rc = s->cfg.test_sync(s->cfg.test_ctx);
+    /* MDB_NOMETASYNC: the commit synced its pages; the sync makes its meta page durable too */
+    if (rc == 0 && (s->cfg.sync == STORE_SYNC_ALWAYS ||
+                    (absorbed && s->cfg.sync != STORE_SYNC_NONE))) {
+        rc = store_sync(s);
+        atomic_fetch_add(&s->stat.syncs, 1);
         failed = rc != 0;
     }
     if (failed) {
@@ -1961,9 +2519,15 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
 {
     MDB_txn *parent = b->txn;
     uint64_t seq0 = b->s->hint_seq, hlc_high = b->hlc_high;
-    bool hlc_known = b->hlc_known;
-    int failed;
+    size_t staged0 = b->s->nstaged;
+    int failed = 0;
 
+    if (b->logged) { /* staged entries are taken back instead of a nested transaction */
+        for (size_t i = 0; i < n && failed == 0 && b->mdb_rc == 0; i++) {
+            failed = ops[i]->result = op_table[ops[i]->type](b, ops[i]);
+        }
+        goto out;
+    }
     batch_cursor_close(b); /* the nested transaction uses a cursor of its own */
     failed = mdb_txn_begin(b->s->env, parent, 0, &b->txn);
 
@@ -1982,13 +2546,14 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
         failed = rc != 0 ? batch_fail(b, rc) : 0;
     }
     b->txn = parent;
+out:
     if (failed == 0 || b->mdb_rc != 0) {
         return;
     }
     /* what the nested transaction wrote is gone: the hint counter and the clock's mark too */
+    batch_unstage(b->s, staged0);
     b->s->hint_seq = seq0;
     b->hlc_high = hlc_high;
-    b->hlc_known = hlc_known;
     for (size_t i = 0; i < n; i++) {
         op_reset(ops[i], NULL);
         ops[i]->result = failed;
@@ -2009,16 +2574,102 @@ static size_t batch_bytes(struct store_op *const *ops, size_t n)
     return bytes;
 }
 
-/*
- * One attempt: run every op in one transaction and commit.  Returns 0, an
- * LMDB or errno code (ENOSPC for a full disk, store_write_err()), or
- * STORE_RC_DISK.
- */
-static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
+/* Does the log hold anything LMDB does not have? (writer role) */
+static bool store_log_pending(const struct store *s)
 {
-    struct batch b = {.s = s, .wall_ms = store_wall_ms(s)};
+    return s->ov.n > 0 || s->wal_len > WAL_HEADER_LEN;
+}
+
+/*
+ * The checkpoint part of a transaction through LMDB: every overlay entry
+ * put in key order, the clock's mark and the next log generation, so that
+ * once the transaction is durable the log may be emptied
+ * (store_log_reset()).  Nothing when the log holds nothing.
+ */
+static int batch_absorb(struct batch *b, bool *absorbed)
+{
+    struct store *s = b->s;
+    struct ov_entry *const *sorted;
+    uint8_t buf[8];
+    MDB_cursor *c = NULL;
+    size_t n;
     int rc;
+
+    *absorbed = false;
+    if (!store_log_pending(s)) {
+        return 0;
+    }
+    if (overlay_sorted(&s->ov, &sorted, &n) != 0) {
+        return ENOMEM;
+    }
+    rc = batch_cursor(b, &c);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        MDB_val k = {sorted[i]->key_len, (void *)ov_key(sorted[i])};
+        MDB_val v = {sorted[i]->rec_len, ov_rec(sorted[i])};
+        rc = mdb_cursor_put(c, &k, &v, 0);
+        rc = rc ? batch_fail(b, rc) : 0;
+    }
+    if (rc == 0) {
+        bytes_put_be64(buf, s->wal_gen + 1);
+        rc = meta_put(b->txn, s->dbi_meta, "wal_gen", buf, 8);
+    }
+    if (rc == 0) {
+        bytes_put_be64(buf, b->hlc_high);
+        rc = meta_put(b->txn, s->dbi_meta, "hlc", buf, 8);
+    }
+    if (rc != 0) {
+        return b->mdb_rc != 0 ? b->mdb_rc : batch_fail(b, rc) ? b->mdb_rc : EIO;
+    }
+    *absorbed = true;
+    return 0;
+}
+
+/*
+ * Empty the log after a durable checkpoint: its header names the next
+ * generation, so the records behind it no longer read as records of this
+ * log, even where the truncation does not reach the disk; the overlay goes
+ * with them.  When the header cannot be written the log is left alone
+ * (LMDB already has what it holds, and at the next open its generation no
+ * longer matches) and batches go through LMDB until a later checkpoint
+ * empties it.
+ */
+static void store_log_reset(struct store *s)
+{
+    uint8_t head[WAL_HEADER_LEN];
+
+    s->wal_gen++;
+    wal_header(head, s->wal_gen);
+    if (pwrite(s->wal_fd, head, sizeof(head), 0) != (ssize_t)sizeof(head)) {
+        LOG_LIMITED(&s->wal_log, LOG_ERROR, "store_wal_reset_failed", "path=%s error=\"%s\"", s->path,
+                    strerror(errno));
+        s->wal_stale = true;
+    } else {
+        if (ftruncate(s->wal_fd, WAL_HEADER_LEN) != 0) {
+            LOG_LIMITED(&s->wal_log, LOG_WARN, "store_wal_truncate_failed", "path=%s error=\"%s\"", s->path,
+                        strerror(errno));
+        }
+        s->wal_len = WAL_HEADER_LEN;
+        s->wal_stale = false;
+    }
+    atomic_store(&s->stat.wal_bytes, s->wal_len);
+    pthread_rwlock_wrlock(&s->resize_lock);
+    overlay_clear(&s->ov);
+    pthread_rwlock_unlock(&s->resize_lock);
+    atomic_store(&s->stat.overlay_keys, 0);
+    atomic_fetch_add(&s->stat.checkpoints, 1);
+}
+
+/*
+ * One attempt through LMDB: absorb the log (a checkpoint), run every op in
+ * one transaction and commit.  Returns 0, an LMDB or errno code (ENOSPC
+ * for a full disk, store_write_err()), or STORE_RC_DISK.
+ */
+static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
+{
+    struct batch b = {.s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark};
+    bool absorbed = false;
     size_t g;
+    int rc;
 
     if (atomic_load(&s->disk_failed)) {
         return STORE_RC_DISK;
@@ -2027,7 +2678,8 @@ static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
     if (rc != 0) {
         return rc;
     }
-    for (size_t i = 0; i < n && b.mdb_rc == 0; i += g) {
+    rc = batch_absorb(&b, &absorbed);
+    for (size_t i = 0; i < n && rc == 0 && b.mdb_rc == 0; i += g) {
         g = group_len(ops + i, n - i);
         if (g > 1) {
             batch_group(&b, ops + i, g);
@@ -2036,21 +2688,205 @@ static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
         }
     }
     batch_cursor_close(&b);
-    if (b.mdb_rc != 0) { /* EIO here: pages spilled from a large transaction */
+    rc = rc != 0 ? rc : b.mdb_rc;
+    if (rc != 0) { /* EIO here: pages spilled from a large transaction */
         mdb_txn_abort(b.txn);
-        return store_write_err(s, b.mdb_rc, batch_bytes(ops, n));
+        return store_write_err(s, rc, batch_bytes(ops, n) + s->ov.bytes);
     }
-    return store_commit(s, b.txn, batch_bytes(ops, n));
+    rc = store_commit(s, b.txn, batch_bytes(ops, n) + s->ov.bytes, absorbed);
+    if (rc == 0) {
+        if (s->cfg.sync == STORE_SYNC_BATCH) {
+            atomic_store(&s->dirty, true); /* its meta page, for the syncer */
+        }
+        s->hlc_mark = b.hlc_high;
+        if (absorbed) {
+            store_log_reset(s);
+        }
+    }
+    return rc;
 }
 
+/*
+ * Can the batch go to the log?  Writes and replicated versions only (every
+ * other operation runs through LMDB, which absorbs the log first), and
+ * only while the map has room for what the log will hold, so that a
+ * checkpoint never meets a full map with writes already acknowledged:
+ * near map_max, batches run through LMDB and its limits.
+ */
+static bool batch_loggable(struct store *s, struct store_op **ops, size_t n)
+{
+    MDB_envinfo info;
+    uint64_t used, need;
+
+    if (s->wal_fd < 0 || s->wal_stale || n == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->type != STORE_OP_WRITE && ops[i]->type != STORE_OP_APPLY) {
+            return false;
+        }
+    }
+    mdb_env_info(s->env, &info);
+    used = ((uint64_t)info.me_last_pgno + 1) * s->page_size;
+    need = STORE_CKPT_ROOM_FACTOR * ((uint64_t)s->ov.bytes + batch_bytes(ops, n)) + 8 * STORE_MIB;
+    return used < s->cfg.map_max && s->cfg.map_max - used >= need;
+}
+
+/*
+ * Append one record to the log at its end, and under `sync always` fsync
+ * it.  A record cut short is taken back (what is left past the end is
+ * overwritten by the next record, and never reads as one).  Returns 0,
+ * ENOSPC when the disk has no room for it (batch_attempt()), or
+ * STORE_RC_DISK.
+ */
+static int store_log_append(struct store *s, const uint8_t *p, size_t len)
+{
+    size_t done = 0;
+    int err = 0;
+
+    while (done < len) {
+        ssize_t w = pwrite(s->wal_fd, p + done, len - done, (off_t)(s->wal_len + done));
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            err = w < 0 ? errno : ENOSPC;
+            break;
+        }
+        done += (size_t)w;
+    }
+    if (err != 0) {
+        (void)!ftruncate(s->wal_fd, (off_t)s->wal_len);
+        if (err == ENOSPC || err == EDQUOT || err == EFBIG) {
+            return ENOSPC;
+        }
+        store_disk_fail(s, "wal_write", err);
+        return STORE_RC_DISK;
+    }
+    s->wal_len += len;
+    atomic_store(&s->stat.wal_bytes, s->wal_len);
+    if (s->cfg.sync == STORE_SYNC_ALWAYS) {
+        int rc = store_log_sync(s);
+        atomic_fetch_add(&s->stat.syncs, 1);
+        if (rc != 0) {
+            store_disk_fail(s, "wal_fsync", rc);
+            return STORE_RC_DISK;
+        }
+    } else if (s->cfg.sync == STORE_SYNC_BATCH) {
+        atomic_store(&s->wal_dirty, true);
+    }
+    return 0;
+}
+
+/* Write a logged batch's record: its staged entries and the clock's new mark. */
+static int batch_log(struct batch *b)
+{
+    struct store *s = b->s;
+    struct buf *w = &s->wal_buf;
+    size_t at;
+    int rc;
+
+    if (s->nstaged == 0 && b->hlc_high == s->hlc_mark) {
+        return 0; /* nothing changed: every operation failed or found its version stored */
+    }
+    buf_clear(w);
+    rc = wal_begin(w, &at);
+    for (size_t i = 0; i < s->nstaged && rc == 0; i++) {
+        struct ov_entry *e = s->staged[i];
+        rc = wal_put(w, ov_key(e), e->key_len, ov_rec(e), e->rec_len);
+    }
+    if (rc == 0 && b->hlc_high != s->hlc_mark) {
+        rc = wal_mark(w, b->hlc_high);
+    }
+    rc = rc ? rc : wal_end(w, at, s->wal_gen);
+    if (w->cap > 4 * STORE_MIB && w->len < w->cap / 4) {
+        buf_free(w); /* a rare large batch does not keep its buffer */
+        buf_init(w, 0);
+        return STORE_RC_SLOW;
+    }
+    return rc != 0 ? STORE_RC_SLOW : store_log_append(s, buf_data(w), w->len);
+}
+
+/*
+ * Run a batch through the log: each operation reads its key through the
+ * overlay and LMDB (one read transaction) and stages the record it leaves;
+ * the batch is appended to the log as one record (and under `sync always`
+ * fsynced), then its entries are published to the overlay under the
+ * resize lock, so readers see all of them or none.  LMDB is not written.
+ * Returns 0, STORE_RC_SLOW (nothing staged: run it through LMDB), an LMDB
+ * code, or STORE_RC_DISK.
+ */
+static int batch_logged(struct store *s, struct store_op **ops, size_t n)
+{
+    struct batch b = {
+        .s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark, .logged = true};
+    size_t g;
+    int rc;
+
+    if (atomic_load(&s->disk_failed)) {
+        return STORE_RC_DISK;
+    }
+    if (read_begin(s, &b.txn) != 0) {
+        return STORE_RC_SLOW;
+    }
+    s->nstaged = 0;
+    for (size_t i = 0; i < n && b.mdb_rc == 0; i += g) {
+        g = group_len(ops + i, n - i);
+        if (g > 1) {
+            batch_group(&b, ops + i, g);
+        } else {
+            ops[i]->result = op_table[ops[i]->type](&b, ops[i]);
+        }
+    }
+    read_end(s, b.txn);
+    rc = b.mdb_rc != 0 ? STORE_RC_SLOW : batch_log(&b);
+    if (rc != 0) {
+        batch_unstage(s, 0);
+        return rc;
+    }
+    pthread_rwlock_wrlock(&s->resize_lock);
+    for (size_t i = 0; i < s->nstaged; i++) {
+        overlay_put(&s->ov, s->staged[i]);
+    }
+    pthread_rwlock_unlock(&s->resize_lock);
+    s->nstaged = 0;
+    s->hlc_mark = b.hlc_high;
+    atomic_store(&s->stat.overlay_keys, s->ov.n);
+    atomic_fetch_add(&s->stat.logged, 1);
+    return 0;
+}
+
+/*
+ * One attempt at a batch: through the log when it can take it, else (or
+ * when the log turns it back) through LMDB.  When the disk has no room for
+ * the log, a batch of deletions only runs through LMDB, which may still
+ * have pages or its deletion reserve for them (how a full store is
+ * emptied); any other batch fails with RK_ENOSPC and tries the log again
+ * next time, so writes come back once there is room.
+ */
+static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
+{
+    if (batch_loggable(s, ops, n)) {
+        int rc = batch_logged(s, ops, n);
+        bool deletions = true;
+        for (size_t i = 0; i < n; i++) {
+            deletions = deletions && op_is_deletion(ops[i]);
+        }
+        if (rc != STORE_RC_SLOW && !(rc == ENOSPC && deletions)) {
+            return rc;
+        }
+        for (size_t i = 0; i < n; i++) {
+            op_reset(ops[i], NULL);
+            ops[i]->result = 0;
+        }
+    }
+    return batch_attempt_lmdb(s, ops, n);
+}
+
+/* Count a batch made durable: appended to the log or committed to LMDB. */
 static void batch_after_commit(struct store *s)
 {
     atomic_fetch_add(&s->stat.commits, 1);
-    if (s->cfg.sync == STORE_SYNC_ALWAYS) {
-        atomic_fetch_add(&s->stat.syncs, 1);
-    } else if (s->cfg.sync == STORE_SYNC_BATCH) {
-        atomic_store(&s->dirty, true);
-    }
 }
 
 /*
@@ -2165,6 +3001,36 @@ static void batch_run(struct store *s, struct store_op **ops, size_t n)
         break;
     }
     free(saved);
+}
+
+/*
+ * Move what the log holds into LMDB and empty it (writer role held): one
+ * transaction through LMDB with no operation, growing the map as a batch
+ * does (into the deletion reserve too: these writes were acknowledged).
+ * On failure the log and the overlay stay as they were, and the next
+ * checkpoint tries again.
+ */
+static int store_checkpoint(struct store *s)
+{
+    int rc;
+
+    if (!store_log_pending(s)) {
+        return 0;
+    }
+    for (;;) {
+        rc = batch_attempt_lmdb(s, NULL, 0);
+        if (rc == 0) {
+            batch_after_commit(s);
+            return 0;
+        }
+        if (rc == MDB_MAP_FULL && store_grow(s, true)) {
+            continue;
+        }
+        LOG_LIMITED(&s->wal_log, LOG_WARN, "store_checkpoint_failed", "path=%s error=\"%s\"",
+                    s->path, mdb_strerror(rc == STORE_RC_DISK ? EIO : rc));
+        s->ckpt_retry_ms = clock_mono_ms() + STORE_CKPT_RETRY_MS;
+        return store_err(rc);
+    }
 }
 
 /* Mark a batch finished and hand each operation to its waiter or to dispatch. */
@@ -2308,22 +3174,55 @@ static void store_lead(struct store *s)
     batch_run(s, ops, n);
     pthread_mutex_lock(&s->mu);
     batch_complete(s, ops, n);
+    if (s->ov.bytes >= STORE_CKPT_OVERLAY_BYTES || s->wal_len >= STORE_CKPT_WAL_BYTES) {
+        pthread_mutex_unlock(&s->mu);
+        (void)store_checkpoint(s);
+        pthread_mutex_lock(&s->mu);
+    }
     s->leading = false;
     store_handoff(s);
 }
 
-/* Wait until there is a batch to run and nobody runs one, or the store closes. */
-static void writer_wait(struct store *s)
+/*
+ * Wait until there is a batch to run and nobody runs one, or the store
+ * closes (false), or until the writer has been idle STORE_CKPT_IDLE_MS
+ * with the log holding records (true: time for a checkpoint).
+ */
+static bool writer_wait(struct store *s)
 {
     while ((s->queue_head == NULL || s->leading) && !(s->closing && !s->leading)) {
-        pthread_cond_wait(&s->work, &s->mu);
+        struct timespec ts;
+        if (s->leading || !store_log_pending(s)) {
+            pthread_cond_wait(&s->work, &s->mu);
+            continue;
+        }
+        if (clock_mono_ms() < s->ckpt_retry_ms) { /* a checkpoint failed: try later */
+            uint64_t wait = s->ckpt_retry_ms - clock_mono_ms();
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += (time_t)(wait / 1000);
+            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+            ts.tv_sec += ts.tv_nsec / 1000000000;
+            ts.tv_nsec %= 1000000000;
+            pthread_cond_timedwait(&s->work, &s->mu, &ts);
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += STORE_CKPT_IDLE_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000;
+        ts.tv_nsec %= 1000000000;
+        if (pthread_cond_timedwait(&s->work, &s->mu, &ts) == ETIMEDOUT && s->queue_head == NULL &&
+            !s->leading && !s->closing) {
+            return true;
+        }
     }
+    return false;
 }
 
 /*
- * Sync batch: fsync every batch_ms when something was committed, from a
- * thread of its own.  mdb_env_sync() takes no LMDB lock, so writers go on
- * committing while it runs.
+ * Sync batch: fsync the log every batch_ms when something was appended,
+ * and LMDB's file when something was committed to it (its meta page, under
+ * MDB_NOMETASYNC), from a thread of its own.  Neither takes a lock the
+ * writers need, so they go on while it runs.
  */
 static void *store_syncer_main(void *arg)
 {
@@ -2337,6 +3236,16 @@ static void *store_syncer_main(void *arg)
         ts.tv_sec += ts.tv_nsec / 1000000000;
         ts.tv_nsec %= 1000000000;
         pthread_cond_timedwait(&s->sync_wake, &s->mu, &ts);
+        if (atomic_exchange(&s->wal_dirty, false) && !atomic_load(&s->disk_failed)) {
+            int rc;
+            pthread_mutex_unlock(&s->mu);
+            rc = store_log_sync(s);
+            atomic_fetch_add(&s->stat.syncs, 1);
+            if (rc != 0) {
+                store_disk_fail(s, "wal_fsync", rc);
+            }
+            pthread_mutex_lock(&s->mu);
+        }
         if (atomic_exchange(&s->dirty, false) && !atomic_load(&s->disk_failed)) {
             int rc;
             pthread_mutex_unlock(&s->mu);
@@ -2358,7 +3267,15 @@ static void *store_writer_main(void *arg)
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        writer_wait(s);
+        if (writer_wait(s)) {
+            s->leading = true;
+            pthread_mutex_unlock(&s->mu);
+            (void)store_checkpoint(s);
+            pthread_mutex_lock(&s->mu);
+            s->leading = false;
+            store_handoff(s);
+            continue;
+        }
         if (s->queue_head == NULL) {
             break; /* closing, nobody writing, and everything queued is done */
         }
@@ -2497,6 +3414,7 @@ int store_submit_atomic(struct store *s, struct store_op **ops, size_t n)
 int store_wait(struct store *s, struct store_op *op)
 {
     assert(op->done == NULL && "store_wait: the operation completes through its callback");
+    assert(!read_locked(s) && "store_wait: a thread holding a read would wait for itself");
     pthread_mutex_lock(&s->mu);
     while (!op->finished_) {
         pthread_cond_t wake;

@@ -262,7 +262,7 @@ struct store_stats {
     uint64_t hints;         /* entries in the hints table */
     uint64_t map_size;      /* bytes of the LMDB map now */
     uint64_t map_used;      /* bytes of pages in use */
-    uint64_t commits;       /* write transactions committed */
+    uint64_t commits;       /* batches made durable: logged or committed to LMDB */
     uint64_t syncs;         /* fsyncs issued */
     uint64_t ops;           /* operations completed */
     uint64_t ops_failed;    /* operations completed with an error */
@@ -272,6 +272,10 @@ struct store_stats {
     uint64_t recent_batch;  /* the commit delay's decaying estimate of the batch size */
     uint64_t disk_failures; /* flushes (fsyncs, commits) that failed */
     bool disk_failed;       /* writes refused with RK_EDISK until a restart */
+    uint64_t checkpoints;   /* times the write-ahead log was moved into LMDB */
+    uint64_t logged;        /* batches that went to the write-ahead log */
+    uint64_t overlay_keys;  /* keys the log holds that LMDB does not have yet */
+    uint64_t wal_bytes;     /* bytes of the write-ahead log now */
 };
 void store_get_stats(struct store *s, struct store_stats *st);
 

@@ -1,0 +1,88 @@
+/*
+ * overlay.h - the records written since the last checkpoint, by key: what
+ * the write-ahead log holds and LMDB does not have yet (store.c).
+ *
+ * Reads look here before LMDB; a checkpoint puts every entry into LMDB in
+ * key order and empties the overlay.  One entry per key, the newest: a put
+ * replaces the entry it finds and frees it.  An entry remembers whether
+ * its key is absent from LMDB ("fresh"), so a count of keys and a scan can
+ * add the keys only the overlay has.
+ *
+ * Not locked: the store changes an overlay only while no reader is inside
+ * it (its resize lock held exclusively), and readers only read it, except
+ * for the sorted view, which is built under the overlay's own mutex.
+ */
+#ifndef RINGKV_OVERLAY_H
+#define RINGKV_OVERLAY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ov_entry {
+    struct ov_entry *next; /* in its hash bucket */
+    bool fresh;            /* the key is not in LMDB */
+    uint32_t key_len;      /* the data-table key: u64 position || key bytes */
+    uint32_t rec_len;      /* the encoded record */
+    uint8_t data[];        /* key_len bytes of key, then rec_len bytes of record */
+};
+
+static inline const uint8_t *ov_key(const struct ov_entry *e)
+{
+    return e->data;
+}
+
+static inline uint8_t *ov_rec(struct ov_entry *e)
+{
+    return e->data + e->key_len;
+}
+
+struct overlay {
+    struct ov_entry **bucket;
+    size_t nbuckets; /* a power of two, or 0 before the first put */
+    size_t n;        /* entries */
+    size_t fresh;    /* entries whose key LMDB does not have */
+    size_t bytes;    /* memory held by the entries */
+    pthread_mutex_t sort_mu;
+    struct ov_entry **sorted; /* the entries in key order, when sorted_ok */
+    size_t sorted_cap;
+    bool sorted_ok;
+};
+
+/* An empty overlay with its first table; RK_ENOMEM. */
+int overlay_init(struct overlay *ov);
+/* Free every entry and the overlay's own memory. */
+void overlay_free(struct overlay *ov);
+/* Free every entry; the overlay stays usable. */
+void overlay_clear(struct overlay *ov);
+
+/* A new entry for key with room for a record of rec_len bytes; NULL when out of memory. */
+struct ov_entry *overlay_entry_new(const uint8_t *key, size_t key_len, size_t rec_len, bool fresh);
+
+/* The entry of key, or NULL. */
+struct ov_entry *overlay_find(const struct overlay *ov, const uint8_t *key, size_t key_len);
+
+/*
+ * Take e in, replacing (and freeing) the entry of its key; e keeps the
+ * replaced entry's freshness.  Never fails: when the table cannot grow its
+ * chains get longer.
+ */
+void overlay_put(struct overlay *ov, struct ov_entry *e);
+
+/*
+ * The entries in key order (memcmp of the data-table keys, so in ring
+ * position order): *out valid until the overlay next changes.  Built at
+ * most once per change, under the overlay's mutex, so readers may call it
+ * concurrently.  RK_ENOMEM.
+ */
+int overlay_sorted(struct overlay *ov, struct ov_entry *const **out, size_t *n);
+
+/* Index in a sorted view of the first entry whose key is >= key (n when none). */
+size_t overlay_lower_bound(struct ov_entry *const *sorted, size_t n, const uint8_t *key,
+                           size_t key_len);
+
+/* memcmp order of data-table keys: negative, 0 or positive. */
+int overlay_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
+#endif
