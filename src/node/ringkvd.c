@@ -18,6 +18,7 @@
  * node starts (`systemctl reload` right after `start`) waits for the loop
  * instead of killing the process with SIGHUP's default action.
  */
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sodium.h>
@@ -141,6 +142,14 @@ int main(int argc, char **argv)
     sigaddset(&hup, SIGHUP);
     sigprocmask(SIG_BLOCK, &hup, NULL); /* until libev's watcher unblocks it */
     signal(SIGPIPE, SIG_IGN);
+    /*
+     * Keep freed heap instead of handing it back at once: the store's
+     * checkpoints allocate and free LMDB's dirty pages (tens of MiB) each
+     * time, and growing a thread's heap again costs an mprotect() and a
+     * page fault per page (measured: a fifth of a checkpoint's CPU).
+     */
+    mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
+    mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
     if (argc == 2 && strncmp(argv[1], "--help-man", 10) == 0) {
         return print_man(argv[1]);
     }
