@@ -4,16 +4,18 @@
  *
  * On-disk layout, format 1
  * ------------------------
- * A data directory holds one LMDB environment (data.mdb, lock.mdb) and a
- * file LOCK.  The directory must be owned by the user the node runs as and
+ * A data directory holds one LMDB environment (data.mdb, lock.mdb), the
+ * write-ahead log `wal` (its layout in wal.c) and a file LOCK.  The directory must be owned by the user the node runs as and
  * writable by nobody else (no group or other write bit), or it is refused.
  * LOCK is held with flock() by the one process that has the store open,
  * and holds that process's pid as text, so a second process is refused
- * instead of sharing the environment; it is opened without following a
- * symbolic link (a link is refused) and must be a regular file with no
- * other name (a hard link would be truncated).  The environment is
- * opened without MDB_WRITEMAP, so a full disk is an error from a write
- * call, never a SIGBUS, and with MDB_NOSYNC unless `sync always`.
+ * instead of sharing the environment; it and `wal` are opened without
+ * following a symbolic link (a link is refused) and must be regular files
+ * with no other name (a hard link would be truncated).  The environment
+ * is opened without MDB_WRITEMAP, so a full disk is an error from a write
+ * call, never a SIGBUS, and with MDB_NOMETASYNC (MDB_NOSYNC under `sync
+ * none`): a commit syncs its pages, and its meta page is synced where a
+ * write's promise needs it (store_commit()).
  * MDB_WRITEMAP would save the pwrite() of each dirty page at commit, but
  * every flush write-protects the pages it wrote, so the next store into
  * each takes a page fault, and on a virtual machine the write-protection
@@ -50,6 +52,12 @@
  *                        is damaged: of another size, or more than
  *                        STORE_HLC_AHEAD_MAX_MS ahead of the wall clock
  *                        (the scan passes over such stamps too)
+ *            wal_gen     u64  the generation of the write-ahead log whose
+ *                        records LMDB does not have yet: a log with
+ *                        another generation in its header is already in
+ *                        LMDB (or not this directory's) and is dropped at
+ *                        open.  Chosen at random when first recorded,
+ *                        then one up per checkpoint.
  *            Other names belong to higher layers (STORE_OP_TABLE_PUT);
  *            the names above are reserved.  Integers are big-endian.
  *            seed, rf and conflicts are the cluster settings
@@ -68,15 +76,48 @@
  *   handoff  key and value are opaque to the store: handoff checkpoints
  *            written by the handoff layer (STORE_OP_TABLE_PUT).
  *
- * Recovery is LMDB's: a transaction is either wholly in the file after a
- * crash or not at all; with `sync always` a write completes only after
- * its transaction is on disk.
+ * The write-ahead log
+ * -------------------
+ * A batch of writes (STORE_OP_WRITE and STORE_OP_APPLY only) does not
+ * touch LMDB: each operation reads its key's record (the batch's own
+ * earlier write of it, else the overlay, else LMDB), and the records it
+ * leaves are appended to `wal` as one record with one write(), then
+ * published to the overlay (overlay.h) under the resize lock, so a reader
+ * sees all of a batch or none of it.  A random key thus costs one
+ * sequential append instead of rewriting the 4 KiB B-tree page it lands
+ * on at every commit.  Durability per sync mode: `always` fdatasyncs the
+ * log before the batch completes; `batch` has the syncer fdatasync it
+ * every batch_ms; `none` leaves it to the kernel.
+ *
+ * A checkpoint moves the overlay into LMDB: one transaction puts every
+ * entry in key order and records the next log generation (meta wal_gen),
+ * commits and syncs LMDB (under `none` it syncs nothing), and only then
+ * rewrites the log's header with the new generation and truncates it;
+ * the overlay is emptied under the resize lock.  A crash at any step
+ * leaves either the old generation in both places (the log is replayed
+ * again: its records are whole records, so replaying puts them back) or
+ * the new one in meta (the old log is dropped).  Checkpoints run when the
+ * overlay holds STORE_CKPT_OVERLAY_BYTES or the log STORE_CKPT_WAL_BYTES
+ * (the writer stops for it: about 2 us of CPU per key), after
+ * STORE_CKPT_IDLE_MS without work, at close, and inside every batch that
+ * runs through LMDB (any other operation; a batch near map_max), which
+ * therefore sees every logged write.
+ *
+ * Recovery: at open the whole records of a log of the recorded generation
+ * are put into LMDB in one transaction with the next generation; a record
+ * torn by the crash (cut short, or failing its checksum) and everything
+ * after it is dropped: under `sync always` it was never acknowledged,
+ * under `batch` it is within the last interval.  A whole, checksummed
+ * record whose contents do not decode is damage, and the open is refused
+ * naming the byte.  LMDB's own recovery is below it: a transaction is
+ * wholly in data.mdb after a crash or not at all.
  *
  * The writer
  * ----------
  * One thread at a time holds the writer role.  It takes all queued
- * operations (up to batch_max), executes them in one transaction and
- * commits once, then completes them.  While it waits for an fsync new
+ * operations (up to batch_max), executes them as one batch (one log
+ * record, or one LMDB transaction) made durable once, then completes
+ * them.  While it waits for an fsync new
  * operations queue up and ride the next commit, so the number of fsyncs
  * follows the disk's speed, not the number of writers (group commit).
  * The role goes to a thread blocked in store_wait() when nobody holds it
@@ -92,7 +133,12 @@
  * Map growth: MDB_MAP_FULL aborts the batch, the map doubles (up to
  * map_max) and the batch runs again.  Resizing needs every transaction of
  * the process closed, so readers hold a shared lock for the length of one
- * read transaction and the writer takes it exclusively to resize.  A batch
+ * read transaction (or a held snapshot) and the writer takes it
+ * exclusively to resize, and to change the overlay.  Batches go to the
+ * log only while the map has room for STORE_CKPT_ROOM_FACTOR times what
+ * the overlay would hold, so no checkpoint meets a full map with writes
+ * acknowledged; closer to map_max they run through LMDB, with the limits
+ * below.  A batch
  * of pure deletions (tombstone writes included: a client's DEL) may grow
  * the map STORE_DELETE_RESERVE past map_max, so a full store can always be
  * emptied, by a client too.  When a batch mixing deletions and other
@@ -105,7 +151,10 @@
  * them apart by the space left) fails its batch with RK_ENOSPC, a mixed
  * batch's deletions run again alone as at map_max, and the previous state
  * stands (store_commit()); the disk is not failed, and writes succeed
- * again once there is room.  Only a failed flush fails the disk.
+ * again once there is room.  A log append the disk cannot take is cut
+ * back to the last whole record and fails its batch the same way; a batch
+ * of deletions then runs through LMDB (absorbing the log: it may still
+ * have pages for them).  Only a failed flush fails the disk.
  */
 #include "store.h"
 

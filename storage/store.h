@@ -4,12 +4,15 @@
  * layout is specified in the header comment of store.c.
  *
  * Reads run in the caller's thread, each in its own short LMDB read
- * transaction, and see every write acknowledged before they started.
+ * transaction, and see every write acknowledged before they started:
+ * LMDB's, and the newer records the write-ahead log holds (store.c).
  *
  * Writes are operations (struct store_op) that the caller fills in and
  * submits; a writer thread executes every operation queued since its last
- * commit in one LMDB transaction and commits it once (group commit): with
- * `sync always` many concurrent writes share one fsync.  An operation
+ * batch as one batch made durable once (group commit): with `sync always`
+ * many concurrent writes share one fsync.  A batch of writes is one record
+ * appended to the write-ahead log; a checkpoint moves the log into LMDB
+ * later, in key order.  An operation
  * completes only after its transaction committed under the sync setting in
  * force, never before.  Completion is reported either
  *   - by store_wait(), for operations submitted with done == NULL (threads
@@ -177,8 +180,11 @@ int store_read(struct store *s, const void *key, size_t len,
  * store_read_release(): store_get() and store_read() calls in between use
  * it instead of each starting a read transaction.  For a batch of reads
  * served together (a pipeline); the snapshot includes every write
- * completed before the hold, and none after, so hold it briefly.  Holds
- * nest.  Returns 0 or an error, after which reads go on unheld.
+ * completed before the hold, and none after: while any thread holds one,
+ * no batch of writes completes (publishing a batch waits for holds to
+ * end), so hold it briefly, and never wait for a write (store_wait())
+ * while holding.  Holds nest.  Returns 0 or an error, after which reads
+ * go on unheld.
  */
 int store_read_hold(struct store *s);
 void store_read_release(struct store *s);

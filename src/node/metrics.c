@@ -104,13 +104,17 @@ static void info_persistence(struct server *n, struct buf *out)
                "ringkv_store_fsyncs:%llu\r\nringkv_store_writes:%llu\r\n"
                "ringkv_store_write_errors:%llu\r\nringkv_store_full_errors:%llu\r\n"
                "ringkv_store_disk_failures:%llu\r\nringkv_store_writes_refused:%d\r\n"
-               "ringkv_tombstones_collected:%llu\r\n\r\n",
+               "ringkv_tombstones_collected:%llu\r\nringkv_store_checkpoints:%llu\r\n"
+               "ringkv_store_logged_batches:%llu\r\nringkv_store_log_keys:%llu\r\n"
+               "ringkv_store_log_bytes:%llu\r\n\r\n",
                sync_names[n->cfg.sync], (unsigned long long)st.map_size,
                (unsigned long long)st.map_used, (unsigned long long)st.commits,
                (unsigned long long)st.syncs, (unsigned long long)st.ops,
                (unsigned long long)st.ops_failed, (unsigned long long)st.enospc,
                (unsigned long long)st.disk_failures, st.disk_failed ? 1 : 0,
-               (unsigned long long)collect_count(n->collect));
+               (unsigned long long)collect_count(n->collect), (unsigned long long)st.checkpoints,
+               (unsigned long long)st.logged, (unsigned long long)st.overlay_keys,
+               (unsigned long long)st.wal_bytes);
 }
 
 static void info_stats(struct server *n, struct buf *out)
@@ -403,7 +407,14 @@ static void prom_store(struct server *n, struct buf *out)
     prom_gauge(out, "ringkv_store_hints", "Hints kept for unreachable replicas.", st.hints);
     prom_gauge(out, "ringkv_store_map_bytes", "Size of the LMDB map.", st.map_size);
     prom_gauge(out, "ringkv_store_used_bytes", "Bytes of LMDB pages in use.", st.map_used);
-    prom_counter(out, "ringkv_store_commits_total", "Write transactions committed.", st.commits);
+    prom_counter(out, "ringkv_store_commits_total",
+                 "Batches made durable: appended to the write-ahead log or committed to LMDB.",
+                 st.commits);
+    prom_counter(out, "ringkv_store_checkpoints_total",
+                 "Times the write-ahead log was moved into LMDB.", st.checkpoints);
+    prom_gauge(out, "ringkv_store_log_keys", "Keys the write-ahead log holds that LMDB has not.",
+               st.overlay_keys);
+    prom_gauge(out, "ringkv_store_log_bytes", "Bytes of the write-ahead log.", st.wal_bytes);
     prom_counter(out, "ringkv_store_fsyncs_total", "fsyncs issued.", st.syncs);
     prom_counter(out, "ringkv_store_full_errors_total", "Writes refused for lack of space.",
                  st.enospc);

@@ -21,13 +21,23 @@
 #                              commit the node reached: with one fsync per
 #                              transaction at the `sync always` size; at the
 #                              `sync batch` size with an fsync every 10 ms from
-#                              a second thread, as the node does (the physical
-#                              limit of `sync batch`), without fsync (the
-#                              ceiling of `sync none`), and with MDB_WRITEMAP
-#                              and an msync every 10 ms (why the store does not
-#                              use MDB_WRITEMAP: see storage/store.c)
-# The writes per commit come from the node's INFO counters read before and
-# after its SET runs (ringkv_store_writes / ringkv_store_commits).
+#                              a second thread (what a B-tree alone would
+#                              cost `sync batch`), without fsync, and with
+#                              MDB_WRITEMAP and an msync every 10 ms (why the
+#                              store does not use MDB_WRITEMAP: see
+#                              storage/store.c)
+#   append-only file           (tests/bench/bench_log) records of the size the
+#                              node logged per write, as many per write() as
+#                              it put in one log record: fdatasync after each
+#                              write (the physical limit of `sync always`)
+#                              and every 10 ms (of `sync batch`)
+# The writes per commit (a commit: one log record or LMDB transaction) and
+# the log bytes per write come from the node's INFO counters read before and
+# after its SET runs (ringkv_store_writes, _commits, _log_bytes).  The node
+# moves its log into LMDB (a checkpoint) after 100 ms without writes, so
+# after each SET run the script waits for it (ringkv_store_log_keys 0) and
+# also prints the run's rate with that wait counted ("with its
+# checkpoint"): the writes' whole cost.
 # Syscalls per request come from separate, shorter runs (BENCH_STRACE_REQUESTS
 # requests) with `strace -C -f -y` attached to the server (the node, and Redis
 # everysec for its SETs), since strace slows the server; the throughput runs only read the context switches of the node's
@@ -49,11 +59,13 @@ top_builddir=${top_builddir:-$(pwd)}
 RINGKVD="$top_builddir/src/ringkvd"
 RINGKV="$top_builddir/src/ringkv"
 LMDB="$top_builddir/tests/bench/bench_lmdb"
+LOGB="$top_builddir/tests/bench/bench_log"
 for tool in redis-benchmark redis-server redis-cli python3 timeout; do
     command -v "$tool" > /dev/null || { echo "bench_node: $tool not found: run cluster-scripts/install-deps"; exit 1; }
 done
 [ -x "$RINGKVD" ] || { echo "bench_node: build ringkvd first ($RINGKVD)"; exit 1; }
 [ -x "$LMDB" ] || { echo "bench_node: build the raw-LMDB peer first: make bench-build ($LMDB)"; exit 1; }
+[ -x "$LOGB" ] || { echo "bench_node: build the append-only-file peer first: make bench-build ($LOGB)"; exit 1; }
 HAVE_STRACE=1
 command -v strace > /dev/null || HAVE_STRACE=0
 
@@ -120,11 +132,32 @@ ctxsw() {
         awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'
 }
 
-# store_counters: "writes commits" from the node's INFO.
+# store_counters: "writes commits log_bytes log_keys" from the node's INFO.
 store_counters() {
     redis-cli -p "$PORT" INFO | tr -d '\r' | awk -F: '
         $1 == "ringkv_store_writes" { w = $2 } $1 == "ringkv_store_commits" { c = $2 }
-        END { print w + 0, c + 0 }'
+        $1 == "ringkv_store_log_bytes" { b = $2 } $1 == "ringkv_store_log_keys" { k = $2 }
+        END { print w + 0, c + 0, b + 0, k + 0 }'
+}
+
+# now_ms: wall-clock milliseconds.
+now_ms() { date +%s%3N; }
+
+# checkpoint_wait NAME: after a SET run, the time until the node has moved its
+# write-ahead log into LMDB (log_keys 0: its checkpoint after 100 ms idle);
+# records NAME.ckpt_ms, and NAME.rps_ckpt: the run's requests over its time
+# plus that wait, so the deferred checkpoint is paid for in the figure.
+checkpoint_wait() {
+    t0=$(now_ms)
+    i=0
+    while [ "$(store_counters | cut -d' ' -f4)" != 0 ] && [ $i -lt 300 ]; do
+        sleep 0.02
+        i=$((i + 1))
+    done
+    ms=$(($(now_ms) - t0))
+    put "$1.ckpt_ms" "$ms"
+    put "$1.rps_ckpt" "$(awk -v n="$2" -v r="$(get "$1.rps")" -v ms="$ms" \
+        'BEGIN { print (r > 0 ? int(n / (n / r + ms / 1000)) : 0) }')"
 }
 
 # bench NAME TEST PIPELINE REQUESTS: one bounded redis-benchmark run against
@@ -146,10 +179,16 @@ bench() {
 bench_writes() {
     set -- "$1" "$2" "$3" $(store_counters)
     bench "$1" set "$2" "$3"
+    n=$3
     set -- "$1" "$4" "$5" $(store_counters)
     wpc=$(awk -v w="$(($4 - $2))" -v c="$(($5 - $3))" 'BEGIN { printf "%.1f", (c > 0 ? w / c : 0) }')
     put "$1.wpc" "$wpc"
-    echo "  $1: $(($4 - $2)) writes in $(($5 - $3)) commits: $wpc writes per commit"
+    bpw=$(awk -v b="$6" -v w="$(($4 - $2))" 'BEGIN { printf "%d", (w > 0 ? b / w : 0) }')
+    put "$1.bpw" "$bpw"
+    checkpoint_wait "$1" "$n"
+    echo "  $1: $(($4 - $2)) writes in $(($5 - $3)) commits: $wpc writes per commit," \
+        "$bpw log bytes per write; checkpoint done $(get "$1.ckpt_ms") ms after the run:" \
+        "$(get "$1.rps_ckpt") req/s with it"
 }
 
 # strace_run NAME TEST PIPELINE: a short run with strace attached to the
@@ -205,6 +244,18 @@ lmdb() {
     printf '  %-26s %10.0f puts/s  (%s puts per transaction, %s)\n' "$1" "${rps:-0}" "$2" "$3"
 }
 
+# logf NAME RECORD_BYTES PER_WRITE MODE: an append-only file in the build tree
+# (bench_log's sync, nosync, batchMS): the physical limit of the node's log.
+logf() {
+    rm -rf "$DIR/log"
+    mkdir -p "$DIR/log"
+    out=$("$LOGB" "$2" "$3" "$N" 30 "$4" "$DIR/log") || out=""
+    rm -rf "$DIR/log"
+    rps=$(echo "$out" | sed -n 's/.*records_per_s=\([0-9]*\).*/\1/p')
+    put "$1.rps" "${rps:-0}"
+    printf '  %-26s %10.0f records/s  (%s bytes, %s per write, %s)\n' "$1" "${rps:-0}" "$2" "$3" "$4"
+}
+
 round() { awk -v x="$1" 'BEGIN { r = int(x + 0.5); print (r < 1 ? 1 : r) }'; }
 
 START=$(date +%s)
@@ -252,6 +303,8 @@ lmdb lmdb-sync "$(round "$(get always.set16.wpc)")" sync
 lmdb lmdb-batch "$(round "$(get batch.set16.wpc)")" batch10
 lmdb lmdb-nosync "$(round "$(get batch.set16.wpc)")" nosync
 lmdb lmdb-writemap "$(round "$(get batch.set16.wpc)")" writemap-batch10 10
+logf log-sync "$(get always.set16.bpw)" "$(round "$(get always.set16.wpc)")" sync
+logf log-batch "$(get batch.set16.bpw)" "$(round "$(get batch.set16.wpc)")" batch10
 
 # row FIGURE RINGKV_KEY PEER_LABEL PEER_KEY GOAL: one line of the table.
 row() {
@@ -265,7 +318,11 @@ row() {
 echo
 printf '%-28s %10s  %-30s %10s %7s  %-8s %s\n' figure "ringkv/s" peer "peer/s" ratio goal result
 row "SET -P16 sync batch" batch.set16.rps "redis everysec" everysec.set16.rps 0.5
+row "  with its checkpoint" batch.set16.rps_ckpt "redis everysec" everysec.set16.rps ref
+row "SET -P16 sync batch" batch.set16.rps "append, fdatasync/10ms @$(round "$(get batch.set16.wpc)")" log-batch.rps limit
 row "SET -P16 sync always" always.set16.rps "raw LMDB fsync/txn @$(round "$(get always.set16.wpc)")" lmdb-sync.rps 0.8
+row "  with its checkpoint" always.set16.rps_ckpt "raw LMDB fsync/txn @$(round "$(get always.set16.wpc)")" lmdb-sync.rps ref
+row "SET -P16 sync always" always.set16.rps "append+fdatasync @$(round "$(get always.set16.wpc)")" log-sync.rps limit
 row "SET -P16 sync always" always.set16.rps "redis always" redis-always.set16.rps ref
 row "SET -P16 sync batch" batch.set16.rps "raw LMDB fsync/10ms @$(round "$(get batch.set16.wpc)")" lmdb-batch.rps limit
 row "SET -P16 sync batch" batch.set16.rps "raw LMDB no fsync @$(round "$(get batch.set16.wpc)")" lmdb-nosync.rps ceiling
@@ -273,6 +330,7 @@ row "SET -P16 sync batch" batch.set16.rps "raw LMDB WRITEMAP msync/10ms" lmdb-wr
 row "SET -P16 batch interval 1s" batch1s.set16.rps "redis everysec" everysec.set16.rps ref
 row "GET -P16" batch.get16.rps "redis" everysec.get16.rps 0.8
 row "SET -P1 sync batch" batch.set1.rps "redis everysec" everysec.set1.rps 0.8
+row "  with its checkpoint" batch.set1.rps_ckpt "redis everysec" everysec.set1.rps ref
 row "SET -P1 batch interval 1s" batch1s.set1.rps "redis everysec" everysec.set1.rps ref
 row "GET -P1" batch.get1.rps "redis" everysec.get1.rps 0.8
 

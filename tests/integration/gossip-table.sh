@@ -75,6 +75,10 @@ IT_WAIT=$(it_rounds_s "$IT_DOWN_ROUNDS") it_wait it_ask state down n3 "$N1_CLIEN
 head -c 262144 /dev/urandom > "$IT_DIR/fill"
 out=$(redis-cli -p "$N1_CLIENT" -x SET ballast < "$IT_DIR/fill" 2>&1)
 it_expect_eq "SET ballast" "$out" OK
+# The ballast is in the write-ahead log until the checkpoint puts it into
+# data.mdb, and the dump below must block on the pipe, so it waits for that.
+checkpointed() { redis-cli -p "$N1_CLIENT" INFO persistence | tr -d '\r' | grep -qx 'ringkv_store_log_keys:0'; }
+it_wait checkpointed || it_fail "n1 did not move its write-ahead log into LMDB"
 mkfifo "$IT_DIR/go"
 mdb_dump -s data "$data" | { read -r _ < "$IT_DIR/go"; cat > /dev/null; } &
 SINK_PID=$!
