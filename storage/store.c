@@ -5,12 +5,11 @@
  * On-disk layout, format 1
  * ------------------------
  * A data directory holds one LMDB environment (data.mdb, lock.mdb), the
- * write-ahead log `wal` (its layout in wal.c) and a file LOCK.  The directory must be owned by the user the node runs as and
- * writable by nobody else (no group or other write bit), or it is refused.
- * LOCK is held with flock() by the one process that has the store open,
- * and holds that process's pid as text, so a second process is refused
- * instead of sharing the environment; it and `wal` are opened without
- * following a symbolic link (a link is refused) and must be regular files
+ * write-ahead log `wal` (its layout in wal.c) and a file LOCK.  The directory must be owned by the
+ * user the node runs as and writable by nobody else (no group or other write bit), or it is
+ * refused. LOCK is held with flock() by the one process that has the store open, and holds that
+ * process's pid as text, so a second process is refused instead of sharing the environment; it and
+ * `wal` are opened without following a symbolic link (a link is refused) and must be regular files
  * with no other name (a hard link would be truncated).  The environment
  * is opened without MDB_WRITEMAP, so a full disk is an error from a write
  * call, never a SIGBUS, and with MDB_NOMETASYNC (MDB_NOSYNC under `sync
@@ -235,9 +234,9 @@
 /* The log is taken only while the map has room for this many times the overlay (and 8 MiB). */
 #define STORE_CKPT_ROOM_FACTOR 3
 
-static const char *const store_reserved_meta[] = {
-    "format",   "node_id", "cluster_id", "seed",   "rf", "conflicts", "created_ms",
-    "hint_seq", "hlc",     "wal_gen"};
+static const char *const store_reserved_meta[] = {"format", "node_id",   "cluster_id", "seed",
+                                                  "rf",     "conflicts", "created_ms", "hint_seq",
+                                                  "hlc",    "wal_gen"};
 
 struct store {
     struct store_config cfg;
@@ -285,14 +284,15 @@ struct store {
     uint64_t wal_len; /* bytes of the log: its header and whole records */
     bool wal_stale;   /* the log could not be emptied: batches go through LMDB until it is */
     struct overlay ov;
-    struct buf wal_buf;        /* the record being built */
-    struct ov_entry **staged;  /* a logged batch's new entries, in order (batch_max) */
+    struct buf wal_buf;       /* the record being built */
+    struct ov_entry **staged; /* a logged batch's new entries, in order (batch_max) */
     size_t nstaged;
-    uint64_t hlc_mark;         /* the clock's high-water mark as stored (meta or log) */
-    atomic_bool wal_dirty;     /* sync batch: appended since the log's last fsync */
-    struct log_limit wal_log;  /* the log's failures, logged once a second at most */
-    size_t page_size;          /* LMDB's */
-    uint64_t ckpt_retry_ms;    /* after a failed checkpoint: no idle one before this (monotonic) */
+    uint64_t hlc_mark;        /* the clock's high-water mark as stored (meta or log) */
+    atomic_bool wal_dirty;    /* sync batch: appended since the log's last fsync */
+    struct log_limit wal_log; /* the log's failures, logged once a second at most */
+    size_t page_size;         /* LMDB's */
+    bool ckpt_due;            /* a checkpoint is due: the writer thread runs it (under mu) */
+    uint64_t ckpt_retry_ms;   /* after a failed checkpoint: no idle one before this (monotonic) */
 
     uint64_t generation;          /* tells this store from one reusing its address */
     struct store_reader *readers; /* every thread's cached read transaction, under mu */
@@ -300,7 +300,7 @@ struct store {
     struct {
         atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, decode_errors;
         atomic_uint_fast64_t recent_batch, disk_failures, checkpoints, logged;
-        atomic_uint_fast64_t overlay_keys, wal_bytes;
+        atomic_uint_fast64_t overlay_keys, wal_bytes, checkpoint_ms;
     } stat;
 };
 
@@ -318,8 +318,8 @@ static __thread uint64_t tl_generation;
 static __thread struct store_reader *tl_reader;
 static __thread int tl_hold;          /* depth of store_read_hold() */
 static __thread MDB_txn *tl_hold_txn; /* the held snapshot, of tl_store */
-static __thread uint64_t tl_lock_gen;  /* the store whose resize lock this thread holds shared */
-static __thread int tl_lock_depth;     /* how many reads of it share that one lock */
+static __thread uint64_t tl_lock_gen; /* the store whose resize lock this thread holds shared */
+static __thread int tl_lock_depth;    /* how many reads of it share that one lock */
 
 /* --- small helpers -------------------------------------------------------- */
 
@@ -1073,8 +1073,7 @@ static struct store *store_alloc(const struct store_config *cfg)
     s->path = strdup(cfg->path);
     s->batch_ops = calloc(cfg->batch_max, sizeof(*s->batch_ops));
     s->staged = calloc(cfg->batch_max, sizeof(*s->staged));
-    if (s->path == NULL || s->batch_ops == NULL || s->staged == NULL ||
-        overlay_init(&s->ov) != 0) {
+    if (s->path == NULL || s->batch_ops == NULL || s->staged == NULL || overlay_init(&s->ov) != 0) {
         free(s->path);
         free(s->batch_ops);
         free(s->staged);
@@ -1653,9 +1652,8 @@ static int scan_fresh_until(struct scan_ctx *sc, const MDB_val *k)
     struct ov_entry *f;
 
     while ((f = scan_fresh_peek(sc)) != NULL &&
-           (sc->range < rk ||
-            (sc->range == rk &&
-             overlay_key_cmp(ov_key(f), f->key_len, k->mv_data, k->mv_size) < 0))) {
+           (sc->range < rk || (sc->range == rk && overlay_key_cmp(ov_key(f), f->key_len, k->mv_data,
+                                                                  k->mv_size) < 0))) {
         int rc;
         sc->idx++;
         rc = scan_emit(sc, ov_key(f), f->key_len, ov_rec(f), f->rec_len);
@@ -1708,8 +1706,8 @@ static int scan_fresh_init(struct scan_ctx *sc, uint64_t start, uint64_t end)
 int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_cursor *cur,
                size_t max_items, size_t max_bytes, store_scan_fn fn, void *ctx)
 {
-    struct scan_ctx sc = {.fn = fn, .ctx = ctx, .max_items = max_items, .max_bytes = max_bytes,
-                          .s = s, .cur = cur};
+    struct scan_ctx sc = {
+        .fn = fn, .ctx = ctx, .max_items = max_items, .max_bytes = max_bytes, .s = s, .cur = cur};
     MDB_cursor *c;
     MDB_txn *txn;
     int rc;
@@ -1959,6 +1957,7 @@ void store_get_stats(struct store *s, struct store_stats *st)
     st->logged = atomic_load(&s->stat.logged);
     st->overlay_keys = atomic_load(&s->stat.overlay_keys);
     st->wal_bytes = atomic_load(&s->stat.wal_bytes);
+    st->checkpoint_ms = atomic_load(&s->stat.checkpoint_ms);
     st->disk_failed = atomic_load(&s->disk_failed);
 }
 
@@ -1971,7 +1970,7 @@ struct batch {
     uint64_t wall_ms;
     int mdb_rc;        /* an LMDB error that poisons the transaction (MDB_MAP_FULL ...) */
     uint64_t hlc_high; /* the clock's high-water mark as this batch leaves it */
-    MDB_cursor *data; /* on the data table in txn, opened at first use (batch_cursor()) */
+    MDB_cursor *data;  /* on the data table in txn, opened at first use (batch_cursor()) */
     /*
      * A logged batch (batch_logged()): txn is a read transaction, records
      * are read through the overlay and staged in s->staged, and the batch
@@ -2540,8 +2539,8 @@ static int store_commit(struct store *s, MDB_txn *txn, size_t need, bool absorbe
     bool failed = rc == EIO;
 
     /* MDB_NOMETASYNC: the commit synced its pages; the sync makes its meta page durable too */
-    if (rc == 0 && (s->cfg.sync == STORE_SYNC_ALWAYS ||
-                    (absorbed && s->cfg.sync != STORE_SYNC_NONE))) {
+    if (rc == 0 &&
+        (s->cfg.sync == STORE_SYNC_ALWAYS || (absorbed && s->cfg.sync != STORE_SYNC_NONE))) {
         rc = store_sync(s);
         atomic_fetch_add(&s->stat.syncs, 1);
         failed = rc != 0;
@@ -2693,13 +2692,13 @@ static void store_log_reset(struct store *s)
     s->wal_gen++;
     wal_header(head, s->wal_gen);
     if (pwrite(s->wal_fd, head, sizeof(head), 0) != (ssize_t)sizeof(head)) {
-        LOG_LIMITED(&s->wal_log, LOG_ERROR, "store_wal_reset_failed", "path=%s error=\"%s\"", s->path,
-                    strerror(errno));
+        LOG_LIMITED(&s->wal_log, LOG_ERROR, "store_wal_reset_failed", "path=%s error=\"%s\"",
+                    s->path, strerror(errno));
         s->wal_stale = true;
     } else {
         if (ftruncate(s->wal_fd, WAL_HEADER_LEN) != 0) {
-            LOG_LIMITED(&s->wal_log, LOG_WARN, "store_wal_truncate_failed", "path=%s error=\"%s\"", s->path,
-                        strerror(errno));
+            LOG_LIMITED(&s->wal_log, LOG_WARN, "store_wal_truncate_failed", "path=%s error=\"%s\"",
+                        s->path, strerror(errno));
         }
         s->wal_len = WAL_HEADER_LEN;
         s->wal_stale = false;
@@ -2871,8 +2870,7 @@ static int batch_log(struct batch *b)
  */
 static int batch_logged(struct store *s, struct store_op **ops, size_t n)
 {
-    struct batch b = {
-        .s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark, .logged = true};
+    struct batch b = {.s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark, .logged = true};
     size_t g;
     int rc;
 
@@ -3078,6 +3076,7 @@ static int store_checkpoint(struct store *s)
         rc = batch_attempt_lmdb(s, NULL, 0);
         if (rc == 0) {
             batch_after_commit(s);
+            atomic_fetch_add(&s->stat.checkpoint_ms, clock_mono_ms() - t0);
             getrusage(RUSAGE_THREAD, &ru1);
             LOG(LOG_DEBUG, "store_checkpoint",
                 "path=%s keys=%llu wal_bytes=%llu ms=%llu cpu_ms=%llu", s->path,
@@ -3220,7 +3219,7 @@ static size_t queue_take(struct store *s, struct store_op **ops)
  * operations completed by callback (the event loop's) are left to the
  * writer thread.
  */
-static void store_lead(struct store *s)
+static void store_lead(struct store *s, bool inline_)
 {
     struct store_op **ops = s->batch_ops;
     size_t n, decayed;
@@ -3240,13 +3239,18 @@ static void store_lead(struct store *s)
     batch_run(s, ops, n);
     pthread_mutex_lock(&s->mu);
     batch_complete(s, ops, n);
-    if (s->ov.bytes >= STORE_CKPT_OVERLAY_BYTES || s->wal_len >= STORE_CKPT_WAL_BYTES) {
+    s->ckpt_due = s->ov.bytes >= STORE_CKPT_OVERLAY_BYTES || s->wal_len >= STORE_CKPT_WAL_BYTES;
+    if (s->ckpt_due && !inline_) {
         pthread_mutex_unlock(&s->mu);
         (void)store_checkpoint(s);
         pthread_mutex_lock(&s->mu);
+        s->ckpt_due = false;
     }
     s->leading = false;
     store_handoff(s);
+    if (s->ckpt_due) {
+        pthread_cond_signal(&s->work); /* the writer thread checkpoints, not the caller's */
+    }
 }
 
 /*
@@ -3258,6 +3262,10 @@ static bool writer_wait(struct store *s)
 {
     while ((s->queue_head == NULL || s->leading) && !(s->closing && !s->leading)) {
         struct timespec ts;
+        if (s->ckpt_due && !s->leading) {
+            s->ckpt_due = false;
+            return true;
+        }
         if (s->leading || !store_log_pending(s)) {
             pthread_cond_wait(&s->work, &s->mu);
             continue;
@@ -3345,7 +3353,7 @@ static void *store_writer_main(void *arg)
         if (s->queue_head == NULL) {
             break; /* closing, nobody writing, and everything queued is done */
         }
-        store_lead(s);
+        store_lead(s, false);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -3485,7 +3493,7 @@ int store_wait(struct store *s, struct store_op *op)
     while (!op->finished_) {
         pthread_cond_t wake;
         if (!s->leading && s->queue_head != NULL) {
-            store_lead(s);
+            store_lead(s, false);
             continue;
         }
         /* woken alone: when op completes, or to take the writer role */
@@ -3497,6 +3505,34 @@ int store_wait(struct store *s, struct store_op *op)
     }
     pthread_mutex_unlock(&s->mu);
     return op->result;
+}
+
+/*
+ * Would the queued batch go to the log (mu held, nobody leading, so the
+ * writer's state is still)?  The batch store_lead() would take: up to
+ * batch_max operations, whole groups.
+ */
+static bool queue_loggable(struct store *s)
+{
+    struct store_op **ops = s->batch_ops;
+    size_t n = 0;
+
+    for (struct store_op *op = s->queue_head; op != NULL && n < s->cfg.batch_max; op = op->next_) {
+        ops[n++] = op;
+    }
+    return batch_loggable(s, ops, n);
+}
+
+void store_run_ready(struct store *s)
+{
+    if (s->cfg.sync == STORE_SYNC_ALWAYS || read_locked(s)) {
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (!s->leading && !s->closing && s->queue_head != NULL && queue_loggable(s)) {
+        store_lead(s, true);
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 int store_event_fd(const struct store *s)

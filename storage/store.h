@@ -282,6 +282,7 @@ struct store_stats {
     uint64_t logged;        /* batches that went to the write-ahead log */
     uint64_t overlay_keys;  /* keys the log holds that LMDB does not have yet */
     uint64_t wal_bytes;     /* bytes of the write-ahead log now */
+    uint64_t checkpoint_ms; /* time spent in checkpoints (ms, wall clock) */
 };
 void store_get_stats(struct store *s, struct store_stats *st);
 
@@ -391,6 +392,18 @@ int store_submit_atomic(struct store *s, struct store_op **ops, size_t n);
 
 /* Operations in one transaction at most (batch_max): the bound of an atomic group. */
 size_t store_batch_max(const struct store *s);
+
+/*
+ * Run the queued writes in the calling thread when that costs no wait:
+ * nobody else holds the writer role, every queued operation can go to the
+ * write-ahead log, and the sync setting does not fsync before completing
+ * (`batch`, `none`).  Their callbacks then wait for store_dispatch(), which
+ * the caller may call right after.  Spares the hand-off to the writer
+ * thread and back (two wake-ups) for a batch that takes a few
+ * microseconds; anything else (a checkpoint, `sync always`) stays with the
+ * writer thread.  Not while this thread holds a read of s.
+ */
+void store_run_ready(struct store *s);
 
 /* Block until op (submitted with done == NULL) completes; returns op->result. */
 int store_wait(struct store *s, struct store_op *op);

@@ -106,7 +106,7 @@ static void info_persistence(struct server *n, struct buf *out)
                "ringkv_store_disk_failures:%llu\r\nringkv_store_writes_refused:%d\r\n"
                "ringkv_tombstones_collected:%llu\r\nringkv_store_checkpoints:%llu\r\n"
                "ringkv_store_logged_batches:%llu\r\nringkv_store_log_keys:%llu\r\n"
-               "ringkv_store_log_bytes:%llu\r\n\r\n",
+               "ringkv_store_log_bytes:%llu\r\nringkv_store_checkpoint_ms:%llu\r\n\r\n",
                sync_names[n->cfg.sync], (unsigned long long)st.map_size,
                (unsigned long long)st.map_used, (unsigned long long)st.commits,
                (unsigned long long)st.syncs, (unsigned long long)st.ops,
@@ -114,7 +114,7 @@ static void info_persistence(struct server *n, struct buf *out)
                (unsigned long long)st.disk_failures, st.disk_failed ? 1 : 0,
                (unsigned long long)collect_count(n->collect), (unsigned long long)st.checkpoints,
                (unsigned long long)st.logged, (unsigned long long)st.overlay_keys,
-               (unsigned long long)st.wal_bytes);
+               (unsigned long long)st.wal_bytes, (unsigned long long)st.checkpoint_ms);
 }
 
 static void info_stats(struct server *n, struct buf *out)

@@ -266,6 +266,8 @@ void kv_flush(struct kv *kv)
             kv_fail(first, n, rc);
         }
     }
+    /* a batch that only appends to the log runs here: no hand-off to the writer and back */
+    store_run_ready(kv->store);
 }
 
 /* --- the shuffle test mode ------------------------------------------------------ */

@@ -14,8 +14,10 @@
  * before it sleeps, hands everything queued since to the store in one
  * submission (store_submit_list(), one lock and one wake-up of the
  * writer), so the writes parsed in one iteration, from every connection,
- * share a transaction.  Queued writes keep their order, atomic groups
- * included: the store applies them in the order they were queued.
+ * share a transaction; when they only append to the store's log and the
+ * sync setting waits for no disk, kv_flush() runs them itself
+ * (store_run_ready()) and their completions come with the next iteration.  Queued writes keep their
+ * order, atomic groups included: the store applies them in the order they were queued.
  *
  * When operations complete.  On a single node a read completes within
  * kv_get() itself (its done runs before kv_get() returns, with the record
