@@ -2707,7 +2707,6 @@ static void store_log_reset(struct store *s)
     pthread_rwlock_wrlock(&s->resize_lock);
     overlay_clear(&s->ov);
     pthread_rwlock_unlock(&s->resize_lock);
-    atomic_store(&s->stat.overlay_keys, 0);
     atomic_fetch_add(&s->stat.checkpoints, 1);
 }
 
@@ -2753,6 +2752,9 @@ static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
         s->hlc_mark = b.hlc_high;
         if (absorbed) {
             store_log_reset(s);
+            if (n > 0) { /* store_checkpoint() counts its time first */
+                atomic_store(&s->stat.overlay_keys, 0);
+            }
         }
     }
     return rc;
@@ -3077,6 +3079,7 @@ static int store_checkpoint(struct store *s)
         if (rc == 0) {
             batch_after_commit(s);
             atomic_fetch_add(&s->stat.checkpoint_ms, clock_mono_ms() - t0);
+            atomic_store(&s->stat.overlay_keys, 0);
             getrusage(RUSAGE_THREAD, &ru1);
             LOG(LOG_DEBUG, "store_checkpoint",
                 "path=%s keys=%llu wal_bytes=%llu ms=%llu cpu_ms=%llu", s->path,
