@@ -92,7 +92,11 @@
  * entry in key order and records the next log generation (meta wal_gen),
  * commits and syncs LMDB (under `none` it syncs nothing), and only then
  * rewrites the log's header with the new generation and truncates it;
- * the overlay is emptied under the resize lock.  A crash at any step
+ * the overlay is emptied under the resize lock.  In between, a reader
+ * whose LMDB snapshot includes the checkpoint's commit (its transaction
+ * id is recorded before the commit) leaves the overlay's fresh keys out,
+ * as LMDB has them already: scans and key counts see each key once.  A
+ * crash at any step
  * leaves either the old generation in both places (the log is replayed
  * again: its records are whole records, so replaying puts them back) or
  * the new one in meta (the old log is dropped).  Checkpoints run when the
@@ -293,6 +297,13 @@ struct store {
     size_t page_size;         /* LMDB's */
     bool ckpt_due;            /* a checkpoint is due: the writer thread runs it (under mu) */
     uint64_t ckpt_retry_ms;   /* after a failed checkpoint: no idle one before this (monotonic) */
+    /*
+     * The LMDB transaction id of a checkpoint that holds the overlay's
+     * entries, from just before its commit until the overlay is emptied
+     * (UINT64_MAX: none).  A reader whose snapshot is at or past it finds
+     * every entry in LMDB already, so it must not add the fresh ones again.
+     */
+    atomic_uint_fast64_t ov_absorbed_txn;
 
     uint64_t generation;          /* tells this store from one reusing its address */
     struct store_reader *readers; /* every thread's cached read transaction, under mu */
@@ -1082,6 +1093,7 @@ static struct store *store_alloc(const struct store_config *cfg)
     }
     buf_init(&s->wal_buf, 0);
     s->wal_fd = -1;
+    atomic_init(&s->ov_absorbed_txn, UINT64_MAX);
     s->cfg = *cfg;
     s->lock_fd = -1;
     s->event_fd = -1;
@@ -1681,13 +1693,23 @@ static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
     return scan_emit(sc, k->mv_data, k->mv_size, v->mv_data, v->mv_size);
 }
 
+/*
+ * Does a read transaction's snapshot lack the overlay's fresh keys?  Not
+ * once it includes a checkpoint's commit that has not emptied the overlay
+ * yet (read lock held, so the overlay does not change meanwhile).
+ */
+static bool store_fresh_apart(struct store *s, MDB_txn *txn)
+{
+    return s->ov.fresh > 0 && mdb_txn_id(txn) < atomic_load(&s->ov_absorbed_txn);
+}
+
 /* Set up the merge of the overlay's fresh keys (read lock held). */
-static int scan_fresh_init(struct scan_ctx *sc, uint64_t start, uint64_t end)
+static int scan_fresh_init(struct scan_ctx *sc, MDB_txn *txn, uint64_t start, uint64_t end)
 {
     int first = 0, rc;
 
     arc_split(start, end, &sc->a);
-    if (sc->s->ov.fresh == 0) {
+    if (!store_fresh_apart(sc->s, txn)) {
         return 0;
     }
     rc = overlay_sorted(&sc->s->ov, &sc->sorted, &sc->nsorted);
@@ -1719,7 +1741,7 @@ int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_curso
     if (rc != 0) {
         return rc;
     }
-    rc = scan_fresh_init(&sc, start, end);
+    rc = scan_fresh_init(&sc, txn, start, end);
     if (rc != 0) {
         read_end(s, txn);
         return rc;
@@ -1935,7 +1957,7 @@ void store_get_stats(struct store *s, struct store_stats *st)
     memset(st, 0, sizeof(*st));
     if (read_begin(s, &txn) == 0) {
         mdb_stat(txn, s->dbi_data, &ms);
-        st->keys = ms.ms_entries + s->ov.fresh;
+        st->keys = ms.ms_entries + (store_fresh_apart(s, txn) ? s->ov.fresh : 0);
         mdb_stat(txn, s->dbi_hints, &ms);
         st->hints = ms.ms_entries;
         mdb_env_info(s->env, &info);
@@ -2706,6 +2728,7 @@ static void store_log_reset(struct store *s)
     atomic_store(&s->stat.wal_bytes, s->wal_len);
     pthread_rwlock_wrlock(&s->resize_lock);
     overlay_clear(&s->ov);
+    atomic_store(&s->ov_absorbed_txn, UINT64_MAX);
     pthread_rwlock_unlock(&s->resize_lock);
     atomic_fetch_add(&s->stat.checkpoints, 1);
 }
@@ -2719,7 +2742,7 @@ static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
 {
     struct batch b = {.s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark};
     bool absorbed = false;
-    size_t g;
+    size_t g, id;
     int rc;
 
     if (atomic_load(&s->disk_failed)) {
@@ -2729,6 +2752,7 @@ static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
     if (rc != 0) {
         return rc;
     }
+    id = mdb_txn_id(b.txn);
     rc = batch_absorb(&b, &absorbed);
     for (size_t i = 0; i < n && rc == 0 && b.mdb_rc == 0; i += g) {
         g = group_len(ops + i, n - i);
@@ -2744,7 +2768,17 @@ static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
         mdb_txn_abort(b.txn);
         return store_write_err(s, rc, batch_bytes(ops, n) + s->ov.bytes);
     }
+    if (absorbed) { /* from its commit on, readers find the overlay's entries in LMDB */
+        atomic_store(&s->ov_absorbed_txn, id);
+    }
     rc = store_commit(s, b.txn, batch_bytes(ops, n) + s->ov.bytes, absorbed);
+    if (absorbed && rc != 0) {
+        MDB_envinfo info;
+        mdb_env_info(s->env, &info);
+        if (info.me_last_txnid < id) { /* not committed: the overlay is still apart */
+            atomic_store(&s->ov_absorbed_txn, UINT64_MAX);
+        }
+    }
     if (rc == 0) {
         if (s->cfg.sync == STORE_SYNC_BATCH) {
             atomic_store(&s->dirty, true); /* its meta page, for the syncer */
