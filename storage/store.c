@@ -2686,13 +2686,15 @@ static int batch_absorb(struct batch *b, bool *absorbed)
     if (rc == 0) {
         bytes_put_be64(buf, s->wal_gen + 1);
         rc = meta_put(b->txn, s->dbi_meta, "wal_gen", buf, 8);
+        rc = rc ? batch_fail(b, rc) : 0;
     }
     if (rc == 0) {
         bytes_put_be64(buf, b->hlc_high);
         rc = meta_put(b->txn, s->dbi_meta, "hlc", buf, 8);
+        rc = rc ? batch_fail(b, rc) : 0;
     }
-    if (rc != 0) {
-        return b->mdb_rc != 0 ? b->mdb_rc : batch_fail(b, rc) ? b->mdb_rc : EIO;
+    if (rc != 0) { /* an LMDB code that poisons the transaction (a full map grows), or EIO */
+        return b->mdb_rc != 0 ? b->mdb_rc : EIO;
     }
     *absorbed = true;
     return 0;

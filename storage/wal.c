@@ -14,7 +14,7 @@
  *            body     items, back to back, exactly filling the length:
  *              u8 1 (put)   u16 key length (9 .. 511), the data-table key
  *                           (u64 position || key bytes), u32 record length
- *                           (1 .. 2^31), the encoded record (record.h)
+ *                           (1 .. 2^31 - 1), the encoded record (record.h)
  *              u8 2 (mark)  u64 the clock's high-water mark
  * Integers are big-endian.  A record is one batch of writes, appended with
  * one write() before any of them is acknowledged.  The first record that
