@@ -551,10 +551,24 @@ static void scan_check_all(struct store *s)
     ck_assert_uint_eq(st.keys, SCAN_OLD + SCAN_NEW);
 }
 
+/* A handoff-table put ("t" = "v"): an operation that runs through LMDB, absorbing the log. */
+static void table_put_t(struct store *s)
+{
+    struct store_op op;
+
+    store_op_init(&op, STORE_OP_TABLE_PUT);
+    op.table = STORE_TABLE_HANDOFF;
+    op.key = (const uint8_t *)"t";
+    op.key_len = 1;
+    op.value = (const uint8_t *)"v";
+    op.value_len = 1;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    ck_assert_int_eq(store_wait(s, &op), 0);
+}
+
 START_TEST(test_scan_lmdb_and_log)
 {
     struct store_stats st0, st1;
-    struct store_op op;
     struct store *s = NULL;
     int attempt;
 
@@ -575,14 +589,7 @@ START_TEST(test_scan_lmdb_and_log)
     }
     ck_assert_msg(s != NULL, "an idle checkpoint came before every round's scans");
     /* after a checkpoint (an operation through LMDB absorbs the log) */
-    store_op_init(&op, STORE_OP_TABLE_PUT);
-    op.table = STORE_TABLE_HANDOFF;
-    op.key = (const uint8_t *)"t";
-    op.key_len = 1;
-    op.value = (const uint8_t *)"v";
-    op.value_len = 1;
-    ck_assert_int_eq(store_submit(s, &op), 0);
-    ck_assert_int_eq(store_wait(s, &op), 0);
+    table_put_t(s);
     store_get_stats(s, &st1);
     ck_assert_uint_eq(st1.overlay_keys, 0);
     ck_assert_uint_gt(st1.checkpoints, st0.checkpoints);
@@ -625,21 +632,13 @@ START_TEST(test_scan_during_checkpoint)
     /* an idle checkpoint before the hook is armed leaves nothing to check: another round */
     for (int attempt = 0; attempt < CRASH_ATTEMPTS && g.checked == 0; attempt++) {
         char sub[16];
-        struct store_op op;
         struct store *s;
 
         snprintf(sub, sizeof(sub), "g%d", attempt);
         s = scan_fill(sub, STORE_SYNC_BATCH, gap_sync, &g);
         g.s = s;
         g.armed = true;
-        store_op_init(&op, STORE_OP_TABLE_PUT); /* through LMDB: a checkpoint first */
-        op.table = STORE_TABLE_HANDOFF;
-        op.key = (const uint8_t *)"t";
-        op.key_len = 1;
-        op.value = (const uint8_t *)"v";
-        op.value_len = 1;
-        ck_assert_int_eq(store_submit(s, &op), 0);
-        ck_assert_int_eq(store_wait(s, &op), 0);
+        table_put_t(s); /* through LMDB: a checkpoint first */
         g.armed = false;
         g.s = NULL;
         store_close(s);
