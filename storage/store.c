@@ -989,7 +989,10 @@ static int store_log_open(struct store *s, char *err, size_t err_len)
     struct replay r = {0};
     int rc = store_log_fd(s, err, err_len);
 
-    rc = rc ? rc : store_log_read(s->wal_fd, &p, &len);
+    if (rc == 0 && (rc = store_log_read(s->wal_fd, &p, &len)) != 0) {
+        snprintf(err, err_len, "cannot read the write-ahead log %s/wal: %s", s->path,
+                 rc == RK_ENOMEM ? "too large to read into memory" : "read error");
+    }
     if (rc == 0 && (rc = store_log_gen(s, &gen)) != 0) {
         snprintf(err, err_len, "cannot record the log generation in %s: %s", s->path,
                  mdb_strerror(rc));
