@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -65,6 +66,67 @@ START_TEST(test_huge_log_refusal_names_it)
 }
 END_TEST
 
+/*
+ * A byte damaged inside the log's first record, with whole records after
+ * it: a crash tears only the last record (sync always appends and fsyncs
+ * one record at a time), so this is damage, not a tear.  The writes of the
+ * records after it were acknowledged; opening must either keep them or
+ * refuse, naming the log, never drop them silently.
+ */
+START_TEST(test_damaged_first_record_keeps_or_refuses)
+{
+    struct store_config c;
+    struct store *s = NULL;
+    char path[512], wal[600], err[256];
+    uint8_t b;
+    pid_t pid;
+    int fd, status, rc;
+
+    store_config_in(&c, path, sizeof(path), "data");
+    c.sync = STORE_SYNC_ALWAYS;
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* three acknowledged writes, then a crash: no close, no checkpoint */
+        if (store_open(&s, &c, err, sizeof(err)) != 0) {
+            _exit(2);
+        }
+        for (int i = 0; i < 3; i++) {
+            struct sibling w = {0};
+            char key[4] = {'k', (char)('0' + i), 0, 0};
+            if (store_write(s, key, 2, "v", 1, false, NULL, &w) != 0) {
+                _exit(3);
+            }
+            sibling_deinit(&w);
+        }
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer: %d", status);
+    snprintf(wal, sizeof(wal), "%s/wal", path);
+    fd = open(wal, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pread(fd, &b, 1, 16 + 12 + 3), 1); /* a byte of the first record's key */
+    b ^= 0x01;
+    ck_assert_int_eq(pwrite(fd, &b, 1, 16 + 12 + 3), 1);
+    close(fd);
+
+    rc = store_open(&s, &c, err, sizeof(err));
+    if (rc != 0) {
+        ck_assert_msg(strstr(err, "wal") != NULL, "refused with '%s'", err);
+        return;
+    }
+    for (int i = 1; i < 3; i++) {
+        struct record r = {0};
+        char key[4] = {'k', (char)('0' + i), 0, 0};
+        ck_assert_msg(store_get(s, key, 2, &r) == 0,
+                      "acknowledged %s, in a whole record after a damaged one, dropped silently",
+                      key);
+        record_deinit(&r);
+    }
+    store_close(s);
+}
+END_TEST
+
 static Suite *walfile_suite(void)
 {
     Suite *su = suite_create("store_walfile");
@@ -73,6 +135,7 @@ static Suite *walfile_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
     tcase_add_test(tc, test_huge_log_refusal_names_it);
+    tcase_add_test(tc, test_damaged_first_record_keeps_or_refuses);
     suite_add_tcase(su, tc);
     return su;
 }
