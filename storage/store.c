@@ -164,6 +164,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <lmdb.h>
 #include <sodium.h>
 #include <pthread.h>
@@ -233,6 +234,12 @@
 #define STORE_CKPT_OVERLAY_BYTES (32 * STORE_MIB)
 #define STORE_CKPT_WAL_BYTES (128 * STORE_MIB)
 #define STORE_CKPT_IDLE_MS 100
+/*
+ * Disk space kept allocated past the log's end (fallocate) for batches of
+ * deletions only, so a DEL still finds room on a disk the log filled:
+ * other batches leave it untouched (store_log_append()).
+ */
+#define STORE_WAL_RESERVE (256 * 1024)
 /* After a checkpoint failed (a full disk), the next idle one waits this long. */
 #define STORE_CKPT_RETRY_MS 1000
 /* The log is taken only while the map has room for this many times the overlay (and 8 MiB). */
@@ -286,7 +293,9 @@ struct store {
     int wal_fd;
     uint64_t wal_gen; /* the log's generation, meta "wal_gen" */
     uint64_t wal_len; /* bytes of the log: its header and whole records */
-    bool wal_stale;   /* the log could not be emptied: batches go through LMDB until it is */
+    uint64_t
+        wal_alloc;  /* bytes allocated to it (its reserve past the end); UINT64_MAX: no fallocate */
+    bool wal_stale; /* the log could not be emptied: batches go through LMDB until it is */
     struct overlay ov;
     struct buf wal_buf;       /* the record being built */
     struct ov_entry **staged; /* a logged batch's new entries, in order (batch_max) */
@@ -808,19 +817,19 @@ out_abort:
 
 static bool store_grow(struct store *s, bool deletions_only);
 
-/* What replaying a log found: counts for the log line, the highest mark. */
+/* What loading a log found: counts for the log line, the highest mark. */
 struct replay {
     struct store *s;
-    MDB_txn *txn;
+    MDB_txn *txn; /* a read transaction: is a key in LMDB? */
     uint64_t puts, mark;
-    int rc; /* an LMDB error of a put */
 };
 
 static int replay_item(void *ctx, const struct wal_item *it)
 {
     struct replay *r = ctx;
+    struct ov_entry *e;
     struct record rec;
-    MDB_val k, v;
+    MDB_val k = {it->key_len, (void *)it->key}, v;
     int bad;
 
     if (it->kind == WAL_MARK) {
@@ -833,63 +842,84 @@ static int replay_item(void *ctx, const struct wal_item *it)
     if (bad != 0) {
         return RK_ESYNTAX; /* a whole, checksummed record that is not one: damage */
     }
-    k.mv_size = it->key_len;
-    k.mv_data = (void *)it->key;
-    v.mv_size = it->value_len;
-    v.mv_data = (void *)it->value;
-    r->rc = mdb_put(r->txn, r->s->dbi_data, &k, &v, 0);
+    e = overlay_entry_new(it->key, it->key_len, it->value_len,
+                          mdb_get(r->txn, r->s->dbi_data, &k, &v) == MDB_NOTFOUND);
+    if (e == NULL) {
+        return RK_ENOMEM;
+    }
+    memcpy(ov_rec(e), it->value, it->value_len);
+    overlay_put(&r->s->ov, e);
     r->puts++;
-    return r->rc != 0 ? RK_EIO : 0;
+    return 0;
 }
 
 /*
- * Put a log's records into LMDB in one transaction with the next
- * generation and the clock's mark, and make it durable; the map grows as
- * needed.  *valid: the bytes of whole records.
+ * Load a log's whole records into the overlay, as if their batches had
+ * just run: LMDB is not written at open (a full disk cannot stop a start),
+ * the first checkpoint moves them.  *valid: the bytes of whole records.
  */
-static int store_log_replay(struct store *s, const uint8_t *p, size_t len, uint64_t gen,
-                            size_t *valid, struct replay *r, char *err, size_t err_len)
+static int store_log_load(struct store *s, const uint8_t *p, size_t len, uint64_t gen,
+                          size_t *valid, struct replay *r, char *err, size_t err_len)
 {
-    uint8_t buf[8];
     int rc;
 
-    for (;;) {
-        memset(r, 0, sizeof(*r));
-        r->s = s;
-        r->mark = s->hlc.last;
-        rc = mdb_txn_begin(s->env, NULL, 0, &r->txn);
-        if (rc != 0) {
-            break;
-        }
-        rc = wal_parse(p, len, gen, replay_item, r, valid);
+    memset(r, 0, sizeof(*r));
+    r->s = s;
+    r->mark = s->hlc.last;
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &r->txn);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot read the store of %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
+    }
+    rc = wal_parse(p, len, gen, replay_item, r, valid);
+    mdb_txn_abort(r->txn);
+    if (rc != 0) {
+        overlay_clear(&s->ov);
         if (rc == RK_ESYNTAX) {
-            mdb_txn_abort(r->txn);
             snprintf(err, err_len,
                      "write-ahead log %s/wal is damaged at byte %zu: a whole record that "
                      "does not decode; move the file away to start without it",
                      s->path, (size_t)WAL_HEADER_LEN + *valid);
-            return RK_ESYNTAX;
+        } else {
+            snprintf(err, err_len, "cannot load the write-ahead log of %s: out of memory", s->path);
         }
-        rc = rc == 0 ? 0 : r->rc;
-        bytes_put_be64(buf, gen + 1);
-        rc = rc ? rc : meta_put(r->txn, s->dbi_meta, "wal_gen", buf, 8);
-        bytes_put_be64(buf, r->mark);
-        rc = rc ? rc : meta_put(r->txn, s->dbi_meta, "hlc", buf, 8);
-        rc = rc ? (mdb_txn_abort(r->txn), rc) : mdb_txn_commit(r->txn);
-        if (rc == MDB_MAP_FULL && store_grow(s, true)) {
-            continue;
-        }
-        rc = rc ? rc : mdb_env_sync(s->env, 1);
-        break;
-    }
-    if (rc != 0) {
-        snprintf(err, err_len, "cannot replay the write-ahead log of %s: %s", s->path,
-                 mdb_strerror(rc));
-        return store_err(rc);
+        return rc;
     }
     s->hlc.last = r->mark;
-    s->wal_gen = gen + 1;
     return 0;
+}
+
+/*
+ * Allocate the log's space up to need bytes plus STORE_WAL_RESERVE, a
+ * reserve's worth at a time, without changing its size.  False when the disk has no room;
+ * a file system without fallocate() gets no reserve and says true.
+ */
+static bool store_log_alloc(struct store *s, uint64_t need)
+{
+    uint64_t want = (need + 2 * STORE_WAL_RESERVE - 1) / STORE_WAL_RESERVE * STORE_WAL_RESERVE;
+
+    if (s->wal_alloc == UINT64_MAX || want <= s->wal_alloc) {
+        return true;
+    }
+    if (fallocate(s->wal_fd, FALLOC_FL_KEEP_SIZE, (off_t)s->wal_alloc,
+                  (off_t)(want - s->wal_alloc)) != 0) {
+        if (errno == EOPNOTSUPP || errno == ENOSYS) {
+            s->wal_alloc = UINT64_MAX;
+            return true;
+        }
+        return false;
+    }
+    s->wal_alloc = want;
+    return true;
+}
+
+/* Make the reserve after the log was emptied or opened: best effort. */
+static void store_log_reserve(struct store *s)
+{
+    if (s->wal_alloc != UINT64_MAX) {
+        s->wal_alloc = s->wal_len;
+        (void)store_log_alloc(s, s->wal_len);
+    }
 }
 
 /* Read the whole log file (fd) into *out; RK_EIO. */
@@ -985,7 +1015,7 @@ static int store_log_open(struct store *s, char *err, size_t err_len)
 {
     uint8_t head[WAL_HEADER_LEN], *p = NULL;
     uint64_t gen = 0, hgen = 0;
-    size_t len = 0, valid = 0;
+    size_t len = 0, valid = 0, keep = WAL_HEADER_LEN;
     struct replay r = {0};
     int rc = store_log_fd(s, err, err_len);
 
@@ -1000,14 +1030,24 @@ static int store_log_open(struct store *s, char *err, size_t err_len)
     }
     s->wal_gen = rc == 0 ? gen : 0;
     if (rc == 0 && len > 0 && (wal_header_parse(p, len, &hgen) != 0 || hgen != gen)) {
-        LOG(LOG_INFO, "store_wal_dropped", "path=%s bytes=%zu reason=%s", s->path, len,
-            wal_header_parse(p, len, &hgen) != 0 ? "not_a_log" : "checkpointed");
+        bool log = wal_header_parse(p, len, &hgen) == 0;
+        /* a log ahead of data.mdb: data.mdb was put back from an older copy */
+        LOG(log && hgen > gen ? LOG_WARN : LOG_INFO, "store_wal_dropped",
+            "path=%s bytes=%zu reason=%s", s->path, len,
+            !log         ? "not_a_log"
+            : hgen > gen ? "ahead_of_data"
+                         : "checkpointed");
     } else if (rc == 0 && len > WAL_HEADER_LEN) {
-        rc = store_log_replay(s, p + WAL_HEADER_LEN, len - WAL_HEADER_LEN, gen, &valid, &r, err,
-                              err_len);
+        rc = store_log_load(s, p + WAL_HEADER_LEN, len - WAL_HEADER_LEN, gen, &valid, &r, err,
+                            err_len);
+        keep = WAL_HEADER_LEN + valid;
         if (rc == 0) {
-            LOG(LOG_INFO, "store_wal_replayed", "path=%s puts=%llu bytes=%zu torn_bytes=%zu",
-                s->path, (unsigned long long)r.puts, valid, len - WAL_HEADER_LEN - valid);
+            LOG(LOG_INFO, "store_wal_replayed", "path=%s puts=%llu keys=%zu bytes=%zu", s->path,
+                (unsigned long long)r.puts, s->ov.n, valid);
+        }
+        if (rc == 0 && keep < len) { /* torn by a crash, or damaged: dropped, said */
+            LOG(LOG_WARN, "store_wal_torn", "path=%s dropped_bytes=%zu at=%zu", s->path, len - keep,
+                keep);
         }
     }
     free(p);
@@ -1015,16 +1055,20 @@ static int store_log_open(struct store *s, char *err, size_t err_len)
         return rc;
     }
     wal_header(head, s->wal_gen);
-    if (pwrite(s->wal_fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
-        ftruncate(s->wal_fd, WAL_HEADER_LEN) != 0 ||
+    /* the log goes on after its last whole record: nothing past it may read as one later */
+    if ((keep == WAL_HEADER_LEN &&
+         pwrite(s->wal_fd, head, sizeof(head), 0) != (ssize_t)sizeof(head)) ||
+        ftruncate(s->wal_fd, (off_t)keep) != 0 ||
         (s->cfg.sync != STORE_SYNC_NONE && fdatasync(s->wal_fd) != 0)) {
         snprintf(err, err_len, "cannot write the write-ahead log of %s: %s", s->path,
                  strerror(errno));
         return RK_EIO;
     }
-    s->wal_len = WAL_HEADER_LEN;
+    s->wal_len = keep;
     s->hlc_mark = s->hlc.last;
+    store_log_reserve(s);
     atomic_store(&s->stat.wal_bytes, s->wal_len);
+    atomic_store(&s->stat.overlay_keys, s->ov.n);
     return 0;
 }
 
@@ -2002,7 +2046,8 @@ struct batch {
      * reaches disk as one record of the write-ahead log.
      */
     bool logged;
-    bool fresh; /* the key batch_load() read last is not in LMDB */
+    bool deletions; /* every operation of the batch deletes (op_is_deletion()) */
+    bool fresh;     /* the key batch_load() read last is not in LMDB */
 };
 
 /* Record an LMDB failure: the op's code, and the transaction-level poison. */
@@ -2729,6 +2774,7 @@ static void store_log_reset(struct store *s)
         }
         s->wal_len = WAL_HEADER_LEN;
         s->wal_stale = false;
+        store_log_reserve(s);
     }
     atomic_store(&s->stat.wal_bytes, s->wal_len);
     pthread_rwlock_wrlock(&s->resize_lock);
@@ -2827,16 +2873,21 @@ static bool batch_loggable(struct store *s, struct store_op **ops, size_t n)
 
 /*
  * Append one record to the log at its end, and under `sync always` fsync
- * it.  A record cut short is taken back (what is left past the end is
- * overwritten by the next record, and never reads as one).  Returns 0,
+ * it.  A batch with anything but deletions first makes sure the disk
+ * holds the record and STORE_WAL_RESERVE more; deletions may use the
+ * reserve.  A record cut short is taken back (what is left past the end
+ * is overwritten by the next record, and never reads as one).  Returns 0,
  * ENOSPC when the disk has no room for it (batch_attempt()), or
  * STORE_RC_DISK.
  */
-static int store_log_append(struct store *s, const uint8_t *p, size_t len)
+static int store_log_append(struct store *s, const uint8_t *p, size_t len, bool deletions)
 {
     size_t done = 0;
     int err = 0;
 
+    if (!deletions && !store_log_alloc(s, s->wal_len + len)) {
+        return ENOSPC; /* the reserve stays for deletions */
+    }
     while (done < len) {
         ssize_t w = pwrite(s->wal_fd, p + done, len - done, (off_t)(s->wal_len + done));
         if (w < 0 && errno == EINTR) {
@@ -2897,7 +2948,7 @@ static int batch_log(struct batch *b)
         buf_init(w, 0);
         return STORE_RC_SLOW;
     }
-    return rc != 0 ? STORE_RC_SLOW : store_log_append(s, buf_data(w), w->len);
+    return rc != 0 ? STORE_RC_SLOW : store_log_append(s, buf_data(w), w->len, b->deletions);
 }
 
 /*
@@ -2920,6 +2971,10 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n)
     }
     if (read_begin(s, &b.txn) != 0) {
         return STORE_RC_SLOW;
+    }
+    b.deletions = true;
+    for (size_t i = 0; i < n; i++) {
+        b.deletions = b.deletions && op_is_deletion(ops[i]);
     }
     s->nstaged = 0;
     for (size_t i = 0; i < n && b.mdb_rc == 0; i += g) {
@@ -3190,8 +3245,8 @@ static void store_handoff(struct store *s)
             return;
         }
     }
-    if (s->queue_head != NULL || s->closing) {
-        pthread_cond_signal(&s->work);
+    if (s->queue_head != NULL || s->closing || store_log_pending(s)) {
+        pthread_cond_signal(&s->work); /* the writer thread times the idle checkpoint */
     }
 }
 
