@@ -107,13 +107,20 @@
  * therefore sees every logged write.
  *
  * Recovery: at open the whole records of a log of the recorded generation
- * are put into LMDB in one transaction with the next generation; a record
- * torn by the crash (cut short, or failing its checksum) and everything
- * after it is dropped: under `sync always` it was never acknowledged,
- * under `batch` it is within the last interval.  A whole, checksummed
- * record whose contents do not decode is damage, and the open is refused
- * naming the byte.  LMDB's own recovery is below it: a transaction is
- * wholly in data.mdb after a crash or not at all.
+ * are loaded into the overlay, as if their batches had just run (LMDB is
+ * not written, so a full disk cannot keep a node from starting), and the
+ * first checkpoint moves them.  The first record cut short or failing its
+ * checksum ends the log: it is cut there (logged as store_wal_torn, with
+ * the bytes dropped), so nothing after it can come back behind newer
+ * records.  A crash tears only the unsynced tail (under `sync always` a
+ * record never acknowledged, under `batch` the last interval); the log
+ * cannot tell damage from such a hole, and refusing to start would keep a
+ * node down after an ordinary power loss.  A whole, checksummed record
+ * whose contents do not decode is damage, and the open is refused naming
+ * the byte.  The log keeps STORE_WAL_RESERVE allocated past its end for
+ * batches of deletions only, so a DEL finds room on a disk the log
+ * filled.  LMDB's own recovery is below it: a transaction is wholly in
+ * data.mdb after a crash or not at all.
  *
  * The writer
  * ----------
