@@ -2,7 +2,7 @@
  * store.c - the LMDB store of one node: layout, identity, reads, arc scans
  * and the group-committing writer.
  *
- * On-disk layout, format 1
+ * On-disk layout, format 2
  * ------------------------
  * A data directory holds one LMDB environment (data.mdb, lock.mdb), the
  * write-ahead log `wal` (its layout in wal.c) and a file LOCK.  The directory must be owned by the
@@ -30,7 +30,11 @@
  *            contiguous cursor ranges.
  *
  *   meta     key   a name in ASCII; value per name:
- *            format      u32  1; any other value is refused at open
+ *            format      u32  2.  A directory of format 1 (the same without
+ *                        the log and wal_gen) is recorded as 2 at its
+ *                        first open, so a build of format 1, which would
+ *                        not read the log, refuses it from then on; any
+ *                        other value is refused at open
  *            node_id     the node id the directory belongs to
  *            cluster_id  opaque cluster identity (1..64 bytes)
  *            seed        16 bytes, the ring seed positions were hashed with
@@ -196,7 +200,8 @@
 #include "overlay.h"
 #include "wal.h"
 
-#define STORE_FORMAT 1
+/* Format 2: format 1 and the write-ahead log (`wal`, meta wal_gen). */
+#define STORE_FORMAT 2
 #define STORE_MIB (1024ull * 1024)
 /* Room past map_max that only deletions may use: enough for thousands of
  * copy-on-write page paths, small next to any useful map. */
@@ -639,18 +644,20 @@ static int meta_read_counters(const struct store_meta *m, const struct store_con
 int store_meta_check(const struct store_meta *m, const struct store_config *cfg,
                      struct store_meta_found *found, char *err, size_t err_len)
 {
-    uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT};
+    uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT}, fmt1[4] = {0, 0, 0, 1};
     char got[RING_NAME_MAX + 1];
     unsigned long f = 0;
     int rc;
 
     memset(found, 0, sizeof(*found));
-    if (!meta_is(&m->format, fmt, 4)) {
+    found->upgrade_format = meta_is(&m->format, fmt1, 4);
+    if (!meta_is(&m->format, fmt, 4) && !found->upgrade_format) {
         for (size_t i = 0; m->format.p != NULL && i < m->format.len && i < 4; i++) {
             f = f << 8 | m->format.p[i];
         }
-        snprintf(err, err_len, "data directory %s has format %lu; this build reads format %d",
-                 cfg->path, f, STORE_FORMAT);
+        snprintf(err, err_len,
+                 "data directory %s has format %lu; this build reads formats 1 and %d", cfg->path,
+                 f, STORE_FORMAT);
         return RK_EMISMATCH;
     }
     if (!meta_is(&m->node_id, cfg->node_id, strlen(cfg->node_id))) {
@@ -767,6 +774,14 @@ static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t
     if (found.record_cluster && store_put_cluster(s, txn) != 0) {
         snprintf(err, err_len, "cannot record rf and conflicts in %s", s->path);
         return RK_EIO;
+    }
+    if (found.upgrade_format) {
+        uint8_t fmt[4] = {0, 0, 0, STORE_FORMAT};
+        if (meta_put(txn, s->dbi_meta, "format", fmt, 4) != 0) {
+            snprintf(err, err_len, "cannot record format %d in %s", STORE_FORMAT, s->path);
+            return RK_EIO;
+        }
+        LOG(LOG_INFO, "store_format_upgraded", "path=%s from=1 to=%d", s->path, STORE_FORMAT);
     }
     s->hint_seq = found.hint_seq;
     if (found.has_hlc && store_stamp_plausible(s, found.hlc)) {

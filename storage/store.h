@@ -120,6 +120,7 @@ struct store_meta {
 /* What store_meta_check() read out of accepted metadata. */
 struct store_meta_found {
     bool record_cluster; /* rf and conflicts both absent: record them as configured */
+    bool upgrade_format; /* format 1 (before the write-ahead log): record the current one */
     uint64_t hint_seq;
     bool has_hlc; /* a whole clock mark; otherwise the records are scanned */
     uint64_t hlc;

@@ -94,7 +94,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!fuzz_is(&m.node_id, "n1", 2) ||
         !fuzz_is(&m.cluster_id, fuzz_cluster, sizeof(fuzz_cluster) - 1) ||
         !fuzz_is(&m.seed, cfg.seed, RING_SEED_LEN) || m.format.len != 4 ||
-        bytes_get_be32(m.format.p) != 1 || (found.record_cluster && m.rf.p != NULL)) {
+        (bytes_get_be32(m.format.p) != 1 && bytes_get_be32(m.format.p) != 2) ||
+        found.upgrade_format != (bytes_get_be32(m.format.p) == 1) ||
+        (found.record_cluster && m.rf.p != NULL)) {
         abort();
     }
     return 0;

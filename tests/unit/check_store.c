@@ -308,7 +308,52 @@ START_TEST(test_unknown_format_refused)
     ck_assert_int_eq(mdb_txn_commit(txn), 0);
     mdb_env_close(env);
     ck_assert_int_eq(open_err("d", "n1", cluster_a, 9, NULL, err, sizeof(err)), RK_EMISMATCH);
-    ck_assert_msg(strstr(err, "has format 7; this build reads format 1") != NULL, "%s", err);
+    ck_assert_msg(strstr(err, "has format 7; this build reads formats 1 and 2") != NULL, "%s", err);
+}
+END_TEST
+
+/*
+ * A directory of format 1 (before the write-ahead log) opens, keeps its
+ * data, and is recorded as format 2, so a build that would not read the
+ * log refuses it from then on.
+ */
+START_TEST(test_format_1_upgraded)
+{
+    char path[512], *v;
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    uint8_t fmt[4] = {0, 0, 0, 1};
+    MDB_val k = {6, "format"}, val = {4, fmt};
+    struct store *s = open_store("d", "n1");
+
+    put(s, "k", "v");
+    store_close(s);
+    snprintf(path, sizeof(path), "%s/d", tmp_dir);
+    ck_assert_int_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 4);
+    ck_assert_int_eq(mdb_env_open(env, path, 0, 0600), 0);
+    ck_assert_int_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    ck_assert_int_eq(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    ck_assert_int_eq(mdb_put(txn, dbi, &k, &val, 0), 0);
+    ck_assert_int_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    s = open_store("d", "n1");
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "v");
+    free(v);
+    store_close(s);
+    ck_assert_int_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 4);
+    ck_assert_int_eq(mdb_env_open(env, path, MDB_RDONLY, 0600), 0);
+    ck_assert_int_eq(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    ck_assert_int_eq(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    ck_assert_int_eq(mdb_get(txn, dbi, &k, &val), 0);
+    ck_assert_uint_eq(val.mv_size, 4);
+    ck_assert_uint_eq(((const uint8_t *)val.mv_data)[3], 2);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
 }
 END_TEST
 
@@ -1433,6 +1478,7 @@ static Suite *store_suite(void)
         {"read_hold", test_read_hold},
         {"identity_refused", test_identity_refused},
         {"unknown_format", test_unknown_format_refused},
+        {"format_1_upgraded", test_format_1_upgraded},
         {"cluster_settings_refused", test_cluster_settings_refused},
         {"second_opener", test_second_opener_refused},
         {"bad_config", test_bad_config},
