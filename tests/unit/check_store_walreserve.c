@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -207,6 +209,109 @@ START_TEST(test_reopen_counts_and_clock)
 }
 END_TEST
 
+/*
+ * A checkpoint at close that LMDB cannot commit (every write past
+ * RLIMIT_FSIZE refused) leaves the loaded log for the next open.
+ */
+START_TEST(test_close_keeps_loaded_log)
+{
+    const uint64_t want = OLD_KEYS / 2 + NEW_KEYS;
+    struct store *s = open_in("c", STORE_SYNC_ALWAYS);
+    struct store_stats st;
+    struct rlimit lim, saved;
+    char key[32];
+    int status;
+    pid_t pid;
+
+    for (int i = 0; i < OLD_KEYS; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        ck_assert_int_eq(put_len(s, key, "old", 3, NULL), 0);
+    }
+    store_close(s);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        child_overwrite();
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    s = open_in("c", STORE_SYNC_ALWAYS);
+    signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    lim = saved;
+    lim.rlim_cur = 1;
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    store_close(s); /* its checkpoint fails */
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    s = open_in("c", STORE_SYNC_ALWAYS);
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.keys, want);
+    ck_assert_uint_eq(st.overlay_keys, NEW_KEYS);
+    ck_assert_uint_eq(scan_count(s), want);
+    store_close(s);
+}
+END_TEST
+
+/*
+ * A store far below the process's file size limit (RLIMIT_FSIZE, 2 MiB)
+ * on tmpfs, whose fallocate() checks the limit and raises SIGXFSZ (the
+ * default action ends the process, and ringkvd keeps it): opening it and
+ * writing must work or be refused (RK_ENOSPC), never end the process.  The
+ * child reports how it ended; no tmpfs at /dev/shm: nothing to show.
+ */
+START_TEST(test_reserve_under_file_size_limit)
+{
+    char dir[] = "/dev/shm/check_store_walreserve.XXXXXX", path[128], cmd[160];
+    struct statfs fs;
+    int status;
+    pid_t pid;
+
+    if (statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC || mkdtemp(dir) == NULL) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/data", dir);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit lim = {2 * 1024 * 1024, RLIM_INFINITY};
+        struct store_config c;
+        struct store *s = NULL;
+        char err[256], ignored[512];
+
+        signal(SIGXFSZ, SIG_DFL);
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) {
+            _exit(5);
+        }
+        store_config_in(&c, ignored, sizeof(ignored), "x");
+        c.path = path;
+        if (store_open(&s, &c, err, sizeof(err)) != 0) {
+            _exit(3);
+        }
+        /* a log of 1.8 MiB (and LMDB as much after a checkpoint): the reserve reaches past 2 MiB */
+        static char v[60000];
+        memset(v, 'v', sizeof(v));
+        for (int i = 0; i < 31; i++) {
+            char key[16];
+            snprintf(key, sizeof(key), "k%d", i);
+            int rc = put_len(s, key, v, sizeof(v), NULL);
+            if (rc == RK_ENOSPC) {
+                break; /* refused, as for a full disk: fine */
+            }
+            if (rc != 0) {
+                _exit(4);
+            }
+        }
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(WIFEXITED(status), "the store was ended by signal %d", WTERMSIG(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
 static Suite *walreserve_suite(void)
 {
     Suite *su = suite_create("store_walreserve");
@@ -216,6 +321,8 @@ static Suite *walreserve_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_reserve_kept_after_refused_append);
     tcase_add_test(tc, test_reopen_counts_and_clock);
+    tcase_add_test(tc, test_close_keeps_loaded_log);
+    tcase_add_test(tc, test_reserve_under_file_size_limit);
     suite_add_tcase(su, tc);
     return su;
 }
