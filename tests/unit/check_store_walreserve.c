@@ -312,6 +312,107 @@ START_TEST(test_reserve_under_file_size_limit)
 }
 END_TEST
 
+/* --- crash, reopen with the log loaded (and a torn tail cut), write, crash again */
+
+#define ROUND_KEYS 60
+
+/* Round 1 writes r1-i for every key; round 2 deletes i % 3 == 0, rewrites i % 3 == 1. */
+static void child_round(int round)
+{
+    struct store *s = open_in("t", STORE_SYNC_ALWAYS);
+    struct sibling w = {0};
+    char key[32], value[32];
+
+    for (int i = 0; i < ROUND_KEYS; i++) {
+        int rc = 0;
+        snprintf(key, sizeof(key), "key-%d", i);
+        snprintf(value, sizeof(value), "r%d-%d", round, i);
+        if (round == 1 || i % 3 == 1) {
+            rc = put_len(s, key, value, strlen(value), NULL);
+        } else if (i % 3 == 0) {
+            rc = store_write(s, key, strlen(key), NULL, 0, true, NULL, &w);
+            sibling_deinit(&w);
+            sibling_init(&w);
+        }
+        if (rc != 0) {
+            _exit(3);
+        }
+    }
+    _exit(0);
+}
+
+static void run_child(int round)
+{
+    int status;
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        child_round(round);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* The live value of key, "" when deleted or absent. */
+static void value_of(struct store *s, const char *key, char *out, size_t cap)
+{
+    struct record r;
+    int rc;
+
+    record_init(&r);
+    rc = store_get(s, key, strlen(key), &r);
+    out[0] = '\0';
+    if (rc == 0) {
+        for (size_t j = 0; j < r.n; j++) {
+            if (!r.s[j].tombstone) {
+                snprintf(out, cap, "%.*s", (int)r.s[j].value_len, (const char *)r.s[j].value);
+            }
+        }
+    }
+    record_deinit(&r);
+}
+
+START_TEST(test_crash_reopen_write_crash)
+{
+    char p[600], key[32], want[32], got[64];
+    static const uint8_t junk[300] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 4};
+    struct store *s;
+    struct store_stats st;
+    uint64_t live = 0;
+    FILE *f;
+
+    run_child(1);
+    snprintf(p, sizeof(p), "%s/t/wal", tmp_dir);
+    f = fopen(p, "ab"); /* a torn tail: cut at the next open */
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(junk, 1, sizeof(junk), f), sizeof(junk));
+    fclose(f);
+    run_child(2);
+    s = open_in("t", STORE_SYNC_ALWAYS);
+    for (int i = 0; i < ROUND_KEYS; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        snprintf(want, sizeof(want), "r%d-%d", i % 3 == 1 ? 2 : 1, i);
+        value_of(s, key, got, sizeof(got));
+        ck_assert_str_eq(got, i % 3 == 0 ? "" : want);
+        live += i % 3 != 0;
+    }
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.keys, ROUND_KEYS); /* tombstones are keys until collected */
+    ck_assert_uint_eq(scan_count(s), ROUND_KEYS);
+    store_close(s);
+    s = open_in("t", STORE_SYNC_ALWAYS);
+    for (int i = 0; i < ROUND_KEYS; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        snprintf(want, sizeof(want), "r%d-%d", i % 3 == 1 ? 2 : 1, i);
+        value_of(s, key, got, sizeof(got));
+        ck_assert_str_eq(got, i % 3 == 0 ? "" : want);
+    }
+    ck_assert_uint_eq(live, ROUND_KEYS - ROUND_KEYS / 3);
+    store_close(s);
+}
+END_TEST
+
 static Suite *walreserve_suite(void)
 {
     Suite *su = suite_create("store_walreserve");
@@ -323,6 +424,7 @@ static Suite *walreserve_suite(void)
     tcase_add_test(tc, test_reopen_counts_and_clock);
     tcase_add_test(tc, test_close_keeps_loaded_log);
     tcase_add_test(tc, test_reserve_under_file_size_limit);
+    tcase_add_test(tc, test_crash_reopen_write_crash);
     suite_add_tcase(su, tc);
     return su;
 }
