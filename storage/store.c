@@ -317,6 +317,7 @@ struct store {
     struct log_limit wal_log; /* the log's failures, logged once a second at most */
     size_t page_size;         /* LMDB's */
     bool ckpt_due;            /* a checkpoint is due: the writer thread runs it (under mu) */
+    bool format_upgraded;     /* this open recorded format 2 (synced before the log is used) */
     uint64_t ckpt_retry_ms;   /* after a failed checkpoint: no idle one before this (monotonic) */
     /*
      * The LMDB transaction id of a checkpoint that holds the overlay's
@@ -782,6 +783,7 @@ static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t
             return RK_EIO;
         }
         LOG(LOG_INFO, "store_format_upgraded", "path=%s from=1 to=%d", s->path, STORE_FORMAT);
+        s->format_upgraded = true;
     }
     s->hint_seq = found.hint_seq;
     if (found.has_hlc && store_stamp_plausible(s, found.hlc)) {
@@ -826,6 +828,8 @@ static int store_open_tables(struct store *s, char *err, size_t err_len)
         }
     }
     rc = mdb_txn_commit(txn);
+    /* in every sync mode: an older build must never find format 1 beside a log it ignores */
+    rc = rc == 0 && s->format_upgraded ? mdb_env_sync(s->env, 1) : rc;
     if (rc != 0) {
         snprintf(err, err_len, "cannot initialise %s: %s", s->path, mdb_strerror(rc));
     }
@@ -919,12 +923,22 @@ static int store_log_load(struct store *s, const uint8_t *p, size_t len, uint64_
 static bool store_log_alloc(struct store *s, uint64_t need)
 {
     uint64_t want = (need + 2 * STORE_WAL_RESERVE - 1) / STORE_WAL_RESERVE * STORE_WAL_RESERVE;
+    struct rlimit lim;
+    int rc;
 
     if (s->wal_alloc == UINT64_MAX || want <= s->wal_alloc) {
         return true;
     }
-    if (fallocate(s->wal_fd, FALLOC_FL_KEEP_SIZE, (off_t)s->wal_alloc,
-                  (off_t)(want - s->wal_alloc)) != 0) {
+    /* past the file size limit fallocate() raises SIGXFSZ on some file systems: no room */
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        want > (uint64_t)lim.rlim_cur) {
+        return false;
+    }
+    do {
+        rc = fallocate(s->wal_fd, FALLOC_FL_KEEP_SIZE, (off_t)s->wal_alloc,
+                       (off_t)(want - s->wal_alloc));
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
         if (errno == EOPNOTSUPP || errno == ENOSYS) {
             s->wal_alloc = UINT64_MAX;
             return true;
@@ -2923,6 +2937,7 @@ static int store_log_append(struct store *s, const uint8_t *p, size_t len, bool 
     }
     if (err != 0) {
         (void)!ftruncate(s->wal_fd, (off_t)s->wal_len);
+        store_log_reserve(s); /* the truncation freed the blocks kept past the end too */
         if (err == ENOSPC || err == EDQUOT || err == EFBIG) {
             return ENOSPC;
         }

@@ -142,6 +142,7 @@ int main(int argc, char **argv)
     sigaddset(&hup, SIGHUP);
     sigprocmask(SIG_BLOCK, &hup, NULL); /* until libev's watcher unblocks it */
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* a write past the file size limit fails with EFBIG: a full disk */
     /*
      * Keep freed heap instead of handing it back at once: the store's
      * checkpoints allocate and free LMDB's dirty pages (tens of MiB) each
