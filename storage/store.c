@@ -252,6 +252,11 @@
  * other batches leave it untouched (store_log_append()).
  */
 #define STORE_WAL_RESERVE (256 * 1024)
+/*
+ * The most a log can hold: the checkpoint trigger, then one more batch's
+ * record at its largest.  A larger file is no log of this store.
+ */
+#define STORE_WAL_READ_MAX (STORE_CKPT_WAL_BYTES + WAL_RECORD_HEAD + (uint64_t)WAL_BODY_MAX)
 /* After a checkpoint failed (a full disk), the next idle one waits this long. */
 #define STORE_CKPT_RETRY_MS 1000
 /* The log is taken only while the map has room for this many times the overlay (and 8 MiB). */
@@ -972,6 +977,10 @@ static int store_log_read(int fd, uint8_t **out, size_t *len)
     if (st.st_size == 0) {
         return 0;
     }
+    if ((uint64_t)st.st_size > STORE_WAL_READ_MAX) {
+        *len = (size_t)st.st_size;
+        return RK_ETOOBIG;
+    }
     *out = malloc((size_t)st.st_size);
     if (*out == NULL) {
         return RK_ENOMEM;
@@ -1056,8 +1065,12 @@ static int store_log_open(struct store *s, char *err, size_t err_len)
     int rc = store_log_fd(s, err, err_len);
 
     if (rc == 0 && (rc = store_log_read(s->wal_fd, &p, &len)) != 0) {
+        char why[96];
+        snprintf(why, sizeof(why), "%zu bytes, more than a log grows to; move it away", len);
         snprintf(err, err_len, "cannot read the write-ahead log %s/wal: %s", s->path,
-                 rc == RK_ENOMEM ? "too large to read into memory" : "read error");
+                 rc == RK_ETOOBIG  ? why
+                 : rc == RK_ENOMEM ? "too large to read into memory"
+                                   : "read error");
     }
     if (rc == 0 && (rc = store_log_gen(s, &gen)) != 0) {
         snprintf(err, err_len, "cannot record the log generation in %s: %s", s->path,
