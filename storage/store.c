@@ -3427,8 +3427,14 @@ static bool writer_wait(struct store *s)
             pthread_cond_timedwait(&s->work, &s->mu, &ts);
             continue;
         }
+        if (s->cfg.test_idle_checkpoint_ms == UINT64_MAX) {
+            pthread_cond_wait(&s->work, &s->mu);
+            continue;
+        }
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += STORE_CKPT_IDLE_MS * 1000000L;
+        ts.tv_nsec += (long)(s->cfg.test_idle_checkpoint_ms ? s->cfg.test_idle_checkpoint_ms
+                                                            : STORE_CKPT_IDLE_MS) *
+                      1000000L;
         ts.tv_sec += ts.tv_nsec / 1000000000;
         ts.tv_nsec %= 1000000000;
         if (pthread_cond_timedwait(&s->work, &s->mu, &ts) == ETIMEDOUT && s->queue_head == NULL &&

@@ -87,6 +87,12 @@ struct store_config {
      */
     void (*test_dispatch_gap)(void *ctx);
     /*
+     * Tests only (0 otherwise): when set, the writer's idle checkpoint
+     * waits this many ms of no work instead of 100; UINT64_MAX never, so a
+     * test can look at the write-ahead log's contents without a race.
+     */
+    uint64_t test_idle_checkpoint_ms;
+    /*
      * Tests only (NULL otherwise): called at every fsync (the batch
      * syncer's and close's before it, and after every commit under `sync
      * always`, whose commit is the fsync); a non-zero return, an errno
