@@ -3010,9 +3010,13 @@ static int batch_log(struct batch *b)
  * Returns 0, STORE_RC_SLOW (nothing staged: run it through LMDB), an LMDB
  * code, or STORE_RC_DISK.
  */
-static int batch_logged(struct store *s, struct store_op **ops, size_t n)
+static int batch_logged(struct store *s, struct store_op **ops, size_t n, bool deletions)
 {
-    struct batch b = {.s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark, .logged = true};
+    struct batch b = {.deletions = deletions,
+                      .s = s,
+                      .wall_ms = store_wall_ms(s),
+                      .hlc_high = s->hlc_mark,
+                      .logged = true};
     size_t g;
     int rc;
 
@@ -3021,10 +3025,6 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n)
     }
     if (read_begin(s, &b.txn) != 0) {
         return STORE_RC_SLOW;
-    }
-    b.deletions = true;
-    for (size_t i = 0; i < n; i++) {
-        b.deletions = b.deletions && op_is_deletion(ops[i]);
     }
     s->nstaged = 0;
     for (size_t i = 0; i < n && b.mdb_rc == 0; i += g) {
@@ -3064,11 +3064,12 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n)
 static int batch_attempt(struct store *s, struct store_op **ops, size_t n)
 {
     if (batch_loggable(s, ops, n)) {
-        int rc = batch_logged(s, ops, n);
         bool deletions = true;
+        int rc;
         for (size_t i = 0; i < n; i++) {
             deletions = deletions && op_is_deletion(ops[i]);
         }
+        rc = batch_logged(s, ops, n, deletions);
         if (rc != STORE_RC_SLOW && !(rc == ENOSPC && deletions)) {
             return rc;
         }
@@ -3451,6 +3452,25 @@ static bool writer_wait(struct store *s)
  * MDB_NOMETASYNC), from a thread of its own.  Neither takes a lock the
  * writers need, so they go on while it runs.
  */
+/* The syncer's flush of one file when it was written since the last (mu held, released meanwhile).
+ */
+static void syncer_flush(struct store *s, atomic_bool *dirty, int (*sync)(struct store *),
+                         const char *what)
+{
+    int rc;
+
+    if (!atomic_exchange(dirty, false) || atomic_load(&s->disk_failed)) {
+        return;
+    }
+    pthread_mutex_unlock(&s->mu);
+    rc = sync(s);
+    atomic_fetch_add(&s->stat.syncs, 1);
+    if (rc != 0) {
+        store_disk_fail(s, what, rc);
+    }
+    pthread_mutex_lock(&s->mu);
+}
+
 static void *store_syncer_main(void *arg)
 {
     struct store *s = arg;
@@ -3463,26 +3483,8 @@ static void *store_syncer_main(void *arg)
         ts.tv_sec += ts.tv_nsec / 1000000000;
         ts.tv_nsec %= 1000000000;
         pthread_cond_timedwait(&s->sync_wake, &s->mu, &ts);
-        if (atomic_exchange(&s->wal_dirty, false) && !atomic_load(&s->disk_failed)) {
-            int rc;
-            pthread_mutex_unlock(&s->mu);
-            rc = store_log_sync(s);
-            atomic_fetch_add(&s->stat.syncs, 1);
-            if (rc != 0) {
-                store_disk_fail(s, "wal_fsync", rc);
-            }
-            pthread_mutex_lock(&s->mu);
-        }
-        if (atomic_exchange(&s->dirty, false) && !atomic_load(&s->disk_failed)) {
-            int rc;
-            pthread_mutex_unlock(&s->mu);
-            rc = store_sync(s);
-            atomic_fetch_add(&s->stat.syncs, 1);
-            if (rc != 0) {
-                store_disk_fail(s, "fsync", rc);
-            }
-            pthread_mutex_lock(&s->mu);
-        }
+        syncer_flush(s, &s->wal_dirty, store_log_sync, "wal_fsync");
+        syncer_flush(s, &s->dirty, store_sync, "fsync");
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
