@@ -13,8 +13,14 @@
  *   - A clock names a version.  Two versions with equal clocks are the same
  *     version even if their contents differ, so the second one applied is
  *     ignored.  Different contents under one clock can only come from a
- *     node reusing its counter (record_write_local() never does: it raises
- *     the node's counter above every counter of that node it can see).
+ *     counter handed out twice.  record_write_local() raises its actor's
+ *     counter above every counter of that actor it can see, and the actor
+ *     is not the node id but an id per life of the node's data directory
+ *     (store_actor()): a node whose directory was wiped has forgotten its
+ *     counters, and under its node id it would hand out (node, 1) again,
+ *     which every replica holding the old (node, 1) would drop (Riak's
+ *     kv679).  The sibling's node field stays the node id: LWW's tie-break
+ *     and what is shown are by node.
  *   - The effective sibling cap is min(max_siblings, RECORD_SIBLINGS_MAX):
  *     a record that could not be encoded is never built.
  *   - LWW orders versions by (hlc, node id in ring order, tombstone over
@@ -27,15 +33,15 @@
  *     HLC timestamp, as vclock.h specifies; vclock_prune() compares its
  *     physical part with now_ms.
  *   - A context comes from a client, so record_write_local() bounds it
- *     before use (RK_ECONTEXT): node's own counter no higher than the key's
- *     clock holds for node (what node has issued for the key), at most
+ *     before use (RK_ECONTEXT): the actor's own counter no higher than the
+ *     key's clock holds for it (what it has issued for the key), at most
  *     max_siblings ids the key's clock does not hold, and the key's clock
  *     with the context's ids within VCLOCK_ENTRIES_MAX.  Without the first,
  *     a context carrying node's counter at 2^64-2 makes the key unwritable
  *     (every later write overflows it); without the second, contexts grow
  *     clocks by 64 invented ids a write; without the third, invented ids
  *     spread over concurrent siblings outgrow the clock a blind write
- *     needs, and the key is unwritable again.  Other nodes' counters may
+ *     needs, and the key is unwritable again.  Other actors' counters may
  *     legitimately run ahead of this replica (a read served elsewhere).
  *   - A local write's stamp is raised above the stamp of every sibling its
  *     clock supersedes: a write never loses, under LWW, to the version it
@@ -446,30 +452,31 @@ static uint64_t record_counter(const struct record *r, const char *id)
 }
 
 /*
- * Turn base into the clock of a new write by node: node's counter raised
- * to the largest counter of node in base or in any sibling of r, then
- * incremented with the write's hlc as stamp.  Raising above the siblings,
- * not only above base, is what keeps a node from giving two different
- * writes the same counter when a client's context is older than the node.
+ * Turn base into the clock of a new write by actor (the clock id of this
+ * node's data directory, store.c): actor's counter raised to the largest
+ * counter of actor in base or in any sibling of r, then incremented with
+ * the write's hlc as stamp.  Raising above the siblings, not only above
+ * base, is what keeps a node from giving two different writes the same
+ * counter when a client's context is older than the node.
  */
-static int record_write_clock(const struct record *r, const char *node, uint64_t hlc,
+static int record_write_clock(const struct record *r, const char *actor, uint64_t hlc,
                               struct vclock *base)
 {
-    struct vclock_entry top = {.counter = vclock_get(base, node)};
+    struct vclock_entry top = {.counter = vclock_get(base, actor)};
     struct vclock raise = {.e = &top, .n = 1, .cap = 1};
-    uint64_t c = record_counter(r, node);
+    uint64_t c = record_counter(r, actor);
     int err;
 
     top.counter = c > top.counter ? c : top.counter;
-    if (top.counter > vclock_get(base, node)) {
-        top.id_len = (uint8_t)strlen(node);
-        memcpy(top.id, node, top.id_len + 1u);
+    if (top.counter > vclock_get(base, actor)) {
+        top.id_len = (uint8_t)strlen(actor);
+        memcpy(top.id, actor, top.id_len + 1u);
         err = vclock_merge(base, &raise);
         if (err != 0) {
             return err;
         }
     }
-    return vclock_increment(base, node, hlc);
+    return vclock_increment(base, actor, hlc);
 }
 
 /*
@@ -490,16 +497,16 @@ static bool record_context_misses(const struct record *r, const struct vclock *c
 }
 
 /*
- * The bounds on a context a client sends (see the top of this file): node's
- * counter no higher than the key's clock holds for node, at most
+ * The bounds on a context a client sends (see the top of this file): actor's
+ * counter no higher than the key's clock holds for actor, at most
  * max_siblings ids the key's clock does not hold, and room left for every
- * later write: the key's clock, the context and node together name at most
+ * later write: the key's clock, the context and actor together name at most
  * VCLOCK_ENTRIES_MAX ids.  Without the last, contexts adding ids to
  * concurrent siblings grow the key's clock (the merge of its siblings')
  * past what a clock holds, and a blind write, whose clock covers every
  * sibling, can no longer be built.  RK_ECONTEXT when a bound is broken.
  */
-static int record_context_check(const struct record *r, const char *node,
+static int record_context_check(const struct record *r, const char *actor,
                                 const struct vclock *context, size_t max_siblings)
 {
     size_t unknown = 0;
@@ -511,7 +518,7 @@ static int record_context_check(const struct record *r, const char *node,
     if (err != 0) {
         return err == RK_ETOOBIG ? RK_ECONTEXT : err;
     }
-    if (vclock_get(context, node) > vclock_get(&key, node)) {
+    if (vclock_get(context, actor) > vclock_get(&key, actor)) {
         err = RK_ECONTEXT;
         goto out_deinit;
     }
@@ -519,7 +526,7 @@ static int record_context_check(const struct record *r, const char *node,
         unknown += vclock_get(&key, context->e[i].id) == 0;
     }
     if (unknown > max_siblings ||
-        key.n + unknown + (vclock_get(&key, node) == 0 && vclock_get(context, node) == 0) >
+        key.n + unknown + (vclock_get(&key, actor) == 0 && vclock_get(context, actor) == 0) >
             VCLOCK_ENTRIES_MAX) {
         err = RK_ECONTEXT;
     }
@@ -533,9 +540,9 @@ out_deinit:
  * Raise hlc above the stamp of every sibling that clock supersedes, so a
  * write never loses, under LWW, to a version it replaced (the clock may have
  * refused a stamp far ahead of the wall, or not have heard of it).  The
- * stamp of node's entry, set by record_write_clock(), follows.
+ * stamp of actor's entry, set by record_write_clock(), follows.
  */
-static int record_write_stamp(const struct record *r, const char *node, struct vclock *clock,
+static int record_write_stamp(const struct record *r, const char *actor, struct vclock *clock,
                               uint64_t *hlc)
 {
     uint64_t t = *hlc;
@@ -549,7 +556,7 @@ static int record_write_stamp(const struct record *r, const char *node, struct v
         }
     }
     for (size_t i = 0; i < clock->n && t != *hlc; i++) {
-        if (strcmp(clock->e[i].id, node) == 0) {
+        if (strcmp(clock->e[i].id, actor) == 0) {
             clock->e[i].stamp = t;
         }
     }
@@ -588,7 +595,7 @@ static int record_new_version(struct sibling *v, struct vclock *clock, uint64_t 
     return 0;
 }
 
-int record_write_local(struct record *r, const char *node, uint64_t hlc,
+int record_write_local(struct record *r, const char *node, const char *actor, uint64_t hlc,
                        const struct vclock *context, bool tombstone, const void *value, size_t len,
                        enum record_conflicts mode, size_t max_siblings, struct sibling *out)
 {
@@ -597,10 +604,11 @@ int record_write_local(struct record *r, const char *node, uint64_t hlc,
     bool changed;
     int err;
 
-    if (node == NULL || !ring_name_valid(node, strnlen(node, RING_NAME_MAX + 1))) {
+    if (node == NULL || !ring_name_valid(node, strnlen(node, RING_NAME_MAX + 1)) || actor == NULL ||
+        !ring_name_valid(actor, strnlen(actor, RING_NAME_MAX + 1))) {
         return RK_EINVAL;
     }
-    err = context != NULL ? record_context_check(r, node, context, max_siblings) : 0;
+    err = context != NULL ? record_context_check(r, actor, context, max_siblings) : 0;
     if (err != 0) {
         return err;
     }
@@ -608,10 +616,10 @@ int record_write_local(struct record *r, const char *node, uint64_t hlc,
     sibling_init(&v);
     err = context != NULL ? vclock_copy(&clock, context) : record_context(r, &clock);
     if (err == 0) {
-        err = record_write_clock(r, node, hlc, &clock);
+        err = record_write_clock(r, actor, hlc, &clock);
     }
     if (err == 0) {
-        err = record_write_stamp(r, node, &clock, &hlc);
+        err = record_write_stamp(r, actor, &clock, &hlc);
     }
     if (err == 0 && mode == RECORD_SIBLINGS && context != NULL &&
         record_context_misses(r, context, &clock)) {

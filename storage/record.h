@@ -116,29 +116,33 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
 
 /*
  * A write coordinated by this node: build the new version in out and apply
- * it to r.  Its clock is context (or, when context is NULL, the record's
- * own context: a blind write supersedes everything it can see) with node's
- * counter raised above every counter of node in r or context, so the new
- * version descends from all it supersedes and from every earlier write
- * node coordinated.  Siblings the context did not see stay, as siblings.
- * hlc is the write's timestamp (from hlc_now()), raised when needed above
- * the stamp of every sibling the new version supersedes, so that it never
- * loses to them under LWW; out->hlc is the stamp used.  A context (from a
- * client) is bounded: node's counter in it at most what r's clocks hold for
- * node, at most max_siblings ids that r's clocks do not hold, and r's
- * clocks, context and node naming at most VCLOCK_ENTRIES_MAX ids together
- * (so a blind write can always be built); otherwise RK_ECONTEXT and r is
- * unchanged.  out, when not NULL, must be initialised; the caller owns it
- * afterwards.  NULL when the caller has no use for the version: r then takes
- * it without copying its clock and value.  Errors as record_apply(), and RK_EINVAL
- * (bad node id, tombstone with a value), RK_ERANGE (node's counter or a
- * superseded stamp at UINT64_MAX), and RK_EMISMATCH in siblings mode when the new clock would
- * supersede a sibling that context has not seen (a write node coordinated
- * after the client read): vector clocks cannot keep both, so the write is
- * refused rather than that sibling dropped; the client re-reads and
- * retries.  An empty context is a write that saw nothing, unlike NULL.
+ * it to r.  node is this node's id, the new sibling's node field (LWW's
+ * tie-break); actor is the id its clock entry is counted under: the id of
+ * this node's data directory's life (store_actor()), so that a node whose
+ * directory was wiped never hands out a (clock id, counter) pair again.  Its
+ * clock is context (or, when context is NULL, the record's own context: a
+ * blind write supersedes everything it can see) with actor's counter raised
+ * above every counter of actor in r or context, so the new version descends
+ * from all it supersedes and from every earlier write actor counted.
+ * Siblings the context did not see stay, as siblings.  hlc is the write's
+ * timestamp (from hlc_now()), raised when needed above the stamp of every
+ * sibling the new version supersedes, so that it never loses to them under
+ * LWW; out->hlc is the stamp used.  A context (from a client) is bounded:
+ * actor's counter in it at most what r's clocks hold for actor, at most
+ * max_siblings ids that r's clocks do not hold, and r's clocks, context and
+ * actor naming at most VCLOCK_ENTRIES_MAX ids together (so a blind write can
+ * always be built); otherwise RK_ECONTEXT and r is unchanged.  out, when not
+ * NULL, must be initialised; the caller owns it afterwards.  NULL when the
+ * caller has no use for the version: r then takes it without copying its
+ * clock and value.  Errors as record_apply(), and RK_EINVAL (bad node or
+ * actor id, tombstone with a value), RK_ERANGE (actor's counter or a
+ * superseded stamp at UINT64_MAX), and RK_EMISMATCH in siblings mode when
+ * the new clock would supersede a sibling that context has not seen (a write
+ * actor counted after the client read): vector clocks cannot keep both, so
+ * the write is refused rather than that sibling dropped; the client re-reads
+ * and retries.  An empty context is a write that saw nothing, unlike NULL.
  */
-int record_write_local(struct record *r, const char *node, uint64_t hlc,
+int record_write_local(struct record *r, const char *node, const char *actor, uint64_t hlc,
                        const struct vclock *context, bool tombstone, const void *value, size_t len,
                        enum record_conflicts mode, size_t max_siblings, struct sibling *out);
 

@@ -61,6 +61,33 @@
  *                        LMDB (or not this directory's) and is dropped at
  *                        open.  Chosen at random when first recorded,
  *                        then one up per checkpoint.
+ *            actor       the id this node's writes count under in vector
+ *                        clocks (record_write_local()), in ASCII: the node
+ *                        id's first 55 bytes at most, ':', 8 lowercase hex
+ *                        digits drawn at random (a valid clock id, at most
+ *                        64 bytes).  One per life of the directory, so no
+ *                        (clock id, counter) pair is handed out twice: a
+ *                        wiped or new directory gets a new one, and so does
+ *                        one without it (made before actors), whose old
+ *                        writes count under the node id.  Chosen and synced
+ *                        at open, in every sync mode, before any write
+ *                        can use it; a new one is logged (store_actor_new,
+ *                        with its reason).
+ *            actor_life  u64 inode of data.mdb || u8 state: 1 from the
+ *                        open that recorded it, 0 once a close moved the
+ *                        log into LMDB and synced it.  An open keeps the
+ *                        actor only when the state is 0 and the inode is
+ *                        data.mdb's: a crash (under `sync batch` or `none`
+ *                        the last counters handed out may be lost while
+ *                        other replicas have them), a copy taken while the
+ *                        node ran, or a copy put back as new files (cp,
+ *                        rsync, tar into an emptied directory) each get a
+ *                        new actor.  Not covered: an old copy written back
+ *                        over the same data.mdb in place, or a file system
+ *                        snapshot rolled back, of a directory that was
+ *                        closed cleanly when copied: it keeps the old actor
+ *                        and may hand out its counters again.  So a copy is
+ *                        restored as new files, never over the old ones.
  *            Other names belong to higher layers (STORE_OP_TABLE_PUT);
  *            the names above are reserved.  Integers are big-endian.
  *            seed, rf and conflicts are the cluster settings
@@ -261,15 +288,25 @@
 #define STORE_CKPT_RETRY_MS 1000
 /* The log is taken only while the map has room for this many times the overlay (and 8 MiB). */
 #define STORE_CKPT_ROOM_FACTOR 3
+/* An actor: this many bytes of the node id at most, ':', and this many random bytes in hex. */
+#define STORE_ACTOR_PREFIX 55
+#define STORE_ACTOR_RANDOM 4
+/* meta actor_life: u64 inode of data.mdb, u8 1 open / 0 closed cleanly. */
+#define STORE_LIFE_LEN 9
+_Static_assert(STORE_ACTOR_PREFIX + 1 + 2 * STORE_ACTOR_RANDOM <= RING_NAME_MAX,
+               "an actor is a valid clock id");
 
-static const char *const store_reserved_meta[] = {"format", "node_id",   "cluster_id", "seed",
-                                                  "rf",     "conflicts", "created_ms", "hint_seq",
-                                                  "hlc",    "wal_gen"};
+static const char *const store_reserved_meta[] = {
+    "format",     "node_id",  "cluster_id", "seed",    "rf",    "conflicts",
+    "created_ms", "hint_seq", "hlc",        "wal_gen", "actor", "actor_life"};
 
 struct store {
     struct store_config cfg;
     char *path;
     char node_id[RING_NAME_MAX + 1];
+    char actor[RING_NAME_MAX + 1]; /* the clock id of this directory's life (meta actor) */
+    bool actor_live;               /* meta actor_life says open: close may record a clean close */
+    bool created;                  /* this open created the directory's identity */
     uint8_t cluster_id[STORE_CLUSTER_ID_MAX];
     int lock_fd;
     MDB_env *env;
@@ -802,11 +839,164 @@ static int store_check_identity(struct store *s, MDB_txn *txn, char *err, size_t
     return store_seed_clock(s, txn, err, err_len);
 }
 
+/* --- opening: the actor -------------------------------------------------------- */
+
+/* The inode of data.mdb: a copy of the directory put back is a new file. */
+static int store_data_ino(struct store *s, uint64_t *ino)
+{
+    struct stat st;
+    int fd;
+
+    if (mdb_env_get_fd(s->env, &fd) != 0 || fstat(fd, &st) != 0) {
+        return RK_EIO;
+    }
+    *ino = (uint64_t)st.st_ino;
+    return 0;
+}
+
+/*
+ * Why the recorded actor (a, l: the meta values, NULL when absent) cannot
+ * be kept by data.mdb with inode ino, or NULL when it can (meta actor and
+ * actor_life in the layout above).
+ */
+static const char *store_actor_stale(const MDB_val *a, const MDB_val *l, uint64_t ino)
+{
+    if (a == NULL) {
+        return "absent";
+    }
+    if (!ring_name_valid(a->mv_data, a->mv_size) || l == NULL || l->mv_size != STORE_LIFE_LEN ||
+        ((const uint8_t *)l->mv_data)[8] > 1) {
+        return "damaged";
+    }
+    if (((const uint8_t *)l->mv_data)[8] != 0) {
+        return "unclean";
+    }
+    return bytes_get_be64(l->mv_data) != ino ? "copied" : NULL;
+}
+
+/* A new actor: the node id's first STORE_ACTOR_PREFIX bytes, ':', 8 random hex digits. */
+static int store_actor_make(struct store *s)
+{
+    uint8_t rnd[STORE_ACTOR_RANDOM];
+    char hex[2 * STORE_ACTOR_RANDOM + 1];
+
+    if (sodium_init() < 0) {
+        return RK_EIO;
+    }
+    randombytes_buf(rnd, sizeof(rnd));
+    hex_encode(hex, rnd, sizeof(rnd));
+    snprintf(s->actor, sizeof(s->actor), "%.*s:%s", STORE_ACTOR_PREFIX, s->node_id, hex);
+    return 0;
+}
+
+/*
+ * Keep the recorded actor, or make a new one (created: a new directory),
+ * and record it with actor_life saying open, in txn.
+ */
+static int store_take_actor(struct store *s, MDB_txn *txn, bool created, char *err, size_t err_len)
+{
+    uint8_t life[STORE_LIFE_LEN];
+    MDB_val a, l;
+    const char *why;
+    uint64_t ino = 0;
+    int ra = meta_get(txn, s->dbi_meta, "actor", &a);
+    int rl = meta_get(txn, s->dbi_meta, "actor_life", &l);
+    int rc = ra != 0 && ra != MDB_NOTFOUND ? ra : rl != 0 && rl != MDB_NOTFOUND ? rl : 0;
+
+    if (rc == 0 && store_data_ino(s, &ino) != 0) {
+        rc = EIO;
+    }
+    why = created ? "created" : store_actor_stale(ra == 0 ? &a : NULL, rl == 0 ? &l : NULL, ino);
+    if (rc == 0 && why == NULL) {
+        memcpy(s->actor, a.mv_data, a.mv_size);
+        s->actor[a.mv_size] = '\0';
+    } else if (rc == 0) {
+        rc = store_actor_make(s) != 0
+                 ? EIO
+                 : meta_put(txn, s->dbi_meta, "actor", s->actor, strlen(s->actor));
+    }
+    bytes_put_be64(life, ino);
+    life[8] = 1;
+    rc = rc ? rc : meta_put(txn, s->dbi_meta, "actor_life", life, sizeof(life));
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot record the actor of %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
+    }
+    if (why != NULL) {
+        bool plain = strcmp(why, "created") == 0 || strcmp(why, "absent") == 0;
+        LOG(plain ? LOG_INFO : LOG_WARN, "store_actor_new", "path=%s actor=%s reason=%s", s->path,
+            s->actor, why);
+    }
+    return 0;
+}
+
+/*
+ * Take the actor (store_take_actor()) once the rest of the directory has
+ * been accepted, so a refused open leaves data.mdb as it was, and sync it
+ * in every sync mode: it must be on disk before a write counts under it.
+ */
+static int store_open_actor(struct store *s, char *err, size_t err_len)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot record the actor of %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
+    }
+    rc = store_take_actor(s, txn, s->created, err, err_len);
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    rc = mdb_txn_commit(txn);
+    rc = rc ? rc : mdb_env_sync(s->env, 1);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot record the actor of %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
+    }
+    s->actor_live = true;
+    return 0;
+}
+
+/*
+ * Record a clean close in actor_life, synced in every sync mode: every
+ * counter this life handed out is in LMDB (the caller's checkpoint emptied
+ * the log), so the next open may keep the actor.  Any failure leaves the
+ * life open, and the next open takes a new actor: never unsafe.
+ */
+static void store_close_life(struct store *s)
+{
+    uint8_t life[STORE_LIFE_LEN];
+    uint64_t ino;
+    MDB_txn *txn;
+
+    if (!s->actor_live || store_data_ino(s, &ino) != 0 ||
+        mdb_txn_begin(s->env, NULL, 0, &txn) != 0) {
+        return;
+    }
+    bytes_put_be64(life, ino);
+    life[8] = 0;
+    if (meta_put(txn, s->dbi_meta, "actor_life", life, sizeof(life)) != 0) {
+        mdb_txn_abort(txn);
+        return;
+    }
+    if (mdb_txn_commit(txn) == 0 && mdb_env_sync(s->env, 1) != 0) {
+        LOG(LOG_WARN, "store_actor_close_unsynced", "path=%s", s->path);
+    }
+}
+
+const char *store_actor(const struct store *s)
+{
+    return s->actor;
+}
+
 static int store_open_tables(struct store *s, char *err, size_t err_len)
 {
     MDB_txn *txn;
     MDB_stat st;
     MDB_val v;
+    bool created;
     int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 
     rc = rc ? rc : mdb_dbi_open(txn, "data", MDB_CREATE, &s->dbi_data);
@@ -818,7 +1008,8 @@ static int store_open_tables(struct store *s, char *err, size_t err_len)
                  mdb_strerror(rc));
         goto out_abort;
     }
-    if (meta_get(txn, s->dbi_meta, "format", &v) == MDB_NOTFOUND) {
+    created = meta_get(txn, s->dbi_meta, "format", &v) == MDB_NOTFOUND;
+    if (created) {
         mdb_stat(txn, s->dbi_data, &st);
         rc = st.ms_entries == 0 ? store_create_identity(s, txn) : MDB_INCOMPATIBLE;
         if (rc != 0) {
@@ -832,6 +1023,7 @@ static int store_open_tables(struct store *s, char *err, size_t err_len)
             return e;
         }
     }
+    s->created = created;
     rc = mdb_txn_commit(txn);
     /* in every sync mode: an older build must never find format 1 beside a log it ignores */
     rc = rc == 0 && s->format_upgraded ? mdb_env_sync(s->env, 1) : rc;
@@ -1232,6 +1424,7 @@ int store_open(struct store **out, const struct store_config *cfg, char *err, si
     rc = rc ? rc : store_env_open(s, err, err_len);
     rc = rc ? rc : store_open_tables(s, err, err_len);
     rc = rc ? rc : store_log_open(s, err, err_len);
+    rc = rc ? rc : store_open_actor(s, err, err_len);
     if (rc == 0 && pthread_create(&s->writer, NULL, store_writer_main, s) != 0) {
         snprintf(err, err_len, "cannot start the writer thread");
         rc = RK_ENOMEM;
@@ -1274,9 +1467,13 @@ void store_close(struct store *s)
         store_dispatch(s);
     }
     if (s->env != NULL && s->wal_fd >= 0 && !atomic_load(&s->disk_failed)) {
-        (void)store_checkpoint(s); /* on failure the log keeps it for the next open */
+        int ckpt = store_checkpoint(s); /* on failure the log keeps it for the next open */
         if (store_log_pending(s) && s->cfg.sync != STORE_SYNC_NONE && store_log_sync(s) != 0) {
             LOG(LOG_ERROR, "store_disk_failed", "path=%s call=wal_fsync_at_close", s->path);
+        }
+        if (s->writer_started && ckpt == 0 && !store_log_pending(s) &&
+            !atomic_load(&s->disk_failed)) {
+            store_close_life(s);
         }
     }
     while (s->readers != NULL) {
@@ -2301,9 +2498,10 @@ static int op_write(struct batch *b, struct store_op *op)
     if (rc == 0) {
         /* the write comes after every version of the key stored here */
         (void)hlc_update(&b->s->hlc, record_max_hlc(&r), b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
-        rc = record_write_local(&r, b->s->node_id, hlc_now(&b->s->hlc, b->wall_ms), op->context,
-                                op->tombstone, op->value, op->value_len, b->s->cfg.conflicts,
-                                b->s->cfg.max_siblings, op->skip_written ? NULL : &op->written);
+        rc = record_write_local(&r, b->s->node_id, b->s->actor, hlc_now(&b->s->hlc, b->wall_ms),
+                                op->context, op->tombstone, op->value, op->value_len,
+                                b->s->cfg.conflicts, b->s->cfg.max_siblings,
+                                op->skip_written ? NULL : &op->written);
     }
     if (rc == 0) {
         rc = batch_store(b, &k, &r, found);

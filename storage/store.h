@@ -154,6 +154,15 @@ int store_meta_check(const struct store_meta *m, const struct store_config *cfg,
 int store_open(struct store **out, const struct store_config *cfg, char *err, size_t err_len);
 
 /*
+ * The id this store's writes count under in vector clocks (STORE_OP_WRITE;
+ * record_write_local()): one per life of the data directory, recorded in
+ * it (store.c, meta actor), so a node whose directory was wiped never hands
+ * out a (clock id, counter) pair it handed out before.  Valid until
+ * store_close(); the node id stays the versions' node field.
+ */
+const char *store_actor(const struct store *s);
+
+/*
  * Stop accepting operations (later submits fail with RK_ECLOSED), let the
  * writer finish everything already queued, sync, and close LMDB.
  * Completions not yet dispatched are dispatched first.

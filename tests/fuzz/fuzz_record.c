@@ -97,8 +97,8 @@ static void fuzz_write(struct record *m)
     sibling_init(&out);
     vclock_init(&ctx);
     if (vclock_copy(&ctx, &m->s[0].clock) == 0 &&
-        record_write_local(m, FUZZ_NODE, record_max_hlc(m) + 1, &ctx, false, value, sizeof(value),
-                           RECORD_SIBLINGS, RECORD_SIBLINGS_MAX, &out) == 0 &&
+        record_write_local(m, FUZZ_NODE, FUZZ_NODE, record_max_hlc(m) + 1, &ctx, false, value,
+                           sizeof(value), RECORD_SIBLINGS, RECORD_SIBLINGS_MAX, &out) == 0 &&
         m->n <= FUZZ_PAIRWISE_MAX && !fuzz_pairwise_concurrent(m)) {
         abort();
     }

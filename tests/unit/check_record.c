@@ -216,7 +216,8 @@ START_TEST(test_full_context_replaces)
     apply(&r, "b:1", 11, "b", "y", RECORD_SIBLINGS, CAP_WIDE, NULL);
     ck_assert_int_eq(record_context(&r, &ctx), 0);
     ck_assert_int_eq(
-        record_write_local(&r, "c", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+        record_write_local(&r, "c", "c", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
     ck_assert_uint_eq(r.n, 1);
     ck_assert(has_clock(&r, "z", "a:1 b:1 c:1"));
     ck_assert_uint_eq(out.hlc, 20);
@@ -243,19 +244,20 @@ START_TEST(test_context_own_counter_bounded)
     apply(&before, "a:2 b:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
     clock_put(&ctx, "a", UINT64_MAX - 1, 1);
     ck_assert_int_eq(
-        record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        record_write_local(&r, "a", "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         RK_ECONTEXT);
     ck_assert(same_bytes(&r, &before));
     /* another node's counter may run ahead of this replica; this node's up to its own is fine */
     clock_parse(&ctx, "a:2 b:7");
     ck_assert_int_eq(
-        record_write_local(&r, "a", 21, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+        record_write_local(&r, "a", "a", 21, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
     ck_assert(has_clock(&r, "z", "a:3 b:7"));
     /* a key this node never wrote: any counter of its own is invented */
     record_deinit(&r);
     clock_parse(&ctx, "a:1");
     ck_assert_int_eq(
-        record_write_local(&r, "a", 22, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        record_write_local(&r, "a", "a", 22, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         RK_ECONTEXT);
     ck_assert_uint_eq(r.n, 0);
     sibling_deinit(&out);
@@ -282,12 +284,118 @@ START_TEST(test_context_new_ids_bounded)
         snprintf(id, sizeof(id), "x%d", i);
         clock_put(&ctx, id, 1, 1);
     }
-    ck_assert_int_eq(record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, 3, &out),
-                     RK_ECONTEXT);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, 3, &out),
+        RK_ECONTEXT);
     ck_assert_uint_eq(r.n, 1);
-    ck_assert_int_eq(record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, 4, &out),
-                     0);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, 4, &out), 0);
     ck_assert_uint_eq(r.s[0].clock.n, 6);
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
+/*
+ * Riak's kv679 on records.  A replica holds n1's first write of the key,
+ * x.  n1's data directory is then wiped and n1 writes y on its empty
+ * record.  Counted under the node id both writes are n1:1, equal clocks,
+ * one version: the replica drops y, an acknowledged write, without a trace.
+ * Counted under the actor of each directory life ("n1.a", then "n1.b")
+ * they are concurrent: y becomes a sibling, or under LWW (y is newer) wins
+ * with a clock that descends from both.
+ * The versions' node field stays n1 either way.
+ */
+START_TEST(test_wiped_node_write_kept)
+{
+    enum record_conflicts modes[] = {RECORD_SIBLINGS, RECORD_LWW};
+
+    for (size_t m = 0; m < 2; m++) {
+        struct record replica, wiped;
+        struct sibling x, y;
+        bool changed = false;
+
+        record_init(&replica);
+        record_init(&wiped);
+        sibling_init(&x);
+        sibling_init(&y);
+        ck_assert_int_eq(record_write_local(&wiped, "n1", "n1.a", 10, NULL, false, "x", 1, modes[m],
+                                            CAP_WIDE, &x),
+                         0);
+        ck_assert_int_eq(record_apply(&replica, &x, modes[m], CAP_WIDE, &changed), 0);
+        record_deinit(&wiped); /* the wipe */
+        ck_assert_int_eq(record_write_local(&wiped, "n1", "n1.b", 20, NULL, false, "y", 1, modes[m],
+                                            CAP_WIDE, &y),
+                         0);
+        ck_assert_int_eq(record_apply(&replica, &y, modes[m], CAP_WIDE, &changed), 0);
+        ck_assert_msg(changed, "mode %zu: the wiped node's write was dropped", m);
+        ck_assert_str_eq(y.node, "n1");
+        ck_assert_uint_eq(vclock_get(&y.clock, "n1.b"), 1);
+        ck_assert_uint_eq(vclock_get(&y.clock, "n1"), 0);
+        ck_assert_int_ge(find_value(&replica, "y"), 0);
+        ck_assert_uint_eq(replica.n, modes[m] == RECORD_SIBLINGS ? 2 : 1);
+        ck_assert_int_eq(find_value(&replica, "x") >= 0, modes[m] == RECORD_SIBLINGS);
+        /*
+         * Under the node id both lives hand out n1:1, and in siblings mode
+         * the replica drops y (LWW compares stamps, not clocks, and takes y).
+         */
+        record_deinit(&replica);
+        record_deinit(&wiped);
+        ck_assert_int_eq(
+            record_write_local(&wiped, "n1", "n1", 10, NULL, false, "x", 1, modes[m], CAP_WIDE, &x),
+            0);
+        ck_assert_int_eq(record_apply(&replica, &x, modes[m], CAP_WIDE, &changed), 0);
+        record_deinit(&wiped);
+        ck_assert_int_eq(
+            record_write_local(&wiped, "n1", "n1", 20, NULL, false, "y", 1, modes[m], CAP_WIDE, &y),
+            0);
+        ck_assert_int_eq(record_apply(&replica, &y, modes[m], CAP_WIDE, &changed), 0);
+        ck_assert(changed == (modes[m] == RECORD_LWW));
+        record_deinit(&replica);
+        record_deinit(&wiped);
+        sibling_deinit(&x);
+        sibling_deinit(&y);
+    }
+}
+END_TEST
+
+/*
+ * The context's own-counter bound is on the actor's entry: a context
+ * claiming more of the actor than the key holds is invented and refused,
+ * while the node id is just another clock id (an earlier life's writes).
+ */
+START_TEST(test_context_bound_on_actor)
+{
+    struct record r;
+    struct vclock ctx;
+    struct sibling out;
+
+    record_init(&r);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    apply(&r, "n1:3", 10, "n1", "old", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1.b", 20, NULL, false, "v", 1, RECORD_SIBLINGS,
+                                        CAP_WIDE, &out),
+                     0);
+    ck_assert(has_clock(&r, "v", "n1:3 n1.b:1"));
+    clock_parse(&ctx, "n1:3 n1.b:2");
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1.b", 21, &ctx, false, "w", 1, RECORD_SIBLINGS,
+                                        CAP_WIDE, &out),
+                     RK_ECONTEXT);
+    clock_parse(&ctx, "n1:3 n1.b:1");
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1.b", 22, &ctx, false, "w", 1, RECORD_SIBLINGS,
+                                        CAP_WIDE, &out),
+                     0);
+    ck_assert(has_clock(&r, "w", "n1:3 n1.b:2"));
+    ck_assert_uint_eq(r.n, 1);
+    /* a bad actor id is refused like a bad node id */
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1 b", 23, NULL, false, "w", 1, RECORD_SIBLINGS,
+                                        CAP_WIDE, &out),
+                     RK_EINVAL);
+    ck_assert_int_eq(record_write_local(&r, "n1", NULL, 23, NULL, false, "w", 1, RECORD_SIBLINGS,
+                                        CAP_WIDE, &out),
+                     RK_EINVAL);
     sibling_deinit(&out);
     vclock_deinit(&ctx);
     record_deinit(&r);
@@ -304,7 +412,7 @@ START_TEST(test_lww_write_beats_replaced)
     sibling_init(&out);
     apply(&r, "b:1", 5000, "b", "old", RECORD_LWW, CAP_WIDE, NULL);
     ck_assert_int_eq(
-        record_write_local(&r, "a", 20, NULL, false, "new", 3, RECORD_LWW, CAP_WIDE, &out), 0);
+        record_write_local(&r, "a", "a", 20, NULL, false, "new", 3, RECORD_LWW, CAP_WIDE, &out), 0);
     ck_assert_uint_eq(r.n, 1);
     ck_assert(has_clock(&r, "new", "a:1 b:1"));
     ck_assert_uint_eq(out.hlc, 5001);
@@ -329,7 +437,8 @@ START_TEST(test_stale_context_keeps_concurrent)
     clock_parse(&ctx, "a:1");
     apply(&r, "b:1", 11, "b", "y", RECORD_SIBLINGS, CAP_WIDE, NULL);
     ck_assert_int_eq(
-        record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+        record_write_local(&r, "a", "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
     ck_assert_uint_eq(r.n, 2);
     ck_assert_int_lt(find_value(&r, "x"), 0);
     ck_assert(has_clock(&r, "y", "b:1"));
@@ -354,13 +463,14 @@ START_TEST(test_stale_context_same_node_refused)
     apply(&r, "a:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
     record_push(&before, &r.s[0]);
     ck_assert_int_eq(
-        record_write_local(&r, "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        record_write_local(&r, "a", "a", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         RK_EMISMATCH);
     ck_assert(same_bytes(&r, &before));
     ck_assert_uint_eq(out.value_len, 0);
     /* Through another coordinator the two writes are representable: siblings. */
     ck_assert_int_eq(
-        record_write_local(&r, "b", 21, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+        record_write_local(&r, "b", "b", 21, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
     ck_assert_uint_eq(r.n, 2);
     ck_assert(has_clock(&r, "z", "b:1"));
     sibling_deinit(&out);
@@ -385,7 +495,8 @@ START_TEST(test_blind_write_supersedes)
     }
     ck_assert_uint_eq(r.n, 3);
     ck_assert_int_eq(
-        record_write_local(&r, "d", 20, NULL, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+        record_write_local(&r, "d", "d", 20, NULL, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
     ck_assert_uint_eq(r.n, 1);
     ck_assert(has_clock(&r, "w", "a:1 b:1 c:1 d:1"));
     sibling_deinit(&out);
@@ -414,27 +525,31 @@ START_TEST(test_write_without_out_same_record)
         apply(&a, "b:1", 10, "b", "x", modes[m], CAP_WIDE, NULL);
         apply(&b, "b:1", 10, "b", "x", modes[m], CAP_WIDE, NULL);
         ck_assert_int_eq(
-            record_write_local(&a, "a", 20, NULL, false, "v1", 2, modes[m], CAP_WIDE, &out), 0);
+            record_write_local(&a, "a", "a", 20, NULL, false, "v1", 2, modes[m], CAP_WIDE, &out),
+            0);
         ck_assert_int_eq(
-            record_write_local(&b, "a", 20, NULL, false, "v1", 2, modes[m], CAP_WIDE, NULL), 0);
+            record_write_local(&b, "a", "a", 20, NULL, false, "v1", 2, modes[m], CAP_WIDE, NULL),
+            0);
         ck_assert(same_bytes(&a, &b));
         apply(&a, "c:1", 30, "c", "y", modes[m], CAP_WIDE, NULL);
         apply(&b, "c:1", 30, "c", "y", modes[m], CAP_WIDE, NULL);
         clock_parse(&ctx, "a:1 b:1");
         ck_assert_int_eq(
-            record_write_local(&a, "a", 40, &ctx, false, "v2", 2, modes[m], CAP_WIDE, &out), 0);
+            record_write_local(&a, "a", "a", 40, &ctx, false, "v2", 2, modes[m], CAP_WIDE, &out),
+            0);
         ck_assert_int_eq(
-            record_write_local(&b, "a", 40, &ctx, false, "v2", 2, modes[m], CAP_WIDE, NULL), 0);
+            record_write_local(&b, "a", "a", 40, &ctx, false, "v2", 2, modes[m], CAP_WIDE, NULL),
+            0);
         ck_assert(same_bytes(&a, &b));
         ck_assert_uint_eq(a.n, modes[m] == RECORD_SIBLINGS ? 2 : 1);
         ck_assert_int_eq(
-            record_write_local(&a, "a", 50, NULL, true, NULL, 0, modes[m], CAP_WIDE, &out), 0);
+            record_write_local(&a, "a", "a", 50, NULL, true, NULL, 0, modes[m], CAP_WIDE, &out), 0);
         ck_assert_int_eq(
-            record_write_local(&b, "a", 50, NULL, true, NULL, 0, modes[m], CAP_WIDE, NULL), 0);
+            record_write_local(&b, "a", "a", 50, NULL, true, NULL, 0, modes[m], CAP_WIDE, NULL), 0);
         ck_assert(same_bytes(&a, &b));
         ck_assert(record_all_tombstones(&b));
         ck_assert_int_eq(
-            record_write_local(&b, "a", 60, NULL, true, "z", 1, modes[m], CAP_WIDE, NULL),
+            record_write_local(&b, "a", "a", 60, NULL, true, "z", 1, modes[m], CAP_WIDE, NULL),
             RK_EINVAL);
         ck_assert(same_bytes(&a, &b));
         sibling_deinit(&out);
@@ -455,8 +570,8 @@ START_TEST(test_local_writes_raise_counter)
     vclock_init(&ctx);
     sibling_init(&out);
     for (uint64_t i = 1; i <= 5; i++) {
-        ck_assert_int_eq(record_write_local(&r, "a", 100 + i, NULL, false, "v", 1, RECORD_SIBLINGS,
-                                            CAP_WIDE, &out),
+        ck_assert_int_eq(record_write_local(&r, "a", "a", 100 + i, NULL, false, "v", 1,
+                                            RECORD_SIBLINGS, CAP_WIDE, &out),
                          0);
         ck_assert_uint_eq(vclock_get(&out.clock, "a"), i);
         ck_assert_uint_eq(out.clock.e[0].stamp, 100 + i);
@@ -470,7 +585,8 @@ START_TEST(test_local_writes_raise_counter)
     apply(&r, "a:7 c:1", 200, "c", "other", RECORD_SIBLINGS, CAP_WIDE, NULL);
     clock_parse(&ctx, "b:1");
     ck_assert_int_eq(
-        record_write_local(&r, "a", 300, &ctx, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+        record_write_local(&r, "a", "a", 300, &ctx, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
     ck_assert_uint_eq(vclock_get(&out.clock, "a"), 8);
     ck_assert_uint_eq(r.n, 2);
     ck_assert(has_clock(&r, "other", "a:7 c:1"));
@@ -499,12 +615,13 @@ START_TEST(test_tombstone_siblings)
     ck_assert_int_eq(record_decode(buf, len, &back), 0);
     ck_assert(back.s[find_value(&back, NULL)].tombstone);
     ck_assert_int_eq(
-        record_write_local(&r, "a", 20, NULL, true, NULL, 0, RECORD_SIBLINGS, CAP_WIDE, &out), 0);
+        record_write_local(&r, "a", "a", 20, NULL, true, NULL, 0, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
     ck_assert_uint_eq(r.n, 1);
     ck_assert(record_all_tombstones(&r));
     ck_assert(has_clock(&r, NULL, "a:2 b:1"));
     ck_assert_int_eq(
-        record_write_local(&r, "a", 21, NULL, true, "v", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        record_write_local(&r, "a", "a", 21, NULL, true, "v", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         RK_EINVAL);
     ck_assert_int_eq(sibling_set(&out, &out.clock, 1, "a", true, "v", 1), RK_EINVAL);
     free(buf);
@@ -533,7 +650,7 @@ START_TEST(test_sibling_cap)
     ck_assert(!changed);
     ck_assert(same_bytes(&r, &before));
     ck_assert_int_eq(
-        record_write_local(&r, "c", 13, &none, false, "z", 1, RECORD_SIBLINGS, 2, &out),
+        record_write_local(&r, "c", "c", 13, &none, false, "z", 1, RECORD_SIBLINGS, 2, &out),
         RK_ETOOBIG);
     ck_assert(same_bytes(&r, &before));
     /* The cap counts the result: superseding one of two leaves two. */
@@ -1044,6 +1161,8 @@ static Suite *record_suite(void)
         {"stale_context_keeps_concurrent", test_stale_context_keeps_concurrent},
         {"context_own_counter_bounded", test_context_own_counter_bounded},
         {"context_new_ids_bounded", test_context_new_ids_bounded},
+        {"wiped_node_write_kept", test_wiped_node_write_kept},
+        {"context_bound_on_actor", test_context_bound_on_actor},
         {"lww_write_beats_replaced", test_lww_write_beats_replaced},
         {"stale_context_same_node_refused", test_stale_context_same_node_refused},
         {"blind_write_supersedes", test_blind_write_supersedes},

@@ -126,14 +126,17 @@ END_TEST
 
 /* --- contexts that outgrow the key's clock ----------------------------------- */
 
-/* The key's first version (n1 at 1) and n invented ids "x<round>-<i>", each at counter 1, fresh. */
-static void invented_context(struct vclock *ctx, int round, int n)
+/*
+ * The key's first version (the store's actor at 1) and n invented ids
+ * "x<round>-<i>", each at counter 1, fresh.
+ */
+static void invented_context(struct vclock *ctx, const char *actor, int round, int n)
 {
     char id[32];
 
     vclock_deinit(ctx);
     vclock_init(ctx);
-    ck_assert_int_eq(vclock_increment(ctx, "n1", 1), 0);
+    ck_assert_int_eq(vclock_increment(ctx, actor, 1), 0);
     for (int i = 0; i < n; i++) {
         snprintf(id, sizeof(id), "x%d-%d", round, i);
         ck_assert_int_eq(vclock_increment(ctx, id, hlc_make(fake_now_ms, 0)), 0);
@@ -159,7 +162,7 @@ START_TEST(test_contexts_cannot_outgrow_clock)
     record_init(&r);
     ck_assert_int_eq(store_write(s, "k", 1, "v", 1, false, NULL, NULL), 0);
     for (int round = 0; round < 45; round++) {
-        invented_context(&ctx, round, 100);
+        invented_context(&ctx, store_actor(s), round, 100);
         rc = store_write(s, "k", 1, "w", 1, false, &ctx, NULL);
         ck_assert_msg(rc == 0 || rc == RK_ECONTEXT, "round %d: %d", round, rc);
         refused += rc == RK_ECONTEXT;
