@@ -76,11 +76,11 @@ static void info_server(struct server *n, struct buf *out)
                "# Server\r\nredis_version:%s\r\nringkv_version:%s\r\nredis_mode:standalone\r\n"
                "os:%s %s %s\r\narch_bits:%d\r\nprocess_id:%ld\r\nrun_id:%016llx\r\n"
                "tcp_port:%u\r\nuptime_in_seconds:%llu\r\nuptime_in_days:%llu\r\n"
-               "ringkv_node_id:%s\r\n\r\n",
+               "ringkv_node_id:%s\r\nringkv_actor:%s\r\n\r\n",
                METRICS_REDIS_VERSION, PACKAGE_VERSION, u.sysname, u.release, u.machine,
                (int)(sizeof(void *) * 8), (long)getpid(), (unsigned long long)n->run_id,
                n->cfg.client.port, (unsigned long long)up, (unsigned long long)(up / 86400),
-               n->cfg.id);
+               n->cfg.id, store_actor(n->store));
 }
 
 static void info_clients(struct server *n, struct buf *out)

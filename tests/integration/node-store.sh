@@ -2,7 +2,7 @@
 # The store seen from a node: a delete's tombstone is collected after
 # tombstone-grace on a single-node cluster (DBSIZE, which counts tombstones,
 # drops, and INFO counts it), and KSET with a context naming versions this
-# node never issued is refused with a clear error, leaving the key writable.
+# node's actor never issued is refused with a clear error, leaving the key writable.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -22,8 +22,12 @@ it_expect_eq "DBSIZE after collection" "$(it_cli n1 DBSIZE)" "1"
 it_expect_eq "GET b survives" "$(it_cli n1 GET b)" "2"
 grep -q 'event=tombstones_collected count=1' "$IT_DIR/n1.log" || it_fail "no collection log line"
 
-# n1's counter at 2^64-2: one such KSET would leave the key unwritable for good.
-ctx=0001026e31fffffffffffffffe0000000000000001
+# The counter of n1's actor (the clock id its writes count under, INFO's
+# ringkv_actor) at 2^64-2: one such KSET would leave the key unwritable for good.
+actor=$(it_cli n1 INFO server | tr -d '\r' | sed -n 's/^ringkv_actor://p')
+[ -n "$actor" ] || it_fail "INFO server shows no ringkv_actor"
+ctx=0001$(printf '%02x' "${#actor}")$(printf '%s' "$actor" | od -An -tx1 | tr -d ' \n')
+ctx=${ctx}fffffffffffffffe0000000000000001
 out=$(it_cli n1 KSET b 3 CONTEXT "$ctx" 2>&1)
 case "$out" in
 "ERR the context names versions this node never issued"*) ;;
