@@ -28,6 +28,11 @@ bool auth_password_equal(const char *want, const uint8_t *given, size_t len)
     return same;
 }
 
+bool auth_user_is_default(const uint8_t *user, size_t len)
+{
+    return len == strlen(AUTH_DEFAULT_USER) && memcmp(user, AUTH_DEFAULT_USER, len) == 0;
+}
+
 /* addr's host: the text before the port's colon, without IPv6 brackets; cut to fit. */
 static void auth_host(const char *addr, char out[AUTH_HOST_MAX])
 {

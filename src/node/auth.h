@@ -62,8 +62,18 @@ enum auth_result {
     AUTH_THROTTLED, /* not looked at: the address is paused; *retry_ms says for how long */
 };
 
+/* The one user ringkv knows, Redis's default user. */
+#define AUTH_DEFAULT_USER "default"
+
 /* Whether given[0..len) is want, in time that depends on neither. */
 bool auth_password_equal(const char *want, const uint8_t *given, size_t len);
+
+/*
+ * Whether user[0..len) names the default user: byte for byte and case
+ * sensitive, as Redis compares user names ("DEFAULT" and "default\0x" are
+ * other users, which ringkv does not have).
+ */
+bool auth_user_is_default(const uint8_t *user, size_t len);
 
 /*
  * Check an AUTH from addr ("ip:port" or "[ip6]:port", as net_addr_text()

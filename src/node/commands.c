@@ -108,14 +108,19 @@ struct read_cmd {
     read_end_fn end;
 };
 
-/* A read's single value: bulk, nil when absent or deleted, -CONFLICT with siblings. */
+/*
+ * A read's single value: bulk, nil when absent or deleted, -CONFLICT with
+ * siblings.  A key over key-max (only MGET gets here with one: GET refuses
+ * it first) cannot exist, so it is nil like any absent key, as Redis
+ * answers: an error inside MGET's array is handed to callers as a value.
+ */
 static void value_reply(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
 {
     const uint8_t *value = NULL;
     size_t n = 0, vlen = 0;
     bool tombstone = false;
 
-    if (r->result == RK_ENOTFOUND) {
+    if (r->result == RK_ENOTFOUND || r->result == RK_ETOOBIG) {
         c->node->metrics.keyspace_misses++;
         resp_put_null(out, c->proto);
         return;
@@ -124,9 +129,7 @@ static void value_reply(struct client *c, struct pending *p, struct kv_read *r, 
         record_peek(r->record, r->record_len, &n, &tombstone, &value, &vlen) != 0) {
         r->result = RK_ESYNTAX;
     }
-    if (r->result == RK_ETOOBIG) {
-        resp_put_errorf(out, "ERR key is over key-max");
-    } else if (r->result != 0) {
+    if (r->result != 0) {
         p->error = true;
         resp_put_errorf(out, "ERR read failed: %s", rk_strerror(r->result));
     } else if (n == 1 && tombstone) {
@@ -586,28 +589,39 @@ static int cmd_select(struct client *c, struct pending *p)
 }
 
 /*
- * AUTH [user] password; user must be "default" (ringkv has one user).
- * The password is compared in constant time, and an address that keeps
- * guessing is paused (auth.h): its AUTHs are refused unread for a while.
+ * AUTH [user] password, also HELLO's AUTH user password.  ringkv has one
+ * user, Redis's "default" (matched exactly, auth_user_is_default()).
+ * Without requirepass the default user needs no password, as in Redis 7:
+ * "AUTH default anything" succeeds (node-redis sends it whenever it was
+ * given a password), another user is a wrong pair, and the one-argument
+ * form is the error Redis gives.  With requirepass the password is
+ * compared in constant time, byte for byte (a NUL is a byte like any
+ * other), and an address that keeps guessing is paused (auth.h): its AUTHs
+ * are refused unread for a while.  user_at is 0 for the one-argument form.
  */
 static bool check_auth(struct client *c, struct pending *p, size_t user_at, size_t pass_at)
 {
     static struct log_limit failed_log, throttled_log;
     struct server *n = c->node;
     const struct resp_arg *pass = &p->cmd->argv[pass_at];
-    bool user_ok = user_at == 0 || resp_arg_is(p->cmd, user_at, "default");
+    const struct resp_arg *user = user_at != 0 ? &p->cmd->argv[user_at] : NULL;
+    bool user_ok = user == NULL || auth_user_is_default(user->p, user->len);
     uint64_t retry_ms = 0;
     enum auth_result r;
 
-    if (n->cfg.requirepass[0] == '\0') {
+    if (n->cfg.requirepass[0] == '\0' && user == NULL) {
         client_error(p, "ERR AUTH <password> called without any password configured for the "
                         "default user. Are you sure your configuration is correct?");
         return false;
     }
-    /* another user name is as wrong as a wrong password (requirepass is never empty here) */
-    r = auth_guard_check(&n->auth, c->addr, clock_mono_ms(), n->cfg.requirepass,
-                         user_ok ? pass->p : (const uint8_t *)"", user_ok ? pass->len : 0,
-                         &retry_ms);
+    if (n->cfg.requirepass[0] == '\0') {
+        r = user_ok ? AUTH_OK : AUTH_WRONG;
+    } else {
+        /* another user name is as wrong as a wrong password (requirepass is never empty here) */
+        r = auth_guard_check(&n->auth, c->addr, clock_mono_ms(), n->cfg.requirepass,
+                             user_ok ? pass->p : (const uint8_t *)"", user_ok ? pass->len : 0,
+                             &retry_ms);
+    }
     if (r == AUTH_THROTTLED) {
         n->metrics.auth_throttled++;
         LOG_LIMITED(&throttled_log, LOG_WARN, "auth_throttled", "client=%llu peer=%s retry_ms=%llu",
@@ -708,7 +722,7 @@ static int cmd_hello(struct client *c, struct pending *p)
     }
     if (!c->authed) {
         client_error(p, "NOAUTH HELLO must be called with the client already authenticated, "
-                        "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                        "otherwise the HELLO AUTH <user> <pass> option can be used to "
                         "authenticate the client and select the RESP protocol version at the "
                         "same time");
         return CMD_DONE;
@@ -800,25 +814,41 @@ static int cmd_dbsize(struct client *c, struct pending *p)
     return CMD_DONE;
 }
 
-/* CONFIG GET pattern...: every setting whose name matches, as name/value pairs. */
+/* Whether name matches one of CONFIG GET's patterns (arguments 2 on). */
+static bool config_get_matches(const struct pending *p, const char *name)
+{
+    for (size_t i = 2; i < p->cmd->argc; i++) {
+        if (fnmatch(arg_str(p, i), name, FNM_CASEFOLD) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * CONFIG GET pattern...: every setting whose name matches, as name/value
+ * pairs: the settings table's names, then the Redis names it lacks, with
+ * Redis's units where Redis has the setting (settings_config_get()).
+ */
 static void settings_get(struct client *c, struct pending *p)
 {
     struct buf *out = client_reply(p);
     struct buf items;
     size_t n = 0;
-    char value[SETTINGS_PATH_MAX + 64];
+    char value[SETTINGS_VALUE_MAX];
 
     buf_init(&items, 0);
-    for (size_t d = 0; d < settings_defs_count; d++) {
-        for (size_t i = 2; i < p->cmd->argc; i++) {
-            if (fnmatch(arg_str(p, i), settings_defs[d].name, FNM_CASEFOLD) == 0) {
-                settings_format(&c->node->cfg, &settings_defs[d], value, sizeof(value));
-                resp_put_bulk_str(&items, settings_defs[d].name);
-                resp_put_bulk_str(&items, value);
-                n++;
-                break;
-            }
+    for (size_t i = 0; i < settings_defs_count + settings_redis_count; i++) {
+        const char *name = i < settings_defs_count ? settings_defs[i].name
+                                                   : settings_redis_name(i - settings_defs_count);
+        if ((i >= settings_defs_count && settings_find(name) != NULL) ||
+            !config_get_matches(p, name) ||
+            settings_config_get(&c->node->cfg, name, value, sizeof(value)) != 0) {
+            continue;
         }
+        resp_put_bulk_str(&items, name);
+        resp_put_bulk_str(&items, value);
+        n++;
     }
     resp_put_map(out, n, c->proto);
     buf_append(out, buf_data(&items), items.len);
@@ -1519,7 +1549,7 @@ const struct command commands[] = {
     {"mset", -3, CMD_WRITE, cmd_mset, 1, -1, 2, "set several keys"},
     {"kget", 2, CMD_READ, cmd_kget, 1, 1, 1, "every sibling of a key, with its context"},
     {"kset", -3, CMD_WRITE, cmd_kset, 1, 1, 1, "write over the siblings a context saw"},
-    {"ping", -1, CMD_NOAUTH, cmd_ping, 0, 0, 0, "PONG, or the argument"},
+    {"ping", -1, 0, cmd_ping, 0, 0, 0, "PONG, or the argument"},
     {"echo", 2, 0, cmd_echo, 0, 0, 0, "the argument"},
     {"time", 1, 0, cmd_time, 0, 0, 0, "the node's wall clock: seconds, microseconds"},
     {"hello", -1, CMD_NOAUTH, cmd_hello, 0, 0, 0, "handshake, choose RESP2 or RESP3"},

@@ -3,7 +3,8 @@
  *
  * INFO follows Redis's layout ("# Section", then key:value lines, CRLF),
  * with the keys Redis tools read (redis_version, connected_clients,
- * keyspace_hits, db0:keys=...) and ringkv's own prefixed ringkv_.  The
+ * keyspace_hits, db0:keys=..., used_memory, role, used_cpu_sys) and ringkv's
+ * own prefixed ringkv_.  The
  * Prometheus exposition (text format 0.0.4) carries the same numbers under
  * ringkv_ names.  The HTTP side is deliberately minimal: one request per
  * connection, GET /metrics only, bounded request size and time.
@@ -11,8 +12,11 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -89,6 +93,113 @@ static void info_clients(struct server *n, struct buf *out)
                "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%llu\r\n"
                "blocked_clients:0\r\n\r\n",
                (unsigned long long)n->n_clients, (unsigned long long)n->cfg.maxclients);
+}
+
+void metrics_bytes_human(uint64_t n, char *out, size_t cap)
+{
+    static const char units[] = "KMGTP";
+    double d = (double)n;
+    size_t u = 0;
+
+    if (n < 1024) {
+        snprintf(out, cap, "%lluB", (unsigned long long)n);
+        return;
+    }
+    /* n < 2^64 = 16 EiB: past P the loop stops at P, where Redis prints bytes */
+    while (u < sizeof(units) - 1 && d >= 1024.0) {
+        d /= 1024.0;
+        u++;
+    }
+    if (d >= 1024.0) {
+        snprintf(out, cap, "%lluB", (unsigned long long)n);
+        return;
+    }
+    snprintf(out, cap, "%.2f%c", d, units[u - 1]);
+}
+
+/* Resident bytes of this process (/proc/self/statm), 0 when it cannot be read. */
+static uint64_t info_rss_bytes(void)
+{
+    unsigned long long size = 0, resident = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    if (f == NULL) {
+        return 0;
+    }
+    if (fscanf(f, "%llu %llu", &size, &resident) != 2 || page <= 0) {
+        resident = 0;
+    }
+    fclose(f);
+    return (uint64_t)resident * (uint64_t)page;
+}
+
+/*
+ * Memory, with Redis's names.  used_memory is what the allocator has handed
+ * out and not taken back (glibc's mallinfo2(): arena and mmap'd blocks in
+ * use), as Redis reports its allocator's figure; a build whose malloc is
+ * not glibc's (AddressSanitizer's) reports none there, and then the
+ * resident size stands in.  The store's LMDB map is file-backed: its pages
+ * count in used_memory_rss, not used_memory.  ringkv evicts nothing and has
+ * no memory limit (the store's bound is map-size-max, on disk): maxmemory
+ * is 0 and the policy noeviction, Redis's words for exactly that.
+ */
+static void info_memory(struct server *n, struct buf *out)
+{
+    struct mallinfo2 mi = mallinfo2();
+    uint64_t rss = info_rss_bytes();
+    uint64_t used = (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+    char used_h[32], rss_h[32];
+
+    (void)n;
+    used = used > 0 ? used : rss;
+    metrics_bytes_human(used, used_h, sizeof(used_h));
+    metrics_bytes_human(rss, rss_h, sizeof(rss_h));
+    buf_printf(out,
+               "# Memory\r\nused_memory:%llu\r\nused_memory_human:%s\r\n"
+               "used_memory_rss:%llu\r\nused_memory_rss_human:%s\r\n"
+               "maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n\r\n",
+               (unsigned long long)used, used_h, (unsigned long long)rss, rss_h);
+}
+
+/*
+ * Replication, as Redis clients read it.  ringkv's replicas are peers, not a
+ * master and its replicas: each key lives on rf nodes and any of them takes
+ * writes (quorums r and w, see # Cluster).  So every node says role:master,
+ * the role that takes writes, and connected_slaves:0, since no Redis replica
+ * attaches to it.
+ */
+static void info_replication(struct server *n, struct buf *out)
+{
+    (void)n;
+    buf_printf(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
+}
+
+static double info_seconds(const struct timeval *tv)
+{
+    return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+/* CPU time from getrusage(): the process, its children, and the event loop's thread (INFO runs on
+ * it). */
+static void info_cpu(struct server *n, struct buf *out)
+{
+    struct rusage self, children, thread;
+
+    (void)n;
+    memset(&self, 0, sizeof(self));
+    memset(&children, 0, sizeof(children));
+    memset(&thread, 0, sizeof(thread));
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    getrusage(RUSAGE_THREAD, &thread);
+    buf_printf(out,
+               "# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\n"
+               "used_cpu_sys_children:%.6f\r\nused_cpu_user_children:%.6f\r\n"
+               "used_cpu_sys_main_thread:%.6f\r\nused_cpu_user_main_thread:%.6f\r\n\r\n",
+               info_seconds(&self.ru_stime), info_seconds(&self.ru_utime),
+               info_seconds(&children.ru_stime), info_seconds(&children.ru_utime),
+               info_seconds(&thread.ru_stime), info_seconds(&thread.ru_utime));
 }
 
 static const char *const sync_names[] = {"always", "batch", "none"};
@@ -243,15 +354,12 @@ struct info_section {
 };
 
 static const struct info_section info_sections[] = {
-    {"server", info_server, true},
-    {"clients", info_clients, true},
-    {"persistence", info_persistence, true},
-    {"stats", info_stats, true},
-    {"keyspace", info_keyspace, true},
-    {"cluster", info_cluster, true},
-    {"lanes", info_lanes, true},
-    {"requests", info_requests, true},
-    {"commandstats", info_commandstats, false},
+    {"server", info_server, true},     {"clients", info_clients, true},
+    {"memory", info_memory, true},     {"persistence", info_persistence, true},
+    {"stats", info_stats, true},       {"replication", info_replication, true},
+    {"cpu", info_cpu, true},           {"keyspace", info_keyspace, true},
+    {"cluster", info_cluster, true},   {"lanes", info_lanes, true},
+    {"requests", info_requests, true}, {"commandstats", info_commandstats, false},
 };
 
 int metrics_info(struct server *n, const char *section, struct buf *out)

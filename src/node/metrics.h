@@ -114,8 +114,16 @@ void metrics_count_command(struct metrics *m, int index, bool error, uint64_t us
 void metrics_count_request(struct metrics *m, uint32_t op, enum metrics_request_outcome outcome);
 
 /*
- * INFO: the named section ("server", "clients", "persistence", "stats",
- * "keyspace", "cluster", "requests", "commandstats"), or every default section for
+ * n bytes as Redis's INFO writes them (bytesToHuman): "512B" under 1 KiB,
+ * else in K, M, G, T or P (powers of 1024) with two decimals, "967.77K";
+ * from 1024 P on, bytes again.  out holds at least 32 bytes.
+ */
+void metrics_bytes_human(uint64_t n, char *out, size_t cap);
+
+/*
+ * INFO: the named section ("server", "clients", "memory", "persistence",
+ * "stats", "replication", "cpu", "keyspace", "cluster", "lanes", "requests",
+ * "commandstats"), or every default section for
  * NULL or "default", "all" or "everything" for all of them.  Appends Redis's
  * "# Section\r\nkey:value\r\n" text to out.  RK_ENOTFOUND for an unknown
  * section name (Redis prints nothing then; so does INFO here).

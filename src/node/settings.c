@@ -363,10 +363,11 @@ const struct settings_def settings_defs[] = {
      .unit = "",
      .runtime = true,
      .doc = "client connections at most"},
+    /* 0: Redis's default; a client pool's idle connections stay open, as they do on Redis. */
     {.name = "timeout",
      .kind = SETTINGS_DURATION,
      FIELD(timeout_ms),
-     .def = "300s",
+     .def = "0",
      .min = 0,
      .max = SETTINGS_TIMEOUT_MAX_S * MS_PER_S,
      .unit = "s",
@@ -1095,6 +1096,98 @@ int settings_set(struct settings *c, const char *name, const char *value, char *
 int settings_format(const struct settings *c, const struct settings_def *d, char *buf, size_t cap)
 {
     return kind_of(d)->format(c, d, buf, cap);
+}
+
+/* ---- CONFIG GET: Redis's names in Redis's units ----------------------------- */
+
+/* timeout in whole seconds, Redis's unit; a part second rounds up, so it never reads as 0 (never).
+ */
+static int redis_timeout(const struct settings *c, char *buf, size_t cap)
+{
+    return put(buf, cap, "%" PRIu64,
+               (uint64_t)(c->timeout_ms / MS_PER_S + (c->timeout_ms % MS_PER_S != 0)));
+}
+
+/* No snapshots: ringkv's store is durable on its own (sync), there is no RDB to save. */
+static int redis_save(const struct settings *c, char *buf, size_t cap)
+{
+    (void)c;
+    return put(buf, cap, "%s", "");
+}
+
+/*
+ * Every sync mode writes each write to the store's log before it is
+ * acknowledged, as Redis's append-only file does; sync only decides when
+ * that reaches the disk (appendfsync below).  So appendonly is yes in all
+ * of them.
+ */
+static int redis_appendonly(const struct settings *c, char *buf, size_t cap)
+{
+    (void)c;
+    return put(buf, cap, "%s", "yes");
+}
+
+/*
+ * sync in Redis's words: always fsyncs before the reply, as appendfsync
+ * always; batch fsyncs every sync-interval (10 ms by default), the
+ * nearest Redis choice being everysec; none leaves it to the system, no.
+ */
+static int redis_appendfsync(const struct settings *c, char *buf, size_t cap)
+{
+    static const char *const fsync_names[] = {"always", "everysec", "no"};
+    return put(buf, cap, "%s", fsync_names[c->sync]);
+}
+
+/* No memory limit and no eviction (the store's bound is map-size-max, on disk). */
+static int redis_maxmemory(const struct settings *c, char *buf, size_t cap)
+{
+    (void)c;
+    return put(buf, cap, "%s", "0");
+}
+
+static int redis_maxmemory_policy(const struct settings *c, char *buf, size_t cap)
+{
+    (void)c;
+    return put(buf, cap, "%s", "noeviction");
+}
+
+/* One keyspace: SELECT takes only 0. */
+static int redis_databases(const struct settings *c, char *buf, size_t cap)
+{
+    (void)c;
+    return put(buf, cap, "%s", "1");
+}
+
+struct settings_redis {
+    const char *name;
+    int (*format)(const struct settings *c, char *buf, size_t cap);
+};
+
+static const struct settings_redis redis_view[] = {
+    {"timeout", redis_timeout},       {"save", redis_save},
+    {"appendonly", redis_appendonly}, {"appendfsync", redis_appendfsync},
+    {"maxmemory", redis_maxmemory},   {"maxmemory-policy", redis_maxmemory_policy},
+    {"databases", redis_databases},
+};
+const size_t settings_redis_count = sizeof(redis_view) / sizeof(redis_view[0]);
+
+const char *settings_redis_name(size_t i)
+{
+    assert(i < settings_redis_count && "settings_redis_name: index past settings_redis_count");
+    return redis_view[i].name;
+}
+
+int settings_config_get(const struct settings *c, const char *name, char *buf, size_t cap)
+{
+    const struct settings_def *d;
+
+    for (size_t i = 0; i < settings_redis_count; i++) {
+        if (strcasecmp(name, redis_view[i].name) == 0) {
+            return redis_view[i].format(c, buf, cap);
+        }
+    }
+    d = settings_find(name);
+    return d != NULL ? settings_format(c, d, buf, cap) : RK_ENOTFOUND;
 }
 
 bool settings_same(const struct settings *a, const struct settings *b, const struct settings_def *d)

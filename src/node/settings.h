@@ -168,6 +168,25 @@ int settings_check(const struct settings *c, char *err, size_t err_len);
 int settings_format(const struct settings *c, const struct settings_def *d, char *buf, size_t cap);
 
 /*
+ * CONFIG GET speaks Redis's names in Redis's units, which clients and
+ * tools read (redis-benchmark, redis-py's config_get()): timeout in
+ * seconds, save "", appendonly yes, appendfsync always/everysec/no from
+ * sync, maxmemory 0 and maxmemory-policy noeviction (no memory limit, no
+ * eviction), databases 1.  settings_redis_name(i), i < settings_redis_count,
+ * lists those names; timeout is also a setting of the table, whose own
+ * text ("5m") the config file, --test-config and SIGHUP keep.
+ */
+extern const size_t settings_redis_count;
+const char *settings_redis_name(size_t i);
+
+/*
+ * CONFIG GET's value of name (case-insensitive): Redis's form for a name
+ * of the list above, else the setting's settings_format() text.
+ * RK_ENOTFOUND when name is neither; RK_ETOOBIG when buf is too small.
+ */
+int settings_config_get(const struct settings *c, const char *name, char *buf, size_t cap);
+
+/*
  * Descriptors beyond the connections that the node itself keeps open: the
  * store's files, the event loop's, the listeners, stdio, a dial or two.
  * 32: Redis's CONFIG_MIN_RESERVED_FDS, for the same list.

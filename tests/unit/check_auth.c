@@ -1,10 +1,11 @@
 /*
  * check_auth.c - unit tests of password checks and the per-address
  * slow-down (src/node/auth.c): equal and unequal passwords of every
- * length, free failures, pauses that refuse unread and double up to their
- * bound, per-host records (ports ignored), reset on success, forgetting,
- * and a full table that evicts nobody.  Time is an argument: nothing
- * here waits or reads a clock.
+ * length, the default user's name matched exactly, free failures, pauses
+ * that refuse unread and double up to their bound, per-host records
+ * (ports ignored), reset on success, forgetting, and a full table that
+ * evicts nobody.  Time is an argument: nothing here waits or reads a
+ * clock.
  */
 #include <check.h>
 #include <sodium.h>
@@ -42,6 +43,19 @@ START_TEST(test_password_equal)
     ck_assert(!auth_password_equal("sesame", (const uint8_t *)"", 0));
     /* a NUL inside what was given is a byte like any other */
     ck_assert(!auth_password_equal("sesame", (const uint8_t *)"sesame\0", 7));
+}
+END_TEST
+
+/* The default user's name is matched byte for byte, case and all, as Redis matches it. */
+START_TEST(test_user_is_default)
+{
+    ck_assert(auth_user_is_default((const uint8_t *)"default", 7));
+    ck_assert(!auth_user_is_default((const uint8_t *)"DEFAULT", 7));
+    ck_assert(!auth_user_is_default((const uint8_t *)"Default", 7));
+    ck_assert(!auth_user_is_default((const uint8_t *)"defaul", 6));
+    ck_assert(!auth_user_is_default((const uint8_t *)"default\0", 8));
+    ck_assert(!auth_user_is_default((const uint8_t *)"defaults", 8));
+    ck_assert(!auth_user_is_default((const uint8_t *)"", 0));
 }
 END_TEST
 
@@ -144,6 +158,7 @@ static Suite *auth_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_password_equal);
+    tcase_add_test(tc, test_user_is_default);
     tcase_add_test(tc, test_failures_then_pause);
     tcase_add_test(tc, test_pause_doubles_to_bound);
     tcase_add_test(tc, test_forget);

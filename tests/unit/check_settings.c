@@ -158,7 +158,7 @@ static const struct {
     {"pipeline-max", "1024"},
     {"kv-shuffle-seed", "0"},
     {"maxclients", "10000"},
-    {"timeout", "5m"},
+    {"timeout", "0"},
     {"frame-max", "17MB"},
     {"peer-maxconn", "1024"},
     {"peer-handshake-max", "64"},
@@ -211,7 +211,7 @@ START_TEST(test_default_fields)
     ck_assert_uint_eq(c.output_buffer_max, 256 * MIB);
     ck_assert_uint_eq(c.pipeline_max, 1024);
     ck_assert_uint_eq(c.maxclients, 10000);
-    ck_assert_uint_eq(c.timeout_ms, 300000);
+    ck_assert_uint_eq(c.timeout_ms, 0);
     ck_assert_uint_eq(c.frame_max, FRAME_MAX_DEFAULT);
     ck_assert_uint_eq(c.peer_maxconn, 1024);
     ck_assert_uint_eq(c.handshake_timeout_ms, 5000);
@@ -1122,7 +1122,7 @@ START_TEST(test_print_format)
     ck_assert(strstr(out, "id n1\nrack rack1\ntokens 256\n") == out);
     ck_assert(strstr(out, "\nmetrics\n") != NULL);
     ck_assert(strstr(out, "\nseeds\n") != NULL);
-    ck_assert(strstr(out, "\ntimeout 5m\n") != NULL);
+    ck_assert(strstr(out, "\ntimeout 0\n") != NULL);
     ck_assert(strstr(out, "\nrequirepass\nadmin-from loopback\n") != NULL);
     free(out);
 }
@@ -1288,6 +1288,54 @@ START_TEST(test_describe)
 }
 END_TEST
 
+/* CONFIG GET's value of name, as a client reads it. */
+static const char *config_get(const char *name)
+{
+    static char buf[SETTINGS_VALUE_MAX];
+
+    ck_assert_msg(settings_config_get(&c, name, buf, sizeof(buf)) == 0, "CONFIG GET %s", name);
+    return buf;
+}
+
+/* CONFIG GET answers Redis's names in Redis's units; the config file keeps ringkv's text. */
+START_TEST(test_config_get_redis_view)
+{
+    char small[2];
+
+    ck_assert_str_eq(config_get("timeout"), "0");
+    set_ok("timeout", "5m");
+    ck_assert_str_eq(config_get("timeout"), "300");
+    ck_assert_str_eq(config_get("TIMEOUT"), "300");
+    ck_assert_str_eq(fmt("timeout"), "5m");
+    set_ok("timeout", "1500ms"); /* a part second rounds up: never 0, which means never */
+    ck_assert_str_eq(config_get("timeout"), "2");
+    ck_assert_str_eq(config_get("save"), "");
+    ck_assert_str_eq(config_get("appendonly"), "yes");
+    ck_assert_str_eq(config_get("appendfsync"), "always");
+    set_ok("sync", "batch");
+    ck_assert_str_eq(config_get("appendfsync"), "everysec");
+    set_ok("sync", "none");
+    ck_assert_str_eq(config_get("appendfsync"), "no");
+    ck_assert_str_eq(config_get("appendonly"), "yes");
+    ck_assert_str_eq(config_get("maxmemory"), "0");
+    ck_assert_str_eq(config_get("maxmemory-policy"), "noeviction");
+    ck_assert_str_eq(config_get("databases"), "1");
+    /* the table's own settings, as settings_format() writes them */
+    ck_assert_str_eq(config_get("maxclients"), "10000");
+    ck_assert_str_eq(config_get("value-max"), "16MB");
+    ck_assert_int_eq(settings_config_get(&c, "no-such-setting", small, sizeof(small)),
+                     RK_ENOTFOUND);
+    ck_assert_int_eq(settings_config_get(&c, "maxmemory-policy", small, sizeof(small)), RK_ETOOBIG);
+    /* the list of Redis names holds each of them once */
+    ck_assert_uint_eq(settings_redis_count, 7);
+    for (size_t i = 0; i < settings_redis_count; i++) {
+        for (size_t k = 0; k < i; k++) {
+            ck_assert_str_ne(settings_redis_name(i), settings_redis_name(k));
+        }
+    }
+}
+END_TEST
+
 static Suite *settings_suite(void)
 {
     Suite *s = suite_create("config");
@@ -1347,6 +1395,7 @@ static Suite *settings_suite(void)
         {"secret_never_printed", test_secret_never_printed},
         {"same_and_copy", test_same_and_copy},
         {"describe", test_describe},
+        {"config_get_redis_view", test_config_get_redis_view},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
