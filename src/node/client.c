@@ -600,17 +600,17 @@ static void client_queue_error(struct client *c, const char *msg)
     p->done = true;
 }
 
+/* One line a second at most for each limit, the rest counted in suppressed=. */
+static struct log_limit limit_log_output, limit_log_query, limit_log_timeout;
+
 /*
  * Log that c is cut off by limit (the setting's name: output-buffer-max,
  * query-buffer-max, timeout), at warning: an operator must see a client
- * dropped by a limit they can change.  One line a second at most across
- * all clients, the rest counted in suppressed=.
+ * dropped by a limit they can change.  ll is that limit's rate.
  */
-static void client_log_limit(const struct client *c, const char *limit)
+static void client_log_limit(const struct client *c, struct log_limit *ll, const char *limit)
 {
-    static struct log_limit limit_log;
-
-    LOG_LIMITED(&limit_log, LOG_WARN, "client_limit_close", "client=%llu peer=%s limit=%s",
+    LOG_LIMITED(ll, LOG_WARN, "client_limit_close", "client=%llu peer=%s limit=%s",
                 (unsigned long long)c->id, c->addr, limit);
 }
 
@@ -634,7 +634,7 @@ static void client_parse(struct client *c)
         }
         if (c->parser.cur != NULL && c->parser.cur->arena_len > n->cfg.query_buffer_max) {
             n->metrics.client_limit_errors++;
-            client_log_limit(c, "query-buffer-max");
+            client_log_limit(c, &limit_log_query, "query-buffer-max");
             client_queue_error(c, "Protocol error: command larger than query-buffer-max");
             c->closing = true;
             return;
@@ -737,7 +737,7 @@ static void client_on_read(struct ev_loop *loop, ev_io *w, int revents)
     p = buf_reserve(&c->in, CLIENT_READ_CHUNK);
     if (p == NULL) {
         c->node->metrics.client_limit_errors++;
-        client_log_limit(c, "query-buffer-max");
+        client_log_limit(c, &limit_log_query, "query-buffer-max");
         client_close(c, "query_buffer_limit");
         goto out_leave;
     }
@@ -774,7 +774,7 @@ static void client_flush(struct client *c)
     }
     if (c->out.len > n->cfg.output_buffer_max) {
         n->metrics.client_limit_errors++;
-        client_log_limit(c, "output-buffer-max");
+        client_log_limit(c, &limit_log_output, "output-buffer-max");
         client_close(c, "output_buffer_limit");
         return;
     }
@@ -815,7 +815,7 @@ static void client_on_idle(struct ev_loop *loop, ev_timer *w, int revents)
     }
     c->node->metrics.client_timeouts++;
     client_enter(c);
-    client_log_limit(c, "timeout");
+    client_log_limit(c, &limit_log_timeout, "timeout");
     client_close(c, "idle_timeout");
     client_leave(c);
 }
