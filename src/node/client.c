@@ -785,6 +785,14 @@ static void client_flush(struct client *c)
     ev_io_stop(n->loop, &c->wio);
     if (c->closing && c->head == NULL) {
         client_close(c, c->parser.error != NULL ? "protocol_error" : "closed");
+    } else if (!c->authed && c->read_paused) {
+        /*
+         * Reading paused at CLIENT_PREAUTH_OUTPUT_MAX and the socket took
+         * all of it at once, so no write event will come to resume it:
+         * make one, and client_on_write() reads again from the loop (not
+         * from here, which client_process() itself reaches).
+         */
+        ev_feed_event(n->loop, &c->wio, EV_WRITE);
     }
 }
 
