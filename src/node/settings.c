@@ -120,6 +120,7 @@ static const char *const sync_choices[] = {"always", "batch", "none", NULL};
 static const char *const log_choices[] = {"debug", "info", "warn", "error", NULL};
 static const char *const conflicts_choices[] = {"siblings", "lww", NULL};
 static const char *const admin_choices[] = {"loopback", "any", NULL};
+static const char *const sloppy_choices[] = {"no", "yes", NULL};
 
 /* A table row's offset and width of a struct settings member. */
 #define FIELD(m) .offset = offsetof(struct settings, m), .width = sizeof(((struct settings *)0)->m)
@@ -226,6 +227,15 @@ const struct settings_def settings_defs[] = {
      .max = RING_RF_MAX,
      .unit = "",
      .doc = "replicas that must acknowledge a write"},
+    /* yes: the Dynamo paper's sloppy quorum, which Riak also uses by default. */
+    {.name = "sloppy",
+     .kind = SETTINGS_ENUM,
+     FIELD(sloppy),
+     .def = "yes",
+     .unit = "",
+     .choices = sloppy_choices,
+     .doc = "sloppy quorum: a replica that is down is replaced by the next node of the ring walk "
+            "(yes or no)"},
     {.name = "sync",
      .kind = SETTINGS_ENUM,
      FIELD(sync),

@@ -58,6 +58,7 @@ struct settings {
     char cluster_key[SETTINGS_PATH_MAX];
     uint8_t ring_seed[RING_SEED_LEN];
     uint32_t rf, r, w;
+    bool sloppy; /* sloppy quorum: fallbacks stand in for down replicas (preflist.h) */
     enum store_sync sync;
     uint64_t sync_interval_ms;
     uint64_t gossip_interval_ms;
