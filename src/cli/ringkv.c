@@ -24,6 +24,7 @@
 #include "cli_gossip.h"
 #include "cli_key.h"
 #include "cli_placement.h"
+#include "cli_preflist.h"
 #include "cli_verify.h"
 #include "cli_workload.h"
 #include "man.h"
@@ -45,6 +46,9 @@ static const struct cli_verb ringkv_verbs[] = {
      "[--json]   the failure detector's view: phi, last heard, generation of each member"},
     {"ring", cli_cluster_ring,
      "[--rf N] [--json | --dot]   the ring's arcs with their preference lists"},
+    {"preflist", cli_preflist,
+     "[--hex] [--json] KEY   a key's replicas and fallbacks, up or down, and why the walk skipped "
+     "each node it passed"},
     {"remove", cli_cluster_remove,
      "[--json] ID   remove a member the node sees down from the cluster (and its ring)"},
     {"keygen", cli_key_keygen, "[--json] [FILE]   a new cluster key: printed, or FILE (mode 0600)"},

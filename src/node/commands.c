@@ -34,6 +34,7 @@
 #include "membership.h"
 #include "metrics.h"
 #include "num.h"
+#include "preflist.h"
 #include "server.h"
 #include "record.h"
 #include "reload.h"
@@ -1503,6 +1504,117 @@ static int ringkv_status_deep(struct client *c, struct pending *p)
     return CMD_DONE;
 }
 
+/* --- RINGKV PREFLIST --------------------------------------------------------------- */
+
+/* What preflist_member_up() asks: the ring the list is built on, and the member table. */
+struct preflist_view {
+    const struct ring *ring;
+    const struct membership *members;
+};
+
+/*
+ * preflist_up_fn over this node's failure detector: a member is up unless
+ * the detector sees it down (suspect still counts as up, as RINGKV STATUS
+ * says), and this node is always up.
+ */
+static bool preflist_member_up(void *ctx, uint32_t member)
+{
+    const struct preflist_view *v = ctx;
+    const struct member *e = membership_find(v->members, ring_member_id(v->ring, member));
+
+    return e != NULL && (e == membership_self(v->members) || e->state != DETECTOR_DOWN);
+}
+
+/* The id of nodes[i], or "" for i < 0. */
+static const char *preflist_node_id(const struct ring *r, const struct preflist *pl, int i)
+{
+    return i >= 0 ? ring_member_id(r, pl->nodes[i].member) : "";
+}
+
+static void preflist_put_node(struct buf *out, const struct ring *r, const struct preflist *pl,
+                              size_t i, int proto)
+{
+    const struct preflist_node *n = &pl->nodes[i];
+
+    resp_put_map(out, 5, proto);
+    resp_put_bulk_str(out, "node");
+    resp_put_bulk_str(out, ring_member_id(r, n->member));
+    resp_put_bulk_str(out, "rack");
+    resp_put_bulk_str(out, ring_member_rack(r, n->member));
+    resp_put_bulk_str(out, "role");
+    resp_put_bulk_str(out, preflist_role_name(n->role));
+    resp_put_bulk_str(out, "up");
+    resp_put_int(out, n->up);
+    resp_put_bulk_str(out, "stands_for");
+    resp_put_bulk_str(out, preflist_node_id(r, pl, n->stands_for));
+}
+
+static void preflist_put_skip(struct buf *out, const struct ring *r, const struct preflist *pl,
+                              size_t i, int proto)
+{
+    const struct preflist_skip *s = &pl->skips[i];
+
+    resp_put_map(out, 5, proto);
+    resp_put_bulk_str(out, "node");
+    resp_put_bulk_str(out, ring_member_id(r, s->member));
+    resp_put_bulk_str(out, "rack");
+    resp_put_bulk_str(out, ring_member_rack(r, s->member));
+    resp_put_bulk_str(out, "token");
+    resp_put_int(out, (int64_t)s->token);
+    resp_put_bulk_str(out, "reason");
+    resp_put_bulk_str(out, preflist_skip_name(s->reason));
+    resp_put_bulk_str(out, "replaced_by");
+    resp_put_bulk_str(out, preflist_node_id(r, pl, s->replaced_by));
+}
+
+/*
+ * RINGKV PREFLIST KEY: the key's preference list as a coordinator here
+ * would use it (preflist.h): the ring in force, the cluster's rf, this
+ * node's sloppy setting and its failure detector's view of who is up;
+ * with every skipped step of the walk, for `ringkv preflist`.
+ */
+static void ringkv_preflist(struct client *c, struct pending *p)
+{
+    const struct membership *m = gossip_members(c->node->gossip);
+    struct preflist_view v = {membership_ring(m), m};
+    struct preflist pl;
+    struct buf *out;
+    int rc = RK_EEMPTY;
+
+    if (ring_token_count(v.ring) > 0) {
+        uint64_t pos = ring_key_position(v.ring, p->cmd->argv[2].p, p->cmd->argv[2].len);
+        rc = preflist_build(v.ring, pos, c->node->cfg.rf, c->node->cfg.sloppy, preflist_member_up,
+                            &v, true, &pl);
+    }
+    if (rc != 0) {
+        client_error(p, "ERR RINGKV PREFLIST: %s", rk_strerror(rc));
+        return;
+    }
+    out = client_reply(p);
+    resp_put_map(out, 7, c->proto);
+    resp_put_bulk_str(out, "position");
+    put_hex64(out, pl.pos);
+    resp_put_bulk_str(out, "token");
+    resp_put_int(out, (int64_t)pl.owner_token);
+    resp_put_bulk_str(out, "token_position");
+    put_hex64(out, ring_token_at(v.ring, pl.owner_token).pos);
+    resp_put_bulk_str(out, "rf");
+    resp_put_int(out, c->node->cfg.rf);
+    resp_put_bulk_str(out, "sloppy");
+    resp_put_int(out, c->node->cfg.sloppy);
+    resp_put_bulk_str(out, "nodes");
+    resp_put_array(out, pl.n);
+    for (size_t i = 0; i < pl.n; i++) {
+        preflist_put_node(out, v.ring, &pl, i, c->proto);
+    }
+    resp_put_bulk_str(out, "skipped");
+    resp_put_array(out, pl.n_skips);
+    for (size_t i = 0; i < pl.n_skips; i++) {
+        preflist_put_skip(out, v.ring, &pl, i, c->proto);
+    }
+    preflist_free(&pl);
+}
+
 struct ringkv_verb {
     const char *name;
     int min_args, max_args; /* words after RINGKV */
@@ -1514,6 +1626,7 @@ static const struct ringkv_verb ringkv_verbs[] = {
     {"status", 1, 1, ringkv_status, NULL},     {"members", 1, 1, ringkv_members, NULL},
     {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, NULL, ringkv_remove},
     {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
+    {"preflist", 2, 2, ringkv_preflist, NULL},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -1533,7 +1646,7 @@ static int cmd_ringkv(struct client *c, struct pending *p)
     }
     client_error(p,
                  "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
-                 "MEMBERS, RING [rf], REMOVE id, BULKTEST [id bytes])",
+                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, BULKTEST [id bytes])",
                  arg_str(p, 1));
     return CMD_DONE;
 }
