@@ -44,6 +44,7 @@
 #include "log.h"
 #include "net.h"
 #include "server.h"
+#include "txn.h"
 
 /* Finished entries kept for reuse per connection: a deep pipeline's worth. */
 #define CLIENT_SPARE_MAX 64
@@ -95,7 +96,7 @@ static struct pending *pending_new(struct client *c, struct resp_cmd *cmd)
 /* Free what a data command allocated for its operations. */
 static void pending_free_ops(struct pending *p)
 {
-    if (p->writes != &p->write1) {
+    if (p->writes != &p->write1 && !p->writes_borrowed) {
         free(p->writes);
     }
     if (p->reads != &p->read1) {
@@ -183,6 +184,7 @@ void client_error(struct pending *p, const char *fmt, ...)
 
 static void client_free(struct client *c)
 {
+    txn_discard(c);
     while (c->head != NULL) {
         pending_pop(c);
     }
@@ -244,6 +246,7 @@ void client_close(struct client *c, const char *why)
     c->dead = true;
     client_unlink(c);
     client_unqueue_flush(c);
+    txn_discard(c); /* a transaction not yet EXECuted applies nothing */
     /* keep only entries with operations in flight: kv still borrows them */
     while ((p = c->head) != NULL) {
         c->head = p->next;
@@ -442,6 +445,12 @@ void client_finish(struct pending *p)
 {
     struct client *c = p->c;
 
+    if (p->txn != NULL) {
+        p->done = true;
+        client_account(p);
+        txn_sub_done(p);
+        return;
+    }
     client_enter(c);
     p->done = true;
     if (p->in_flight) {
@@ -468,6 +477,40 @@ static void client_start(struct client *c, struct pending *p)
     }
     p->done = true;
     client_account(p);
+}
+
+struct pending *client_sub_new(struct client *c, struct resp_cmd *cmd, struct txn_exec *t)
+{
+    struct pending *p = calloc(1, sizeof(*p));
+
+    if (p == NULL) {
+        return NULL;
+    }
+    buf_init(&p->reply, 0);
+    vclock_init(&p->context);
+    p->c = c;
+    p->cmd = cmd;
+    p->index = -1;
+    p->txn = t;
+    return p;
+}
+
+int client_sub_start(struct pending *p)
+{
+    p->started = true;
+    p->start_ns = clock_mono_ns();
+    p->c->commands++;
+    if (commands_run(p->c, p) == CMD_ASYNC) {
+        return CMD_ASYNC;
+    }
+    p->done = true;
+    client_account(p);
+    return CMD_DONE;
+}
+
+void client_sub_free(struct pending *p)
+{
+    pending_free(p);
 }
 
 /* Argument positions of p's keys: first, last (inclusive) and step; false when keyless. */
@@ -517,12 +560,14 @@ static bool client_must_wait(struct client *c, struct pending *p)
     unsigned flags = commands_flags(p) & (CMD_READ | CMD_WRITE);
     size_t budget = CLIENT_CONFLICT_SCAN;
 
-    if (flags == 0 || c->n_in_flight == 0) {
-        return false;
+    if (flags == 0 || c->n_in_flight == 0 || txn_queues(c, p->command)) {
+        return false; /* a command queued inside MULTI touches nothing until EXEC */
     }
     for (struct pending *q = c->head; q != NULL && q != p; q = q->next) {
         unsigned qf = q->in_flight ? commands_flags(q) & (CMD_READ | CMD_WRITE) : 0;
-        if (qf != 0 && qf != flags && pending_overlap(q, p, &budget)) {
+        /* EXEC reads and writes: it waits for every data command, and one EXEC for another */
+        bool both = flags == (CMD_READ | CMD_WRITE);
+        if (qf != 0 && (qf != flags || both) && pending_overlap(q, p, &budget)) {
             return true;
         }
     }

@@ -34,6 +34,8 @@
 struct server;
 struct command;
 struct read_cmd;
+struct txn;
+struct txn_exec;
 
 #define CLIENT_NAME_MAX 128
 /* Before AUTH: arguments of a command, and bytes of one (Redis's unauthenticated limits). */
@@ -68,6 +70,9 @@ struct pending {
     size_t next_slot;                /* reads: the first whose reply is not yet written */
     struct buf *slots;               /* reads: replies that completed ahead of an earlier one */
     bool *slot_ready;
+    /* a command EXEC runs (txn.h): outside the pipeline, its completion goes to the EXEC */
+    struct txn_exec *txn;
+    bool writes_borrowed; /* writes are slots of the EXEC's group, not p's own */
 };
 
 struct client {
@@ -100,6 +105,7 @@ struct client {
     struct pending *spare; /* finished entries kept for reuse */
     uint64_t batch_ns;     /* when the commands being started were started */
     size_t n_spare;
+    struct txn *multi; /* inside MULTI: the queued commands (txn.h); NULL outside */
 };
 
 /* Take over an accepted connection. */
@@ -135,5 +141,15 @@ void client_quit(struct pending *p);
 
 /* An asynchronous command wrote its reply: complete it and move the connection on. */
 void client_finish(struct pending *p);
+
+/*
+ * For EXEC (txn.h): an entry for cmd (owned by it from then on) outside
+ * the pipeline: its reply stays in its own buffer and its completion goes
+ * to txn_sub_done().  client_sub_start() runs it (CMD_DONE or CMD_ASYNC);
+ * client_sub_free() frees it once done.
+ */
+struct pending *client_sub_new(struct client *c, struct resp_cmd *cmd, struct txn_exec *t);
+int client_sub_start(struct pending *p);
+void client_sub_free(struct pending *p);
 
 #endif

@@ -40,6 +40,7 @@
 #include "reload.h"
 #include "ring.h"
 #include "rpc.h"
+#include "txn.h"
 
 /* The protocol level HELLO reports, for clients that gate features on it. */
 #define COMMANDS_REDIS_VERSION "7.0.0"
@@ -299,6 +300,10 @@ static int start_reads(struct client *c, struct pending *p, size_t first, const 
             read_done(&p->reads[i], p);
             continue;
         }
+        if (p->txn != NULL && txn_read_own(p->txn, key, len, &p->reads[i])) {
+            read_done(&p->reads[i], p); /* a key this EXEC wrote earlier reads that write */
+            continue;
+        }
         kv_get(c->node->kv, &p->reads[i], key, len, read_done, p);
     }
     if (--p->left > 0) {
@@ -401,7 +406,9 @@ static void write_done(struct kv_write *w, void *ctx)
  * Start n writes: pairs (key, value) from argument `first` in steps of
  * `step` (step 1: deletes of every argument from first), as one atomic
  * group when atomic.  Replies once all have completed; when none could
- * start, replies at once.
+ * start, replies at once.  Run by EXEC (p->txn), the writes join the
+ * EXEC's atomic group instead, which EXEC hands to kv once every queued
+ * command has run (txn.h).
  */
 static int start_writes(struct client *c, struct pending *p, size_t first, size_t step,
                         bool tombstone, const struct vclock *context, bool atomic)
@@ -409,7 +416,10 @@ static int start_writes(struct client *c, struct pending *p, size_t first, size_
     size_t n = (p->cmd->argc - first) / step;
     int rc;
 
-    p->writes = n == 1 ? &p->write1 : calloc(n, sizeof(*p->writes));
+    p->writes_borrowed = p->txn != NULL;
+    p->writes = p->txn != NULL ? txn_take_writes(p->txn, n)
+                : n == 1       ? &p->write1
+                               : calloc(n, sizeof(*p->writes));
     if (p->writes == NULL) {
         client_error(p, "ERR out of memory");
         return CMD_DONE;
@@ -421,13 +431,15 @@ static int start_writes(struct client *c, struct pending *p, size_t first, size_
         const uint8_t *key = arg(p, first + i * step, &klen);
         const uint8_t *value = tombstone ? NULL : arg(p, first + i * step + 1, &vlen);
         kv_write_init(&p->writes[i], key, klen, value, vlen, tombstone, context, write_done, p);
-        if (!atomic && (rc = kv_write(c->node->kv, &p->writes[i], key, klen, value, vlen, tombstone,
-                                      context, write_done, p)) != 0) {
+        if (p->txn != NULL) {
+            txn_note_write(p->txn, key, klen, value, vlen, tombstone);
+        } else if (!atomic && (rc = kv_write(c->node->kv, &p->writes[i], key, klen, value, vlen,
+                                             tombstone, context, write_done, p)) != 0) {
             p->first_error = p->first_error ? p->first_error : rc;
             p->left--;
         }
     }
-    if (atomic && (rc = kv_write_atomic(c->node->kv, p->writes, n)) != 0) {
+    if (atomic && p->txn == NULL && (rc = kv_write_atomic(c->node->kv, p->writes, n)) != 0) {
         p->first_error = rc;
         p->left = 0;
     }
@@ -1676,6 +1688,13 @@ const struct command commands[] = {
     {"config", -2, CMD_ADMIN, cmd_config, 0, 0, 0, "GET settings, SET run-time ones"},
     {"cluster", -1, 0, cmd_cluster, 0, 0, 0, "not a Redis Cluster: standalone error"},
     {"ringkv", -2, CMD_ADMIN, cmd_ringkv, 0, 0, 0, "cluster administration"},
+    /* transactions (txn.h); EXEC checks its own arity, as Redis answers it with EXECABORT */
+    {"multi", 1, 0, txn_cmd_multi, 0, 0, 0, "start a transaction: queue the commands that follow"},
+    {"exec", -1, CMD_READ | CMD_WRITE, txn_cmd_exec, 0, 0, 0,
+     "run the queued commands; their writes commit all or nothing"},
+    {"discard", 1, 0, txn_cmd_discard, 0, 0, 0, "drop the queued commands"},
+    {"watch", -2, 0, txn_cmd_watch, 0, 0, 0, "not supported: an error"},
+    {"unwatch", 1, 0, txn_cmd_watch, 0, 0, 0, "not supported: an error"},
 };
 const size_t commands_count = sizeof(commands) / sizeof(commands[0]);
 
@@ -1725,6 +1744,7 @@ int commands_run(struct client *c, struct pending *p)
         c->node->metrics.client_limit_errors++;
         client_error(p, "ERR argument of %zu bytes is over value-max (%llu bytes)",
                      p->cmd->too_big_len, (unsigned long long)c->node->cfg.value_max);
+        txn_flag(c);
         return CMD_DONE;
     }
     commands_flags(p);
@@ -1740,8 +1760,11 @@ int commands_run(struct client *c, struct pending *p)
                      cmd->name);
     } else if ((cmd->flags & CMD_WRITE) && c->node->stopping) {
         client_error(p, "ERR ringkv is shutting down");
+    } else if (txn_queues(c, cmd)) {
+        return txn_queue(c, p);
     } else {
         return cmd->run(c, p);
     }
+    txn_flag(c); /* inside MULTI, a refused command aborts the EXEC */
     return CMD_DONE;
 }
