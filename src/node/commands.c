@@ -40,6 +40,7 @@
 #include "reload.h"
 #include "ring.h"
 #include "rpc.h"
+#include "scan.h"
 #include "txn.h"
 
 /* The protocol level HELLO reports, for clients that gate features on it. */
@@ -213,7 +214,36 @@ out_free:
     record_deinit(&rec);
 }
 
+/*
+ * TYPE and STRLEN: what a key's single value is.  Absent or deleted:
+ * "none" and 0; one value: "string" and its length; siblings: "string",
+ * and for STRLEN -CONFLICT as GET answers (no single value to measure).
+ */
+static void type_reply(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
+{
+    const uint8_t *value = NULL;
+    size_t n = 0, vlen = 0;
+    bool tombstone = false, strlen_cmd = strcmp(p->command->name, "strlen") == 0;
+    int rc = r->result;
+
+    if (rc == 0 && record_peek(r->record, r->record_len, &n, &tombstone, &value, &vlen) != 0) {
+        rc = RK_ESYNTAX;
+    }
+    if (rc != 0 && rc != RK_ENOTFOUND) {
+        p->error = true;
+        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+    } else if (n > 1 && strlen_cmd) {
+        p->error = true;
+        resp_put_errorf(out, "CONFLICT the key has %zu siblings: read them with KGET", n);
+    } else if (strlen_cmd) {
+        resp_put_int(out, rc == 0 && !tombstone ? (int64_t)vlen : 0);
+    } else {
+        resp_put_simple(out, rc == 0 && (n > 1 || !tombstone) ? "string" : "none");
+    }
+}
+
 static const struct read_cmd read_value = {value_reply, NULL};
+static const struct read_cmd read_type = {type_reply, NULL};
 static const struct read_cmd read_exists = {exists_count, exists_end};
 static const struct read_cmd read_kget = {kget_reply, NULL};
 
@@ -329,6 +359,20 @@ static int cmd_mget(struct client *c, struct pending *p)
 {
     resp_put_array(client_reply(p), p->cmd->argc - 1);
     return start_reads(c, p, 1, &read_value);
+}
+
+/* TYPE key, STRLEN key (a key over key-max cannot exist: none, 0, as Redis for a missing key) */
+static int cmd_type(struct client *c, struct pending *p)
+{
+    if (p->cmd->argv[1].len > c->node->cfg.key_max) {
+        if (strcmp(p->command->name, "strlen") == 0) {
+            resp_put_int(client_reply(p), 0);
+        } else {
+            resp_put_simple(client_reply(p), "none");
+        }
+        return CMD_DONE;
+    }
+    return start_reads(c, p, 1, &read_type);
 }
 
 static int cmd_exists(struct client *c, struct pending *p)
@@ -815,15 +859,6 @@ static int cmd_info(struct client *c, struct pending *p)
     }
     resp_put_verbatim(client_reply(p), buf_data(&text), text.len, c->proto);
     buf_free(&text);
-    return CMD_DONE;
-}
-
-static int cmd_dbsize(struct client *c, struct pending *p)
-{
-    struct store_stats st;
-
-    store_get_stats(c->node->store, &st);
-    resp_put_int(client_reply(p), (int64_t)st.keys);
     return CMD_DONE;
 }
 
@@ -1684,7 +1719,7 @@ const struct command commands[] = {
     {"client", -2, 0, cmd_client, 0, 0, 0, "SETNAME, GETNAME, ID, SETINFO, LIST"},
     {"command", -1, 0, cmd_command, 0, 0, 0, "COUNT, DOCS, INFO of commands"},
     {"info", -1, 0, cmd_info, 0, 0, 0, "server, clients, stats, keyspace, cluster ..."},
-    {"dbsize", 1, CMD_READ, cmd_dbsize, 0, 0, 0, "keys stored, tombstones included"},
+    {"dbsize", 1, CMD_READ, scan_cmd_dbsize, 0, 0, 0, "live keys this node stores"},
     {"config", -2, CMD_ADMIN, cmd_config, 0, 0, 0, "GET settings, SET run-time ones"},
     {"cluster", -1, 0, cmd_cluster, 0, 0, 0, "not a Redis Cluster: standalone error"},
     {"ringkv", -2, CMD_ADMIN, cmd_ringkv, 0, 0, 0, "cluster administration"},
@@ -1695,6 +1730,12 @@ const struct command commands[] = {
     {"discard", 1, 0, txn_cmd_discard, 0, 0, 0, "drop the queued commands"},
     {"watch", -2, 0, txn_cmd_watch, 0, 0, 0, "not supported: an error"},
     {"unwatch", 1, 0, txn_cmd_watch, 0, 0, 0, "not supported: an error"},
+    /* iteration over this node's keys (scan.h) */
+    {"scan", -2, CMD_READ, scan_cmd_scan, 0, 0, 0,
+     "iterate this node's keys in ring-position order: cursor [MATCH p] [COUNT n] [TYPE t]"},
+    {"keys", 2, CMD_READ, scan_cmd_keys, 0, 0, 0, "this node's keys matching a pattern (bounded)"},
+    {"type", 2, CMD_READ, cmd_type, 1, 1, 1, "string, or none for a missing key"},
+    {"strlen", 2, CMD_READ, cmd_type, 1, 1, 1, "the length of a key's value, 0 when missing"},
 };
 const size_t commands_count = sizeof(commands) / sizeof(commands[0]);
 
