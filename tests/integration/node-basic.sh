@@ -19,8 +19,9 @@ it_expect_eq "DEL" "$(it_cli n1 DEL k a nope)" "2"
 it_expect_eq "GET deleted" "$(it_cli n1 GET k)" ""
 printf 'x\r\n\0y' | redis-cli -e -p "$N1_CLIENT" -x SET bin > /dev/null || it_fail "SET binary"
 it_expect_eq "binary value" "$(it_cli n1 GET bin | od -An -tx1 | tr -d ' \n')" "780d0a00790a"
-out=$(it_cli n1 STRLEN bin 2>&1) && it_fail "STRLEN accepted"
-case "$out" in "ERR unknown command 'STRLEN'"*) ;; *) it_fail "unknown command: $out" ;; esac
+it_expect_eq "STRLEN binary" "$(it_cli n1 STRLEN bin)" "5"
+out=$(it_cli n1 LPUSH bin x 2>&1) && it_fail "LPUSH accepted"
+case "$out" in "ERR unknown command 'LPUSH'"*) ;; *) it_fail "unknown command: $out" ;; esac
 out=$(it_cli n1 SET k v EX 10 2>&1) && it_fail "SET EX accepted"
 case "$out" in *"not supported"*) ;; *) it_fail "SET EX: $out" ;; esac
 out=$(it_cli n1 CLUSTER INFO 2>&1) && it_fail "CLUSTER accepted"
