@@ -163,6 +163,9 @@ static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
 
 static const char *const msg_op_names[MSG_OP_MAX + 1] = {
     [MSG_OP_STATUS] = "status",
+    [MSG_OP_REPLICA_WRITE] = "replica_write",
+    [MSG_OP_REPLICA_READ] = "replica_read",
+    [MSG_OP_FORWARD] = "forward",
 };
 
 static const struct msg_kind *msg_kind_find(uint64_t type)

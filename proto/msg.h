@@ -183,8 +183,11 @@ struct msg_bulk {
  * it does not know.  Operation and result numbers are never reused.
  */
 enum msg_op {
-    MSG_OP_STATUS = 1, /* the member's own view: body nil, answer struct msg_status_view */
-    MSG_OP_MAX = 1,
+    MSG_OP_STATUS = 1,        /* the member's own view: body nil, answer struct msg_status_view */
+    MSG_OP_REPLICA_WRITE = 2, /* merge a version into a key (msg_kv.h) */
+    MSG_OP_REPLICA_READ = 3,  /* a key's record (msg_kv.h) */
+    MSG_OP_FORWARD = 4,       /* a client's read or write for a replica to coordinate (msg_kv.h) */
+    MSG_OP_MAX = 4,
 };
 
 enum msg_result {

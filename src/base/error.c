@@ -23,6 +23,8 @@ static const char *const rk_error_text[] = {
     [-RK_ETIMEOUT] = "timed out",
     [-RK_EDISK] = "the disk failed to flush; writes are refused until a restart",
     [-RK_ECONTEXT] = "the context names versions this node never issued",
+    [-RK_ENOREPLICAS] = "not enough replicas reachable",
+    [-RK_ETRYAGAIN] = "too few replicas answered in time",
 };
 
 const char *rk_strerror(int err)

@@ -27,7 +27,9 @@ enum rk_error {
     RK_ETIMEOUT = -14, /* no answer within the time allowed */
     RK_EDISK = -15,    /* the disk failed to flush: writes are refused until a restart */
     RK_ECONTEXT = -16, /* a write's context names versions this node never issued */
-    RK_ERROR_MIN = -16
+    RK_ENOREPLICAS = -17, /* too few replicas of a key are reachable to try a request */
+    RK_ETRYAGAIN = -18,   /* a request reached replicas, but too few answered in time */
+    RK_ERROR_MIN = -18
 };
 
 /* A static, human-readable phrase for err; never NULL, also for unknown codes. */

@@ -1,0 +1,113 @@
+/*
+ * msg_kv.h - the bodies of the data operations of peer requests
+ * (proto/PROTOCOL.md section 7.15): a replica write, a replica read, and a
+ * client request forwarded to a replica that coordinates it.
+ *
+ * These travel as the body of a REQUEST (msg.h, section 7.14) and of its
+ * RESPONSE.  Every answer of the three operations has one form, a status
+ * and what goes with it, so that a coordinator's error (not enough
+ * replicas, too few answered in time) reaches the node a client asked,
+ * through a forward, with its figures.
+ *
+ * Decoded bodies borrow their bytes from the input; nothing is allocated.
+ * The key, record and context inside are checked for their bounds here and
+ * for their own grammar by the layer that uses them (record_decode(),
+ * vclock_decode()), which is where a bad one is refused.
+ */
+#ifndef RINGKV_MSG_KV_H
+#define RINGKV_MSG_KV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "ring.h"
+
+/* Longest key a body carries: above any key-max a node accepts. */
+#define MSG_KV_KEY_MAX ((size_t)1 << 16)
+/* Longest record, value or context a body carries: the frame bounds it further. */
+#define MSG_KV_BYTES_MAX ((size_t)1 << 30)
+
+/* Why an operation ended; numbers are never reused (PROTOCOL.md 7.15). */
+enum msg_kv_status {
+    MSG_KV_OK = 0,
+    MSG_KV_NOTFOUND = 1,   /* a read: no record */
+    MSG_KV_NOREPLICAS = 2, /* too few replicas reachable to try */
+    MSG_KV_TRYAGAIN = 3,   /* tried: too few answered in time */
+    MSG_KV_FULL = 4,       /* the store or its disk is full */
+    MSG_KV_DISK = 5,       /* the disk failed to flush: writes refused until a restart */
+    MSG_KV_CONFLICT = 6,   /* the context is older than a write made since */
+    MSG_KV_CONTEXT = 7,    /* the context names versions never issued */
+    MSG_KV_TOOBIG = 8,     /* over a limit: a key, a value, max-siblings */
+    MSG_KV_CLOSED = 9,     /* the node is shutting down */
+    MSG_KV_FAILED = 10,    /* anything else */
+    MSG_KV_BADINPUT = 11,  /* a record or context that does not decode */
+    MSG_KV_STATUS_MAX = 11,
+};
+
+/* A ringkv error code (error.h) as a status, and back (an unknown status: RK_EIO). */
+uint32_t msg_kv_status_from_rk(int rc);
+int msg_kv_status_to_rk(uint32_t status);
+
+/*
+ * REPLICA_WRITE (op 2): merge record (record.h encoding, one or more
+ * versions) into key; with a hint target (hint[0] != 0) keep it as a hint
+ * for that replica instead.
+ */
+struct msg_replica_write {
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *record;
+    size_t record_len;
+    char hint[RING_NAME_MAX + 1]; /* "" when none */
+};
+
+/* REPLICA_READ (op 3): the record of key. */
+struct msg_replica_read {
+    const uint8_t *key;
+    size_t key_len;
+};
+
+enum msg_forward_kind { MSG_FORWARD_READ = 0, MSG_FORWARD_WRITE = 1, MSG_FORWARD_KIND_MAX = 1 };
+
+/* FORWARD (op 4): a client's read or write of key, for a replica to coordinate. */
+struct msg_forward {
+    uint32_t kind;
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *value; /* WRITE: NULL with tombstone */
+    size_t value_len;
+    bool tombstone;
+    const uint8_t *context; /* WRITE: a vclock encoding; NULL when none (a blind write) */
+    size_t context_len;
+    uint32_t quorum; /* r or w asked for; 0: the cluster's */
+};
+
+/* The answer of every data operation. */
+struct msg_kv_answer {
+    uint32_t status;       /* enum msg_kv_status */
+    uint32_t answered;     /* NOREPLICAS, TRYAGAIN: replicas that answered (or were reachable) */
+    uint32_t needed;       /* and how many were needed */
+    const uint8_t *record; /* a read's record when status is OK; else NULL */
+    size_t record_len;
+    bool flag; /* REPLICA_WRITE: the stored record changed; FORWARD write: a live value existed */
+};
+
+/*
+ * Encoders append one body to out (left as it was on error): RK_EINVAL for
+ * a field out of its bounds, RK_ENOMEM.  Decoders read exactly one body
+ * from in[0..len): RK_ESYNTAX (malformed, trailing bytes, a bad id), or
+ * RK_ETOOBIG (a field over its bound); fields after the known ones are
+ * skipped, as in every message.  Decoded pointers point into in.
+ */
+int msg_replica_write_encode(const struct msg_replica_write *m, struct buf *out);
+int msg_replica_write_decode(const uint8_t *in, size_t len, struct msg_replica_write *m);
+int msg_replica_read_encode(const struct msg_replica_read *m, struct buf *out);
+int msg_replica_read_decode(const uint8_t *in, size_t len, struct msg_replica_read *m);
+int msg_forward_encode(const struct msg_forward *m, struct buf *out);
+int msg_forward_decode(const uint8_t *in, size_t len, struct msg_forward *m);
+int msg_kv_answer_encode(const struct msg_kv_answer *m, struct buf *out);
+int msg_kv_answer_decode(const uint8_t *in, size_t len, struct msg_kv_answer *m);
+
+#endif
