@@ -60,6 +60,8 @@ struct pending {
     /* a data command's operations: how many are left, what they found */
     size_t left;
     int first_error;
+    unsigned quorum;                   /* KGET R n, KSET W n; 0: the cluster's */
+    unsigned err_answered, err_needed; /* with first_error NOREPLICAS or TRYAGAIN */
     int64_t count;
     struct vclock context;
     struct kv_write write1, *writes; /* writes == &write1 for one */

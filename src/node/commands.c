@@ -112,6 +112,34 @@ struct read_cmd {
 };
 
 /*
+ * The error line of a request the replicas could not serve (false for
+ * another error): how many replicas were reachable (NOREPLICAS) or
+ * answered (TRYAGAIN) of how many its quorum needs.
+ */
+static bool replica_error(char *text, size_t cap, int rc, unsigned answered, unsigned needed,
+                          bool write)
+{
+    if (rc == RK_ENOREPLICAS) {
+        snprintf(text, cap,
+                 "NOREPLICAS %u of the %u replicas this %s needs (%s) are reachable: nothing was "
+                 "%s",
+                 answered, needed, write ? "write" : "read", write ? "w" : "r",
+                 write ? "written" : "read");
+    } else if (rc == RK_ETRYAGAIN && write) {
+        snprintf(text, cap,
+                 "TRYAGAIN %u of the %u replicas this write needs (w) acknowledged it in time: it "
+                 "may be on some replicas, and a later read returns it if so",
+                 answered, needed);
+    } else if (rc == RK_ETRYAGAIN) {
+        snprintf(text, cap, "TRYAGAIN %u of the %u replicas this read needs (r) answered in time",
+                 answered, needed);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/*
  * A read's single value: bulk, nil when absent or deleted, -CONFLICT with
  * siblings.  A key over key-max (only MGET gets here with one: GET refuses
  * it first) cannot exist, so it is nil like any absent key, as Redis
@@ -119,6 +147,7 @@ struct read_cmd {
  */
 static void value_reply(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
 {
+    char text[256];
     const uint8_t *value = NULL;
     size_t n = 0, vlen = 0;
     bool tombstone = false;
@@ -132,7 +161,10 @@ static void value_reply(struct client *c, struct pending *p, struct kv_read *r, 
         record_peek(r->record, r->record_len, &n, &tombstone, &value, &vlen) != 0) {
         r->result = RK_ESYNTAX;
     }
-    if (r->result != 0) {
+    if (replica_error(text, sizeof(text), r->result, r->answered, r->needed, false)) {
+        p->error = true;
+        resp_put_errorf(out, "%s", text);
+    } else if (r->result != 0) {
         p->error = true;
         resp_put_errorf(out, "ERR read failed: %s", rk_strerror(r->result));
     } else if (n == 1 && tombstone) {
@@ -194,7 +226,12 @@ static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, s
     }
     if (rc != 0) {
         p->error = true;
-        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+        char text[256];
+        if (replica_error(text, sizeof(text), rc, r->answered, r->needed, false)) {
+            resp_put_errorf(out, "%s", text);
+        } else {
+            resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+        }
         goto out_free;
     }
     vclock_encode(&ctx, enc);
@@ -334,7 +371,7 @@ static int start_reads(struct client *c, struct pending *p, size_t first, const 
             read_done(&p->reads[i], p); /* a key this EXEC wrote earlier reads that write */
             continue;
         }
-        kv_get(c->node->kv, &p->reads[i], key, len, read_done, p);
+        kv_get_quorum(c->node->kv, &p->reads[i], key, len, p->quorum, read_done, p);
     }
     if (--p->left > 0) {
         return CMD_ASYNC;
@@ -380,11 +417,49 @@ static int cmd_exists(struct client *c, struct pending *p)
     return start_reads(c, p, 1, &read_exists);
 }
 
+/*
+ * A quorum option's value (R n, W n) at argument i: 1 .. rf.  Replies
+ * with the error and returns false otherwise.
+ */
+static bool quorum_arg(struct client *c, struct pending *p, size_t i, const char *name)
+{
+    size_t len;
+    const uint8_t *v = arg(p, i, &len);
+    char text[8];
+    char *end;
+    unsigned long q;
+
+    if (len == 0 || len >= sizeof(text)) {
+        q = 0;
+    } else {
+        memcpy(text, v, len);
+        text[len] = '\0';
+        q = strtoul(text, &end, 10);
+        q = *end == '\0' && text[0] != '-' ? q : 0;
+    }
+    if (q == 0 || q > c->node->cfg.rf) {
+        client_error(p, "ERR %s must be a number of replicas from 1 to rf (%u)", name,
+                     (unsigned)c->node->cfg.rf);
+        return false;
+    }
+    p->quorum = (unsigned)q;
+    return true;
+}
+
+/* KGET key [R n] */
 static int cmd_kget(struct client *c, struct pending *p)
 {
+    if (p->cmd->argc != 2 && (p->cmd->argc != 4 || !resp_arg_is(p->cmd, 2, "r"))) {
+        client_error(p, "ERR syntax error: KGET key [R n]");
+        return CMD_DONE;
+    }
     if (over_limit(c, p, "key", p->cmd->argv[1].len, c->node->cfg.key_max)) {
         return CMD_DONE;
     }
+    if (p->cmd->argc == 4 && !quorum_arg(c, p, 3, "R")) {
+        return CMD_DONE;
+    }
+    p->cmd->argc = 2; /* the read takes the key only */
     return start_reads(c, p, 1, &read_kget);
 }
 
@@ -418,6 +493,7 @@ static const char *write_error_text(int rc)
 static void write_reply(struct pending *p)
 {
     const char *text = write_error_text(p->first_error);
+    char line[256];
 
     if (p->first_error == 0) {
         if (strcmp(p->command->name, "del") == 0) {
@@ -425,6 +501,9 @@ static void write_reply(struct pending *p)
         } else {
             resp_put_simple(client_reply(p), "OK");
         }
+    } else if (replica_error(line, sizeof(line), p->first_error, p->err_answered, p->err_needed,
+                             true)) {
+        client_error(p, "%s", line);
     } else if (text != NULL) {
         client_error(p, "%s", text);
     } else {
@@ -438,6 +517,8 @@ static void write_done(struct kv_write *w, void *ctx)
 
     if (w->result != 0 && p->first_error == 0) {
         p->first_error = w->result;
+        p->err_answered = w->answered;
+        p->err_needed = w->needed;
     }
     p->count += w->existed;
     if (--p->left == 0) {
@@ -449,10 +530,11 @@ static void write_done(struct kv_write *w, void *ctx)
 /*
  * Start n writes: pairs (key, value) from argument `first` in steps of
  * `step` (step 1: deletes of every argument from first), as one atomic
- * group when atomic.  Replies once all have completed; when none could
- * start, replies at once.  Run by EXEC (p->txn), the writes join the
- * EXEC's atomic group instead, which EXEC hands to kv once every queued
- * command has run (txn.h).
+ * group when atomic.  Replies once all have completed: CMD_DONE when that
+ * happened inside this call (none could start, or the coordinator refused
+ * them at once), else CMD_ASYNC and write_done() finishes it.  Run by EXEC
+ * (p->txn), the writes join the EXEC's atomic group instead, which EXEC
+ * hands to kv once every queued command has run (txn.h).
  */
 static int start_writes(struct client *c, struct pending *p, size_t first, size_t step,
                         bool tombstone, const struct vclock *context, bool atomic)
@@ -469,25 +551,25 @@ static int start_writes(struct client *c, struct pending *p, size_t first, size_
         return CMD_DONE;
     }
     p->n_writes = n;
-    p->left = n;
+    p->left = n + 1; /* held until every write started: one may complete inside its call */
     for (size_t i = 0; i < n; i++) {
         size_t klen, vlen = 0;
         const uint8_t *key = arg(p, first + i * step, &klen);
         const uint8_t *value = tombstone ? NULL : arg(p, first + i * step + 1, &vlen);
         kv_write_init(&p->writes[i], key, klen, value, vlen, tombstone, context, write_done, p);
+        p->writes[i].quorum = p->quorum;
         if (p->txn != NULL) {
             txn_note_write(p->txn, key, klen, value, vlen, tombstone);
-        } else if (!atomic && (rc = kv_write(c->node->kv, &p->writes[i], key, klen, value, vlen,
-                                             tombstone, context, write_done, p)) != 0) {
+        } else if (!atomic && (rc = kv_write_start(c->node->kv, &p->writes[i])) != 0) {
             p->first_error = p->first_error ? p->first_error : rc;
             p->left--;
         }
     }
     if (atomic && p->txn == NULL && (rc = kv_write_atomic(c->node->kv, p->writes, n)) != 0) {
         p->first_error = rc;
-        p->left = 0;
+        p->left -= n; /* none of them started */
     }
-    if (p->left == 0) {
+    if (--p->left == 0) {
         write_reply(p);
         return CMD_DONE;
     }
@@ -548,38 +630,53 @@ static int cmd_del(struct client *c, struct pending *p)
 }
 
 /* KSET key value [CONTEXT ctx]: a write over exactly the siblings ctx saw. */
-static int cmd_kset(struct client *c, struct pending *p)
+/* KSET's CONTEXT hex into p->context; replies with the error and returns false when invalid. */
+static bool context_arg(struct pending *p, size_t i)
 {
     size_t hlen, used;
-    const uint8_t *hex;
-    uint8_t *raw;
+    const uint8_t *hex = arg(p, i, &hlen);
+    uint8_t *raw = malloc(hlen / 2 + 1);
+    bool ok = raw != NULL && hlen <= COMMANDS_CONTEXT_HEX_MAX &&
+              hex_decode(raw, (const char *)hex, hlen) &&
+              vclock_decode(raw, hlen / 2, &used, &p->context) == 0 && used == hlen / 2;
 
-    if (p->cmd->argc != 3 && p->cmd->argc != 5) {
-        client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx]");
+    free(raw);
+    if (!ok) {
+        client_error(p, "ERR invalid CONTEXT: use the context KGET returned");
+    }
+    return ok;
+}
+
+/* KSET key value [CONTEXT ctx] [W n], options in any order, each at most once. */
+static int cmd_kset(struct client *c, struct pending *p)
+{
+    bool has_context = false, has_w = false;
+
+    if (p->cmd->argc % 2 == 0 || p->cmd->argc > 7) {
+        client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx] [W n]");
         return CMD_DONE;
     }
+    for (size_t i = 3; i + 1 < p->cmd->argc; i += 2) {
+        if (resp_arg_is(p->cmd, i, "context") && !has_context) {
+            if (!context_arg(p, i + 1)) {
+                return CMD_DONE;
+            }
+            has_context = true;
+        } else if (resp_arg_is(p->cmd, i, "w") && !has_w) {
+            if (!quorum_arg(c, p, i + 1, "W")) {
+                return CMD_DONE;
+            }
+            has_w = true;
+        } else {
+            client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx] [W n]");
+            return CMD_DONE;
+        }
+    }
+    p->cmd->argc = 3; /* the writes take key and value only */
     if (!write_args_ok(c, p, 1, 2)) {
         return CMD_DONE;
     }
-    if (p->cmd->argc == 3) {
-        return start_writes(c, p, 1, 2, false, NULL, false);
-    }
-    if (!resp_arg_is(p->cmd, 3, "context")) {
-        client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx]");
-        return CMD_DONE;
-    }
-    hex = arg(p, 4, &hlen);
-    raw = malloc(hlen / 2 + 1);
-    if (raw == NULL || hlen > COMMANDS_CONTEXT_HEX_MAX ||
-        !hex_decode(raw, (const char *)hex, hlen) ||
-        vclock_decode(raw, hlen / 2, &used, &p->context) != 0 || used != hlen / 2) {
-        free(raw);
-        client_error(p, "ERR invalid CONTEXT: use the context KGET returned");
-        return CMD_DONE;
-    }
-    free(raw);
-    p->cmd->argc = 3; /* the writes take key and value only */
-    return start_writes(c, p, 1, 2, false, &p->context, false);
+    return start_writes(c, p, 1, 2, false, has_context ? &p->context : NULL, false);
 }
 
 /* --- connection ---------------------------------------------------------------------- */
@@ -1707,7 +1804,7 @@ const struct command commands[] = {
     {"exists", -2, CMD_READ, cmd_exists, 1, -1, 1, "how many of the keys exist"},
     {"mget", -2, CMD_READ, cmd_mget, 1, -1, 1, "the values of several keys"},
     {"mset", -3, CMD_WRITE, cmd_mset, 1, -1, 2, "set several keys"},
-    {"kget", 2, CMD_READ, cmd_kget, 1, 1, 1, "every sibling of a key, with its context"},
+    {"kget", -2, CMD_READ, cmd_kget, 1, 1, 1, "every sibling of a key, with its context [R n]"},
     {"kset", -3, CMD_WRITE, cmd_kset, 1, 1, 1, "write over the siblings a context saw"},
     {"ping", -1, 0, cmd_ping, 0, 0, 0, "PONG, or the argument"},
     {"echo", 2, 0, cmd_echo, 0, 0, 0, "the argument"},

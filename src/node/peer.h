@@ -63,6 +63,8 @@ typedef void (*peer_bulk_fn)(struct peer *p, void *arg, int status);
 /* peer_send_bulk()'s answer when the message must wait: not an error. */
 #define PEER_BULK_WAIT 1
 
+struct rpc_answer;
+
 struct peer {
     struct server *node;
     struct peer *prev, *next;
@@ -86,6 +88,7 @@ struct peer {
     void *bulk_arg;
     struct request_table requests; /* peer requests sent on it, awaiting answers (rpc.h) */
     ev_timer request_w;            /* the earliest of their deadlines */
+    struct rpc_answer *answers;    /* requests from it being served, answered later (rpc.c) */
 };
 
 /* Take over an accepted connection on the peer port. */

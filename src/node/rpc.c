@@ -17,12 +17,28 @@
 #include <string.h>
 
 #include "clock.h"
+#include "coord.h"
 #include "error.h"
 #include "gossip.h"
 #include "log.h"
 #include "membership.h"
+#include "msg_kv.h"
 #include "peer.h"
 #include "server.h"
+
+/*
+ * An answer owed to a peer for an operation that completes later (a store
+ * commit, other replicas): on its connection's list until given, and cut
+ * loose (peer NULL) when the connection closes first, so that the answer
+ * is dropped, never sent on a connection it did not come from.
+ */
+struct rpc_answer {
+    struct server *node;
+    struct peer *peer; /* NULL once its connection closed */
+    uint64_t id;
+    uint32_t op;
+    struct rpc_answer *prev, *next;
+};
 
 struct rpc_call {
     struct server *node;
@@ -94,6 +110,11 @@ void rpc_peer_closed(struct peer *p)
 {
     ev_timer_stop(p->node->loop, &p->request_w);
     request_fail_all(&p->requests, RK_ECLOSED, clock_mono_us());
+    /* answers still being worked on go nowhere now */
+    for (struct rpc_answer *a = p->answers; a != NULL; a = a->next) {
+        a->peer = NULL;
+    }
+    p->answers = NULL;
 }
 
 void rpc_peer_deinit(struct peer *p)
@@ -300,31 +321,179 @@ static const struct rpc_op *rpc_op_find(uint32_t op)
     return NULL;
 }
 
+/* --- answering later ------------------------------------------------------------ */
+
+
+static void rpc_answer_unlink(struct rpc_answer *a)
+{
+    if (a->peer == NULL) {
+        return;
+    }
+    if (a->prev != NULL) {
+        a->prev->next = a->next;
+    } else {
+        a->peer->answers = a->next;
+    }
+    if (a->next != NULL) {
+        a->next->prev = a->prev;
+    }
+}
+
+/* Send one RESPONSE: result and body (NULL: nil). */
+static void rpc_respond(struct peer *p, uint64_t id, uint32_t result, const struct buf *body)
+{
+    struct msg answer = {.type = MSG_RESPONSE};
+
+    answer.u.request.id = id;
+    answer.u.request.code = result;
+    answer.u.request.body = body != NULL ? (uint8_t *)buf_data(body) : NULL;
+    answer.u.request.body_len = body != NULL ? body->len : 0;
+    peer_send(p, &answer);
+}
+
+/* The coordinator's answer to a data operation (coord_serve()). */
+static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
+{
+    struct rpc_answer *a = ctx;
+    struct buf body;
+
+    buf_init(&body, 0);
+    if (a->peer != NULL) {
+        int rc = msg_kv_answer_encode(ans, &body);
+        rpc_respond(a->peer, a->id, rc == 0 ? MSG_RESULT_OK : MSG_RESULT_FAILED,
+                    rc == 0 ? &body : NULL);
+    }
+    buf_free(&body);
+    rpc_answer_unlink(a);
+    free(a);
+}
+
+/* A data operation: answered when the coordinator is done with it. */
+static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *result)
+{
+    struct rpc_answer *a = calloc(1, sizeof(*a));
+    int rc;
+
+    if (q->code != MSG_OP_REPLICA_WRITE && q->code != MSG_OP_REPLICA_READ &&
+        q->code != MSG_OP_FORWARD) {
+        free(a);
+        return false;
+    }
+    *result = MSG_RESULT_FAILED;
+    if (a == NULL) {
+        return true;
+    }
+    *a = (struct rpc_answer){.node = p->node, .peer = p, .id = q->id, .op = q->code};
+    a->next = p->answers;
+    if (p->answers != NULL) {
+        p->answers->prev = a;
+    }
+    p->answers = a;
+    rc = coord_serve(p->node->coord, q->code, q->body, q->body_len, rpc_served, a);
+    if (rc != 0) {
+        rpc_answer_unlink(a);
+        free(a);
+        *result = rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY : MSG_RESULT_FAILED;
+        return true;
+    }
+    *result = MSG_RESULT_OK; /* answered by rpc_served() */
+    return true;
+}
+
 void rpc_on_request(struct peer *p, const struct msg *m)
 {
     const struct msg_request *q = &m->u.request;
     const struct rpc_op *op = rpc_op_find(q->code);
-    struct msg answer = {.type = MSG_RESPONSE};
     struct buf body;
+    uint32_t result = MSG_RESULT_UNKNOWN_OP;
     int rc = 0;
+    bool later = false;
 
     buf_init(&body, 0);
-    answer.u.request.id = q->id;
-    answer.u.request.code = MSG_RESULT_UNKNOWN_OP;
     if (op != NULL) {
         rc = op->serve(p->node, q->body, q->body_len, &body);
-        answer.u.request.code = rc == 0            ? MSG_RESULT_OK
-                                : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY
-                                                   : MSG_RESULT_FAILED;
+        result = rc == 0 ? MSG_RESULT_OK : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY : MSG_RESULT_FAILED;
+    } else if (rpc_serve_kv(p, q, &result)) {
+        later = result == MSG_RESULT_OK;
     }
-    p->node->metrics.requests.served[op != NULL ? q->code : 0]++;
-    if (answer.u.request.code != MSG_RESULT_OK) {
+    p->node->metrics.requests.served[result != MSG_RESULT_UNKNOWN_OP ? q->code : 0]++;
+    if (result != MSG_RESULT_OK) {
         buf_clear(&body);
         LOG(LOG_DEBUG, "peer_request_not_served", "peer=%s remote_id=%s op=%llu result=%u", p->addr,
-            p->remote.id, (unsigned long long)q->code, answer.u.request.code);
+            p->remote.id, (unsigned long long)q->code, result);
     }
-    answer.u.request.body = buf_data(&body);
-    answer.u.request.body_len = body.len;
-    peer_send(p, &answer);
+    if (!later) {
+        rpc_respond(p, q->id, result, result == MSG_RESULT_OK ? &body : NULL);
+    }
     buf_free(&body);
+}
+
+/* --- the coordinator's way to its peers ------------------------------------------ */
+
+struct rpc_coord_call {
+    coord_answer_fn done;
+    void *dctx;
+};
+
+static void rpc_coord_done(void *ctx, int result, const struct request_reply *reply,
+                           uint64_t rtt_us)
+{
+    struct rpc_coord_call *c = ctx;
+
+    (void)rtt_us;
+    if (result == 0 && reply->status != MSG_RESULT_OK) {
+        result = RK_EIO; /* refused: the member could not serve it */
+    }
+    c->done(c->dctx, result, result == 0 ? reply->body : NULL, result == 0 ? reply->body_len : 0);
+    free(c);
+}
+
+static int rpc_coord_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body, size_t len,
+                         coord_answer_fn done, void *dctx)
+{
+    struct rpc_coord_call *c = malloc(sizeof(*c));
+    int rc;
+
+    if (c == NULL) {
+        return RK_ENOMEM;
+    }
+    *c = (struct rpc_coord_call){done, dctx};
+    rc = rpc_ask(ctx, id, op, body, len, rpc_coord_done, c);
+    if (rc != 0) {
+        free(c);
+    }
+    return rc;
+}
+
+static const struct ring *rpc_coord_ring(void *ctx)
+{
+    struct server *n = ctx;
+
+    return gossip_ring(n->gossip);
+}
+
+bool rpc_member_up(struct server *n, const char *id)
+{
+    const struct member *e = membership_find(gossip_members(n->gossip), id);
+
+    if (e == NULL) {
+        return false;
+    }
+    return e == membership_self(gossip_members(n->gossip)) ||
+           (rpc_member_current(e->e.status) && e->state != DETECTOR_DOWN);
+}
+
+/* Up for the coordinator: up, and a connection that can carry a request is open now. */
+static bool rpc_coord_up(void *ctx, const char *id)
+{
+    struct server *n = ctx;
+    struct peer *p;
+
+    return strcmp(id, n->cfg.id) == 0 || (rpc_member_up(n, id) && rpc_link(n, id, &p) == 0);
+}
+
+void rpc_coord_hooks(struct server *n, struct coord_hooks *h)
+{
+    *h = (struct coord_hooks){
+        .ctx = n, .ask = rpc_coord_ask, .ring = rpc_coord_ring, .up = rpc_coord_up};
 }

@@ -30,6 +30,7 @@
 #ifndef RINGKV_RPC_H
 #define RINGKV_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,16 @@ const char *rpc_result_text(uint32_t result);
  * what RINGKV STATUS DEEP shows in its own row without a request.
  */
 void rpc_status_view(struct server *n, struct msg_status_view *v);
+
+/*
+ * Whether member id takes part in requests: this node, or a current member
+ * the failure detector does not see down.
+ */
+bool rpc_member_up(struct server *n, const char *id);
+
+struct coord_hooks;
+/* The coordinator's hooks (coord.h) over this node's peer requests, ring and detector. */
+void rpc_coord_hooks(struct server *n, struct coord_hooks *h);
 
 /* Requests outstanding on one connection at most: see rpc.c. */
 #define RPC_OUTSTANDING_MAX 1024

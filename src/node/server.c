@@ -28,6 +28,7 @@
 #include "client.h"
 #include "clock.h"
 #include "collect.h"
+#include "coord.h"
 #include "error.h"
 #include "gossip.h"
 #include "kv.h"
@@ -35,6 +36,7 @@
 #include "net.h"
 #include "peer.h"
 #include "reload.h"
+#include "rpc.h"
 
 /* Pending connections the kernel keeps per listener: Redis's tcp-backlog default. */
 #define NODE_LISTEN_BACKLOG 511
@@ -411,6 +413,34 @@ static int server_open_store(struct server *n, char *err, size_t err_len)
     return rc;
 }
 
+/* The coordinator behind kv: keys whose replicas include other nodes go through it. */
+static int server_open_coord(struct server *n, char *err, size_t err_len)
+{
+    struct coord_config cc = {.rf = n->cfg.rf,
+                              .r = settings_quorum(n->cfg.r, n->cfg.rf),
+                              .w = settings_quorum(n->cfg.w, n->cfg.rf),
+                              .sloppy = true, /* SLOPPY_SETTING */
+                              .mode = n->cfg.conflicts,
+                              .max_siblings = n->cfg.max_siblings};
+    struct coord_hooks hooks;
+
+    snprintf(cc.self, sizeof(cc.self), "%s", n->cfg.id);
+    rpc_coord_hooks(n, &hooks);
+    if (coord_create(&n->coord, n->kv, n->store, &cc, &hooks) != 0) {
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    kv_set_coord(n->kv, n->coord);
+    const struct ring *ring = gossip_ring(n->gossip);
+    if (n->cfg.n_seeds == 0 && cc.w > 1 && (ring == NULL || ring_member_count(ring) < cc.w)) {
+        LOG(LOG_WARN, "quorum_unreachable",
+            "w=%u rf=%u members=1 hint=\"writes are refused with NOREPLICAS until %u nodes have "
+            "joined: give --seeds, or run a single node with --rf 1\"",
+            cc.w, cc.rf, cc.w);
+    }
+    return 0;
+}
+
 static int server_open(struct server *n, char *err, size_t err_len)
 {
     char why[512];
@@ -432,6 +462,7 @@ static int server_open(struct server *n, char *err, size_t err_len)
         rc = RK_ENOMEM;
     }
     rc = rc ? rc : server_open_gossip(n, err, err_len);
+    rc = rc ? rc : server_open_coord(n, err, err_len);
     rc =
         rc ? rc : server_listen(n, SERVER_PORT_CLIENT, &n->cfg.client, client_accept, err, err_len);
     rc = rc ? rc : server_listen(n, SERVER_PORT_PEER, &n->cfg.listen, peer_accept, err, err_len);
@@ -549,6 +580,7 @@ void server_destroy(struct server *n)
     }
     store_close(n->store);       /* completes queued writes; their clients are already closed */
     collect_destroy(n->collect); /* after its step in flight completed */
+    coord_destroy(n->coord);     /* every peer request of it ended when the peers closed */
     kv_destroy(n->kv);
     channel_key_free(n->key);
     free(n);

@@ -51,6 +51,7 @@ struct client;
 struct gossip;
 struct server;
 struct kv;
+struct coord;
 
 /* Grace for in-flight work at shutdown before it is failed: covers an fsync under load. */
 #define SERVER_SHUTDOWN_GRACE_MS 5000
@@ -97,6 +98,7 @@ struct server {
     uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
     struct gossip *gossip;   /* membership, failure detection, the ring in force */
     struct kv *kv;           /* the data operations over the store */
+    struct coord *coord;     /* the coordinator behind kv (coord.h) */
     struct collect *collect; /* local tombstone collection (collect.h) */
     int exit_code;           /* what server_run() returns */
     uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */

@@ -211,22 +211,23 @@ const struct settings_def settings_defs[] = {
      .max = RING_RF_MAX,
      .unit = "",
      .doc = "replicas of each key"},
+    /* 0 stands for a majority of rf: 2 of rf 3 (the Dynamo paper's and Riak's), 1 of rf 1. */
     {.name = "r",
      .kind = SETTINGS_UINT,
      FIELD(r),
-     .def = "2",
-     .min = 1,
+     .def = "0",
+     .min = 0,
      .max = RING_RF_MAX,
      .unit = "",
-     .doc = "replicas that must answer a read"},
+     .doc = "replicas that must answer a read; 0: a majority of rf (rf/2 + 1)"},
     {.name = "w",
      .kind = SETTINGS_UINT,
      FIELD(w),
-     .def = "2",
-     .min = 1,
+     .def = "0",
+     .min = 0,
      .max = RING_RF_MAX,
      .unit = "",
-     .doc = "replicas that must acknowledge a write"},
+     .doc = "replicas that must acknowledge a write; 0: a majority of rf (rf/2 + 1)"},
     /* yes: the Dynamo paper's sloppy quorum, which Riak also uses by default. */
     {.name = "sloppy",
      .kind = SETTINGS_ENUM,
@@ -1440,14 +1441,19 @@ static int rule_required(const struct settings *c, char *err, size_t err_len)
     return 0;
 }
 
+uint32_t settings_quorum(uint32_t q, uint32_t rf)
+{
+    return q != 0 ? q : rf / 2 + 1;
+}
+
 /* A read or write quorum larger than the replica count could never be met. */
 static int rule_quorum(const struct settings *c, char *err, size_t err_len)
 {
-    if (c->r > c->rf) {
+    if (settings_quorum(c->r, c->rf) > c->rf) {
         return fail(err, err_len, RK_EMISMATCH, "r (%" PRIu32 ") is larger than rf (%" PRIu32 ")",
                     c->r, c->rf);
     }
-    if (c->w > c->rf) {
+    if (settings_quorum(c->w, c->rf) > c->rf) {
         return fail(err, err_len, RK_EMISMATCH, "w (%" PRIu32 ") is larger than rf (%" PRIu32 ")",
                     c->w, c->rf);
     }

@@ -163,6 +163,9 @@ void settings_copy(struct settings *dst, const struct settings *src, const struc
 int settings_describe(const struct settings_def *d, char *buf, size_t cap);
 
 /* Cross-setting consistency; one line in err naming the settings. */
+/* A read or write quorum as set (r, w) in force: 0 stands for a majority of rf. */
+uint32_t settings_quorum(uint32_t q, uint32_t rf);
+
 int settings_check(const struct settings *c, char *err, size_t err_len);
 
 /* A setting's current value as text (secrets as "(hidden)" or ""). */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord.h"
 #include "error.h"
 
 /* Operations per store_submit_list() call: the store's default batch_max. */
@@ -29,6 +30,7 @@ struct kv_event {
 
 struct kv {
     struct store *store;                      /* borrowed */
+    struct coord *coord;                      /* borrowed; NULL: every key is local */
     struct kv_write *queue_head, *queue_tail; /* writes not yet handed over */
     struct store_op *ops[KV_SUBMIT_CHUNK];    /* a submission being built */
     /* the shuffle test mode */
@@ -97,19 +99,40 @@ static void kv_read_run(struct kv *kv, struct kv_read *r)
 
 static int kv_defer(struct kv *kv, enum kv_event_kind kind, void *op);
 
-int kv_get(struct kv *kv, struct kv_read *r, const void *key, size_t len, kv_read_fn done,
-           void *ctx)
+void kv_set_coord(struct kv *kv, struct coord *co)
+{
+    kv->coord = co;
+}
+
+void kv_local_get(struct kv *kv, struct kv_read *r)
+{
+    if (kv->rng != 0 && kv_defer(kv, KV_EV_READ, r) == 0) {
+        return;
+    }
+    kv_read_run(kv, r);
+}
+
+int kv_get_quorum(struct kv *kv, struct kv_read *r, const void *key, size_t len, unsigned quorum,
+                  kv_read_fn done, void *ctx)
 {
     r->done = done;
     r->ctx = ctx;
     r->key_ = key;
     r->key_len_ = len;
     r->next_ = NULL;
-    if (kv->rng != 0 && kv_defer(kv, KV_EV_READ, r) == 0) {
+    r->quorum = quorum;
+    r->answered = r->needed = 0;
+    if (kv->coord != NULL && coord_get(kv->coord, r)) {
         return 0;
     }
-    kv_read_run(kv, r);
+    kv_local_get(kv, r);
     return 0;
+}
+
+int kv_get(struct kv *kv, struct kv_read *r, const void *key, size_t len, kv_read_fn done,
+           void *ctx)
+{
+    return kv_get_quorum(kv, r, key, len, 0, done, ctx);
 }
 
 /* --- writes -------------------------------------------------------------------- */
@@ -121,7 +144,9 @@ static void kv_write_done(struct store_op *op, void *ctx)
 
     w->result = op->result;
     w->existed = op->existed;
-    sibling_deinit(&op->written);
+    if (op->skip_written) {
+        sibling_deinit(&op->written);
+    } /* else the version is the caller's (the coordinator's): it deinits it */
     w->done(w, w->ctx);
 }
 
@@ -143,6 +168,8 @@ void kv_write_init(struct kv_write *w, const void *key, size_t len, const void *
     w->ctx = ctx;
     w->result = 0;
     w->existed = false;
+    w->quorum = 0;
+    w->answered = w->needed = 0;
     w->next_ = NULL;
     w->group_ = 0;
 }
@@ -174,8 +201,21 @@ int kv_write(struct kv *kv, struct kv_write *w, const void *key, size_t len, con
              void *ctx)
 {
     kv_write_init(w, key, len, value, value_len, tombstone, context, done, ctx);
+    return kv_write_start(kv, w);
+}
+
+void kv_local_write(struct kv *kv, struct kv_write *w)
+{
+    kv_enqueue(kv, w, 1);
+}
+
+int kv_write_start(struct kv *kv, struct kv_write *w)
+{
     if (!kv_write_ok(w)) {
         return RK_ETOOBIG;
+    }
+    if (kv->coord != NULL && coord_write(kv->coord, w)) {
+        return 0;
     }
     kv_enqueue(kv, w, 1);
     return 0;
@@ -189,6 +229,15 @@ int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n)
         }
     }
     if (n == 0) {
+        return 0;
+    }
+    if (kv->coord != NULL && !coord_all_local(kv->coord, ws, n)) {
+        /* keys on other replicas: each its own quorum write, no atomicity across them */
+        for (size_t i = 0; i < n; i++) {
+            if (!coord_write(kv->coord, &ws[i])) {
+                kv_enqueue(kv, &ws[i], 1);
+            }
+        }
         return 0;
     }
     kv_enqueue(kv, ws, n);

@@ -63,9 +63,12 @@ struct kv_write {
     struct store_op op; /* private */
     kv_done_fn done;
     void *ctx;
+    unsigned quorum; /* replicas that must acknowledge it; 0: the cluster's w */
     /* results, valid in done */
     int result;   /* 0, RK_EMISMATCH (stale context: a conflict), RK_ETOOBIG, RK_ENOSPC, ... */
     bool existed; /* a live value was replaced */
+    /* RK_ENOREPLICAS: replicas reachable, and how many were needed; RK_ETRYAGAIN: answered */
+    unsigned answered, needed;
     /* private */
     struct kv_write *next_;
     size_t group_; /* on the first write of an atomic group: its size */
@@ -76,10 +79,13 @@ struct kv_write {
 struct kv_read {
     kv_read_fn done;
     void *ctx;
+    unsigned quorum; /* replicas that must answer; 0: the cluster's r (set after kv_get()'s
+                        fill-in: kv_get() resets it, kv_get_quorum() sets it) */
     /* results, valid in done only */
     int result;            /* 0, RK_ENOTFOUND (never written, or collected), RK_ETOOBIG, ... */
     const uint8_t *record; /* the encoded record (record.h), borrowed for the call */
     size_t record_len;
+    unsigned answered, needed; /* RK_ENOREPLICAS, RK_ETRYAGAIN: as kv_write's */
     /* private */
     const uint8_t *key_;
     size_t key_len_;
@@ -115,6 +121,10 @@ void kv_read_release(struct kv *kv);
 int kv_get(struct kv *kv, struct kv_read *r, const void *key, size_t len, kv_read_fn done,
            void *ctx);
 
+/* kv_get() with a read quorum of its own (0: the cluster's r). */
+int kv_get_quorum(struct kv *kv, struct kv_read *r, const void *key, size_t len, unsigned quorum,
+                  kv_read_fn done, void *ctx);
+
 /*
  * Fill in a write (or, with tombstone, a delete) of key without queueing
  * it: for kv_write_atomic().  context names what the write supersedes
@@ -136,6 +146,12 @@ int kv_write(struct kv *kv, struct kv_write *w, const void *key, size_t len, con
              void *ctx);
 
 /*
+ * Start w, filled in by kv_write_init() (its quorum set as wanted), as
+ * kv_write() does.
+ */
+int kv_write_start(struct kv *kv, struct kv_write *w);
+
+/*
  * Queue ws[0..n), each filled in by kv_write_init(), as one atomic group
  * (store_submit_atomic()): all apply in one transaction or none does, and
  * then each completes with the failing error.  Returns 0, after which each
@@ -143,6 +159,12 @@ int kv_write(struct kv *kv, struct kv_write *w, const void *key, size_t len, con
  * limits, or more writes than one transaction takes) and none is called.
  */
 int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n);
+/*
+ * With a coordinator, the group is atomic when every key is this node's
+ * alone; otherwise each write is its own quorum write (per-key quorum, no
+ * atomicity or isolation across keys, as Redis Cluster refuses keys of
+ * different slots in one command).
+ */
 
 /*
  * Hand every queued write to the store: plain writes in one
@@ -153,5 +175,21 @@ int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n);
  * left.  From the event loop, once per iteration (before it sleeps).
  */
 void kv_flush(struct kv *kv);
+
+/* --- for the coordinator (coord.h) ------------------------------------------------ */
+
+struct coord;
+
+/*
+ * Put co (borrowed; NULL: none) behind kv_get() and kv_write(): a key
+ * that needs the cluster goes to it, a key of this node alone stays on
+ * the local path.
+ */
+void kv_set_coord(struct kv *kv, struct coord *co);
+
+/* The local path: the store only, whatever the coordinator would do. */
+void kv_local_get(struct kv *kv, struct kv_read *r);
+/* Queue w (kv_write_init()'s) on the local path; done from the event loop. */
+void kv_local_write(struct kv *kv, struct kv_write *w);
 
 #endif

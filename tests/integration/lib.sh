@@ -215,7 +215,9 @@ it_node() {
     [ -n "$data" ] || data=$IT_DIR/$id.data
     it_setvar "$id" CLIENT "$client"
     it_setvar "$id" PEER "$peer"
-    "$RINGKVD" --id "$id" --cluster-key "$IT_DIR/key" --data "$data" \
+    # rf 1 unless the test says otherwise: a node alone meets its quorums (rf 3, the
+    # default, refuses writes until w nodes have joined); it_cluster asks for rf 3
+    "$RINGKVD" --id "$id" --cluster-key "$IT_DIR/key" --data "$data" --rf "${IT_RF:-1}" \
         --client "$addr:$client" --listen "$addr:$peer" "$@" \
         >> "$IT_DIR/$id.log" 2>&1 &
     pid=$!
@@ -315,7 +317,8 @@ import json, sys
 print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == sys.argv[1]][0])' "$2"
 }
 
-# it_cluster N [flags]: start n1..nN, node k seeded with node k-1 only, in racks r1..r3.
+# it_cluster N [flags]: start n1..nN, node k seeded with node k-1 only, in racks r1..r3,
+# rf 3 (flags may set another).
 it_cluster() {
     count=$1
     shift
@@ -325,7 +328,7 @@ it_cluster() {
         [ "$i" -gt 1 ] && seeds="--seeds $(it_addr "n$((i - 1))"):$(it_var "n$((i - 1))" PEER)"
         it_setvar "n$i" PEER "$(it_free_port "$(it_addr "n$i")")"
         # shellcheck disable=SC2086
-        it_node "n$i" --rack "r$(((i - 1) % 3 + 1))" $seeds "$@"
+        it_node "n$i" --rack "r$(((i - 1) % 3 + 1))" --rf 3 $seeds "$@"
         i=$((i + 1))
     done
     i=1

@@ -1,0 +1,1084 @@
+/*
+ * coord.c - the coordinator (coord.h).
+ *
+ * A request is a struct coord_req on the heap: it holds the key's
+ * preference list (ids copied, so no ring is kept), one slot per node
+ * with what that node answered, and the counts that decide it.  It ends
+ * for the client when the quorum is met or can no longer be (complete()),
+ * and is freed when no peer request of it is outstanding any more
+ * (release()): answers that come after the client's reply are still
+ * counted, never acted on twice.
+ */
+#include "coord.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "msg.h"
+#include "preflist.h"
+
+#define COORD_NODES (2 * RING_RF_MAX)
+
+enum coord_kind { COORD_READ, COORD_WRITE };
+
+enum coord_state {
+    NODE_IDLE,     /* not asked (yet) */
+    NODE_ASKED,    /* a request to it is outstanding */
+    NODE_ANSWERED, /* it answered: rec holds its record (a read) */
+    NODE_FAILED,   /* refused, timed out, or could not be asked */
+};
+
+struct coord_req;
+
+/* The context of one peer request: which request, which node. */
+struct coord_call {
+    struct coord_req *req;
+    int idx;
+};
+
+struct coord_node {
+    char id[RING_NAME_MAX + 1];
+    enum preflist_role role;
+    bool up;
+    int stands_for; /* a fallback: the index of the replica it stands for */
+    enum coord_state state;
+    struct record rec; /* a read: what it answered */
+    bool stale;        /* a read: it lacks part of the merged record */
+};
+
+struct coord_req {
+    struct coord *co;
+    struct coord_req *prev, *next; /* every request alive, for coord_destroy() */
+    enum coord_kind kind;
+    bool forwarded;     /* a peer's forward: this node coordinates, whatever its ring says */
+    struct kv_read *r;  /* the caller's read or write; NULL once completed */
+    struct kv_write *w;
+    const uint8_t *key; /* borrowed from the caller until completion */
+    size_t key_len;
+    size_t n;       /* nodes[0 .. n): replicas, then fallbacks */
+    size_t n_rep;   /* replicas among them */
+    int self;       /* this node's index, or -1 */
+    unsigned needed;
+    unsigned acks;        /* write: replicas holding it; read: replicas that answered */
+    unsigned outstanding; /* peer requests and local operations not ended */
+    bool completed;
+    struct coord_node nodes[COORD_NODES];
+    struct coord_call calls[COORD_NODES];
+    struct kv_write lw;      /* the local write that makes the version */
+    struct record merged;    /* a read: the merge of what the replicas answered */
+    struct store_op *repair; /* a read: the local repair's operations */
+    size_t n_repair;
+    unsigned repairs_left;   /* a read: repairs not ended, +1 while they are being sent */
+    uint8_t *enc; /* a read: merged, encoded, for the reply */
+    size_t enc_len;
+};
+
+struct coord {
+    struct kv *kv;
+    struct store *store;
+    struct coord_config cfg;
+    struct coord_hooks hooks;
+    struct coord_stats stats;
+    struct coord_req *reqs;
+};
+
+int coord_create(struct coord **out, struct kv *kv, struct store *store,
+                 const struct coord_config *cfg, const struct coord_hooks *hooks)
+{
+    struct coord *co = calloc(1, sizeof(*co));
+
+    *out = co;
+    if (co == NULL) {
+        return RK_ENOMEM;
+    }
+    co->kv = kv;
+    co->store = store;
+    co->cfg = *cfg;
+    co->hooks = *hooks;
+    return 0;
+}
+
+static void req_free(struct coord_req *q);
+
+void coord_destroy(struct coord *co)
+{
+    if (co == NULL) {
+        return;
+    }
+    while (co->reqs != NULL) {
+        req_free(co->reqs);
+    }
+    free(co);
+}
+
+void coord_set_quorums(struct coord *co, unsigned r, unsigned w)
+{
+    co->cfg.r = r;
+    co->cfg.w = w;
+}
+
+void coord_get_stats(const struct coord *co, struct coord_stats *st)
+{
+    *st = co->stats;
+}
+
+/* --- the preference list -------------------------------------------------------- */
+
+struct coord_up_ctx {
+    struct coord *co;
+    const struct ring *ring;
+};
+
+static bool coord_member_up(void *ctx, uint32_t member)
+{
+    struct coord_up_ctx *u = ctx;
+    const char *id = ring_member_id(u->ring, member);
+
+    return strcmp(id, u->co->cfg.self) == 0 || u->co->hooks.up(u->co->hooks.ctx, id);
+}
+
+/*
+ * Fill q's nodes from the key's preference list in the ring in force.
+ * RK_EEMPTY when there is no ring yet (the caller stays local).
+ */
+static int req_plan(struct coord_req *q)
+{
+    struct coord *co = q->co;
+    const struct ring *ring = co->hooks.ring(co->hooks.ctx);
+    struct coord_up_ctx u = {co, ring};
+    struct preflist pf;
+    int rc;
+
+    if (ring == NULL) {
+        return RK_EEMPTY;
+    }
+    rc = preflist_build(ring, ring_key_position(ring, q->key, q->key_len), co->cfg.rf,
+                        co->cfg.sloppy, coord_member_up, &u, false, &pf);
+    if (rc != 0) {
+        return rc;
+    }
+    q->n = pf.n;
+    q->n_rep = pf.n_replicas;
+    q->self = -1;
+    for (size_t i = 0; i < pf.n; i++) {
+        struct coord_node *nd = &q->nodes[i];
+        snprintf(nd->id, sizeof(nd->id), "%s", ring_member_id(ring, pf.nodes[i].member));
+        nd->role = pf.nodes[i].role;
+        nd->up = pf.nodes[i].up;
+        nd->stands_for = pf.nodes[i].stands_for;
+        nd->state = NODE_IDLE;
+        record_init(&nd->rec);
+        q->calls[i].req = q;
+        q->calls[i].idx = (int)i;
+        if (i < pf.n_replicas && strcmp(nd->id, co->cfg.self) == 0) {
+            q->self = (int)i;
+        }
+    }
+    preflist_free(&pf);
+    return 0;
+}
+
+static struct coord_req *req_new(struct coord *co, enum coord_kind kind, const uint8_t *key,
+                                 size_t key_len, unsigned needed)
+{
+    struct coord_req *q = calloc(1, sizeof(*q));
+
+    if (q == NULL) {
+        return NULL;
+    }
+    q->co = co;
+    q->kind = kind;
+    q->key = key;
+    q->key_len = key_len;
+    q->needed = needed;
+    record_init(&q->merged);
+    if (req_plan(q) != 0) {
+        free(q);
+        return NULL;
+    }
+    q->next = co->reqs;
+    if (co->reqs != NULL) {
+        co->reqs->prev = q;
+    }
+    co->reqs = q;
+    return q;
+}
+
+static void req_free(struct coord_req *q)
+{
+    struct coord *co = q->co;
+
+    if (q->prev != NULL) {
+        q->prev->next = q->next;
+    } else {
+        co->reqs = q->next;
+    }
+    if (q->next != NULL) {
+        q->next->prev = q->prev;
+    }
+    for (size_t i = 0; i < q->n; i++) {
+        record_deinit(&q->nodes[i].rec);
+    }
+    record_deinit(&q->merged);
+    free(q->repair);
+    free(q->enc);
+    free(q);
+}
+
+/* Free q once its caller has its answer and nothing of it is outstanding. */
+static void req_release(struct coord_req *q)
+{
+    if (q->completed && q->outstanding == 0) {
+        req_free(q);
+    }
+}
+
+
+/* The quorum a request needs: its own, or the configured one. */
+static unsigned coord_quorum(const struct coord *co, unsigned asked, enum coord_kind kind)
+{
+    if (asked != 0) {
+        return asked;
+    }
+    return kind == COORD_READ ? co->cfg.r : co->cfg.w;
+}
+
+/*
+ * Whether a key needs nobody but this node (the fast path: no request
+ * state): the ring's preference list of it is this node alone and the
+ * quorum is 1.  No ring yet: a node that has not formed a ring keeps its
+ * keys, as a single node always did.
+ */
+static bool coord_key_local(struct coord *co, const uint8_t *key, size_t len, unsigned needed)
+{
+    const struct ring *ring = co->hooks.ring(co->hooks.ctx);
+    uint32_t members[RING_RF_MAX];
+    size_t n = 0;
+
+    if (ring == NULL) {
+        return true;
+    }
+    if (needed > 1 ||
+        ring_preflist(ring, ring_key_position(ring, key, len), co->cfg.rf, members, &n) != 0) {
+        return false;
+    }
+    return n == 1 && strcmp(ring_member_id(ring, members[0]), co->cfg.self) == 0;
+}
+
+bool coord_all_local(struct coord *co, const struct kv_write *ws, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!coord_key_local(co, ws[i].op.key, ws[i].op.key_len,
+                             coord_quorum(co, ws[i].quorum, COORD_WRITE))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Replicas that can take part: this node, and the others the detector sees up. */
+static unsigned req_reachable(const struct coord_req *q, bool with_fallbacks)
+{
+    unsigned k = 0;
+
+    for (size_t i = 0; i < q->n; i++) {
+        bool replica = i < q->n_rep;
+        if ((replica || with_fallbacks) && ((int)i == q->self || q->nodes[i].up)) {
+            k++;
+        }
+    }
+    return k;
+}
+
+/* --- ending a request for its caller ---------------------------------------------- */
+
+static void req_count_error(struct coord_req *q, int rc)
+{
+    if (rc == RK_ENOREPLICAS) {
+        q->co->stats.noreplicas++;
+    } else if (rc == RK_ETRYAGAIN) {
+        q->co->stats.tryagain++;
+    }
+}
+
+/* Give the caller of a write its result (once); answered defaults to the acks. */
+static void write_complete(struct coord_req *q, int rc, bool existed, unsigned answered)
+{
+    struct kv_write *w = q->w;
+
+    if (w == NULL) {
+        return;
+    }
+    q->w = NULL;
+    q->completed = true;
+    req_count_error(q, rc);
+    w->result = rc;
+    w->existed = existed;
+    w->answered = answered;
+    w->needed = q->needed;
+    w->done(w, w->ctx);
+}
+
+/* Give the caller of a read its result (once), with record borrowed for the call. */
+static void read_complete(struct coord_req *q, int rc, const uint8_t *record, size_t len,
+                          unsigned answered)
+{
+    struct kv_read *r = q->r;
+
+    if (r == NULL) {
+        return;
+    }
+    q->r = NULL;
+    q->completed = true;
+    req_count_error(q, rc);
+    r->result = rc;
+    r->record = rc == 0 ? record : NULL;
+    r->record_len = rc == 0 ? len : 0;
+    r->answered = answered;
+    r->needed = q->needed;
+    r->done(r, r->ctx);
+}
+
+static void req_fail(struct coord_req *q, int rc, unsigned answered)
+{
+    if (q->kind == COORD_WRITE) {
+        write_complete(q, rc, false, answered);
+    } else {
+        read_complete(q, rc, NULL, 0, answered);
+    }
+}
+
+/* --- asking ------------------------------------------------------------------------ */
+
+/* Ask node idx op with body; false (the node marked failed) when it cannot be asked. */
+static bool req_ask(struct coord_req *q, size_t idx, uint32_t op, const struct buf *body,
+                    coord_answer_fn done)
+{
+    struct coord *co = q->co;
+    int rc;
+
+    q->outstanding++;
+    q->nodes[idx].state = NODE_ASKED;
+    rc = co->hooks.ask(co->hooks.ctx, q->nodes[idx].id, op, buf_data(body), body->len, done,
+                       &q->calls[idx]);
+    if (rc != 0) {
+        q->outstanding--;
+        q->nodes[idx].state = NODE_FAILED;
+        return false;
+    }
+    return true;
+}
+
+/* An answer's body as a msg_kv_answer; a transport failure or bad body as MSG_KV_FAILED. */
+static void answer_read(int result, const uint8_t *body, size_t len, struct msg_kv_answer *a)
+{
+    if (result != 0 || msg_kv_answer_decode(body, len, a) != 0) {
+        memset(a, 0, sizeof(*a));
+        a->status = MSG_KV_FAILED;
+    }
+}
+
+/* --- forwarding to a replica -------------------------------------------------------- */
+
+static void forward_answer(void *dctx, int result, const uint8_t *body, size_t len);
+
+/*
+ * Send the request to the first replica after node `from` that is up and
+ * can be asked; false when none is left.
+ */
+static bool forward_next(struct coord_req *q, size_t from)
+{
+    struct msg_forward f = {.kind = q->kind == COORD_READ ? MSG_FORWARD_READ : MSG_FORWARD_WRITE,
+                            .key = q->key,
+                            .key_len = q->key_len,
+                            .quorum = q->needed};
+    uint8_t *ctx = NULL;
+    struct buf body;
+    bool sent = false;
+
+    if (q->kind == COORD_WRITE) {
+        f.tombstone = q->w->op.tombstone;
+        f.value = f.tombstone ? NULL : (q->w->op.value ? q->w->op.value : (const uint8_t *)"");
+        f.value_len = q->w->op.value_len;
+        if (q->w->op.context != NULL &&
+            (ctx = malloc(vclock_encoded_size(q->w->op.context))) != NULL) {
+            f.context_len = vclock_encode(q->w->op.context, ctx);
+            f.context = ctx;
+        } else if (q->w->op.context != NULL) {
+            return false;
+        }
+    }
+    buf_init(&body, 0);
+    if (msg_forward_encode(&f, &body) == 0) {
+        for (size_t i = from; i < q->n_rep && !sent; i++) {
+            sent = q->nodes[i].up && req_ask(q, i, MSG_OP_FORWARD, &body, forward_answer);
+        }
+    }
+    buf_free(&body);
+    free(ctx);
+    return sent;
+}
+
+static void forward_answer(void *dctx, int result, const uint8_t *body, size_t len)
+{
+    struct coord_call *call = dctx;
+    struct coord_req *q = call->req;
+    struct msg_kv_answer a;
+    int rc;
+
+    q->outstanding--;
+    answer_read(result, body, len, &a);
+    rc = msg_kv_status_to_rk(a.status);
+    if (result != 0 && q->kind == COORD_READ && !q->completed &&
+        forward_next(q, (size_t)call->idx + 1)) {
+        return; /* a read is safe to ask again elsewhere */
+    }
+    if (result != 0) {
+        /* a write may have reached its coordinator: tried, outcome unknown */
+        req_fail(q, RK_ETRYAGAIN, 0);
+    } else if (q->kind == COORD_WRITE) {
+        write_complete(q, rc, a.flag, a.answered);
+    } else {
+        read_complete(q, rc, a.record, a.record_len, a.answered);
+    }
+    req_release(q);
+}
+
+/* Forward q to a replica; without one up, NOREPLICAS. */
+static void req_forward(struct coord_req *q)
+{
+    q->co->stats.forwarded++;
+    if (!forward_next(q, 0)) {
+        req_fail(q, RK_ENOREPLICAS, 0);
+    }
+    req_release(q);
+}
+
+/* --- writes ------------------------------------------------------------------------ */
+
+static void write_answer(void *dctx, int result, const uint8_t *body, size_t len);
+
+/* Decide a write: quorum met, or every replica asked has ended. */
+static void write_decide(struct coord_req *q, bool existed)
+{
+    if (!q->completed && q->acks >= q->needed) {
+        write_complete(q, 0, existed, q->acks);
+    } else if (!q->completed && q->outstanding == 0) {
+        write_complete(q, RK_ETRYAGAIN, false, q->acks);
+    }
+}
+
+/* Send version (one sibling) to every other replica, and hints to fallbacks. */
+static void write_send(struct coord_req *q, const struct sibling *version)
+{
+    struct record one = {.s = (struct sibling *)version, .n = 1, .cap = 1};
+    size_t rlen = record_encoded_size(&one);
+    uint8_t *rec = malloc(rlen);
+    struct buf body;
+
+    if (rec == NULL) {
+        return;
+    }
+    record_encode(&one, rec);
+    buf_init(&body, 0);
+    for (size_t i = 0; i < q->n; i++) {
+        struct msg_replica_write m = {
+            .key = q->key, .key_len = q->key_len, .record = rec, .record_len = rlen};
+        struct coord_node *nd = &q->nodes[i];
+        bool fallback = i >= q->n_rep;
+        if ((int)i == q->self || (!fallback && !nd->up && q->co->cfg.sloppy)) {
+            continue; /* itself; a replica down whose fallback takes its version */
+        }
+        if (fallback) {
+            snprintf(m.hint, sizeof(m.hint), "%s", q->nodes[nd->stands_for].id);
+        }
+        buf_clear(&body);
+        if (msg_replica_write_encode(&m, &body) == 0) {
+            (void)req_ask(q, i, MSG_OP_REPLICA_WRITE, &body, write_answer);
+        }
+    }
+    buf_free(&body);
+    free(rec);
+}
+
+/* The local write made the version: ship it. */
+static void write_local_done(struct kv_write *lw, void *ctx)
+{
+    struct coord_req *q = ctx;
+    bool existed = lw->existed;
+
+    q->outstanding--;
+    if (lw->result != 0) {
+        write_complete(q, lw->result, false, 0);
+        sibling_deinit(&lw->op.written);
+        req_release(q);
+        return;
+    }
+    q->acks = 1;
+    q->nodes[q->self].state = NODE_ANSWERED;
+    q->outstanding++; /* answers arriving while sending must not end q under us */
+    write_send(q, &lw->op.written);
+    sibling_deinit(&lw->op.written);
+    q->outstanding--;
+    write_decide(q, existed);
+    req_release(q);
+}
+
+static void write_answer(void *dctx, int result, const uint8_t *body, size_t len)
+{
+    struct coord_call *call = dctx;
+    struct coord_req *q = call->req;
+    struct msg_kv_answer a;
+
+    q->outstanding--;
+    answer_read(result, body, len, &a);
+    q->nodes[call->idx].state = a.status == MSG_KV_OK ? NODE_ANSWERED : NODE_FAILED;
+    q->acks += a.status == MSG_KV_OK;
+    write_decide(q, q->lw.existed);
+    req_release(q);
+}
+
+/* Coordinate a write here: NOREPLICAS, or the local write that starts it. */
+static void write_start(struct coord_req *q)
+{
+    struct kv_write *w = q->w;
+    unsigned reachable = req_reachable(q, q->co->cfg.sloppy);
+
+    q->co->stats.writes++;
+    if (q->needed > q->n_rep || reachable < q->needed) {
+        write_complete(q, RK_ENOREPLICAS, false, q->needed > q->n_rep ? (unsigned)q->n_rep
+                                                                      : reachable);
+        req_release(q);
+        return;
+    }
+    kv_write_init(&q->lw, w->op.key, w->op.key_len, w->op.value, w->op.value_len, w->op.tombstone,
+                  w->op.context, write_local_done, q);
+    q->lw.op.skip_written = false;
+    q->outstanding++;
+    kv_local_write(q->co->kv, &q->lw);
+}
+
+/*
+ * Start a write (false: it is this node's alone; the caller writes
+ * locally).  A forwarded one is coordinated here or refused, never
+ * forwarded again.
+ */
+static bool write_begin(struct coord *co, struct kv_write *w, bool forwarded)
+{
+    unsigned needed = coord_quorum(co, w->quorum, COORD_WRITE);
+    struct coord_req *q;
+
+    if (coord_key_local(co, w->op.key, w->op.key_len, needed)) {
+        return false;
+    }
+    if ((q = req_new(co, COORD_WRITE, w->op.key, w->op.key_len, needed)) == NULL) {
+        w->result = RK_ENOMEM;
+        w->done(w, w->ctx);
+        return true;
+    }
+    q->w = w;
+    q->forwarded = forwarded;
+    if (q->self < 0 && forwarded) {
+        write_complete(q, RK_ETRYAGAIN, false, 0); /* rings differ: the client retries */
+        req_release(q);
+    } else if (q->self < 0) {
+        req_forward(q);
+    } else {
+        write_start(q);
+    }
+    return true;
+}
+
+bool coord_write(struct coord *co, struct kv_write *w)
+{
+    return write_begin(co, w, false);
+}
+
+/* --- reads ------------------------------------------------------------------------- */
+
+static void read_answer(void *dctx, int result, const uint8_t *body, size_t len);
+static void repair_answer(void *dctx, int result, const uint8_t *body, size_t len);
+
+/* Ask the next replica not asked yet that is up; false when none is left. */
+static bool read_ask_spare(struct coord_req *q)
+{
+    struct msg_replica_read m = {.key = q->key, .key_len = q->key_len};
+    struct buf body;
+    bool sent = false;
+
+    buf_init(&body, 0);
+    if (msg_replica_read_encode(&m, &body) == 0) {
+        for (size_t i = 0; i < q->n_rep && !sent; i++) {
+            if (q->nodes[i].state == NODE_IDLE && q->nodes[i].up && (int)i != q->self) {
+                sent = req_ask(q, i, MSG_OP_REPLICA_READ, &body, read_answer);
+            }
+        }
+    }
+    buf_free(&body);
+    return sent;
+}
+
+/* Merge every answered replica's record into q->merged. */
+static int read_merge(struct coord_req *q)
+{
+    const struct coord_config *cfg = &q->co->cfg;
+    int rc = 0;
+
+    for (size_t i = 0; i < q->n_rep && rc == 0; i++) {
+        struct coord_node *nd = &q->nodes[i];
+        for (size_t j = 0; nd->state == NODE_ANSWERED && j < nd->rec.n && rc == 0; j++) {
+            rc = record_apply(&q->merged, &nd->rec.s[j], cfg->mode, RECORD_SIBLINGS_MAX, NULL);
+        }
+    }
+    return rc;
+}
+
+/* Whether nd's record lacks part of the merged one (applying it would change nd's). */
+static bool read_stale(struct coord_req *q, struct coord_node *nd)
+{
+    const struct coord_config *cfg = &q->co->cfg;
+    struct record copy;
+    bool changed = false, any = false;
+    int rc = 0;
+
+    record_init(&copy);
+    for (size_t j = 0; j < nd->rec.n && rc == 0; j++) {
+        rc = record_push(&copy, &nd->rec.s[j]);
+    }
+    for (size_t j = 0; j < q->merged.n && rc == 0; j++) {
+        rc = record_apply(&copy, &q->merged.s[j], cfg->mode, RECORD_SIBLINGS_MAX, &changed);
+        any = any || changed;
+    }
+    record_deinit(&copy);
+    return rc == 0 && any;
+}
+
+/* Reply with the merged record (NOTFOUND when nothing was found). */
+static void read_reply(struct coord_req *q)
+{
+    if (q->merged.n == 0) {
+        read_complete(q, RK_ENOTFOUND, NULL, 0, q->acks);
+        return;
+    }
+    q->enc_len = record_encoded_size(&q->merged);
+    if ((q->enc = malloc(q->enc_len)) == NULL) {
+        read_complete(q, RK_ENOMEM, NULL, 0, q->acks);
+        return;
+    }
+    record_encode(&q->merged, q->enc);
+    read_complete(q, 0, q->enc, q->enc_len, q->acks);
+}
+
+/* One repair ended (whatever its outcome: the reply does not depend on it); the last replies. */
+static void repair_end(struct coord_req *q)
+{
+    if (--q->repairs_left == 0) {
+        read_reply(q);
+    }
+}
+
+static void repair_local_done(struct store_op *op, void *ctx)
+{
+    struct coord_req *q = ctx;
+
+    (void)op;
+    if (--q->n_repair == 0) { /* the group's operations complete together */
+        repair_answer(&q->calls[q->self], 0, NULL, 0);
+    }
+}
+
+/* Write the merged record into this node's store: every sibling, one group. */
+static bool repair_local(struct coord_req *q)
+{
+    struct store_op **ops;
+    int rc;
+
+    q->repair = calloc(q->merged.n, sizeof(*q->repair));
+    ops = calloc(q->merged.n, sizeof(*ops));
+    if (q->repair == NULL || ops == NULL) {
+        free(ops);
+        return false;
+    }
+    for (size_t j = 0; j < q->merged.n; j++) {
+        store_op_init(&q->repair[j], STORE_OP_APPLY);
+        q->repair[j].key = q->key;
+        q->repair[j].key_len = q->key_len;
+        q->repair[j].version = &q->merged.s[j];
+        q->repair[j].done = repair_local_done;
+        q->repair[j].ctx = q;
+        ops[j] = &q->repair[j];
+    }
+    q->n_repair = q->merged.n;
+    rc = q->merged.n > 1 ? store_submit_atomic(q->co->store, ops, q->merged.n)
+                         : store_submit(q->co->store, ops[0]);
+    free(ops);
+    return rc == 0;
+}
+
+/*
+ * The quorum answered: merge, repair every answered replica that holds
+ * less (the reply waits for the repairs), then reply.
+ */
+static void read_resolve(struct coord_req *q)
+{
+    struct msg_replica_write m = {.key = q->key, .key_len = q->key_len};
+    uint8_t *rec = NULL;
+    struct buf body;
+    int rc = read_merge(q);
+
+    if (rc != 0) {
+        read_complete(q, rc, NULL, 0, q->acks);
+        return;
+    }
+    q->completed = true; /* from here, the last repair to end replies */
+    q->repairs_left = 1; /* repairs ending while others are sent must not reply early */
+    buf_init(&body, 0);
+    if (q->merged.n > 0 && (rec = malloc(record_encoded_size(&q->merged))) != NULL) {
+        m.record_len = record_encode(&q->merged, rec);
+        m.record = rec;
+    }
+    for (size_t i = 0; i < q->n_rep && rec != NULL; i++) {
+        struct coord_node *nd = &q->nodes[i];
+        if (nd->state != NODE_ANSWERED || !(nd->stale = read_stale(q, nd))) {
+            continue;
+        }
+        q->co->stats.repairs++;
+        if ((int)i == q->self) {
+            bool started = repair_local(q);
+            q->outstanding += started;
+            q->repairs_left += started;
+            continue;
+        }
+        buf_clear(&body);
+        if (msg_replica_write_encode(&m, &body) == 0 &&
+            req_ask(q, i, MSG_OP_REPLICA_WRITE, &body, repair_answer)) {
+            q->repairs_left++;
+        }
+    }
+    buf_free(&body);
+    free(rec);
+    repair_end(q); /* the hold taken above */
+}
+
+static void repair_answer(void *dctx, int result, const uint8_t *body, size_t len)
+{
+    struct coord_call *call = dctx;
+    struct coord_req *q = call->req;
+
+    (void)result;
+    (void)body;
+    (void)len;
+    q->outstanding--;
+    repair_end(q);
+    req_release(q);
+}
+
+/* Decide a read: the quorum answered, or nothing is left to wait for. */
+static void read_decide(struct coord_req *q)
+{
+    if (q->completed) {
+        return;
+    }
+    if (q->acks >= q->needed) {
+        read_resolve(q);
+    } else if (q->outstanding == 0) {
+        read_complete(q, RK_ETRYAGAIN, NULL, 0, q->acks);
+    }
+}
+
+static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
+{
+    struct coord_call *call = dctx;
+    struct coord_req *q = call->req;
+    struct coord_node *nd = &q->nodes[call->idx];
+    struct msg_kv_answer a;
+
+    q->outstanding--;
+    answer_read(result, body, len, &a);
+    if (a.status == MSG_KV_OK && record_decode(a.record, a.record_len, &nd->rec) != 0) {
+        a.status = MSG_KV_BADINPUT; /* a replica's damaged record does not count */
+    }
+    if (a.status == MSG_KV_OK || a.status == MSG_KV_NOTFOUND) {
+        nd->state = NODE_ANSWERED;
+        q->acks++;
+    } else {
+        nd->state = NODE_FAILED;
+        record_deinit(&nd->rec);
+        if (!q->completed) {
+            (void)read_ask_spare(q);
+        }
+    }
+    read_decide(q);
+    req_release(q);
+}
+
+/* store_read()'s callback for the coordinator's own copy. */
+static int read_local_found(void *ctx, const uint8_t *record, size_t len)
+{
+    struct coord_node *nd = ctx;
+
+    return record_decode(record, len, &nd->rec);
+}
+
+/* Coordinate a read here: NOREPLICAS, or the local read and r - 1 questions. */
+static void read_start(struct coord_req *q)
+{
+    struct coord_node *self = &q->nodes[q->self];
+    unsigned reachable = req_reachable(q, false);
+    int rc;
+
+    q->co->stats.reads++;
+    if (q->needed > q->n_rep || reachable < q->needed) {
+        read_complete(q, RK_ENOREPLICAS, NULL, 0,
+                      q->needed > q->n_rep ? (unsigned)q->n_rep : reachable);
+        req_release(q);
+        return;
+    }
+    rc = store_read(q->co->store, q->key, q->key_len, read_local_found, self);
+    self->state = rc == 0 || rc == RK_ENOTFOUND ? NODE_ANSWERED : NODE_FAILED;
+    q->acks += self->state == NODE_ANSWERED;
+    q->outstanding++; /* answers arriving while asking must not decide early */
+    for (unsigned asked = q->acks; asked < q->needed; asked++) {
+        if (!read_ask_spare(q)) {
+            break;
+        }
+    }
+    q->outstanding--;
+    read_decide(q);
+    req_release(q);
+}
+
+/* Start a read, as write_begin() a write. */
+static bool read_begin(struct coord *co, struct kv_read *r, bool forwarded)
+{
+    unsigned needed = coord_quorum(co, r->quorum, COORD_READ);
+    struct coord_req *q;
+
+    if (coord_key_local(co, r->key_, r->key_len_, needed)) {
+        return false;
+    }
+    if ((q = req_new(co, COORD_READ, r->key_, r->key_len_, needed)) == NULL) {
+        r->result = RK_ENOMEM;
+        r->record = NULL;
+        r->record_len = 0;
+        r->done(r, r->ctx);
+        return true;
+    }
+    q->r = r;
+    q->forwarded = forwarded;
+    if (q->self < 0 && forwarded) {
+        read_complete(q, RK_ETRYAGAIN, NULL, 0, 0);
+        req_release(q);
+    } else if (q->self < 0) {
+        req_forward(q);
+    } else {
+        read_start(q);
+    }
+    return true;
+}
+
+bool coord_get(struct coord *co, struct kv_read *r)
+{
+    return read_begin(co, r, false);
+}
+
+/* --- serving other nodes ------------------------------------------------------------- */
+
+/* One served operation, alive until its answer is given. */
+struct coord_serve {
+    struct coord *co;
+    coord_served_fn done;
+    void *ctx;
+    uint8_t *body; /* a copy of the request's body: the decoded fields point into it */
+    struct msg_replica_write rw;
+    struct msg_forward fw;
+    struct record rec;    /* REPLICA_WRITE: the versions to merge or keep as hints */
+    struct store_op *ops; /* and their operations */
+    size_t left;
+    int result;
+    bool changed;
+    struct vclock context; /* FORWARD: the write's context */
+    struct kv_read rd;
+    struct kv_write wr;
+};
+
+static void serve_free(struct coord_serve *sv)
+{
+    record_deinit(&sv->rec);
+    vclock_deinit(&sv->context);
+    free(sv->ops);
+    free(sv->body);
+    free(sv);
+}
+
+static void serve_answer(struct coord_serve *sv, int rc, const uint8_t *record, size_t len,
+                         unsigned answered, unsigned needed, bool flag)
+{
+    struct msg_kv_answer a = {.status = msg_kv_status_from_rk(rc),
+                              .answered = answered,
+                              .needed = needed,
+                              .record = rc == 0 ? record : NULL,
+                              .record_len = rc == 0 ? len : 0,
+                              .flag = flag};
+
+    sv->done(sv->ctx, &a);
+}
+
+static void serve_write_done(struct store_op *op, void *ctx)
+{
+    struct coord_serve *sv = ctx;
+
+    if (op->result != 0 && sv->result == 0) {
+        sv->result = op->result;
+    }
+    sv->changed = sv->changed || op->changed;
+    if (--sv->left == 0) {
+        serve_answer(sv, sv->result, NULL, 0, 0, 0, sv->changed);
+        serve_free(sv);
+    }
+}
+
+/* REPLICA_WRITE: merge each version (or keep it as a hint), all in one group. */
+static int serve_replica_write(struct coord_serve *sv, size_t len)
+{
+    struct store_op **list;
+    bool hint = sv->rw.hint[0] != '\0';
+    int rc;
+
+    if (msg_replica_write_decode(sv->body, len, &sv->rw) != 0 ||
+        record_decode(sv->rw.record, sv->rw.record_len, &sv->rec) != 0) {
+        return RK_ESYNTAX;
+    }
+    sv->ops = calloc(sv->rec.n, sizeof(*sv->ops));
+    list = calloc(sv->rec.n, sizeof(*list));
+    if (sv->ops == NULL || list == NULL) {
+        free(list);
+        return RK_ENOMEM;
+    }
+    for (size_t j = 0; j < sv->rec.n; j++) {
+        store_op_init(&sv->ops[j], hint ? STORE_OP_HINT_PUT : STORE_OP_APPLY);
+        sv->ops[j].key = sv->rw.key;
+        sv->ops[j].key_len = sv->rw.key_len;
+        sv->ops[j].version = &sv->rec.s[j];
+        sv->ops[j].target = hint ? sv->rw.hint : NULL;
+        sv->ops[j].done = serve_write_done;
+        sv->ops[j].ctx = sv;
+        list[j] = &sv->ops[j];
+    }
+    sv->left = sv->rec.n;
+    rc = sv->rec.n > 1 ? store_submit_atomic(sv->co->store, list, sv->rec.n)
+                       : store_submit(sv->co->store, list[0]);
+    free(list);
+    if (hint) {
+        sv->co->stats.hints_stored++;
+    } else {
+        sv->co->stats.replica_writes++;
+    }
+    if (rc != 0) {
+        serve_answer(sv, rc, NULL, 0, 0, 0, false);
+        serve_free(sv);
+    }
+    return 0;
+}
+
+static int serve_read_found(void *ctx, const uint8_t *record, size_t len)
+{
+    serve_answer(ctx, 0, record, len, 0, 0, false);
+    return 1; /* answered */
+}
+
+/* REPLICA_READ: the record as stored, answered inside the read. */
+static int serve_replica_read(struct coord_serve *sv, size_t len)
+{
+    struct msg_replica_read m;
+    int rc;
+
+    if (msg_replica_read_decode(sv->body, len, &m) != 0) {
+        return RK_ESYNTAX;
+    }
+    sv->co->stats.replica_reads++;
+    rc = store_read(sv->co->store, m.key, m.key_len, serve_read_found, sv);
+    if (rc != 1) {
+        serve_answer(sv, rc, NULL, 0, 0, 0, false);
+    }
+    serve_free(sv);
+    return 0;
+}
+
+static void serve_forward_read_done(struct kv_read *r, void *ctx)
+{
+    struct coord_serve *sv = ctx;
+
+    serve_answer(sv, r->result, r->record, r->record_len, r->answered, r->needed, false);
+    serve_free(sv);
+}
+
+static void serve_forward_write_done(struct kv_write *w, void *ctx)
+{
+    struct coord_serve *sv = ctx;
+
+    serve_answer(sv, w->result, NULL, 0, w->answered, w->needed, w->existed);
+    serve_free(sv);
+}
+
+/* FORWARD: coordinate the client's request here, as if the client had asked this node. */
+static int serve_forward(struct coord_serve *sv, size_t len)
+{
+    struct msg_forward *f = &sv->fw;
+    size_t used;
+
+    if (msg_forward_decode(sv->body, len, f) != 0 ||
+        (f->context != NULL && (vclock_decode(f->context, f->context_len, &used, &sv->context) != 0 ||
+                                used != f->context_len))) {
+        return RK_ESYNTAX;
+    }
+    sv->co->stats.forwards_served++;
+    if (f->kind == MSG_FORWARD_READ) {
+        sv->rd.done = serve_forward_read_done;
+        sv->rd.ctx = sv;
+        sv->rd.key_ = f->key;
+        sv->rd.key_len_ = f->key_len;
+        sv->rd.quorum = f->quorum;
+        if (!read_begin(sv->co, &sv->rd, true)) {
+            kv_local_get(sv->co->kv, &sv->rd);
+        }
+        return 0;
+    }
+    kv_write_init(&sv->wr, f->key, f->key_len, f->value, f->value_len, f->tombstone,
+                  f->context != NULL ? &sv->context : NULL, serve_forward_write_done, sv);
+    sv->wr.quorum = f->quorum;
+    if (!write_begin(sv->co, &sv->wr, true)) {
+        kv_local_write(sv->co->kv, &sv->wr);
+    }
+    return 0;
+}
+
+int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
+                coord_served_fn done, void *ctx)
+{
+    struct coord_serve *sv;
+    int rc;
+
+    if (op != MSG_OP_REPLICA_WRITE && op != MSG_OP_REPLICA_READ && op != MSG_OP_FORWARD) {
+        return RK_EINVAL;
+    }
+    if ((sv = calloc(1, sizeof(*sv))) == NULL || (sv->body = malloc(len ? len : 1)) == NULL) {
+        free(sv);
+        return RK_ENOMEM;
+    }
+    memcpy(sv->body, body, len);
+    sv->co = co;
+    sv->done = done;
+    sv->ctx = ctx;
+    record_init(&sv->rec);
+    vclock_init(&sv->context);
+    rc = op == MSG_OP_REPLICA_WRITE  ? serve_replica_write(sv, len)
+         : op == MSG_OP_REPLICA_READ ? serve_replica_read(sv, len)
+                                     : serve_forward(sv, len);
+    if (rc != 0) {
+        serve_free(sv);
+    }
+    return rc;
+}

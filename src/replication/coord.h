@@ -1,0 +1,143 @@
+/*
+ * coord.h - the coordinator: a client's read or write of a key, carried
+ * out on the key's replicas (DESIGN.md, "Data flow of a write").
+ *
+ * Who coordinates.  A request for a key goes to a replica of it: the node
+ * a client asked coordinates when it is one of the key's preference list
+ * (preflist.h: the ring in force, rf); otherwise it forwards the request
+ * (MSG_OP_FORWARD) to the first replica it sees up, which coordinates and
+ * answers, and the answer (its error and figures included) is the
+ * client's.  A forwarded request is never forwarded again: a node that
+ * receives one for a key it is not a replica of (rings that differ while
+ * a change spreads) refuses it with TRYAGAIN.
+ *
+ * Writes.  The coordinator makes the new version once, by a local write
+ * (kv's path, so it shares the store's group commit), then sends that
+ * version to the other replicas (MSG_OP_REPLICA_WRITE), which merge it and
+ * never re-version it.  The write succeeds when w replicas hold it
+ * durably, the coordinator's own commit counting as one.  With `sloppy`
+ * on, a replica the failure detector sees down is replaced by its
+ * fallback, which keeps the version as a hint for it (durably: a hint
+ * counts toward w; preflist.h says which node stands in).
+ *
+ * Reads.  The coordinator reads its own copy and asks r - 1 other
+ * replicas that are up (another one when one fails), merges the versions
+ * that came back (siblings stay siblings), and before answering writes the
+ * merged record to every replica that answered with less (blocking read
+ * repair), so that once a quorum read returned a value no later quorum
+ * read returns an older one.  Hints never count toward r.
+ *
+ * Failing.  Too few replicas reachable to try (fewer distinct nodes than
+ * w or r, or too many down): RK_ENOREPLICAS with (reachable, needed).
+ * Tried, and too few answered before request-timeout: RK_ETRYAGAIN with
+ * (answered, needed); a write refused so may still be on the replicas
+ * that did answer, and a later read returns it.  Every peer request ends
+ * within request-timeout (rpc.h), so a request never waits longer.
+ *
+ * The coordinator knows no sockets: it asks peers and learns the ring in
+ * force and who is up through the hooks the node registers.
+ */
+#ifndef RINGKV_COORD_H
+#define RINGKV_COORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kv.h"
+#include "msg_kv.h"
+#include "record.h"
+#include "ring.h"
+#include "store.h"
+
+struct coord;
+
+/*
+ * How a peer request ended: result 0 with the answer's body (borrowed for
+ * the call), or an error (RK_ETIMEOUT, RK_ECLOSED, RK_EIO for an answer
+ * that is not a result 0) with no body.
+ */
+typedef void (*coord_answer_fn)(void *dctx, int result, const uint8_t *body, size_t len);
+
+struct coord_hooks {
+    void *ctx;
+    /*
+     * Ask member id to run op with body (borrowed): 0, and then done runs
+     * exactly once (perhaps before ask returns); or an error and it never
+     * runs.
+     */
+    int (*ask)(void *ctx, const char *id, uint32_t op, const uint8_t *body, size_t len,
+               coord_answer_fn done, void *dctx);
+    /* The ring in force, borrowed for the call; NULL before there is one. */
+    const struct ring *(*ring)(void *ctx);
+    /* Whether the failure detector sees member id up. */
+    bool (*up)(void *ctx, const char *id);
+};
+
+struct coord_config {
+    char self[RING_NAME_MAX + 1]; /* this node's id */
+    unsigned rf, r, w;            /* the cluster's rf; the default read and write quorums */
+    bool sloppy;                  /* fallbacks stand in for replicas that are down */
+    enum record_conflicts mode;
+    size_t max_siblings;
+};
+
+/* Counters for INFO and metrics. */
+struct coord_stats {
+    uint64_t reads, writes;       /* requests coordinated here */
+    uint64_t forwarded;           /* requests this node forwarded to a replica */
+    uint64_t forwards_served;     /* forwarded requests coordinated here */
+    uint64_t noreplicas, tryagain; /* requests refused, by why */
+    uint64_t repairs;             /* replicas sent a merged record by read repair */
+    uint64_t hints_stored;        /* versions kept here as hints for others */
+    uint64_t replica_writes;      /* versions merged here for other coordinators */
+    uint64_t replica_reads;       /* records read here for other coordinators */
+};
+
+/*
+ * A coordinator over kv (its local path) and store (replica merges and
+ * hints), both borrowed until coord_destroy().  cfg and hooks are copied.
+ * RK_ENOMEM.
+ */
+int coord_create(struct coord **out, struct kv *kv, struct store *store,
+                 const struct coord_config *cfg, const struct coord_hooks *hooks);
+
+/*
+ * Free co.  Requests still waiting for peers are dropped without their
+ * callbacks: call it after the peer connections closed (every request
+ * ended) or when nothing will run the loop again.
+ */
+void coord_destroy(struct coord *co);
+
+/* The read and write quorums in force now (a SIGHUP may change them). */
+void coord_set_quorums(struct coord *co, unsigned r, unsigned w);
+
+/*
+ * Take a client's read (kv_get()'s r, filled in) when it needs the
+ * cluster: false when the key is this node's alone (its preference list
+ * is this node and the quorum is 1), and the caller reads locally.  True:
+ * r->done runs exactly once, perhaps before this returns.
+ */
+bool coord_get(struct coord *co, struct kv_read *r);
+
+/* The same for a client's write (kv_write_init()'s w). */
+bool coord_write(struct coord *co, struct kv_write *w);
+
+/* Whether every write of ws[0..n) is of a key of this node alone (kv_write_atomic()). */
+bool coord_all_local(struct coord *co, const struct kv_write *ws, size_t n);
+
+/* Called with the answer of a served operation (borrowed for the call). */
+typedef void (*coord_served_fn)(void *ctx, const struct msg_kv_answer *a);
+
+/*
+ * Serve a peer's MSG_OP_REPLICA_WRITE, MSG_OP_REPLICA_READ or
+ * MSG_OP_FORWARD with its body (copied as needed).  0: done runs exactly
+ * once, perhaps before this returns.  RK_ESYNTAX for a body that does not
+ * decode, RK_EINVAL for another op, RK_ENOMEM: done never runs.
+ */
+int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
+                coord_served_fn done, void *ctx);
+
+void coord_get_stats(const struct coord *co, struct coord_stats *st);
+
+#endif
