@@ -1,0 +1,263 @@
+/*
+ * check_msg_kv.c - unit tests of the data operations' bodies
+ * (proto/msg_kv.c, PROTOCOL.md section 7.15).
+ *
+ * Expected bytes are written out by hand from PROTOCOL.md and the msgpack
+ * specification, never produced by the encoder under test.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "error.h"
+#include "msg_kv.h"
+#include "test_hex.h"
+
+static void assert_bytes(const struct buf *out, const char *hex)
+{
+    struct bytes want;
+
+    unhex(&want, hex);
+    ck_assert_uint_eq(out->len, want.len);
+    ck_assert_int_eq(memcmp(buf_data(out), want.p, want.len), 0);
+}
+
+START_TEST(test_read_golden)
+{
+    struct msg_replica_read m = {.key = (const uint8_t *)"k", .key_len = 1}, back;
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_replica_read_encode(&m, &out), 0);
+    assert_bytes(&out, "91c4016b");
+    unhex(&b, "91c4016b");
+    ck_assert_int_eq(msg_replica_read_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.key_len, 1);
+    ck_assert_int_eq(back.key[0], 'k');
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_forward_golden)
+{
+    struct msg_forward m = {.kind = MSG_FORWARD_WRITE,
+                            .key = (const uint8_t *)"k",
+                            .key_len = 1,
+                            .value = (const uint8_t *)"v",
+                            .value_len = 1},
+                       back;
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_forward_encode(&m, &out), 0);
+    assert_bytes(&out, "9601c4016bc40176c2c000");
+    unhex(&b, "9601c4016bc40176c2c000");
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.kind, MSG_FORWARD_WRITE);
+    ck_assert_uint_eq(back.value_len, 1);
+    ck_assert_ptr_null(back.context);
+    ck_assert(!back.tombstone);
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_answer_golden)
+{
+    struct msg_kv_answer a = {.status = MSG_KV_TRYAGAIN, .answered = 1, .needed = 2}, back;
+    struct msg_kv_answer nf = {.status = MSG_KV_NOTFOUND};
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_kv_answer_encode(&a, &out), 0);
+    assert_bytes(&out, "95030102c0c2");
+    buf_clear(&out);
+    ck_assert_int_eq(msg_kv_answer_encode(&nf, &out), 0);
+    assert_bytes(&out, "95010000c0c2");
+    unhex(&b, "95030102c0c2");
+    ck_assert_int_eq(msg_kv_answer_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.status, MSG_KV_TRYAGAIN);
+    ck_assert_uint_eq(back.answered, 1);
+    ck_assert_uint_eq(back.needed, 2);
+    ck_assert_int_eq(msg_kv_status_to_rk(back.status), RK_ETRYAGAIN);
+    buf_free(&out);
+}
+END_TEST
+
+START_TEST(test_write_hint_round_trip)
+{
+    struct msg_replica_write m = {.key = (const uint8_t *)"key",
+                                  .key_len = 3,
+                                  .record = (const uint8_t *)"\x01\x00",
+                                  .record_len = 2},
+                             back;
+    struct buf out;
+
+    snprintf(m.hint, sizeof(m.hint), "n2");
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_replica_write_encode(&m, &out), 0);
+    assert_bytes(&out, "93c4036b6579c4020100a26e32");
+    ck_assert_int_eq(msg_replica_write_decode(buf_data(&out), out.len, &back), 0);
+    ck_assert_str_eq(back.hint, "n2");
+    ck_assert_uint_eq(back.record_len, 2);
+    buf_free(&out);
+}
+END_TEST
+
+/* Fields after the known ones are a later version's: skipped. */
+START_TEST(test_future_fields_skipped)
+{
+    struct msg_forward f;
+    struct msg_kv_answer a;
+    struct bytes b;
+
+    unhex(&b, "9700c4016bc0c2c00207");
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &f), 0);
+    ck_assert_uint_eq(f.kind, MSG_FORWARD_READ);
+    ck_assert_uint_eq(f.quorum, 2);
+    unhex(&b, "96000302c4020100c3a178");
+    ck_assert_int_eq(msg_kv_answer_decode(b.p, b.len, &a), 0);
+    ck_assert_uint_eq(a.record_len, 2);
+    ck_assert(a.flag);
+}
+END_TEST
+
+static int decode_any(int which, const char *hex)
+{
+    struct msg_replica_write w;
+    struct msg_replica_read r;
+    struct msg_forward f;
+    struct msg_kv_answer a;
+    struct bytes b;
+
+    unhex(&b, hex);
+    switch (which) {
+    case 0:
+        return msg_replica_write_decode(b.p, b.len, &w);
+    case 1:
+        return msg_replica_read_decode(b.p, b.len, &r);
+    case 2:
+        return msg_forward_decode(b.p, b.len, &f);
+    default:
+        return msg_kv_answer_decode(b.p, b.len, &a);
+    }
+}
+
+START_TEST(test_bad_bodies_refused)
+{
+    /* a write without its record, an empty record, a bad hint id, trailing bytes */
+    ck_assert_int_eq(decode_any(0, "92c4016bc40101"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(0, "93c4016bc400c0"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(0, "93c4016bc40101a2212a"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(1, "91c4016b00"), RK_ESYNTAX);
+    /* a key as a str, not a bin */
+    ck_assert_int_eq(decode_any(1, "91a16b"), RK_ESYNTAX);
+    /* a read with a value; a write with neither value nor tombstone; a tombstone with a value */
+    ck_assert_int_eq(decode_any(2, "9600c4016bc40176c2c000"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(2, "9601c4016bc0c2c000"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(2, "9601c4016bc40176c3c000"), RK_ESYNTAX);
+    /* kind 2, quorum 17: over their bounds */
+    ck_assert_int_eq(decode_any(2, "9602c4016bc0c2c000"), RK_ETOOBIG);
+    ck_assert_int_eq(decode_any(2, "9600c4016bc0c2c011"), RK_ETOOBIG);
+    /* status 12; a record with an error status; answered 17 */
+    ck_assert_int_eq(decode_any(3, "950c0000c0c2"), RK_ETOOBIG);
+    ck_assert_int_eq(decode_any(3, "95030000c40101c2"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(3, "95001100c0c2"), RK_ETOOBIG);
+    /* not an array; an empty input */
+    ck_assert_int_eq(decode_any(3, "c0"), RK_ESYNTAX);
+    ck_assert_int_ne(decode_any(1, ""), 0);
+}
+END_TEST
+
+START_TEST(test_every_truncation_refused)
+{
+    static const char *const bodies[] = {"9601c4016bc40176c2c000", "93c4036b6579c4020100a26e32",
+                                         "95030102c0c2"};
+    static const int kinds[] = {2, 0, 3};
+
+    for (size_t i = 0; i < 3; i++) {
+        struct bytes b;
+        unhex(&b, bodies[i]);
+        for (size_t cut = 0; cut < b.len; cut++) {
+            char hex[64];
+            for (size_t k = 0; k < cut; k++) {
+                snprintf(hex + 2 * k, 3, "%02x", b.p[k]);
+            }
+            hex[2 * cut] = '\0';
+            ck_assert_int_ne(decode_any(kinds[i], hex), 0);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_encode_refuses_bad_fields)
+{
+    struct msg_replica_write w = {.key = (const uint8_t *)"k", .key_len = 1};
+    struct msg_forward f = {.kind = MSG_FORWARD_READ, .key = (const uint8_t *)"k", .key_len = 1};
+    struct msg_kv_answer a = {.status = MSG_KV_STATUS_MAX + 1};
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_replica_write_encode(&w, &out), RK_EINVAL); /* no record */
+    f.quorum = RING_RF_MAX + 1;
+    ck_assert_int_eq(msg_forward_encode(&f, &out), RK_EINVAL);
+    ck_assert_int_eq(msg_kv_answer_encode(&a, &out), RK_EINVAL);
+    a.status = MSG_KV_FAILED;
+    a.record = (const uint8_t *)"x";
+    a.record_len = 1;
+    ck_assert_int_eq(msg_kv_answer_encode(&a, &out), RK_EINVAL);
+    ck_assert_uint_eq(out.len, 0);
+    buf_free(&out);
+}
+END_TEST
+
+/* Every status maps to an error code and back; unknown codes travel as a failure. */
+START_TEST(test_status_mapping)
+{
+    for (uint32_t st = 0; st <= MSG_KV_STATUS_MAX; st++) {
+        ck_assert_uint_eq(msg_kv_status_from_rk(msg_kv_status_to_rk(st)), st);
+    }
+    ck_assert_uint_eq(msg_kv_status_from_rk(RK_EAUTH), MSG_KV_FAILED);
+    ck_assert_int_eq(msg_kv_status_to_rk(MSG_KV_STATUS_MAX + 1), RK_EIO);
+}
+END_TEST
+
+static Suite *msg_kv_suite(void)
+{
+    Suite *s = suite_create("msg_kv");
+    const struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"read_golden", test_read_golden},
+        {"forward_golden", test_forward_golden},
+        {"answer_golden", test_answer_golden},
+        {"write_hint_round_trip", test_write_hint_round_trip},
+        {"future_fields_skipped", test_future_fields_skipped},
+        {"bad_bodies_refused", test_bad_bodies_refused},
+        {"every_truncation_refused", test_every_truncation_refused},
+        {"encode_refuses_bad_fields", test_encode_refuses_bad_fields},
+        {"status_mapping", test_status_mapping},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 10);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(msg_kv_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
