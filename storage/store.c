@@ -2241,6 +2241,60 @@ int store_hint_scan(struct store *s, const char *target, struct store_cursor *cu
     return rc != 0 ? rc : hc.stopped;
 }
 
+/* Count the hints of the target whose tag starts at the cursor's key; leave c past them. */
+static int hint_count_target(MDB_cursor *c, MDB_val *k, MDB_val *v, char *target, uint64_t *count)
+{
+    uint8_t tag[8];
+    int rc = 0;
+
+    memcpy(tag, k->mv_data, 8);
+    *count = 0;
+    target[0] = '\0';
+    while (rc == 0 && k->mv_size == 16 && memcmp(k->mv_data, tag, 8) == 0) {
+        const uint8_t *p = v->mv_data;
+        if (target[0] == '\0' && v->mv_size > 0 && p[0] > 0 && p[0] <= RING_NAME_MAX &&
+            v->mv_size > (size_t)p[0]) {
+            memcpy(target, p + 1, p[0]);
+            target[p[0]] = '\0';
+        }
+        (*count)++;
+        rc = mdb_cursor_get(c, k, v, MDB_NEXT);
+    }
+    return rc;
+}
+
+int store_hint_targets(struct store *s, store_hint_target_fn fn, void *ctx)
+{
+    char target[RING_NAME_MAX + 1];
+    MDB_cursor *c;
+    MDB_txn *txn;
+    MDB_val k, v;
+    uint64_t count;
+    int rc = read_begin(s, &txn), stop = 0;
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_open(txn, s->dbi_hints, &c);
+    if (rc != 0) {
+        read_end(s, txn);
+        return store_err(rc);
+    }
+    rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+    while (rc == 0 && stop == 0) {
+        rc = hint_count_target(c, &k, &v, target, &count);
+        if (target[0] != '\0') {
+            stop = fn(ctx, target, count);
+        }
+    }
+    mdb_cursor_close(c);
+    read_end(s, txn);
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        return store_err(rc);
+    }
+    return stop;
+}
+
 void store_get_stats(struct store *s, struct store_stats *st)
 {
     MDB_envinfo info;

@@ -279,6 +279,16 @@ int store_hint_parse(const uint8_t *v, size_t len, struct store_hint *h,
 int store_hint_scan(struct store *s, const char *target, struct store_cursor *cur, size_t max_items,
                     store_hint_fn fn, void *ctx);
 
+typedef int (*store_hint_target_fn)(void *ctx, const char *target, uint64_t count);
+
+/*
+ * Call fn with every target that has hints and how many it has, in tag
+ * order, in one read transaction (a walk of the whole hints table: for
+ * delivery rounds and diagnostics).  Returns 0, fn's non-zero value, or an
+ * error.
+ */
+int store_hint_targets(struct store *s, store_hint_target_fn fn, void *ctx);
+
 struct store_stats {
     uint64_t keys;          /* entries in the data table */
     uint64_t hints;         /* entries in the hints table */

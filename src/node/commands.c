@@ -26,6 +26,7 @@
 #include "bulktest.h"
 #include "client.h"
 #include "clock.h"
+#include "coord.h"
 #include "settings.h"
 #include "error.h"
 #include "gossip.h"
@@ -1759,6 +1760,110 @@ static void ringkv_preflist(struct client *c, struct pending *p)
     preflist_free(&pl);
 }
 
+/* --- RINGKV REPLICAS key: what each replica of a key holds ---------------------------- */
+
+static const char *const replica_roles[] = {"primary", "replica", "fallback"};
+
+/* A record's vector clock (its context) as text: "id:counter,id:counter". */
+static void put_clock_text(struct buf *out, const struct record *rec)
+{
+    struct vclock ctx;
+    struct buf text;
+
+    vclock_init(&ctx);
+    buf_init(&text, 0);
+    if (record_context(rec, &ctx) == 0) {
+        for (uint32_t i = 0; i < ctx.n; i++) {
+            buf_printf(&text, "%s%s:%llu", i ? "," : "", ctx.e[i].id,
+                       (unsigned long long)ctx.e[i].counter);
+        }
+    }
+    resp_put_bulk(out, buf_data(&text), text.len);
+    buf_free(&text);
+    vclock_deinit(&ctx);
+}
+
+/* One replica's row: node, rack, role, up, present, tombstone, siblings, vclock, value size, digest. */
+static void replica_put_row(struct client *c, struct buf *out, const struct coord_view *v)
+{
+    const struct ring *ring = gossip_ring(c->node->gossip);
+    int m = ring_member_find(ring, v->id);
+    struct record rec;
+    bool answered = v->status == 0 || v->status == RK_ENOTFOUND;
+    uint8_t digest[8] = {0};
+    size_t vsize = 0;
+
+    record_init(&rec);
+    if (v->status == 0 && record_decode(v->record, v->record_len, &rec) != 0) {
+        answered = false;
+    }
+    for (size_t i = 0; i < rec.n; i++) {
+        if (!rec.s[i].tombstone) {
+            vsize = rec.s[i].value_len;
+            crypto_generichash(digest, sizeof(digest), rec.s[i].value, rec.s[i].value_len, NULL, 0);
+            break;
+        }
+    }
+    resp_put_map(out, 11, c->proto);
+    resp_put_bulk_str(out, "node");
+    resp_put_bulk_str(out, v->id);
+    resp_put_bulk_str(out, "rack");
+    resp_put_bulk_str(out, m >= 0 ? ring_member_rack(ring, (uint32_t)m) : "");
+    resp_put_bulk_str(out, "role");
+    resp_put_bulk_str(out, replica_roles[v->role]);
+    resp_put_bulk_str(out, "up");
+    resp_put_int(out, v->up);
+    resp_put_bulk_str(out, "answered");
+    resp_put_int(out, answered);
+    resp_put_bulk_str(out, "present");
+    resp_put_int(out, rec.n > 0 && live_count(&rec) > 0);
+    resp_put_bulk_str(out, "tombstone");
+    resp_put_int(out, rec.n > 0 && record_all_tombstones(&rec));
+    resp_put_bulk_str(out, "siblings");
+    resp_put_int(out, (int64_t)rec.n);
+    resp_put_bulk_str(out, "vclock");
+    put_clock_text(out, &rec);
+    resp_put_bulk_str(out, "value_size");
+    resp_put_int(out, (int64_t)vsize);
+    resp_put_bulk_str(out, "digest");
+    if (vsize > 0 || live_count(&rec) > 0) {
+        char hex[2 * sizeof(digest) + 1];
+        hex_encode(hex, digest, sizeof(digest));
+        resp_put_bulk_str(out, hex);
+    } else {
+        resp_put_bulk_str(out, "");
+    }
+    record_deinit(&rec);
+}
+
+static void replicas_done(void *ctx, const struct coord_view *v, size_t n)
+{
+    struct pending *p = ctx;
+    struct buf *out = client_reply(p);
+
+    resp_put_array(out, n);
+    for (size_t i = 0; i < n; i++) {
+        replica_put_row(p->c, out, &v[i]);
+    }
+    client_finish(p);
+}
+
+static int ringkv_replicas(struct client *c, struct pending *p)
+{
+    size_t len;
+    const uint8_t *key = arg(p, 2, &len);
+
+    if (len > c->node->cfg.key_max) {
+        client_error(p, "ERR key is over key-max");
+        return CMD_DONE;
+    }
+    if (coord_inspect(c->node->coord, key, len, replicas_done, p) != 0) {
+        client_error(p, "ERR out of memory");
+        return CMD_DONE;
+    }
+    return CMD_ASYNC;
+}
+
 struct ringkv_verb {
     const char *name;
     int min_args, max_args; /* words after RINGKV */
@@ -1771,6 +1876,7 @@ static const struct ringkv_verb ringkv_verbs[] = {
     {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, NULL, ringkv_remove},
     {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
     {"preflist", 2, 2, ringkv_preflist, NULL},
+    {"replicas", 2, 2, NULL, ringkv_replicas},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -1790,7 +1896,7 @@ static int cmd_ringkv(struct client *c, struct pending *p)
     }
     client_error(p,
                  "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
-                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, BULKTEST [id bytes])",
+                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, BULKTEST [id bytes], REPLICAS key)",
                  arg_str(p, 1));
     return CMD_DONE;
 }

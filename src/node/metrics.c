@@ -24,6 +24,7 @@
 #include "autoconf.h"
 #include "collect.h"
 #include "commands.h"
+#include "coord.h"
 #include "error.h"
 #include "gossip.h"
 #include "log.h"
@@ -261,6 +262,29 @@ static void info_keyspace(struct server *n, struct buf *out)
     buf_printf(out, "\r\n");
 }
 
+
+/* The coordinator's counters and the hints this node keeps, in INFO's Cluster section. */
+static void metrics_info_replication(struct server *n, struct buf *out)
+{
+    struct coord_stats cs;
+    struct store_stats st;
+
+    coord_get_stats(n->coord, &cs);
+    store_get_stats(n->store, &st);
+    buf_printf(out,
+               "ringkv_coordinated_reads:%llu\r\nringkv_coordinated_writes:%llu\r\n"
+               "ringkv_forwarded:%llu\r\nringkv_forwards_served:%llu\r\n"
+               "ringkv_noreplicas:%llu\r\nringkv_tryagain:%llu\r\nringkv_read_repairs:%llu\r\n"
+               "ringkv_replica_writes:%llu\r\nringkv_replica_reads:%llu\r\n"
+               "ringkv_hints:%llu\r\nringkv_hints_stored:%llu\r\nringkv_hints_delivered:%llu\r\n",
+               (unsigned long long)cs.reads, (unsigned long long)cs.writes,
+               (unsigned long long)cs.forwarded, (unsigned long long)cs.forwards_served,
+               (unsigned long long)cs.noreplicas, (unsigned long long)cs.tryagain,
+               (unsigned long long)cs.repairs, (unsigned long long)cs.replica_writes,
+               (unsigned long long)cs.replica_reads, (unsigned long long)st.hints,
+               (unsigned long long)cs.hints_stored, (unsigned long long)cs.hints_delivered);
+}
+
 static void info_cluster(struct server *n, struct buf *out)
 {
     const struct metrics *m = &n->metrics;
@@ -287,8 +311,10 @@ static void info_cluster(struct server *n, struct buf *out)
         buf_printf(out, "ringkv_peer_rejected_%s:%llu\r\n", metrics_reject_names[i],
                    (unsigned long long)m->peer_rejected[i]);
     }
-    buf_printf(out, "ringkv_peer_messages_unknown:%llu\r\n\r\n",
+    buf_printf(out, "ringkv_peer_messages_unknown:%llu\r\n",
                (unsigned long long)m->peer_messages_unknown);
+    metrics_info_replication(n, out);
+    buf_printf(out, "\r\n");
 }
 
 static void info_commandstats(struct server *n, struct buf *out)

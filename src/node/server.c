@@ -413,6 +413,18 @@ static int server_open_store(struct server *n, char *err, size_t err_len)
     return rc;
 }
 
+/* Hinted handoff's round: hints whose replica is back go to it. */
+static void server_hints_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct server *n = w->data;
+
+    (void)loop;
+    (void)revents;
+    if (!n->stopping) {
+        coord_deliver_hints(n->coord);
+    }
+}
+
 /* The coordinator behind kv: keys whose replicas include other nodes go through it. */
 static int server_open_coord(struct server *n, char *err, size_t err_len)
 {
@@ -431,6 +443,9 @@ static int server_open_coord(struct server *n, char *err, size_t err_len)
         return RK_ENOMEM;
     }
     kv_set_coord(n->kv, n->coord);
+    ev_timer_init(&n->hints_w, server_hints_tick, SERVER_HINTS_ROUND_S, SERVER_HINTS_ROUND_S);
+    n->hints_w.data = n;
+    ev_timer_start(n->loop, &n->hints_w);
     const struct ring *ring = gossip_ring(n->gossip);
     if (n->cfg.n_seeds == 0 && cc.w > 1 && (ring == NULL || ring_member_count(ring) < cc.w)) {
         LOG(LOG_WARN, "quorum_unreachable",
@@ -572,6 +587,7 @@ void server_destroy(struct server *n)
     }
     if (n->loop != NULL) {
         ev_io_stop(n->loop, &n->store_w);
+        ev_timer_stop(n->loop, &n->hints_w);
     }
     gossip_destroy(n->gossip);
     collect_stop(n->collect);

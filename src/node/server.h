@@ -58,6 +58,8 @@ struct coord;
 /* The first pause of a listener whose accept() ran out of descriptors, and the longest. */
 #define SERVER_ACCEPT_PAUSE_MIN_MS 10
 #define SERVER_ACCEPT_PAUSE_MAX_MS 1000
+/* Seconds between rounds of hint delivery: a replica back up gets its hints within this. */
+#define SERVER_HINTS_ROUND_S 1.0
 /* server_run()'s exit code when another process holds this node's id (gossip.h). */
 #define SERVER_EXIT_ID_IN_USE 2
 /* server_run()'s exit code when an operator removed this node from the cluster. */
@@ -105,7 +107,8 @@ struct server {
     uint64_t run_id;         /* random per process, never 0: INFO's run_id, IDENT's instance */
 
     struct server_listener listeners[SERVER_LISTENERS];
-    ev_io store_w; /* store completions */
+    ev_io store_w;    /* store completions */
+    ev_timer hints_w; /* hinted handoff's rounds (coord_deliver_hints()) */
     ev_signal sigterm_w, sigint_w;
     ev_signal sighup_w; /* reload the settings (reload.h) */
     int argc;           /* the command line SIGHUP reads again; 0: none (reload.h) */

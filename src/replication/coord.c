@@ -66,7 +66,7 @@ struct coord_req {
     bool completed;
     struct coord_node nodes[COORD_NODES];
     struct coord_call calls[COORD_NODES];
-    struct kv_write lw;      /* the local write that makes the version */
+    struct kv_write lw;      /* the local write that makes the version (lw.op.written) */
     struct record merged;    /* a read: the merge of what the replicas answered */
     struct store_op *repair; /* a read: the local repair's operations */
     size_t n_repair;
@@ -82,6 +82,7 @@ struct coord {
     struct coord_hooks hooks;
     struct coord_stats stats;
     struct coord_req *reqs;
+    uint64_t deliveries; /* hints on their way */
 };
 
 int coord_create(struct coord **out, struct kv *kv, struct store *store,
@@ -220,6 +221,9 @@ static void req_free(struct coord_req *q)
     }
     for (size_t i = 0; i < q->n; i++) {
         record_deinit(&q->nodes[i].rec);
+    }
+    if (q->kind == COORD_WRITE) {
+        sibling_deinit(&q->lw.op.written); /* initialised by kv_write_init() when coordinated */
     }
     record_deinit(&q->merged);
     free(q->repair);
@@ -470,6 +474,74 @@ static void write_decide(struct coord_req *q, bool existed)
     }
 }
 
+/* A hint the coordinator keeps itself, for a replica that did not take the version. */
+struct coord_hint_op {
+    struct coord *co;
+    struct store_op op;
+    uint8_t *key;
+    struct sibling version;
+    char target[RING_NAME_MAX + 1];
+};
+
+static void hint_local_done(struct store_op *op, void *ctx)
+{
+    struct coord_hint_op *h = ctx;
+
+    if (op->result == 0) {
+        h->co->stats.hints_stored++;
+    }
+    sibling_deinit(&h->version);
+    free(h->key);
+    free(h);
+}
+
+/*
+ * Keep q's version as a hint here for replica idx, which neither took it
+ * nor has a fallback holding it (down without a fallback, refused, timed
+ * out): hinted handoff then brings it there, so every acknowledged write
+ * reaches every replica.  It does not count toward w.  Best effort: a
+ * hint that cannot be kept leaves the replica to read repair.
+ */
+static void write_hint_here(struct coord_req *q, size_t idx)
+{
+    struct coord_hint_op *h;
+
+    if ((int)idx == q->self || (h = calloc(1, sizeof(*h))) == NULL) {
+        return;
+    }
+    sibling_init(&h->version);
+    h->co = q->co;
+    h->key = malloc(q->key_len ? q->key_len : 1);
+    if (h->key == NULL || sibling_copy(&h->version, &q->lw.op.written) != 0) {
+        hint_local_done(&h->op, h);
+        return;
+    }
+    memcpy(h->key, q->key, q->key_len);
+    snprintf(h->target, sizeof(h->target), "%s", q->nodes[idx].id);
+    store_op_init(&h->op, STORE_OP_HINT_PUT);
+    h->op.key = h->key;
+    h->op.key_len = q->key_len;
+    h->op.version = &h->version;
+    h->op.target = h->target;
+    h->op.done = hint_local_done;
+    h->op.ctx = h;
+    if (store_submit(q->co->store, &h->op) != 0) {
+        h->op.result = RK_EIO;
+        hint_local_done(&h->op, h);
+    }
+}
+
+/* Whether a fallback of q stands for replica idx. */
+static bool write_has_fallback(const struct coord_req *q, size_t idx)
+{
+    for (size_t i = q->n_rep; i < q->n; i++) {
+        if (q->nodes[i].stands_for == (int)idx) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Send version (one sibling) to every other replica, and hints to fallbacks. */
 static void write_send(struct coord_req *q, const struct sibling *version)
 {
@@ -488,15 +560,22 @@ static void write_send(struct coord_req *q, const struct sibling *version)
             .key = q->key, .key_len = q->key_len, .record = rec, .record_len = rlen};
         struct coord_node *nd = &q->nodes[i];
         bool fallback = i >= q->n_rep;
-        if ((int)i == q->self || (!fallback && !nd->up && q->co->cfg.sloppy)) {
-            continue; /* itself; a replica down whose fallback takes its version */
+        if ((int)i == q->self) {
+            continue;
+        }
+        if (!fallback && !nd->up && q->co->cfg.sloppy) {
+            if (!write_has_fallback(q, i)) {
+                write_hint_here(q, i); /* down, and no node left to stand in for it */
+            }
+            continue; /* else its fallback takes the version */
         }
         if (fallback) {
             snprintf(m.hint, sizeof(m.hint), "%s", q->nodes[nd->stands_for].id);
         }
         buf_clear(&body);
-        if (msg_replica_write_encode(&m, &body) == 0) {
-            (void)req_ask(q, i, MSG_OP_REPLICA_WRITE, &body, write_answer);
+        if (msg_replica_write_encode(&m, &body) != 0 ||
+            !req_ask(q, i, MSG_OP_REPLICA_WRITE, &body, write_answer)) {
+            write_hint_here(q, fallback ? (size_t)nd->stands_for : i);
         }
     }
     buf_free(&body);
@@ -512,7 +591,6 @@ static void write_local_done(struct kv_write *lw, void *ctx)
     q->outstanding--;
     if (lw->result != 0) {
         write_complete(q, lw->result, false, 0);
-        sibling_deinit(&lw->op.written);
         req_release(q);
         return;
     }
@@ -520,7 +598,6 @@ static void write_local_done(struct kv_write *lw, void *ctx)
     q->nodes[q->self].state = NODE_ANSWERED;
     q->outstanding++; /* answers arriving while sending must not end q under us */
     write_send(q, &lw->op.written);
-    sibling_deinit(&lw->op.written);
     q->outstanding--;
     write_decide(q, existed);
     req_release(q);
@@ -536,6 +613,10 @@ static void write_answer(void *dctx, int result, const uint8_t *body, size_t len
     answer_read(result, body, len, &a);
     q->nodes[call->idx].state = a.status == MSG_KV_OK ? NODE_ANSWERED : NODE_FAILED;
     q->acks += a.status == MSG_KV_OK;
+    if (a.status != MSG_KV_OK) {
+        size_t idx = (size_t)call->idx;
+        write_hint_here(q, idx >= q->n_rep ? (size_t)q->nodes[idx].stands_for : idx);
+    }
     write_decide(q, q->lw.existed);
     req_release(q);
 }
@@ -944,13 +1025,14 @@ static void serve_write_done(struct store_op *op, void *ctx)
 static int serve_replica_write(struct coord_serve *sv, size_t len)
 {
     struct store_op **list;
-    bool hint = sv->rw.hint[0] != '\0';
+    bool hint;
     int rc;
 
     if (msg_replica_write_decode(sv->body, len, &sv->rw) != 0 ||
         record_decode(sv->rw.record, sv->rw.record_len, &sv->rec) != 0) {
         return RK_ESYNTAX;
     }
+    hint = sv->rw.hint[0] != '\0';
     sv->ops = calloc(sv->rec.n, sizeof(*sv->ops));
     list = calloc(sv->rec.n, sizeof(*list));
     if (sv->ops == NULL || list == NULL) {
@@ -1081,4 +1163,305 @@ int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
         serve_free(sv);
     }
     return rc;
+}
+
+/* --- delivering hints ---------------------------------------------------------------- */
+
+/* Targets looked at per round, and hints sent per target per round: the delivery rate's bound. */
+#define COORD_HINT_TARGETS_MAX 64
+#define COORD_HINTS_PER_ROUND 256
+
+/* One hint on its way to its replica (or, its target gone from the ring, to the key's replicas). */
+struct coord_delivery {
+    struct coord *co;
+    char target[RING_NAME_MAX + 1];
+    uint64_t seq;
+    unsigned left; /* answers (and a local merge) not yet in */
+    bool failed;
+    uint8_t *key;
+    size_t key_len;
+    struct sibling version;  /* for a local merge when re-routed to this node */
+    struct store_op apply;   /* that merge */
+    struct store_op del;     /* the hint's deletion, once every answer said ok */
+};
+
+struct coord_targets {
+    char id[COORD_HINT_TARGETS_MAX][RING_NAME_MAX + 1];
+    size_t n;
+};
+
+static int coord_collect_target(void *ctx, const char *target, uint64_t count)
+{
+    struct coord_targets *t = ctx;
+
+    (void)count;
+    if (t->n == COORD_HINT_TARGETS_MAX) {
+        return 1; /* the rest next round */
+    }
+    snprintf(t->id[t->n++], sizeof(t->id[0]), "%s", target);
+    return 0;
+}
+
+static void delivery_free(struct coord_delivery *d)
+{
+    d->co->deliveries--;
+    sibling_deinit(&d->version);
+    free(d->key);
+    free(d);
+}
+
+static void delivery_deleted(struct store_op *op, void *ctx)
+{
+    struct coord_delivery *d = ctx;
+
+    if (op->result == 0) {
+        d->co->stats.hints_delivered++;
+    }
+    delivery_free(d);
+}
+
+/* One answer (or the local merge) of a delivery is in; after the last, delete the hint. */
+static void delivery_step(struct coord_delivery *d, bool ok)
+{
+    d->failed = d->failed || !ok;
+    if (--d->left > 0) {
+        return;
+    }
+    if (d->failed) {
+        delivery_free(d); /* kept: the next round tries again */
+        return;
+    }
+    store_op_init(&d->del, STORE_OP_HINT_DELETE);
+    d->del.target = d->target;
+    d->del.seq = d->seq;
+    d->del.done = delivery_deleted;
+    d->del.ctx = d;
+    if (store_submit(d->co->store, &d->del) != 0) {
+        delivery_free(d);
+    }
+}
+
+static void delivery_answer(void *dctx, int result, const uint8_t *body, size_t len)
+{
+    struct coord_delivery *d = dctx;
+    struct msg_kv_answer a;
+
+    answer_read(result, body, len, &a);
+    delivery_step(d, a.status == MSG_KV_OK);
+}
+
+static void delivery_applied(struct store_op *op, void *ctx)
+{
+    delivery_step(ctx, op->result == 0);
+}
+
+/* The nodes a hint goes to: its target while in the ring, else the key's replicas now. */
+static size_t delivery_nodes(struct coord *co, const struct store_hint *h,
+                             char ids[RING_RF_MAX][RING_NAME_MAX + 1])
+{
+    const struct ring *ring = co->hooks.ring(co->hooks.ctx);
+    uint32_t members[RING_RF_MAX];
+    size_t n = 0;
+
+    if (ring == NULL) {
+        return 0;
+    }
+    if (ring_member_find(ring, h->target) >= 0) {
+        snprintf(ids[0], sizeof(ids[0]), "%s", h->target);
+        return 1;
+    }
+    if (ring_preflist(ring, ring_key_position(ring, h->key, h->key_len), co->cfg.rf, members,
+                      &n) != 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof(ids[0]), "%s", ring_member_id(ring, members[i]));
+    }
+    return n;
+}
+
+/* store_hint_scan()'s callback: send one hint on its way. */
+static int delivery_start(void *ctx, const struct store_hint *h)
+{
+    struct coord *co = ctx;
+    char ids[RING_RF_MAX][RING_NAME_MAX + 1];
+    size_t n = delivery_nodes(co, h, ids);
+    struct record one = {.s = (struct sibling *)&h->version, .n = 1, .cap = 1};
+    struct coord_delivery *d;
+    struct msg_replica_write m = {.key = h->key, .key_len = h->key_len};
+    struct buf body;
+    uint8_t *rec;
+
+    if (n == 0 || (d = calloc(1, sizeof(*d))) == NULL) {
+        return 0;
+    }
+    co->deliveries++;
+    d->co = co;
+    snprintf(d->target, sizeof(d->target), "%s", h->target);
+    d->seq = h->seq;
+    d->left = 1; /* held while sending */
+    sibling_init(&d->version);
+    rec = malloc(record_encoded_size(&one));
+    d->key = malloc(h->key_len ? h->key_len : 1);
+    buf_init(&body, 0);
+    if (rec == NULL || d->key == NULL || sibling_copy(&d->version, &h->version) != 0) {
+        d->failed = true;
+    } else {
+        memcpy(d->key, h->key, h->key_len);
+        d->key_len = h->key_len;
+        m.record_len = record_encode(&one, rec);
+        m.record = rec;
+        d->failed = msg_replica_write_encode(&m, &body) != 0;
+    }
+    for (size_t i = 0; i < n && !d->failed; i++) {
+        d->left++;
+        if (strcmp(ids[i], co->cfg.self) == 0) {
+            store_op_init(&d->apply, STORE_OP_APPLY);
+            d->apply.key = d->key;
+            d->apply.key_len = d->key_len;
+            d->apply.version = &d->version;
+            d->apply.done = delivery_applied;
+            d->apply.ctx = d;
+            d->failed = store_submit(co->store, &d->apply) != 0;
+            d->left -= d->failed;
+        } else if (!co->hooks.up(co->hooks.ctx, ids[i]) ||
+                   co->hooks.ask(co->hooks.ctx, ids[i], MSG_OP_REPLICA_WRITE, buf_data(&body),
+                                 body.len, delivery_answer, d) != 0) {
+            d->left--;
+            d->failed = true;
+        }
+    }
+    buf_free(&body);
+    free(rec);
+    delivery_step(d, !d->failed);
+    return 0;
+}
+
+void coord_deliver_hints(struct coord *co)
+{
+    struct coord_targets t = {.n = 0};
+
+    if (co->deliveries > 0) {
+        return; /* one round at a time: the last one's hints are still on their way */
+    }
+    (void)store_hint_targets(co->store, coord_collect_target, &t);
+    for (size_t i = 0; i < t.n; i++) {
+        const struct ring *ring = co->hooks.ring(co->hooks.ctx);
+        struct store_cursor cur;
+        bool in_ring = ring != NULL && ring_member_find(ring, t.id[i]) >= 0;
+        if (in_ring && !co->hooks.up(co->hooks.ctx, t.id[i])) {
+            continue; /* kept until its replica is back */
+        }
+        store_cursor_init(&cur);
+        (void)store_hint_scan(co->store, t.id[i], &cur, COORD_HINTS_PER_ROUND, delivery_start, co);
+    }
+}
+
+uint64_t coord_hints_in_flight(const struct coord *co)
+{
+    return co->deliveries;
+}
+
+/* --- looking at a key's replicas ---------------------------------------------------- */
+
+struct coord_inspect {
+    struct coord *co;
+    coord_inspect_fn done;
+    void *ctx;
+    unsigned left;
+    size_t n;
+    struct coord_view views[COORD_NODES];
+    uint8_t *raw[COORD_NODES]; /* each answered record, copied */
+    struct coord_call calls[COORD_NODES];
+};
+
+static void inspect_end(struct coord_inspect *in)
+{
+    if (--in->left > 0) {
+        return;
+    }
+    in->done(in->ctx, in->views, in->n);
+    for (size_t i = 0; i < in->n; i++) {
+        free(in->raw[i]);
+    }
+    free(in);
+}
+
+/* Keep a copy of node i's record as its view. */
+static void inspect_keep(struct coord_inspect *in, size_t i, int status, const uint8_t *rec,
+                         size_t len)
+{
+    in->views[i].status = status;
+    if (status == 0 && (in->raw[i] = malloc(len ? len : 1)) != NULL) {
+        memcpy(in->raw[i], rec, len);
+        in->views[i].record = in->raw[i];
+        in->views[i].record_len = len;
+    } else if (status == 0) {
+        in->views[i].status = RK_ENOMEM;
+    }
+}
+
+static void inspect_answer(void *dctx, int result, const uint8_t *body, size_t len)
+{
+    struct coord_call *call = dctx;
+    struct coord_inspect *in = (struct coord_inspect *)call->req;
+    struct msg_kv_answer a;
+
+    answer_read(result, body, len, &a);
+    inspect_keep(in, (size_t)call->idx, result != 0 ? result : msg_kv_status_to_rk(a.status),
+                 a.record, a.record_len);
+    inspect_end(in);
+}
+
+static int inspect_local(void *ctx, const uint8_t *record, size_t len)
+{
+    struct coord_call *call = ctx;
+
+    inspect_keep((struct coord_inspect *)call->req, (size_t)call->idx, 0, record, len);
+    return 0;
+}
+
+int coord_inspect(struct coord *co, const uint8_t *key, size_t len, coord_inspect_fn done,
+                  void *ctx)
+{
+    struct coord_inspect *in = calloc(1, sizeof(*in));
+    struct coord_req *q = in != NULL ? req_new(co, COORD_READ, key, len, 1) : NULL;
+    struct msg_replica_read m = {.key = key, .key_len = len};
+    struct buf body;
+
+    if (q == NULL) {
+        free(in);
+        return RK_ENOMEM;
+    }
+    *in = (struct coord_inspect){.co = co, .done = done, .ctx = ctx, .left = 1, .n = q->n_rep};
+    for (size_t i = 0; i < q->n_rep; i++) {
+        struct coord_view *v = &in->views[i];
+        snprintf(v->id, sizeof(v->id), "%s", q->nodes[i].id);
+        v->role = q->nodes[i].role;
+        v->up = (int)i == q->self || q->nodes[i].up;
+        v->status = RK_EIO;
+        in->calls[i].req = (struct coord_req *)in; /* the call's context: this inspection */
+        in->calls[i].idx = (int)i;
+    }
+    q->completed = true;
+    req_release(q); /* only its plan was needed */
+    buf_init(&body, 0);
+    (void)msg_replica_read_encode(&m, &body);
+    for (size_t i = 0; i < in->n; i++) {
+        if (strcmp(in->views[i].id, co->cfg.self) == 0) {
+            int rc = store_read(co->store, key, len, inspect_local, &in->calls[i]);
+            in->views[i].status = rc == 0 ? in->views[i].status : rc;
+            continue;
+        }
+        in->left++;
+        if (body.len == 0 || co->hooks.ask(co->hooks.ctx, in->views[i].id, MSG_OP_REPLICA_READ,
+                                           buf_data(&body), body.len, inspect_answer,
+                                           &in->calls[i]) != 0) {
+            in->views[i].status = RK_EIO; /* not reachable */
+            in->left--;
+        }
+    }
+    buf_free(&body);
+    inspect_end(in);
+    return 0;
 }

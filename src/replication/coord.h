@@ -46,6 +46,7 @@
 
 #include "kv.h"
 #include "msg_kv.h"
+#include "preflist.h"
 #include "record.h"
 #include "ring.h"
 #include "store.h"
@@ -92,6 +93,7 @@ struct coord_stats {
     uint64_t hints_stored;        /* versions kept here as hints for others */
     uint64_t replica_writes;      /* versions merged here for other coordinators */
     uint64_t replica_reads;       /* records read here for other coordinators */
+    uint64_t hints_delivered;     /* hints delivered and deleted */
 };
 
 /*
@@ -139,5 +141,41 @@ int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
                 coord_served_fn done, void *ctx);
 
 void coord_get_stats(const struct coord *co, struct coord_stats *st);
+
+/*
+ * One round of hinted handoff, from the node's timer: for every target
+ * with hints that is up again, send up to COORD_HINTS_PER_ROUND of them
+ * (oldest first, MSG_OP_REPLICA_WRITE); a hint is deleted only after its
+ * replica acknowledged it durably, so a crash on either side re-sends it
+ * and a duplicate merges as the same version.  A hint whose target left
+ * the ring goes to the key's replicas in the ring in force instead, and is
+ * deleted once all of them acknowledged.  A round starts only when the
+ * last one's hints have all been answered.
+ */
+void coord_deliver_hints(struct coord *co);
+
+/* What one replica of a key holds, as coord_inspect() found it. */
+struct coord_view {
+    char id[RING_NAME_MAX + 1];
+    enum preflist_role role;
+    bool up;
+    int status;            /* 0: record holds its record; RK_ENOTFOUND: none; else not answered */
+    const uint8_t *record; /* borrowed for the callback */
+    size_t record_len;
+};
+typedef void (*coord_inspect_fn)(void *ctx, const struct coord_view *v, size_t n);
+
+/*
+ * Ask every replica of key (the ring in force) for its record as stored,
+ * this node's own copy included, without merging or repairing anything:
+ * what `ringkv replicas` shows.  done runs once, when every replica
+ * answered or failed (within request-timeout).  key is borrowed until
+ * then.  RK_ENOMEM, RK_EEMPTY (no ring yet).
+ */
+int coord_inspect(struct coord *co, const uint8_t *key, size_t len, coord_inspect_fn done,
+                  void *ctx);
+
+/* Hints sent and not yet answered. */
+uint64_t coord_hints_in_flight(const struct coord *co);
 
 #endif
