@@ -55,7 +55,7 @@ struct coord_req {
     bool forwarded;     /* a peer's forward: this node coordinates, whatever its ring says */
     struct kv_read *r;  /* the caller's read or write; NULL once completed */
     struct kv_write *w;
-    const uint8_t *key; /* borrowed from the caller until completion */
+    uint8_t *key; /* a copy: answers that come after the caller's reply still use it */
     size_t key_len;
     size_t n;       /* nodes[0 .. n): replicas, then fallbacks */
     size_t n_rep;   /* replicas among them */
@@ -191,11 +191,16 @@ static struct coord_req *req_new(struct coord *co, enum coord_kind kind, const u
     }
     q->co = co;
     q->kind = kind;
-    q->key = key;
+    if ((q->key = malloc(key_len ? key_len : 1)) == NULL) {
+        free(q);
+        return NULL;
+    }
+    memcpy(q->key, key, key_len);
     q->key_len = key_len;
     q->needed = needed;
     record_init(&q->merged);
     if (req_plan(q) != 0) {
+        free(q->key);
         free(q);
         return NULL;
     }
@@ -226,6 +231,7 @@ static void req_free(struct coord_req *q)
         sibling_deinit(&q->lw.op.written); /* initialised by kv_write_init() when coordinated */
     }
     record_deinit(&q->merged);
+    free(q->key);
     free(q->repair);
     free(q->enc);
     free(q);
@@ -634,7 +640,7 @@ static void write_start(struct coord_req *q)
         req_release(q);
         return;
     }
-    kv_write_init(&q->lw, w->op.key, w->op.key_len, w->op.value, w->op.value_len, w->op.tombstone,
+    kv_write_init(&q->lw, q->key, q->key_len, w->op.value, w->op.value_len, w->op.tombstone,
                   w->op.context, write_local_done, q);
     q->lw.op.skip_written = false;
     q->outstanding++;

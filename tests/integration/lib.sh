@@ -215,9 +215,13 @@ it_node() {
     [ -n "$data" ] || data=$IT_DIR/$id.data
     it_setvar "$id" CLIENT "$client"
     it_setvar "$id" PEER "$peer"
-    # rf 1 unless the test says otherwise: a node alone meets its quorums (rf 3, the
-    # default, refuses writes until w nodes have joined); it_cluster asks for rf 3
-    "$RINGKVD" --id "$id" --cluster-key "$IT_DIR/key" --data "$data" --rf "${IT_RF:-1}" \
+    # rf 1 unless the test says otherwise (flags; IT_RF, which it_cluster sets to 3; the
+    # rf the node started with, for its restarts): a node alone meets its quorums, where
+    # rf 3, the default, refuses writes until w nodes have joined
+    rf=$(it_var "$id" RF)
+    [ -n "$rf" ] || rf=${IT_RF:-1}
+    it_setvar "$id" RF "$rf"
+    "$RINGKVD" --id "$id" --cluster-key "$IT_DIR/key" --data "$data" --rf "$rf" \
         --client "$addr:$client" --listen "$addr:$peer" "$@" \
         >> "$IT_DIR/$id.log" 2>&1 &
     pid=$!
@@ -318,17 +322,18 @@ print([m["generation"] for m in json.load(sys.stdin)["members"] if m["id"] == sy
 }
 
 # it_cluster N [flags]: start n1..nN, node k seeded with node k-1 only, in racks r1..r3,
-# rf 3 (flags may set another).
+# rf IT_RF (3 unless set; flags may set another).
 it_cluster() {
     count=$1
     shift
+    IT_RF=${IT_RF:-3} # and for the nodes the test adds to this cluster later
     i=1
     while [ "$i" -le "$count" ]; do
         seeds=""
         [ "$i" -gt 1 ] && seeds="--seeds $(it_addr "n$((i - 1))"):$(it_var "n$((i - 1))" PEER)"
         it_setvar "n$i" PEER "$(it_free_port "$(it_addr "n$i")")"
         # shellcheck disable=SC2086
-        it_node "n$i" --rack "r$(((i - 1) % 3 + 1))" --rf 3 $seeds "$@"
+        it_node "n$i" --rack "r$(((i - 1) % 3 + 1))" $seeds "$@"
         i=$((i + 1))
     done
     i=1
