@@ -20,6 +20,8 @@
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
+# the old build refuses rf 1 with its default r and w of 2: both nodes run rf 3, as it did
+IT_RF=3
 OLD_COMMIT=8ec7f87
 # Long enough that an answer "at once" cannot be a timeout in disguise.
 TIMEOUT_MS=3000
