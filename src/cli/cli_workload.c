@@ -22,14 +22,16 @@
  * time (all workers together); without it they go as fast as the nodes
  * answer.
  *
- * Which node: today a key lives only on the node it was written through
- * (nodes do not replicate yet), so by default key i always goes to node
- * i mod H (--spread pinned); --spread random sends each operation to any
- * node, for clusters that replicate.
+ * Which node: by default key i always goes to node i mod H (--spread
+ * pinned), so a node's own view of its keys is what is checked; --spread
+ * random sends each operation to any node, so reads cross the replicas
+ * that writes went through.
  *
  * Outcomes: ok for the reply the command promises, fail for an error
  * reply, unknown when no reply came (the -t timeout, or the connection was
- * lost: a killed node), which may or may not have been applied.  A worker
+ * lost: a killed node), which may or may not have been applied; a write
+ * refused with -TRYAGAIN is unknown too: its coordinator tried it, and the
+ * replicas that answered hold it.  A worker
  * whose connection was lost reconnects on its next operation for that
  * node; when connecting fails it leaves the node alone for a back-off
  * (WORKLOAD_BACKOFF_MIN_US, doubling to WORKLOAD_BACKOFF_MAX_US) and
@@ -392,7 +394,9 @@ static void wl_call(struct wl_worker *w, size_t i, size_t argc, const char *cons
         snprintf(err, err_len, "%s", (const char *)(*reply)->str);
         resp_reply_free(*reply);
         *reply = NULL;
-        e->outcome = HISTORY_FAIL;
+        bool tried = strncmp(err, "TRYAGAIN", 8) == 0 && e->op != HISTORY_GET &&
+                     e->op != HISTORY_KGET;
+        e->outcome = tried ? HISTORY_UNKNOWN : HISTORY_FAIL;
         e->error = err;
     }
 }

@@ -140,8 +140,8 @@ static const struct {
     {"cluster-key", ""},
     {"ring-seed", "000102030405060708090a0b0c0d0e0f"},
     {"rf", "3"},
-    {"r", "2"},
-    {"w", "2"},
+    {"r", "0"},
+    {"w", "0"},
     {"sloppy", "yes"},
     {"sync", "always"},
     {"sync-interval", "10ms"},
@@ -196,7 +196,13 @@ START_TEST(test_default_fields)
     ck_assert_uint_eq(c.n_seeds, 0);
     ck_assert_str_eq(c.cluster_key, "");
     ck_assert_mem_eq(c.ring_seed, ring_default_seed, RING_SEED_LEN);
-    ck_assert(c.rf == 3 && c.r == 2 && c.w == 2);
+    /* r and w 0: a majority of rf, 2 of the default 3 */
+    ck_assert(c.rf == 3 && c.r == 0 && c.w == 0);
+    ck_assert_uint_eq(settings_quorum(c.r, c.rf), 2);
+    ck_assert_uint_eq(settings_quorum(c.w, c.rf), 2);
+    ck_assert_uint_eq(settings_quorum(0, 1), 1);
+    ck_assert_uint_eq(settings_quorum(0, 4), 3);
+    ck_assert_uint_eq(settings_quorum(3, 4), 3);
     ck_assert_int_eq(c.sync, STORE_SYNC_ALWAYS);
     ck_assert_uint_eq(c.sync_interval_ms, 10);
     ck_assert_uint_eq(c.gossip_interval_ms, 200);
@@ -607,7 +613,7 @@ START_TEST(test_failure_leaves_config)
         {"cluster-key", "\x01"},
         {"ring-seed", "00"},
         {"rf", "17"},
-        {"r", "0"},
+        {"r", "17"},
         {"w", "x"},
         {"sloppy", "maybe"},
         {"sync", "x"},
