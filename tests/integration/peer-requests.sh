@@ -18,6 +18,8 @@
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
+# a two-node cluster, and the forged peer announces rf 3: both nodes run rf 3
+IT_RF=3
 FORGE="$top_builddir/tests/integration/peer_forge"
 CLIENTS=1030
 OUTSTANDING_MAX=1024
