@@ -40,6 +40,9 @@ struct rpc_answer {
     struct rpc_answer *prev, *next;
 };
 
+/* Bytes a REQUEST or RESPONSE adds around its body, sealing included: a generous bound. */
+#define RPC_ENVELOPE_MAX 1024
+
 struct rpc_call {
     struct server *node;
     struct peer *peer; /* for the log line; valid while the call is outstanding */
@@ -174,6 +177,16 @@ static void rpc_call_end(void *ctx, int result, const struct request_reply *repl
     free(call);
 }
 
+/*
+ * Whether a REQUEST or RESPONSE with a body of len bytes fits in one frame,
+ * with room for its envelope and the sealing: a message over the frame
+ * closes the connection (peer.h), failing everything outstanding on it.
+ */
+static bool rpc_fits(const struct server *n, size_t len)
+{
+    return len + RPC_ENVELOPE_MAX <= n->cfg.frame_max;
+}
+
 /* A member still in the cluster's story: not left, not removed. */
 static bool rpc_member_current(uint32_t status)
 {
@@ -217,6 +230,9 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     uint64_t now = clock_mono_us();
     int rc = n->stopping ? RK_ECLOSED : rpc_link(n, id, &p);
 
+    if (rc == 0 && !rpc_fits(n, len)) {
+        rc = RK_ETOOBIG; /* sent, it would close the connection and fail every request on it */
+    }
     if (rc != 0) {
         return rpc_refuse(n, op, id, rc);
     }
@@ -360,6 +376,9 @@ static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
     buf_init(&body, 0);
     if (a->peer != NULL) {
         int rc = msg_kv_answer_encode(ans, &body);
+        if (rc == 0 && !rpc_fits(a->node, body.len)) {
+            rc = RK_ETOOBIG; /* a record over a frame: refused, the connection kept */
+        }
         rpc_respond(a->peer, a->id, rc == 0 ? MSG_RESULT_OK : MSG_RESULT_FAILED,
                     rc == 0 ? &body : NULL);
     }
