@@ -431,7 +431,7 @@ static int server_open_coord(struct server *n, char *err, size_t err_len)
     struct coord_config cc = {.rf = n->cfg.rf,
                               .r = settings_quorum(n->cfg.r, n->cfg.rf),
                               .w = settings_quorum(n->cfg.w, n->cfg.rf),
-                              .sloppy = true, /* SLOPPY_SETTING */
+                              .sloppy = n->cfg.sloppy,
                               .mode = n->cfg.conflicts,
                               .max_siblings = n->cfg.max_siblings};
     struct coord_hooks hooks;
