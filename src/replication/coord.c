@@ -647,42 +647,6 @@ static void write_start(struct coord_req *q)
     kv_local_write(q->co->kv, &q->lw);
 }
 
-/*
- * Start a write (false: it is this node's alone; the caller writes
- * locally).  A forwarded one is coordinated here or refused, never
- * forwarded again.
- */
-static bool write_begin(struct coord *co, struct kv_write *w, bool forwarded)
-{
-    unsigned needed = coord_quorum(co, w->quorum, COORD_WRITE);
-    struct coord_req *q;
-
-    if (coord_key_local(co, w->op.key, w->op.key_len, needed)) {
-        return false;
-    }
-    if ((q = req_new(co, COORD_WRITE, w->op.key, w->op.key_len, needed)) == NULL) {
-        w->result = RK_ENOMEM;
-        w->done(w, w->ctx);
-        return true;
-    }
-    q->w = w;
-    q->forwarded = forwarded;
-    if (q->self < 0 && forwarded) {
-        write_complete(q, RK_ETRYAGAIN, false, 0); /* rings differ: the client retries */
-        req_release(q);
-    } else if (q->self < 0) {
-        req_forward(q);
-    } else {
-        write_start(q);
-    }
-    return true;
-}
-
-bool coord_write(struct coord *co, struct kv_write *w)
-{
-    return write_begin(co, w, false);
-}
-
 /* --- reads ------------------------------------------------------------------------- */
 
 static void read_answer(void *dctx, int result, const uint8_t *body, size_t len);
@@ -937,29 +901,39 @@ static void read_start(struct coord_req *q)
     req_release(q);
 }
 
-/* Start a read, as write_begin() a write. */
-static bool read_begin(struct coord *co, struct kv_read *r, bool forwarded)
+/*
+ * Start a client's read r or write w (the other NULL); false when its key
+ * is this node's alone and the caller serves it locally.  A forwarded one
+ * is coordinated here or refused, never forwarded again: a node that is
+ * no replica of it by its own ring (rings that differ while a change
+ * spreads) answers TRYAGAIN, and the client retries.
+ */
+static bool req_begin(struct coord *co, struct kv_read *r, struct kv_write *w, bool forwarded)
 {
-    unsigned needed = coord_quorum(co, r->quorum, COORD_READ);
+    enum coord_kind kind = w != NULL ? COORD_WRITE : COORD_READ;
+    const uint8_t *key = w != NULL ? w->op.key : r->key_;
+    size_t len = w != NULL ? w->op.key_len : r->key_len_;
+    unsigned needed = coord_quorum(co, w != NULL ? w->quorum : r->quorum, kind);
     struct coord_req *q;
 
-    if (coord_key_local(co, r->key_, r->key_len_, needed)) {
+    if (coord_key_local(co, key, len, needed)) {
         return false;
     }
-    if ((q = req_new(co, COORD_READ, r->key_, r->key_len_, needed)) == NULL) {
-        r->result = RK_ENOMEM;
-        r->record = NULL;
-        r->record_len = 0;
-        r->done(r, r->ctx);
+    if ((q = req_new(co, kind, key, len, needed)) == NULL) {
+        struct coord_req failed = {.co = co, .r = r, .w = w, .kind = kind};
+        req_fail(&failed, RK_ENOMEM, 0);
         return true;
     }
     q->r = r;
+    q->w = w;
     q->forwarded = forwarded;
     if (q->self < 0 && forwarded) {
-        read_complete(q, RK_ETRYAGAIN, NULL, 0, 0);
+        req_fail(q, RK_ETRYAGAIN, 0);
         req_release(q);
     } else if (q->self < 0) {
         req_forward(q);
+    } else if (w != NULL) {
+        write_start(q);
     } else {
         read_start(q);
     }
@@ -968,7 +942,12 @@ static bool read_begin(struct coord *co, struct kv_read *r, bool forwarded)
 
 bool coord_get(struct coord *co, struct kv_read *r)
 {
-    return read_begin(co, r, false);
+    return req_begin(co, r, NULL, false);
+}
+
+bool coord_write(struct coord *co, struct kv_write *w)
+{
+    return req_begin(co, NULL, w, false);
 }
 
 /* --- serving other nodes ------------------------------------------------------------- */
@@ -1129,7 +1108,7 @@ static int serve_forward(struct coord_serve *sv, size_t len)
         sv->rd.key_ = f->key;
         sv->rd.key_len_ = f->key_len;
         sv->rd.quorum = f->quorum;
-        if (!read_begin(sv->co, &sv->rd, true)) {
+        if (!req_begin(sv->co, &sv->rd, NULL, true)) {
             kv_local_get(sv->co->kv, &sv->rd);
         }
         return 0;
@@ -1137,7 +1116,7 @@ static int serve_forward(struct coord_serve *sv, size_t len)
     kv_write_init(&sv->wr, f->key, f->key_len, f->value, f->value_len, f->tombstone,
                   f->context != NULL ? &sv->context : NULL, serve_forward_write_done, sv);
     sv->wr.quorum = f->quorum;
-    if (!write_begin(sv->co, &sv->wr, true)) {
+    if (!req_begin(sv->co, NULL, &sv->wr, true)) {
         kv_local_write(sv->co->kv, &sv->wr);
     }
     return 0;
