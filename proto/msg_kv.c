@@ -178,9 +178,9 @@ int msg_forward_encode(const struct msg_forward *m, struct buf *out)
         &s, start,
         msgpack_pack_array(&pk, MSG_FORWARD_FIELDS) || msgpack_pack_uint32(&pk, m->kind) ||
             msg_kv_pack_bin(&pk, m->key, m->key_len) ||
-            msg_kv_pack_bin(&pk, write && !m->tombstone ? (m->value ? m->value : (const uint8_t *)"")
-                                                        : NULL,
-                            m->value_len) ||
+            msg_kv_pack_bin(
+                &pk, write && !m->tombstone ? (m->value ? m->value : (const uint8_t *)"") : NULL,
+                m->value_len) ||
             (m->tombstone ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) ||
             msg_kv_pack_bin(&pk, write ? m->context : NULL, m->context_len) ||
             msgpack_pack_uint32(&pk, m->quorum));
@@ -197,13 +197,12 @@ int msg_kv_answer_encode(const struct msg_kv_answer *m, struct buf *out)
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
-    return msg_kv_finish(&s, start,
-                         msgpack_pack_array(&pk, MSG_KV_ANSWER_FIELDS) ||
-                             msgpack_pack_uint32(&pk, m->status) ||
-                             msgpack_pack_uint32(&pk, m->answered) ||
-                             msgpack_pack_uint32(&pk, m->needed) ||
-                             msg_kv_pack_bin(&pk, m->record, m->record_len) ||
-                             (m->flag ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)));
+    return msg_kv_finish(
+        &s, start,
+        msgpack_pack_array(&pk, MSG_KV_ANSWER_FIELDS) || msgpack_pack_uint32(&pk, m->status) ||
+            msgpack_pack_uint32(&pk, m->answered) || msgpack_pack_uint32(&pk, m->needed) ||
+            msg_kv_pack_bin(&pk, m->record, m->record_len) ||
+            (m->flag ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)));
 }
 
 /* --- decoding ------------------------------------------------------------------ */
@@ -217,8 +216,7 @@ static int msg_kv_fail(struct mp_reader *r, int err)
 }
 
 /* The array head of a body with at least fields elements; *n is how many. */
-static int msg_kv_head(struct mp_reader *r, const uint8_t *in, size_t len, size_t fields,
-                       size_t *n)
+static int msg_kv_head(struct mp_reader *r, const uint8_t *in, size_t len, size_t fields, size_t *n)
 {
     mp_reader_init(r, in, len);
     if (mp_read_array(r, MSG_KV_FIELDS_MAX, n) != 0) {

@@ -394,8 +394,8 @@ static void wl_call(struct wl_worker *w, size_t i, size_t argc, const char *cons
         snprintf(err, err_len, "%s", (const char *)(*reply)->str);
         resp_reply_free(*reply);
         *reply = NULL;
-        bool tried = strncmp(err, "TRYAGAIN", 8) == 0 && e->op != HISTORY_GET &&
-                     e->op != HISTORY_KGET;
+        bool tried =
+            strncmp(err, "TRYAGAIN", 8) == 0 && e->op != HISTORY_GET && e->op != HISTORY_KGET;
         e->outcome = tried ? HISTORY_UNKNOWN : HISTORY_FAIL;
         e->error = err;
     }

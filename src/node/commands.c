@@ -1783,7 +1783,8 @@ static void put_clock_text(struct buf *out, const struct record *rec)
     vclock_deinit(&ctx);
 }
 
-/* One replica's row: node, rack, role, up, present, tombstone, siblings, vclock, value size, digest. */
+/* One replica's row: node, rack, role, up, present, tombstone, siblings, vclock, value size,
+ * digest. */
 static void replica_put_row(struct client *c, struct buf *out, const struct coord_view *v)
 {
     const struct ring *ring = gossip_ring(c->node->gossip);

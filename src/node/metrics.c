@@ -262,7 +262,6 @@ static void info_keyspace(struct server *n, struct buf *out)
     buf_printf(out, "\r\n");
 }
 
-
 /* The coordinator's counters and the hints this node keeps, in INFO's Cluster section. */
 static void metrics_info_replication(struct server *n, struct buf *out)
 {
@@ -305,7 +304,8 @@ static void info_cluster(struct server *n, struct buf *out)
                "ringkv_tokens:%u\r\nringkv_members:%zu\r\nringkv_rf:%u\r\nringkv_r:%u\r\n"
                "ringkv_w:%u\r\nringkv_peers_connected:%llu\r\nringkv_peer_handshakes:%llu\r\n",
                n->cfg.id, n->cfg.rack, n->cfg.tokens, ring_member_count(gossip_ring(n->gossip)),
-               n->cfg.rf, settings_quorum(n->cfg.r, n->cfg.rf), settings_quorum(n->cfg.w, n->cfg.rf), (unsigned long long)n->n_peers,
+               n->cfg.rf, settings_quorum(n->cfg.r, n->cfg.rf),
+               settings_quorum(n->cfg.w, n->cfg.rf), (unsigned long long)n->n_peers,
                (unsigned long long)m->peer_handshakes);
     for (int i = 0; i < METRICS_REJECT_REASONS; i++) {
         buf_printf(out, "ringkv_peer_rejected_%s:%llu\r\n", metrics_reject_names[i],

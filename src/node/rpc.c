@@ -339,7 +339,6 @@ static const struct rpc_op *rpc_op_find(uint32_t op)
 
 /* --- answering later ------------------------------------------------------------ */
 
-
 static void rpc_answer_unlink(struct rpc_answer *a)
 {
     if (a->peer == NULL) {
@@ -431,7 +430,9 @@ void rpc_on_request(struct peer *p, const struct msg *m)
     buf_init(&body, 0);
     if (op != NULL) {
         rc = op->serve(p->node, q->body, q->body_len, &body);
-        result = rc == 0 ? MSG_RESULT_OK : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY : MSG_RESULT_FAILED;
+        result = rc == 0            ? MSG_RESULT_OK
+                 : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY
+                                    : MSG_RESULT_FAILED;
     } else if (rpc_serve_kv(p, q, &result)) {
         later = result == MSG_RESULT_OK;
     }

@@ -52,14 +52,14 @@ struct coord_req {
     struct coord *co;
     struct coord_req *prev, *next; /* every request alive, for coord_destroy() */
     enum coord_kind kind;
-    bool forwarded;     /* a peer's forward: this node coordinates, whatever its ring says */
-    struct kv_read *r;  /* the caller's read or write; NULL once completed */
+    bool forwarded;    /* a peer's forward: this node coordinates, whatever its ring says */
+    struct kv_read *r; /* the caller's read or write; NULL once completed */
     struct kv_write *w;
     uint8_t *key; /* a copy: answers that come after the caller's reply still use it */
     size_t key_len;
-    size_t n;       /* nodes[0 .. n): replicas, then fallbacks */
-    size_t n_rep;   /* replicas among them */
-    int self;       /* this node's index, or -1 */
+    size_t n;     /* nodes[0 .. n): replicas, then fallbacks */
+    size_t n_rep; /* replicas among them */
+    int self;     /* this node's index, or -1 */
     unsigned needed;
     unsigned acks;        /* write: replicas holding it; read: replicas that answered */
     unsigned outstanding; /* peer requests and local operations not ended */
@@ -70,8 +70,8 @@ struct coord_req {
     struct record merged;    /* a read: the merge of what the replicas answered */
     struct store_op *repair; /* a read: the local repair's operations */
     size_t n_repair;
-    unsigned repairs_left;   /* a read: repairs not ended, +1 while they are being sent */
-    uint8_t *enc; /* a read: merged, encoded, for the reply */
+    unsigned repairs_left; /* a read: repairs not ended, +1 while they are being sent */
+    uint8_t *enc;          /* a read: merged, encoded, for the reply */
     size_t enc_len;
 };
 
@@ -244,7 +244,6 @@ static void req_release(struct coord_req *q)
         req_free(q);
     }
 }
-
 
 /* The quorum a request needs: its own, or the configured one. */
 static unsigned coord_quorum(const struct coord *co, unsigned asked, enum coord_kind kind)
@@ -635,8 +634,8 @@ static void write_start(struct coord_req *q)
 
     q->co->stats.writes++;
     if (q->needed > q->n_rep || reachable < q->needed) {
-        write_complete(q, RK_ENOREPLICAS, false, q->needed > q->n_rep ? (unsigned)q->n_rep
-                                                                      : reachable);
+        write_complete(q, RK_ENOREPLICAS, false,
+                       q->needed > q->n_rep ? (unsigned)q->n_rep : reachable);
         req_release(q);
         return;
     }
@@ -1097,8 +1096,9 @@ static int serve_forward(struct coord_serve *sv, size_t len)
     size_t used;
 
     if (msg_forward_decode(sv->body, len, f) != 0 ||
-        (f->context != NULL && (vclock_decode(f->context, f->context_len, &used, &sv->context) != 0 ||
-                                used != f->context_len))) {
+        (f->context != NULL &&
+         (vclock_decode(f->context, f->context_len, &used, &sv->context) != 0 ||
+          used != f->context_len))) {
         return RK_ESYNTAX;
     }
     sv->co->stats.forwards_served++;
@@ -1165,9 +1165,9 @@ struct coord_delivery {
     bool failed;
     uint8_t *key;
     size_t key_len;
-    struct sibling version;  /* for a local merge when re-routed to this node */
-    struct store_op apply;   /* that merge */
-    struct store_op del;     /* the hint's deletion, once every answer said ok */
+    struct sibling version; /* for a local merge when re-routed to this node */
+    struct store_op apply;  /* that merge */
+    struct store_op del;    /* the hint's deletion, once every answer said ok */
 };
 
 struct coord_targets {
@@ -1255,8 +1255,8 @@ static size_t delivery_nodes(struct coord *co, const struct store_hint *h,
         snprintf(ids[0], sizeof(ids[0]), "%s", h->target);
         return 1;
     }
-    if (ring_preflist(ring, ring_key_position(ring, h->key, h->key_len), co->cfg.rf, members,
-                      &n) != 0) {
+    if (ring_preflist(ring, ring_key_position(ring, h->key, h->key_len), co->cfg.rf, members, &n) !=
+        0) {
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1439,9 +1439,9 @@ int coord_inspect(struct coord *co, const uint8_t *key, size_t len, coord_inspec
             continue;
         }
         in->left++;
-        if (body.len == 0 || co->hooks.ask(co->hooks.ctx, in->views[i].id, MSG_OP_REPLICA_READ,
-                                           buf_data(&body), body.len, inspect_answer,
-                                           &in->calls[i]) != 0) {
+        if (body.len == 0 ||
+            co->hooks.ask(co->hooks.ctx, in->views[i].id, MSG_OP_REPLICA_READ, buf_data(&body),
+                          body.len, inspect_answer, &in->calls[i]) != 0) {
             in->views[i].status = RK_EIO; /* not reachable */
             in->left--;
         }

@@ -85,15 +85,15 @@ struct coord_config {
 
 /* Counters for INFO and metrics. */
 struct coord_stats {
-    uint64_t reads, writes;       /* requests coordinated here */
-    uint64_t forwarded;           /* requests this node forwarded to a replica */
-    uint64_t forwards_served;     /* forwarded requests coordinated here */
+    uint64_t reads, writes;        /* requests coordinated here */
+    uint64_t forwarded;            /* requests this node forwarded to a replica */
+    uint64_t forwards_served;      /* forwarded requests coordinated here */
     uint64_t noreplicas, tryagain; /* requests refused, by why */
-    uint64_t repairs;             /* replicas sent a merged record by read repair */
-    uint64_t hints_stored;        /* versions kept here as hints for others */
-    uint64_t replica_writes;      /* versions merged here for other coordinators */
-    uint64_t replica_reads;       /* records read here for other coordinators */
-    uint64_t hints_delivered;     /* hints delivered and deleted */
+    uint64_t repairs;              /* replicas sent a merged record by read repair */
+    uint64_t hints_stored;         /* versions kept here as hints for others */
+    uint64_t replica_writes;       /* versions merged here for other coordinators */
+    uint64_t replica_reads;        /* records read here for other coordinators */
+    uint64_t hints_delivered;      /* hints delivered and deleted */
 };
 
 /*

@@ -98,7 +98,7 @@ static void fuzz_answer(const uint8_t *in, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static void (*const targets[])(const uint8_t *, size_t) = {fuzz_write, fuzz_read, fuzz_forward,
-                                                              fuzz_answer};
+                                                               fuzz_answer};
 
     if (size == 0) {
         return 0;
