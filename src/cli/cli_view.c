@@ -1425,3 +1425,391 @@ int view_ring_dot(FILE *f, const struct view_ring *v)
     summary_free(&s);
     return 0;
 }
+
+/* --- RINGKV REPLICAS ------------------------------------------------------------- */
+
+#define RP(field) offsetof(struct view_replica, field)
+static const struct view_field replica_field[] = {
+    {"node", VIEW_TEXT, RP(node), NULL},           {"rack", VIEW_TEXT, RP(rack), NULL},
+    {"role", VIEW_TEXT, RP(role), NULL},           {"up", VIEW_BOOL, RP(up), NULL},
+    {"answered", VIEW_BOOL, RP(answered), NULL},   {"present", VIEW_BOOL, RP(present), NULL},
+    {"tombstone", VIEW_BOOL, RP(tombstone), NULL}, {"siblings", VIEW_INT, RP(siblings), NULL},
+    {"vclock", VIEW_TEXT, RP(vclock), NULL},       {"value_size", VIEW_INT, RP(value_size), NULL},
+    {"digest", VIEW_TEXT, RP(digest), NULL},
+};
+#undef RP
+static const struct view_fields replica_fields = {replica_field,
+                                                  sizeof(replica_field) / sizeof(replica_field[0])};
+
+int view_replicas_parse(struct view_replicas *v, const struct resp_reply *r, char *err,
+                        size_t err_len)
+{
+    const struct resp_reply *list = NULL;
+    int rc;
+
+    memset(v, 0, sizeof(*v));
+    if (!read_maps(r, &list)) {
+        snprintf(err, err_len, "expected an array of maps, got %s %s",
+                 view_article(respc_type_name(r->type)), respc_type_name(r->type));
+        return RK_ESYNTAX;
+    }
+    rc = view_read_all(list, &replica_fields, sizeof(*v->r), (void **)&v->r, "replica", err,
+                       err_len);
+    if (rc != 0) {
+        return rc;
+    }
+    v->reply = r;
+    v->n = r->n;
+    return 0;
+}
+
+void view_replicas_free(struct view_replicas *v)
+{
+    free(v->r);
+    memset(v, 0, sizeof(*v));
+}
+
+bool view_replicas_answered(const struct view_replicas *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        if (!v->r[i].answered) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Two replicas that answered hold the same thing. */
+static bool replica_same(const struct view_replica *a, const struct view_replica *b)
+{
+    return a->present == b->present && a->tombstone == b->tombstone && a->siblings == b->siblings &&
+           strcmp(a->vclock, b->vclock) == 0 && strcmp(a->digest, b->digest) == 0;
+}
+
+bool view_replicas_agree(const struct view_replicas *v)
+{
+    if (!view_replicas_answered(v)) {
+        return false;
+    }
+    for (size_t i = 1; i < v->n; i++) {
+        if (!replica_same(&v->r[0], &v->r[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static const char *yes_no(bool b)
+{
+    return b ? "yes" : "no";
+}
+
+/* One replica's row; a replica that did not answer shows only who and where it is. */
+static int replica_row(struct view_table *t, const struct view_replica *r)
+{
+    char sibs[24] = "-", size[32] = "-";
+    bool a = r->answered;
+
+    if (a) {
+        snprintf(sibs, sizeof(sibs), "%lld", (long long)r->siblings);
+        fmt_bytes(size, sizeof(size), r->value_size);
+    }
+    const char *cells[] = {r->node,
+                           r->rack,
+                           r->role,
+                           r->up ? "up" : "down",
+                           a ? yes_no(r->present) : "no answer",
+                           a ? yes_no(r->tombstone) : "-",
+                           sibs,
+                           a && r->vclock[0] != '\0' ? r->vclock : "-",
+                           a && (r->present || r->tombstone) ? size : "-",
+                           a && r->digest[0] != '\0' ? r->digest : "-"};
+    return table_row(t, cells);
+}
+
+/* What a replica that answered holds, in words: "no copy", "a tombstone, vclock ...", ... */
+static void replica_holds(FILE *f, const struct view_replica *r)
+{
+    char *clock = table_copy(r->vclock), *digest = table_copy(r->digest);
+    char size[32];
+
+    fmt_bytes(size, sizeof(size), r->value_size);
+    if (clock == NULL || digest == NULL) {
+        fputs("(out of memory)", f);
+    } else if (!r->present && !r->tombstone) {
+        fputs("no copy", f);
+    } else if (!r->present) {
+        fprintf(f, "a tombstone, vclock %s", clock);
+    } else {
+        fprintf(f, "vclock %s, digest %s, %s", clock, digest, size);
+        if (r->siblings > 1) {
+            fprintf(f, ", %lld siblings (digest and size of the first live one)",
+                    (long long)r->siblings);
+        }
+    }
+    free(clock);
+    free(digest);
+}
+
+/* "n1, n2" into f: the replicas from i on that hold what replica i holds. */
+static void replicas_group(FILE *f, const struct view_replicas *v, size_t i)
+{
+    for (size_t j = i, shown = 0; j < v->n; j++) {
+        if (v->r[j].answered && replica_same(&v->r[i], &v->r[j])) {
+            char *id = table_copy(v->r[j].node);
+            fprintf(f, "%s%s", shown++ == 0 ? "" : ", ", id != NULL ? id : "?");
+            free(id);
+        }
+    }
+}
+
+/* The verdict: all agree, or each group of replicas holding the same thing, then those silent. */
+static void replicas_verdict(FILE *f, const struct view_replicas *v)
+{
+    if (v->n == 0) {
+        fputs("\nthe key has no replicas: the node has no ring yet\n", f);
+        return;
+    }
+    if (view_replicas_agree(v)) {
+        fprintf(f, "\nall %zu replicas agree: ", v->n);
+        replica_holds(f, &v->r[0]);
+        fputc('\n', f);
+        return;
+    }
+    fputs("\nreplicas differ:\n", f);
+    for (size_t i = 0; i < v->n; i++) {
+        size_t first = 0;
+        while (first < i && !(v->r[first].answered && replica_same(&v->r[first], &v->r[i]))) {
+            first++;
+        }
+        if (!v->r[i].answered || first < i) {
+            continue; /* silent, or in the group of an earlier replica */
+        }
+        fputs("  ", f);
+        replicas_group(f, v, i);
+        fputs(": ", f);
+        replica_holds(f, &v->r[i]);
+        fputc('\n', f);
+    }
+    for (size_t i = 0; i < v->n; i++) {
+        if (!v->r[i].answered) {
+            char *id = table_copy(v->r[i].node);
+            fprintf(f, "  %s: did not answer\n", id != NULL ? id : "?");
+            free(id);
+        }
+    }
+}
+
+int view_replicas_table(FILE *f, const uint8_t *key, size_t key_len, const struct view_replicas *v)
+{
+    static const char *const head[] = {"node",      "rack",     "role",   "up",   "present",
+                                       "tombstone", "siblings", "vclock", "size", "digest"};
+    char *shown = malloc(key_len + 1);
+    struct view_table t;
+    int rc = 0;
+
+    if (shown == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < key_len; i++) {
+        shown[i] = key[i] < 0x20 || key[i] == 0x7f ? '?' : (char)key[i];
+    }
+    shown[key_len] = '\0';
+    fprintf(f, "key %s: %zu replica%s\n\n", shown, v->n, v->n == 1 ? "" : "s");
+    free(shown);
+    table_init(&t, 10, 1u << 6 | 1u << 8, head);
+    for (size_t i = 0; rc == 0 && i < v->n; i++) {
+        rc = replica_row(&t, &v->r[i]);
+    }
+    if (rc == 0) {
+        table_print(f, &t);
+        replicas_verdict(f, v);
+    }
+    table_free(&t);
+    return rc;
+}
+
+json_t *view_replicas_json(const uint8_t *key, size_t key_len, const struct view_replicas *v)
+{
+    struct resp_reply k = {.type = RESP_T_BULK, .str = (uint8_t *)key, .len = key_len};
+    json_t *list = view_json_maps(v->reply, &replica_fields);
+    json_t *name = json_text(&k);
+
+    if (list == NULL || name == NULL) {
+        json_decref(list);
+        json_decref(name);
+        return NULL;
+    }
+    return json_pack("{s:o, s:b, s:o}", "key", name, "agree", view_replicas_agree(v), "replicas",
+                     list);
+}
+
+/* --- RINGKV HINTS ---------------------------------------------------------------- */
+
+#define HT(field) offsetof(struct view_hint_target, field)
+static const struct view_field hint_target_field[] = {
+    {"target", VIEW_TEXT, HT(target), NULL},
+    {"hints", VIEW_INT, HT(hints), NULL},
+    {"up", VIEW_BOOL, HT(up), NULL},
+};
+#undef HT
+static const struct view_fields hint_target_fields = {
+    hint_target_field, sizeof(hint_target_field) / sizeof(hint_target_field[0])};
+
+#define HS(field) offsetof(struct view_hints, field)
+static const struct view_field hints_field[] = {
+    {"node", VIEW_TEXT, HS(node), NULL},
+    {"targets", VIEW_MAPS, HS(targets_reply), &hint_target_fields},
+};
+#undef HS
+static const struct view_fields hints_fields = {hints_field,
+                                                sizeof(hints_field) / sizeof(hints_field[0])};
+
+int view_hints_parse(struct view_hints *h, const struct resp_reply *r, char *err, size_t err_len)
+{
+    int rc;
+
+    memset(h, 0, sizeof(*h));
+    rc = view_read(r, &hints_fields, h, "", err, err_len);
+    if (rc == 0) {
+        rc = view_read_all(h->targets_reply, &hint_target_fields, sizeof(*h->t), (void **)&h->t,
+                           "target", err, err_len);
+    }
+    for (size_t i = 0; rc == 0 && i < h->targets_reply->n; i++) {
+        if (h->t[i].hints < 0) {
+            snprintf(err, err_len, "target %zu: 'hints' is negative", i + 1);
+            rc = RK_ESYNTAX;
+        }
+    }
+    if (rc != 0) {
+        view_hints_free(h);
+        return rc;
+    }
+    h->reply = r;
+    h->n = h->targets_reply->n;
+    return 0;
+}
+
+void view_hints_free(struct view_hints *h)
+{
+    free(h->t);
+    memset(h, 0, sizeof(*h));
+}
+
+/* A node's name in the table: its id, else the address it was asked at. */
+static const char *hints_name(const struct view_hints_node *n)
+{
+    if (n->error == NULL) {
+        return n->h.node;
+    }
+    return n->node != NULL ? n->node : n->addr;
+}
+
+static int hints_rows(struct view_table *t, const struct view_hints_node *n)
+{
+    char count[24];
+    int rc = 0;
+
+    if (n->h.n == 0) {
+        const char *cells[] = {hints_name(n), "-", "0", "-"};
+        return table_row(t, cells);
+    }
+    for (size_t i = 0; rc == 0 && i < n->h.n; i++) {
+        const struct view_hint_target *e = &n->h.t[i];
+        snprintf(count, sizeof(count), "%lld", (long long)e->hints);
+        const char *cells[] = {hints_name(n), e->target, count, e->up ? "up" : "down"};
+        rc = table_row(t, cells);
+    }
+    return rc;
+}
+
+/* The nodes that did not answer, and "3 nodes answered: 12 hints for 2 targets". */
+static void hints_footer(FILE *f, const struct view_hints_node *nodes, size_t n)
+{
+    size_t answered = 0, targets = 0;
+    int64_t total = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        char *why, *name;
+        if (nodes[i].error == NULL) {
+            answered++;
+            targets += nodes[i].h.n;
+            for (size_t k = 0; k < nodes[i].h.n; k++) {
+                total += nodes[i].h.t[k].hints;
+            }
+            continue;
+        }
+        why = table_copy(nodes[i].error);
+        name = table_copy(hints_name(&nodes[i]));
+        fprintf(f, "%s%s (%s): %s\n", i == answered ? "\n" : "", name != NULL ? name : "?",
+                nodes[i].addr, why != NULL ? why : "");
+        free(why);
+        free(name);
+    }
+    fprintf(f, "\n%zu of %zu node%s answered: %lld hint%s for %zu target%s\n", answered, n,
+            n == 1 ? "" : "s", (long long)total, total == 1 ? "" : "s", targets,
+            targets == 1 ? "" : "s");
+}
+
+int view_hints_table(FILE *f, const struct view_hints_node *nodes, size_t n)
+{
+    static const char *const head[] = {"node", "target", "hints", "target up"};
+    struct view_table t;
+    int rc = 0;
+
+    table_init(&t, 4, 1u << 2, head);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (nodes[i].error == NULL) {
+            rc = hints_rows(&t, &nodes[i]);
+        }
+    }
+    if (rc == 0) {
+        table_print(f, &t);
+        hints_footer(f, nodes, n);
+    }
+    table_free(&t);
+    return rc;
+}
+
+/* A C string as JSON text ({"hex": ...} when not UTF-8, respc_reply_json()'s form); NULL: null. */
+static json_t *json_cstr(const char *s)
+{
+    struct resp_reply r = {.type = RESP_T_BULK, .str = (uint8_t *)s, .len = s ? strlen(s) : 0};
+
+    return s != NULL ? json_text(&r) : json_null();
+}
+
+/* One node's object: its answer converted, with where it was asked; or why it did not answer. */
+static json_t *hints_node_json(const struct view_hints_node *n)
+{
+    json_t *o;
+
+    if (n->error != NULL) {
+        return json_pack("{s:o, s:o, s:b, s:o}", "node", json_cstr(n->node), "addr",
+                         json_cstr(n->addr), "answered", 0, "error", json_cstr(n->error));
+    }
+    o = view_json_object(n->h.reply, &hints_fields);
+    if (o != NULL && (json_object_set_new(o, "addr", json_cstr(n->addr)) != 0 ||
+                      json_object_set_new(o, "answered", json_true()) != 0)) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
+}
+
+json_t *view_hints_json(const struct view_hints_node *nodes, size_t n)
+{
+    json_t *list = json_array();
+    int64_t total = 0;
+
+    for (size_t i = 0; list != NULL && i < n; i++) {
+        for (size_t k = 0; nodes[i].error == NULL && k < nodes[i].h.n; k++) {
+            total += nodes[i].h.t[k].hints;
+        }
+        if (json_array_append_new(list, hints_node_json(&nodes[i])) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    return list != NULL ? json_pack("{s:I, s:o}", "hints", (json_int_t)total, "nodes", list) : NULL;
+}

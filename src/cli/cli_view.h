@@ -1,9 +1,10 @@
 /*
- * cli_view.h - the cluster views of `ringkv status`, `ringkv members` and
- * `ringkv ring`: a node's admin replies read from their reply trees, and
- * shown as tables for people, JSON for scripts and (the ring) a Graphviz
- * digraph.  Pure: no connection and no clock; output goes to the FILE
- * given, so tests feed reply trees they built and compare the text.
+ * cli_view.h - the cluster views of `ringkv status`, `ringkv members`,
+ * `ringkv ring`, `ringkv replicas` and `ringkv hints`: a node's admin
+ * replies read from their reply trees, and shown as tables for people,
+ * JSON for scripts and (the ring) a Graphviz digraph.  Pure: no
+ * connection and no clock; output goes to the FILE given, so tests feed
+ * reply trees they built and compare the text.
  *
  * The replies (RESP3 maps; in RESP2 a map is a flat array of key, value
  * pairs, and both are accepted at every level).  Numbers are integers;
@@ -34,6 +35,14 @@
  *                   order (adjacent arcs with the same preference list
  *                   merged) with start (exclusive), end (inclusive),
  *                   fraction, owner, preflist (array of ids)
+ *   RINGKV REPLICAS key  array: one map per replica of the key's
+ *                   preference list (src/node/commands.c has the reply's
+ *                   contract): node, rack, role (primary, replica,
+ *                   fallback), up, answered, present, tombstone, siblings,
+ *                   vclock ("id:counter,..."), value_size, digest (hex, ""
+ *                   when no live value)
+ *   RINGKV HINTS    map: node (the answering node's id), targets: one map
+ *                   per node it keeps hints for with target, hints, up
  *
  * Every field named above is required: a reply without one, or with one
  * of another type, is refused with a sentence naming it.  A share of the
@@ -226,5 +235,92 @@ json_t *view_ring_json(const struct view_ring *v);
  * copies to, labelled and weighted by the keyspace of those arcs.
  */
 int view_ring_dot(FILE *f, const struct view_ring *v);
+
+/* --- RINGKV REPLICAS ------------------------------------------------------------- */
+
+struct view_replica {
+    const char *node, *rack, *role, *vclock, *digest;
+    bool up, answered, present, tombstone;
+    int64_t siblings, value_size;
+};
+
+struct view_replicas {
+    const struct resp_reply *reply; /* the array, borrowed */
+    struct view_replica *r;         /* owned; n entries */
+    size_t n;
+};
+
+int view_replicas_parse(struct view_replicas *v, const struct resp_reply *r, char *err,
+                        size_t err_len);
+void view_replicas_free(struct view_replicas *v);
+
+/* Whether every replica answered: the exit code of `ringkv replicas` (0, else 3). */
+bool view_replicas_answered(const struct view_replicas *v);
+
+/*
+ * Whether the replicas agree: every one answered, and all hold the same
+ * thing (present, tombstone, siblings, vclock and digest alike).
+ */
+bool view_replicas_agree(const struct view_replicas *v);
+
+/*
+ * A line naming the key (shown as given: key[0..key_len), control bytes
+ * as '?'), one row per replica (node, rack, role, up, present, tombstone,
+ * siblings, vclock, value size, digest; "-" in the columns of a replica
+ * that did not answer), and the verdict: that all agree, or the groups of
+ * replicas holding the same thing and those that did not answer.
+ */
+int view_replicas_table(FILE *f, const uint8_t *key, size_t key_len, const struct view_replicas *v);
+
+/*
+ * {"key": K, "agree": bool, "replicas": [every row, converted]}; K is a
+ * string, or {"hex": ...} when the key is not UTF-8.  NULL when out of
+ * memory.
+ */
+json_t *view_replicas_json(const uint8_t *key, size_t key_len, const struct view_replicas *v);
+
+/* --- RINGKV HINTS ---------------------------------------------------------------- */
+
+struct view_hint_target {
+    const char *target;
+    int64_t hints;
+    bool up;
+};
+
+struct view_hints {
+    const struct resp_reply *reply; /* the map, borrowed */
+    const char *node;
+    const struct resp_reply *targets_reply;
+    struct view_hint_target *t; /* owned; n entries */
+    size_t n;
+};
+
+int view_hints_parse(struct view_hints *h, const struct resp_reply *r, char *err, size_t err_len);
+void view_hints_free(struct view_hints *h);
+
+/*
+ * One node `ringkv hints` asked: its id when known before asking (NULL
+ * when not), the address asked, and either its answer (error NULL) or why
+ * there is none.  Borrowed strings.
+ */
+struct view_hints_node {
+    const char *node, *addr, *error;
+    struct view_hints h;
+};
+
+/*
+ * One row per (node, target) with the hints held and whether the node
+ * sees the target up, a row "-" for a node that holds none, then the
+ * nodes that did not answer and a line of totals.
+ */
+int view_hints_table(FILE *f, const struct view_hints_node *nodes, size_t n);
+
+/*
+ * {"hints": total, "nodes": [{"node", "addr", "answered", "targets": [{"target",
+ * "hints", "up"}]} or, for a node that did not answer, {"node", "addr",
+ * "answered": false, "error"}]}; "node" is null when unknown.  NULL when
+ * out of memory.
+ */
+json_t *view_hints_json(const struct view_hints_node *nodes, size_t n);
 
 #endif

@@ -25,6 +25,7 @@
 #include "cli_key.h"
 #include "cli_placement.h"
 #include "cli_preflist.h"
+#include "cli_replicas.h"
 #include "cli_verify.h"
 #include "cli_workload.h"
 #include "man.h"
@@ -51,6 +52,12 @@ static const struct cli_verb ringkv_verbs[] = {
      "each node it passed"},
     {"remove", cli_cluster_remove,
      "[--json] ID   remove a member the node sees down from the cluster (and its ring)"},
+    {"replicas", cli_replicas,
+     "[--hex] [--json] KEY   what each replica of a key holds now (present, tombstone, version "
+     "vector, value size and digest), asked through one node, and whether they agree"},
+    {"hints", cli_hints,
+     "[-H ...]... [--all] [--json]   each node's hint backlog per target; --all: every member "
+     "the node knows, at its announced client address"},
     {"keygen", cli_key_keygen, "[--json] [FILE]   a new cluster key: printed, or FILE (mode 0600)"},
     {"peer-check", cli_key_peer_check,
      "--cluster-key FILE [-t SECONDS] [--json] HOST[:PORT]   open a sealed channel to a peer port"},

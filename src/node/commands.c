@@ -1865,6 +1865,58 @@ static int ringkv_replicas(struct client *c, struct pending *p)
     return CMD_ASYNC;
 }
 
+/* --- RINGKV HINTS: this node's hint backlog per target ------------------------------ */
+
+struct hints_rows {
+    struct client *c;
+    struct buf rows; /* the maps, encoded */
+    size_t n;
+};
+
+/* One target's map: target, hints, up (whether the failure detector sees it up). */
+static int hints_put_row(void *ctx, const char *target, uint64_t count)
+{
+    struct hints_rows *h = ctx;
+
+    resp_put_map(&h->rows, 3, h->c->proto);
+    resp_put_bulk_str(&h->rows, "target");
+    resp_put_bulk_str(&h->rows, target);
+    resp_put_bulk_str(&h->rows, "hints");
+    resp_put_int(&h->rows, (int64_t)count);
+    resp_put_bulk_str(&h->rows, "up");
+    resp_put_int(&h->rows, rpc_member_up(h->c->node, target));
+    h->n++;
+    return 0;
+}
+
+/*
+ * RINGKV HINTS: a map {node: this node's id, targets: [{target, hints,
+ * up}, ...]}, one map per node this node keeps hints for, in the store's
+ * order (store_hint_targets(), one read transaction).  The node's id is in
+ * the reply so that `ringkv hints`, asking several nodes, names each one.
+ */
+static void ringkv_hints(struct client *c, struct pending *p)
+{
+    struct hints_rows h = {.c = c};
+    struct buf *out;
+    int rc;
+
+    buf_init(&h.rows, 0);
+    rc = store_hint_targets(c->node->store, hints_put_row, &h);
+    if (rc != 0) {
+        client_error(p, "ERR cannot read the hints: %s", rk_strerror(rc));
+    } else {
+        out = client_reply(p);
+        resp_put_map(out, 2, c->proto);
+        resp_put_bulk_str(out, "node");
+        resp_put_bulk_str(out, c->node->cfg.id);
+        resp_put_bulk_str(out, "targets");
+        resp_put_array(out, h.n);
+        buf_append(out, buf_data(&h.rows), h.rows.len);
+    }
+    buf_free(&h.rows);
+}
+
 struct ringkv_verb {
     const char *name;
     int min_args, max_args; /* words after RINGKV */
@@ -1877,7 +1929,7 @@ static const struct ringkv_verb ringkv_verbs[] = {
     {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, NULL, ringkv_remove},
     {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
     {"preflist", 2, 2, ringkv_preflist, NULL},
-    {"replicas", 2, 2, NULL, ringkv_replicas},
+    {"replicas", 2, 2, NULL, ringkv_replicas}, {"hints", 1, 1, ringkv_hints, NULL},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -1897,7 +1949,8 @@ static int cmd_ringkv(struct client *c, struct pending *p)
     }
     client_error(p,
                  "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
-                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, BULKTEST [id bytes], REPLICAS key)",
+                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, BULKTEST [id bytes], REPLICAS key, "
+                 "HINTS)",
                  arg_str(p, 1));
     return CMD_DONE;
 }

@@ -1,7 +1,8 @@
 /*
  * fuzz_view.c - fuzz target for the CLI's readers of admin replies
- * (src/cli/cli_view.c: RINGKV STATUS, STATUS DEEP, MEMBERS and RING as
- * `ringkv status`, `members` and `ring` read them) and for the generic
+ * (src/cli/cli_view.c: RINGKV STATUS, STATUS DEEP, MEMBERS, RING,
+ * REPLICAS and HINTS as `ringkv status`, `members`, `ring`, `replicas`
+ * and `hints` read them) and for the generic
  * reply printers of `ringkv` data verbs (respc_reply_format(),
  * respc_reply_json()): everything a node, or something posing as one,
  * sends to the CLI.
@@ -139,6 +140,47 @@ static void fuzz_ring(const struct resp_reply *r)
     view_ring_free(&v);
 }
 
+static void fuzz_replicas(const struct resp_reply *r)
+{
+    static const uint8_t key[] = {'k', 0x1b, 0xff};
+    struct view_replicas v;
+    char err[256] = "";
+    int rc = view_replicas_parse(&v, r, err, sizeof(err));
+
+    if (rc != 0) {
+        fuzz_refused(rc, err);
+        return;
+    }
+    if (view_replicas_agree(&v) && !view_replicas_answered(&v)) {
+        abort(); /* agreeing replicas all answered */
+    }
+    view_replicas_table(fuzz_sink(), key, sizeof(key), &v);
+    fuzz_json(view_replicas_json(key, sizeof(key), &v));
+    view_replicas_free(&v);
+}
+
+/* The reply as one node's answer, beside a node that did not answer. */
+static void fuzz_hints(const struct resp_reply *r)
+{
+    struct view_hints_node n[2] = {{.addr = "127.0.0.1:7370"},
+                                   {.node = "n9", .addr = "127.0.0.1:1", .error = "timed out"}};
+    char err[256] = "";
+    int rc = view_hints_parse(&n[0].h, r, err, sizeof(err));
+
+    if (rc != 0) {
+        fuzz_refused(rc, err);
+        return;
+    }
+    for (size_t i = 0; i < n[0].h.n; i++) {
+        if (n[0].h.t[i].hints < 0) {
+            abort();
+        }
+    }
+    view_hints_table(fuzz_sink(), n, 2);
+    fuzz_json(view_hints_json(n, 2));
+    view_hints_free(&n[0].h);
+}
+
 /* What `ringkv get` and the other data verbs print. */
 static void fuzz_generic(const struct resp_reply *r)
 {
@@ -157,7 +199,7 @@ static void fuzz_generic(const struct resp_reply *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static void (*const readers[])(const struct resp_reply *) = {
-        fuzz_status, fuzz_deep, fuzz_members, fuzz_ring, fuzz_generic};
+        fuzz_status, fuzz_deep, fuzz_members, fuzz_ring, fuzz_generic, fuzz_replicas, fuzz_hints};
     struct resp_reply *r;
     size_t used;
 

@@ -732,6 +732,266 @@ START_TEST(test_ring_shares_refused)
 }
 END_TEST
 
+/* --- RINGKV REPLICAS ------------------------------------------------------------- */
+
+static struct resp_reply *replica(const char *node, const char *rack, const char *role, bool up,
+                                  bool answered, bool present, bool tombstone, int64_t siblings,
+                                  const char *vclock, int64_t size, const char *digest)
+{
+    return t_map(11, "node", t_bulk(node), "rack", t_bulk(rack), "role", t_bulk(role), "up",
+                 t_int(up), "answered", t_int(answered), "present", t_int(present), "tombstone",
+                 t_int(tombstone), "siblings", t_int(siblings), "vclock", t_bulk(vclock),
+                 "value_size", t_int(size), "digest", t_bulk(digest));
+}
+
+static char *replicas_table_of(struct resp_reply *r, const char *key)
+{
+    struct view_replicas v;
+    struct capture c;
+    char err[256];
+
+    ck_assert_int_eq(view_replicas_parse(&v, r, err, sizeof(err)), 0);
+    capture_start(&c);
+    ck_assert_int_eq(view_replicas_table(c.f, (const uint8_t *)key, strlen(key), &v), 0);
+    view_replicas_free(&v);
+    resp_reply_free(r);
+    return capture_end(&c);
+}
+
+START_TEST(test_replicas_agree)
+{
+    static const char want[] =
+        "key k1: 3 replicas\n"
+        "\n"
+        "node  rack  role     up  present  tombstone  siblings  vclock  size  digest\n"
+        "n2    r2    primary  up  yes      no                1  n1:4    11 B  0badc0ffee15900d\n"
+        "n3    r3    replica  up  yes      no                1  n1:4    11 B  0badc0ffee15900d\n"
+        "n1    r1    replica  up  yes      no                1  n1:4    11 B  0badc0ffee15900d\n"
+        "\n"
+        "all 3 replicas agree: vclock n1:4, digest 0badc0ffee15900d, 11 B\n";
+    struct resp_reply *r;
+    struct view_replicas v;
+    char err[256], *got;
+
+    as_resp2 = true;
+    r = t_array(3, replica("n2", "r2", "primary", 1, 1, 1, 0, 1, "n1:4", 11, "0badc0ffee15900d"),
+                replica("n3", "r3", "replica", 1, 1, 1, 0, 1, "n1:4", 11, "0badc0ffee15900d"),
+                replica("n1", "r1", "replica", 1, 1, 1, 0, 1, "n1:4", 11, "0badc0ffee15900d"));
+    ck_assert_int_eq(view_replicas_parse(&v, r, err, sizeof(err)), 0);
+    ck_assert(view_replicas_answered(&v));
+    ck_assert(view_replicas_agree(&v));
+    view_replicas_free(&v);
+    got = replicas_table_of(r, "k1");
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+END_TEST
+
+/* Groups of replicas holding the same thing, a tombstone, no copy, siblings, a silent replica. */
+START_TEST(test_replicas_differ)
+{
+    static const char want[] =
+        "key k??: 5 replicas\n"
+        "\n"
+        "node  rack  role      up    present    tombstone  siblings  vclock     size  digest\n"
+        "n1    r1    primary   up    yes        no                2  n1:5,n2:1   3 B  "
+        "00000000000000aa\n"
+        "n2    r2    replica   down  no answer  -                 -  -             -  -\n"
+        "n3    r3    replica   up    no         yes               1  n1:6        0 B  -\n"
+        "n4    r1    fallback  up    no         no                0  -             -  -\n"
+        "n5    r2    fallback  up    yes        no                2  n1:5,n2:1   3 B  "
+        "00000000000000aa\n"
+        "\n"
+        "replicas differ:\n"
+        "  n1, n5: vclock n1:5,n2:1, digest 00000000000000aa, 3 B, 2 siblings (digest and size "
+        "of the first live one)\n"
+        "  n3: a tombstone, vclock n1:6\n"
+        "  n4: no copy\n"
+        "  n2: did not answer\n";
+    struct resp_reply *r;
+    struct view_replicas v;
+    char err[256], *got;
+
+    as_resp2 = false;
+    r = t_array(5,
+                replica("n1", "r1", "primary", 1, 1, 1, 0, 2, "n1:5,n2:1", 3, "00000000000000aa"),
+                replica("n2", "r2", "replica", 0, 0, 0, 0, 0, "", 0, ""),
+                replica("n3", "r3", "replica", 1, 1, 0, 1, 1, "n1:6", 0, ""),
+                replica("n4", "r1", "fallback", 1, 1, 0, 0, 0, "", 0, ""),
+                replica("n5", "r2", "fallback", 1, 1, 1, 0, 2, "n1:5,n2:1", 3, "00000000000000aa"));
+    ck_assert_int_eq(view_replicas_parse(&v, r, err, sizeof(err)), 0);
+    ck_assert(!view_replicas_answered(&v));
+    ck_assert(!view_replicas_agree(&v));
+    view_replicas_free(&v);
+    got = replicas_table_of(r, "k\x01\x1b");
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+END_TEST
+
+/* All answered and all hold nothing: they agree; no replicas at all: said so. */
+START_TEST(test_replicas_none)
+{
+    char *got;
+
+    as_resp2 = false;
+    got = replicas_table_of(t_array(2, replica("n1", "r1", "primary", 1, 1, 0, 0, 0, "", 0, ""),
+                                    replica("n2", "r2", "replica", 1, 1, 0, 0, 0, "", 0, "")),
+                            "k");
+    ck_assert_ptr_nonnull(strstr(got, "\nall 2 replicas agree: no copy\n"));
+    free(got);
+    got = replicas_table_of(t_array(0), "k");
+    ck_assert_str_eq(got,
+                     "key k: 0 replicas\n\nnode  rack  role  up  present  tombstone  siblings  "
+                     "vclock  size  digest\n\nthe key has no replicas: the node has no ring "
+                     "yet\n");
+    free(got);
+}
+END_TEST
+
+START_TEST(test_replicas_json)
+{
+    static const char want[] =
+        "{\"key\":{\"hex\":\"ff6b\"},\"agree\":false,\"replicas\":["
+        "{\"node\":\"n1\",\"rack\":\"r1\",\"role\":\"primary\",\"up\":true,\"answered\":true,"
+        "\"present\":true,\"tombstone\":false,\"siblings\":1,\"vclock\":\"n1:1\","
+        "\"value_size\":2,\"digest\":\"0123456789abcdef\"},"
+        "{\"node\":\"n2\",\"rack\":\"r2\",\"role\":\"replica\",\"up\":false,\"answered\":false,"
+        "\"present\":false,\"tombstone\":false,\"siblings\":0,\"vclock\":\"\","
+        "\"value_size\":0,\"digest\":\"\"}]}";
+    static const uint8_t key[] = {0xff, 'k'};
+    struct resp_reply *r;
+    struct view_replicas v;
+    char err[256];
+
+    as_resp2 = false;
+    r = t_array(2, replica("n1", "r1", "primary", 1, 1, 1, 0, 1, "n1:1", 2, "0123456789abcdef"),
+                replica("n2", "r2", "replica", 0, 0, 0, 0, 0, "", 0, ""));
+    ck_assert_int_eq(view_replicas_parse(&v, r, err, sizeof(err)), 0);
+    assert_json(view_replicas_json(key, sizeof(key), &v), want);
+    view_replicas_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
+START_TEST(test_replicas_refused)
+{
+    struct resp_reply *r;
+    struct view_replicas v;
+    char err[256];
+
+    as_resp2 = false;
+    r = t_map(1, "node", t_bulk("n1"));
+    ck_assert_int_eq(view_replicas_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "expected an array of maps, got a map");
+    resp_reply_free(r);
+    r = t_array(1, replica("n1", "r1", "primary", 1, 1, 1, 0, 1, "n1:1", 2, "00"));
+    resp_reply_free(r->elem[0]->elem[9]);
+    r->elem[0]->elem[9] = t_int(2); /* answered */
+    ck_assert_int_eq(view_replicas_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "replica 1: 'answered' is an integer, expected 0 or 1");
+    ck_assert_ptr_null(v.r);
+    resp_reply_free(r);
+}
+END_TEST
+
+/* --- RINGKV HINTS ---------------------------------------------------------------- */
+
+static struct resp_reply *hint_target(const char *target, int64_t hints, bool up)
+{
+    return t_map(3, "target", t_bulk(target), "hints", t_int(hints), "up", t_bool(up));
+}
+
+/* Three nodes asked: one with two targets, one with none, one silent. */
+static void hints_nodes(struct view_hints_node *n, struct resp_reply **r)
+{
+    char err[256];
+
+    r[0] = t_map(2, "node", t_bulk("n1"), "targets",
+                 t_array(2, hint_target("n3", 12, false), hint_target("n4", 1, true)));
+    r[1] = t_map(2, "node", t_bulk("n2"), "targets", t_array(0));
+    memset(n, 0, 3 * sizeof(*n));
+    n[0].addr = "127.0.0.1:7001";
+    n[1].addr = "127.0.0.1:7002";
+    n[2] = (struct view_hints_node){.node = "n3", .addr = "127.0.0.1:7003", .error = "timed out"};
+    ck_assert_int_eq(view_hints_parse(&n[0].h, r[0], err, sizeof(err)), 0);
+    ck_assert_int_eq(view_hints_parse(&n[1].h, r[1], err, sizeof(err)), 0);
+}
+
+START_TEST(test_hints_table)
+{
+    static const char want[] = "node  target  hints  target up\n"
+                               "n1    n3         12  down\n"
+                               "n1    n4          1  up\n"
+                               "n2    -           0  -\n"
+                               "\n"
+                               "n3 (127.0.0.1:7003): timed out\n"
+                               "\n"
+                               "2 of 3 nodes answered: 13 hints for 2 targets\n";
+    struct view_hints_node n[3];
+    struct resp_reply *r[2];
+    struct capture c;
+
+    as_resp2 = true;
+    hints_nodes(n, r);
+    capture_start(&c);
+    ck_assert_int_eq(view_hints_table(c.f, n, 3), 0);
+    ck_assert_str_eq(capture_end(&c), want);
+    free(c.text);
+    for (size_t i = 0; i < 2; i++) {
+        view_hints_free(&n[i].h);
+        resp_reply_free(r[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_hints_json)
+{
+    static const char want[] =
+        "{\"hints\":13,\"nodes\":["
+        "{\"node\":\"n1\",\"targets\":[{\"target\":\"n3\",\"hints\":12,\"up\":false},"
+        "{\"target\":\"n4\",\"hints\":1,\"up\":true}],\"addr\":\"127.0.0.1:7001\","
+        "\"answered\":true},"
+        "{\"node\":\"n2\",\"targets\":[],\"addr\":\"127.0.0.1:7002\",\"answered\":true},"
+        "{\"node\":\"n3\",\"addr\":\"127.0.0.1:7003\",\"answered\":false,\"error\":\"timed out\"},"
+        "{\"node\":null,\"addr\":\"h:1\",\"answered\":false,\"error\":{\"hex\":\"ff\"}}]}";
+    struct view_hints_node n[4];
+    struct resp_reply *r[2];
+
+    as_resp2 = false;
+    hints_nodes(n, r);
+    n[3] = (struct view_hints_node){.addr = "h:1", .error = "\xff"};
+    assert_json(view_hints_json(n, 4), want);
+    for (size_t i = 0; i < 2; i++) {
+        view_hints_free(&n[i].h);
+        resp_reply_free(r[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_hints_refused)
+{
+    struct resp_reply *r;
+    struct view_hints h;
+    char err[256];
+
+    as_resp2 = false;
+    r = t_array(1, hint_target("n3", 1, true)); /* an older shape: no node */
+    ck_assert_int_eq(view_hints_parse(&h, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "expected a map, got an array");
+    resp_reply_free(r);
+    r = t_map(2, "node", t_bulk("n1"), "targets", t_array(1, hint_target("n3", -1, true)));
+    ck_assert_int_eq(view_hints_parse(&h, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "target 1: 'hints' is negative");
+    ck_assert_ptr_null(h.t);
+    resp_reply_free(r);
+    r = t_map(2, "node", t_bulk("n1"), "targets", t_array(1, t_map(1, "target", t_bulk("n3"))));
+    ck_assert_int_eq(view_hints_parse(&h, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, "target 1: 'hints' is missing");
+    resp_reply_free(r);
+}
+END_TEST
+
 static Suite *cli_view_suite(void)
 {
     Suite *s = suite_create("cli_view");
@@ -756,6 +1016,14 @@ static Suite *cli_view_suite(void)
         {"ring_dot_quoting", test_ring_dot_quoting},
         {"ring_refused", test_ring_refused},
         {"ring_shares_refused", test_ring_shares_refused},
+        {"replicas_agree", test_replicas_agree},
+        {"replicas_differ", test_replicas_differ},
+        {"replicas_none", test_replicas_none},
+        {"replicas_json", test_replicas_json},
+        {"replicas_refused", test_replicas_refused},
+        {"hints_table", test_hints_table},
+        {"hints_json", test_hints_json},
+        {"hints_refused", test_hints_refused},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
