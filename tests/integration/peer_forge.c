@@ -16,7 +16,9 @@
  *   raw=HEX          one message given as its msgpack bytes
  *   ping             a PING, then read until its PONG ("pong")
  *   read=MS          for MS ms print every message ("msg type=T id=I code=C")
- *                    but our PINGs' PONGs, with a PING every FORGE_BEAT_MS
+ *                    but our PINGs' PONGs, with a PING every FORGE_BEAT_MS;
+ *                    with FORGE_BODIES in the environment, a REQUEST's or
+ *                    RESPONSE's line ends " body=HEX" (its first 64 bytes)
  *   answer=MS,N      for MS ms answer every REQUEST with result 0 and a
  *                    STATUS view, N times each (N 0: read and ignore them)
  *   sleep=MS         wait without reading
@@ -149,8 +151,18 @@ static int forge_print(struct forge *f, const struct msg *m, int copies)
         printf("msg type=%d\n", (int)m->type);
         return 0;
     }
-    printf("msg type=%d id=%llu code=%u\n", (int)m->type, (unsigned long long)m->u.request.id,
+    printf("msg type=%d id=%llu code=%u", (int)m->type, (unsigned long long)m->u.request.id,
            m->u.request.code);
+    if (getenv("FORGE_BODIES") != NULL && m->u.request.body != NULL) {
+        printf(" body=");
+        for (size_t i = 0; i < m->u.request.body_len && i < 64; i++) {
+            printf("%02x", m->u.request.body[i]);
+        }
+        if (m->u.request.body_len > 64) {
+            printf("...(%zu bytes)", m->u.request.body_len);
+        }
+    }
+    printf("\n");
     if (m->type != MSG_REQUEST || copies <= 0) {
         return 0;
     }

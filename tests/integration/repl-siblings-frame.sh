@@ -1,0 +1,64 @@
+#!/bin/sh
+# A key whose siblings together exceed one frame (issue 12 point 8: "a
+# record whose siblings together exceed one frame travels sibling by
+# sibling").  Each sibling is within value-max, so each write and each
+# hint fits a frame, but a REPLICA_READ answer (and a FORWARD answer, and
+# the read repair's REPLICA_WRITE) carries the whole record: rpc_served()
+# refuses it as over the frame, the coordinator counts that replica as not
+# answering, and every quorum read of the key fails with TRYAGAIN, through
+# every node, for as long as the siblings last.
+#
+# Pass: with value-max 1MB and frame-max 2MB, two concurrent 1 MiB
+# versions of one key (written with W 1 on each side of a crash, joined by
+# hinted handoff) are both held by every node, and KGET at the default
+# r = 2 returns both through every node.
+. "$top_srcdir/tests/integration/lib.sh"
+it_setup
+it_key
+LIMITS="--value-max 1MB --frame-max 2MB"
+# shellcheck disable=SC2086 # flags a word each
+it_cluster 3 $LIMITS
+# shellcheck disable=SC2046 # one port a word
+IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+
+# kset PORT BYTE: KSET big <1 MiB of BYTE> W 1 through the node at PORT; prints the reply line
+kset() {
+    python3 - "$1" "$2" << 'PY'
+import socket, sys
+v = sys.argv[2].encode() * (1 << 20)
+args = [b"KSET", b"big", v, b"W", b"1"]
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+print(s.makefile("rb").readline().decode().strip())
+PY
+}
+# siblings ID: how many values KGET big R 1 through node ID returns (its own copy)
+siblings() { it_cli "$1" KGET big R 1 | tail -n +2 | grep -c .; }
+
+it_stop n2 KILL
+it_stop n3 KILL
+[ "$(kset "$N1_CLIENT" A)" = +OK ] || it_fail "KSET big A W 1 through n1 alone"
+it_stop n1 KILL
+# shellcheck disable=SC2086
+it_node n2 --rack r2 --seeds "127.0.0.1:$N3_PEER" $LIMITS
+# shellcheck disable=SC2086
+it_node n3 --rack r3 --seeds "127.0.0.1:$N2_PEER" $LIMITS
+it_wait_ping n2
+it_wait_ping n3
+[ "$(kset "$N2_CLIENT" B)" = +OK ] || it_fail "KSET big B W 1 through n2 with n1 down"
+# shellcheck disable=SC2086
+it_node n1 --rack r1 --seeds "127.0.0.1:$N2_PEER" $LIMITS
+it_wait_ping n1
+for n in n1 n2 n3; do
+    IT_WAIT=60 it_wait sh -c "[ \"\$(redis-cli -h 127.0.0.1 -p $(it_var "$n" CLIENT) KGET big R 1 | tail -n +2 | grep -c .)\" = 2 ]" ||
+        it_fail "$n does not hold both siblings: $(siblings "$n") values"
+done
+it_log "every node holds both 1 MiB siblings"
+for n in n1 n2 n3; do
+    got=$(it_cli "$n" KGET big 2>&1 | head -c 200)
+    case $got in
+    *TRYAGAIN* | *NOREPLICAS* | *ERR*) it_fail "KGET big (r = 2) through $n: $got" ;;
+    esac
+    [ "$(it_cli "$n" KGET big | tail -n +2 | grep -c .)" = 2 ] || it_fail "KGET big through $n: not 2 values"
+done
+it_pass "a record over one frame is read at r = 2 through every node"
