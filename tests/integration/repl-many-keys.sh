@@ -1,0 +1,23 @@
+#!/bin/sh
+# One command over many keys on a healthy cluster.  kv_write_atomic()
+# starts one coordinated write per key at once, and each asks the other
+# replicas (write_send()); past RPC_OUTSTANDING_MAX (1024) requests
+# outstanding to one peer, rpc_ask() refuses the rest as overloaded, and
+# the coordinator counts that replica as failed: the write misses w
+# (TRYAGAIN) and keeps a hint for a replica that is up.
+#
+# Pass: 3 nodes all up, DEL of 3000 keys through n1 answers an integer
+# (no TRYAGAIN), and MGET then sees none of them.
+. "$top_srcdir/tests/integration/lib.sh"
+it_setup
+it_key
+it_cluster 3
+# shellcheck disable=SC2046 # one port a word
+IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_cli n1 SET del7 v > /dev/null || it_fail "SET del7"
+# shellcheck disable=SC2046 # one key a word
+got=$(it_cli n1 DEL $(seq -f del%g 1 3000) 2>&1)
+[ "$got" = 1 ] || it_fail "DEL of 3000 keys on a healthy cluster: $(echo "$got" | head -c 200)"
+got=$(it_cli n2 GET del7)
+[ -z "$got" ] || it_fail "GET del7 after the DEL: '$got'"
+it_pass "DEL of 3000 keys on a healthy cluster"
