@@ -43,6 +43,7 @@
 #include "kv.h"
 #include "log.h"
 #include "net.h"
+#include "rpc.h"
 #include "server.h"
 #include "txn.h"
 
@@ -291,6 +292,9 @@ static void client_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
     (void)loop;
     (void)revents;
     kv_flush(n->kv);
+    if (n->coord_waiting != NULL) {
+        rpc_coord_send_waiting(n, false); /* answers made room for the coordinator's requests */
+    }
     while ((c = n->to_flush) != NULL) {
         n->to_flush = c->flush_next;
         c->flush_queued = false;

@@ -602,7 +602,11 @@ static int cmd_set(struct client *c, struct pending *p)
     return start_writes(c, p, 1, 2, false, NULL, false);
 }
 
-/* MSET: every pair in one transaction, all or nothing, as Redis's MSET is atomic. */
+/*
+ * MSET: every pair in one transaction, all or nothing, as Redis's MSET is
+ * atomic, when the keys are this node's alone; under replication each key
+ * is its own quorum write (kv_write_atomic()).
+ */
 static int cmd_mset(struct client *c, struct pending *p)
 {
     size_t pairs = (p->cmd->argc - 1) / 2;
@@ -1846,7 +1850,9 @@ static void replicas_done(void *ctx, const struct coord_view *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         replica_put_row(p->c, out, &v[i]);
     }
-    client_finish(p);
+    if (--p->left == 0) { /* else it answered inside coord_inspect(): ringkv_replicas() ends it */
+        client_finish(p);
+    }
 }
 
 static int ringkv_replicas(struct client *c, struct pending *p)
@@ -1858,11 +1864,12 @@ static int ringkv_replicas(struct client *c, struct pending *p)
         client_error(p, "ERR key is over key-max");
         return CMD_DONE;
     }
+    p->left = 2; /* held: with no other replica to ask, the answer comes inside the call */
     if (coord_inspect(c->node->coord, key, len, replicas_done, p) != 0) {
         client_error(p, "ERR out of memory");
         return CMD_DONE;
     }
-    return CMD_ASYNC;
+    return --p->left == 0 ? CMD_DONE : CMD_ASYNC;
 }
 
 /* --- RINGKV HINTS: this node's hint backlog per target ------------------------------ */

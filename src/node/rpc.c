@@ -66,6 +66,8 @@ const char *rpc_strerror(int err)
         return "the member's version does not support peer requests";
     case RK_ETOOBIG:
         return "too many requests outstanding to the member";
+    case RK_EINVAL:
+        return "the request is larger than a frame";
     default:
         return rk_strerror(err);
     }
@@ -231,7 +233,7 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     int rc = n->stopping ? RK_ECLOSED : rpc_link(n, id, &p);
 
     if (rc == 0 && !rpc_fits(n, len)) {
-        rc = RK_ETOOBIG; /* sent, it would close the connection and fail every request on it */
+        rc = RK_EINVAL; /* sent, it would close the connection and fail every request on it */
     }
     if (rc != 0) {
         return rpc_refuse(n, op, id, rc);
@@ -450,9 +452,25 @@ void rpc_on_request(struct peer *p, const struct msg *m)
 
 /* --- the coordinator's way to its peers ------------------------------------------ */
 
+/*
+ * One request of the coordinator.  When the member's connection already
+ * has RPC_OUTSTANDING_MAX requests outstanding (a command over thousands of
+ * keys starts them all at once), it waits on the node's list instead of
+ * failing as if the replica had not answered, and is sent, oldest first,
+ * before the loop next sleeps once answers have made room; one that waits
+ * past request-timeout fails as timed out.
+ */
 struct rpc_coord_call {
+    struct server *node;
     coord_answer_fn done;
     void *dctx;
+    /* while waiting for room */
+    struct rpc_coord_call *next;
+    char id[RING_NAME_MAX + 1];
+    uint32_t op;
+    uint8_t *body;
+    size_t len;
+    uint64_t queued_us;
 };
 
 static void rpc_coord_done(void *ctx, int result, const struct request_reply *reply,
@@ -465,20 +483,87 @@ static void rpc_coord_done(void *ctx, int result, const struct request_reply *re
         result = RK_EIO; /* refused: the member could not serve it */
     }
     c->done(c->dctx, result, result == 0 ? reply->body : NULL, result == 0 ? reply->body_len : 0);
+    free(c->body);
     free(c);
+}
+
+/* Put c (its body copied) at the end of the waiting list; RK_ETOOBIG when the list is full. */
+static int rpc_coord_wait(struct server *n, struct rpc_coord_call *c, const char *id, uint32_t op,
+                          const uint8_t *body, size_t len)
+{
+    if (n->coord_waiting_n >= RPC_COORD_WAITING_MAX || (c->body = malloc(len ? len : 1)) == NULL) {
+        return RK_ETOOBIG;
+    }
+    memcpy(c->body, body, len);
+    c->len = len;
+    c->op = op;
+    snprintf(c->id, sizeof(c->id), "%s", id);
+    c->queued_us = clock_mono_us();
+    c->next = NULL;
+    if (n->coord_waiting_tail != NULL) {
+        n->coord_waiting_tail->next = c;
+    } else {
+        n->coord_waiting = c;
+    }
+    n->coord_waiting_tail = c;
+    n->coord_waiting_n++;
+    return 0;
+}
+
+void rpc_coord_send_waiting(struct server *n, bool fail_all)
+{
+    struct rpc_coord_call *c = n->coord_waiting, *keep = NULL, *keep_tail = NULL;
+    uint64_t now = clock_mono_us();
+
+    n->coord_waiting = n->coord_waiting_tail = NULL;
+    n->coord_waiting_n = 0;
+    while (c != NULL) {
+        struct rpc_coord_call *next = c->next;
+        bool late = now - c->queued_us >= n->cfg.request_timeout_ms * 1000;
+        int rc = fail_all ? RK_ECLOSED
+                 : late   ? RK_ETIMEOUT
+                          : rpc_ask(n, c->id, c->op, c->body, c->len, rpc_coord_done, c);
+        if (rc == RK_ETOOBIG && !late && !fail_all) {
+            c->next = NULL; /* still no room: keep its place */
+            if (keep_tail != NULL) {
+                keep_tail->next = c;
+            } else {
+                keep = c;
+            }
+            keep_tail = c;
+            n->coord_waiting_n++;
+        } else if (rc != 0) {
+            c->done(c->dctx, rc, NULL, 0);
+            free(c->body);
+            free(c);
+        }
+        c = next;
+    }
+    if (keep != NULL) { /* ahead of anything the callbacks above queued */
+        keep_tail->next = n->coord_waiting;
+        if (n->coord_waiting == NULL) {
+            n->coord_waiting_tail = keep_tail;
+        }
+        n->coord_waiting = keep;
+    }
 }
 
 static int rpc_coord_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body, size_t len,
                          coord_answer_fn done, void *dctx)
 {
-    struct rpc_coord_call *c = malloc(sizeof(*c));
+    struct server *n = ctx;
+    struct rpc_coord_call *c = calloc(1, sizeof(*c));
     int rc;
 
     if (c == NULL) {
         return RK_ENOMEM;
     }
-    *c = (struct rpc_coord_call){done, dctx};
-    rc = rpc_ask(ctx, id, op, body, len, rpc_coord_done, c);
+    *c = (struct rpc_coord_call){.node = n, .done = done, .dctx = dctx};
+    rc = n->coord_waiting != NULL ? RK_ETOOBIG /* behind those already waiting */
+                                  : rpc_ask(n, id, op, body, len, rpc_coord_done, c);
+    if (rc == RK_ETOOBIG) {
+        rc = rpc_coord_wait(n, c, id, op, body, len);
+    }
     if (rc != 0) {
         free(c);
     }

@@ -59,6 +59,7 @@ typedef void (*rpc_done_fn)(void *ctx, int result, const struct request_reply *r
  *   RK_EIO        no identified connection to it is open;
  *   RK_EMISMATCH  its message-set version does not know requests;
  *   RK_ETOOBIG    RPC_OUTSTANDING_MAX requests are outstanding on it;
+ *   RK_EINVAL     body is too large for one frame;
  *   RK_ECLOSED    this node is shutting down;
  *   RK_ENOMEM.
  */
@@ -86,6 +87,16 @@ bool rpc_member_up(struct server *n, const char *id);
 struct coord_hooks;
 /* The coordinator's hooks (coord.h) over this node's peer requests, ring and detector. */
 void rpc_coord_hooks(struct server *n, struct coord_hooks *h);
+
+/*
+ * Send the coordinator's requests that wait for room on a full connection
+ * (rpc.c), failing those that waited past request-timeout; with fail_all,
+ * fail every one (shutdown).  Before the loop sleeps, and at the end.
+ */
+void rpc_coord_send_waiting(struct server *n, bool fail_all);
+
+/* Coordinator requests that may wait for room at most, all members together. */
+#define RPC_COORD_WAITING_MAX 65536
 
 /* Requests outstanding on one connection at most: see rpc.c. */
 #define RPC_OUTSTANDING_MAX 1024

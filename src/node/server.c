@@ -433,7 +433,9 @@ static int server_open_coord(struct server *n, char *err, size_t err_len)
                               .w = settings_quorum(n->cfg.w, n->cfg.rf),
                               .sloppy = n->cfg.sloppy,
                               .mode = n->cfg.conflicts,
-                              .max_siblings = n->cfg.max_siblings};
+                              .max_siblings = n->cfg.max_siblings,
+                              .key_max = n->cfg.key_max,
+                              .value_max = n->cfg.value_max};
     struct coord_hooks hooks;
 
     snprintf(cc.self, sizeof(cc.self), "%s", n->cfg.id);
@@ -449,9 +451,9 @@ static int server_open_coord(struct server *n, char *err, size_t err_len)
     const struct ring *ring = gossip_ring(n->gossip);
     if (n->cfg.n_seeds == 0 && cc.w > 1 && (ring == NULL || ring_member_count(ring) < cc.w)) {
         LOG(LOG_WARN, "quorum_unreachable",
-            "w=%u rf=%u members=1 hint=\"writes are refused with NOREPLICAS until %u nodes have "
-            "joined: give --seeds, or run a single node with --rf 1\"",
-            cc.w, cc.rf, cc.w);
+            "w=%u r=%u rf=%u hint=\"writes (and reads) are refused with NOREPLICAS until %u "
+            "nodes have joined: give --seeds, or run a single node with --rf 1\"",
+            cc.w, cc.r, cc.rf, cc.w > cc.r ? cc.w : cc.r);
     }
     return 0;
 }
@@ -596,7 +598,8 @@ void server_destroy(struct server *n)
     }
     store_close(n->store);       /* completes queued writes; their clients are already closed */
     collect_destroy(n->collect); /* after its step in flight completed */
-    coord_destroy(n->coord);     /* every peer request of it ended when the peers closed */
+    rpc_coord_send_waiting(n, true);
+    coord_destroy(n->coord); /* every peer request of it ended when the peers closed */
     kv_destroy(n->kv);
     channel_key_free(n->key);
     free(n);

@@ -52,6 +52,7 @@ struct gossip;
 struct server;
 struct kv;
 struct coord;
+struct rpc_coord_call;
 
 /* Grace for in-flight work at shutdown before it is failed: covers an fsync under load. */
 #define SERVER_SHUTDOWN_GRACE_MS 5000
@@ -98,9 +99,11 @@ struct server {
     struct store *store;
     struct channel_key *key;
     uint8_t cluster_id[CHANNEL_CLUSTER_ID_BYTES];
-    struct gossip *gossip;   /* membership, failure detection, the ring in force */
-    struct kv *kv;           /* the data operations over the store */
-    struct coord *coord;     /* the coordinator behind kv (coord.h) */
+    struct gossip *gossip; /* membership, failure detection, the ring in force */
+    struct kv *kv;         /* the data operations over the store */
+    struct coord *coord;   /* the coordinator behind kv (coord.h) */
+    struct rpc_coord_call *coord_waiting, *coord_waiting_tail; /* waiting for room (rpc.c) */
+    size_t coord_waiting_n;
     struct collect *collect; /* local tombstone collection (collect.h) */
     int exit_code;           /* what server_run() returns */
     uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 #include "msg.h"
 #include "preflist.h"
 
@@ -112,12 +113,6 @@ void coord_destroy(struct coord *co)
         req_free(co->reqs);
     }
     free(co);
-}
-
-void coord_set_quorums(struct coord *co, unsigned r, unsigned w)
-{
-    co->cfg.r = r;
-    co->cfg.w = w;
 }
 
 void coord_get_stats(const struct coord *co, struct coord_stats *st)
@@ -380,6 +375,16 @@ static bool req_ask(struct coord_req *q, size_t idx, uint32_t op, const struct b
     return true;
 }
 
+/*
+ * Whether a replica's refusal of a version is for good: it will refuse the
+ * same version every time (over a limit, undecodable), so keeping it as a
+ * hint would only re-send it forever.
+ */
+static bool status_final(uint32_t status)
+{
+    return status == MSG_KV_TOOBIG || status == MSG_KV_BADINPUT;
+}
+
 /* An answer's body as a msg_kv_answer; a transport failure or bad body as MSG_KV_FAILED. */
 static void answer_read(int result, const uint8_t *body, size_t len, struct msg_kv_answer *a)
 {
@@ -440,7 +445,7 @@ static void forward_answer(void *dctx, int result, const uint8_t *body, size_t l
     q->outstanding--;
     answer_read(result, body, len, &a);
     rc = msg_kv_status_to_rk(a.status);
-    if (result != 0 && q->kind == COORD_READ && !q->completed &&
+    if (result != 0 && result != RK_ETIMEOUT && q->kind == COORD_READ && !q->completed &&
         forward_next(q, (size_t)call->idx + 1)) {
         return; /* a read is safe to ask again elsewhere */
     }
@@ -618,7 +623,7 @@ static void write_answer(void *dctx, int result, const uint8_t *body, size_t len
     answer_read(result, body, len, &a);
     q->nodes[call->idx].state = a.status == MSG_KV_OK ? NODE_ANSWERED : NODE_FAILED;
     q->acks += a.status == MSG_KV_OK;
-    if (a.status != MSG_KV_OK) {
+    if (a.status != MSG_KV_OK && !status_final(a.status)) {
         size_t idx = (size_t)call->idx;
         write_hint_here(q, idx >= q->n_rep ? (size_t)q->nodes[idx].stands_for : idx);
     }
@@ -856,8 +861,8 @@ static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
     } else {
         nd->state = NODE_FAILED;
         record_deinit(&nd->rec);
-        if (!q->completed) {
-            (void)read_ask_spare(q);
+        if (!q->completed && result != RK_ETIMEOUT) {
+            (void)read_ask_spare(q); /* after a timeout, request-timeout has passed: no more */
         }
     }
     read_decide(q);
@@ -1102,6 +1107,12 @@ static int serve_forward(struct coord_serve *sv, size_t len)
         return RK_ESYNTAX;
     }
     sv->co->stats.forwards_served++;
+    if (f->key_len > sv->co->cfg.key_max || f->value_len > sv->co->cfg.value_max) {
+        /* refused alone: queued, it would fail the writes it shares a batch with */
+        serve_answer(sv, RK_ETOOBIG, NULL, 0, 0, 0, false);
+        serve_free(sv);
+        return 0;
+    }
     if (f->kind == MSG_FORWARD_READ) {
         sv->rd.done = serve_forward_read_done;
         sv->rd.ctx = sv;
@@ -1232,7 +1243,11 @@ static void delivery_answer(void *dctx, int result, const uint8_t *body, size_t 
     struct msg_kv_answer a;
 
     answer_read(result, body, len, &a);
-    delivery_step(d, a.status == MSG_KV_OK);
+    if (status_final(a.status)) {
+        LOG(LOG_WARN, "hint_dropped", "target=%s seq=%llu status=%u", d->target,
+            (unsigned long long)d->seq, (unsigned)a.status);
+    }
+    delivery_step(d, a.status == MSG_KV_OK || status_final(a.status));
 }
 
 static void delivery_applied(struct store_op *op, void *ctx)

@@ -81,6 +81,8 @@ struct coord_config {
     bool sloppy;                  /* fallbacks stand in for replicas that are down */
     enum record_conflicts mode;
     size_t max_siblings;
+    size_t key_max,
+        value_max; /* this node's key-max and value-max: a forward over them is refused */
 };
 
 /* Counters for INFO and metrics. */
@@ -110,9 +112,6 @@ int coord_create(struct coord **out, struct kv *kv, struct store *store,
  * ended) or when nothing will run the loop again.
  */
 void coord_destroy(struct coord *co);
-
-/* The read and write quorums in force now (a SIGHUP may change them). */
-void coord_set_quorums(struct coord *co, unsigned r, unsigned w);
 
 /*
  * Take a client's read (kv_get()'s r, filled in) when it needs the
