@@ -1935,8 +1935,8 @@ static const struct ringkv_verb ringkv_verbs[] = {
     {"status", 1, 1, ringkv_status, NULL},     {"members", 1, 1, ringkv_members, NULL},
     {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, NULL, ringkv_remove},
     {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
-    {"preflist", 2, 2, ringkv_preflist, NULL},
-    {"replicas", 2, 2, NULL, ringkv_replicas}, {"hints", 1, 1, ringkv_hints, NULL},
+    {"preflist", 2, 2, ringkv_preflist, NULL}, {"replicas", 2, 2, NULL, ringkv_replicas},
+    {"hints", 1, 1, ringkv_hints, NULL},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
