@@ -395,7 +395,7 @@ bool txn_read_own(struct txn_exec *t, const void *key, size_t len, struct kv_rea
     struct sibling s;
     struct record rec = {.s = &s, .n = 1, .cap = 1};
     const struct txn_own *w = NULL;
-    uint8_t *at;
+    uint8_t *at = NULL;
 
     for (size_t i = t->n_own; i-- > 0 && w == NULL;) {
         const struct txn_own *o = &t->own[i];
