@@ -53,7 +53,6 @@ struct coord_req {
     struct coord *co;
     struct coord_req *prev, *next; /* every request alive, for coord_destroy() */
     enum coord_kind kind;
-    bool forwarded;    /* a peer's forward: this node coordinates, whatever its ring says */
     struct kv_read *r; /* the caller's read or write; NULL once completed */
     struct kv_write *w;
     uint8_t *key; /* a copy: answers that come after the caller's reply still use it */
@@ -930,7 +929,6 @@ static bool req_begin(struct coord *co, struct kv_read *r, struct kv_write *w, b
     }
     q->r = r;
     q->w = w;
-    q->forwarded = forwarded;
     if (q->self < 0 && forwarded) {
         req_fail(q, RK_ETRYAGAIN, 0);
         req_release(q);
