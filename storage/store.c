@@ -2537,6 +2537,34 @@ static int batch_store(struct batch *b, const MDB_val *k, struct record *r, bool
     return 0;
 }
 
+/*
+ * Decide a write's condition against the key's record r as this
+ * transaction sees it, and take the old value a want_old write hands back.
+ * Returns 0 (op->skipped says whether to write) or RK_ENOMEM.
+ */
+static int op_write_decide(struct store_op *op, const struct record *r)
+{
+    bool present = r->n > 0 && !record_all_tombstones(r);
+
+    op->existed = present;
+    op->conflict = op->want_old && r->n > 1;
+    op->skipped = op->conflict || (op->cond == STORE_COND_ABSENT && present) ||
+                  (op->cond == STORE_COND_PRESENT && !present);
+    free(op->old); /* a batch run again after a failed attempt decides again */
+    op->old = NULL;
+    op->old_len = 0;
+    if (op->want_old && present && !op->conflict) {
+        if ((op->old = malloc(r->s[0].value_len ? r->s[0].value_len : 1)) == NULL) {
+            return RK_ENOMEM;
+        }
+        if (r->s[0].value_len > 0) {
+            memcpy(op->old, r->s[0].value, r->s[0].value_len);
+        }
+        op->old_len = r->s[0].value_len;
+    }
+    return 0;
+}
+
 static int op_write(struct batch *b, struct store_op *op)
 {
     uint8_t kb[8 + STORE_KEY_MAX];
@@ -2548,7 +2576,10 @@ static int op_write(struct batch *b, struct store_op *op)
 
     record_init(&r);
     rc = batch_load(b, &k, &r, &found);
-    op->existed = rc == 0 && r.n > 0 && !record_all_tombstones(&r);
+    rc = rc ? rc : op_write_decide(op, &r);
+    if (rc == 0 && op->skipped) {
+        goto out_free; /* the condition did not hold: the key stays as it was */
+    }
     if (rc == 0) {
         /* the write comes after every version of the key stored here */
         (void)hlc_update(&b->s->hlc, record_max_hlc(&r), b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
@@ -2563,6 +2594,7 @@ static int op_write(struct batch *b, struct store_op *op)
     if (rc == 0) {
         rc = batch_hlc_persist(b);
     }
+out_free:
     record_deinit(&r);
     return rc;
 }
@@ -2775,6 +2807,11 @@ static void op_reset(struct store_op *op, const struct store_cursor *saved)
     }
     op->changed = false;
     op->existed = false;
+    op->skipped = false;
+    op->conflict = false;
+    free(op->old);
+    op->old = NULL;
+    op->old_len = 0;
     op->count = 0;
 }
 

@@ -336,6 +336,17 @@ enum store_op_type {
     STORE_OP_TABLE_PUT,
 };
 
+/*
+ * The condition of a STORE_OP_WRITE, checked against the key's record in
+ * the write's own transaction: a key is present when it holds a live
+ * (non-tombstone) version, siblings included.
+ */
+enum store_cond {
+    STORE_COND_NONE,    /* write whatever the key holds */
+    STORE_COND_ABSENT,  /* write only when the key is not present (SET NX) */
+    STORE_COND_PRESENT, /* write only when the key is present (SET XX, GETDEL) */
+};
+
 struct store_op;
 typedef void (*store_done_fn)(struct store_op *op, void *ctx);
 /*
@@ -352,9 +363,16 @@ struct store_op {
     size_t key_len;
     const uint8_t *value; /* WRITE, TABLE_PUT (NULL deletes) */
     size_t value_len;
-    bool tombstone;                /* WRITE: a delete */
-    const struct vclock *context;  /* WRITE: what it supersedes; NULL = all */
-    bool skip_written;             /* WRITE: leave written empty (spares a copy of the version) */
+    bool tombstone;               /* WRITE: a delete */
+    const struct vclock *context; /* WRITE: what it supersedes; NULL = all */
+    bool skip_written;            /* WRITE: leave written empty (spares a copy of the version) */
+    enum store_cond cond;         /* WRITE: skipped (nothing written) when it does not hold */
+    /*
+     * WRITE: hand back the value the write replaces (old).  A key with
+     * siblings has no single value to hand back: the write is then skipped
+     * and `conflict` set, as a plain read of it is refused.
+     */
+    bool want_old;
     const struct sibling *version; /* APPLY, HINT_PUT */
     const char *target;            /* HINT_PUT, HINT_DELETE */
     uint64_t seq;                  /* HINT_DELETE */
@@ -373,7 +391,16 @@ struct store_op {
     struct sibling written; /* WRITE: the version created; the caller deinits it */
     bool changed;           /* APPLY: the stored record changed */
     bool existed;           /* WRITE: the key had a live (non-tombstone) value before */
-    size_t count;           /* DELETE_RANGE, COLLECT: keys deleted */
+    bool skipped;           /* WRITE: cond did not hold, or conflict: nothing was written */
+    bool conflict;          /* WRITE with want_old: the key held siblings (more than one) */
+    /*
+     * WRITE with want_old: a copy of the live value before (malloc'd,
+     * old_len bytes, at least one allocated), NULL when the key was not
+     * present; the caller frees it.
+     */
+    uint8_t *old;
+    size_t old_len;
+    size_t count; /* DELETE_RANGE, COLLECT: keys deleted */
     /* private to the store */
     struct store_op *next_;
     bool finished_;
