@@ -61,6 +61,7 @@ struct pending {
     size_t left;
     int first_error;
     unsigned quorum;                   /* KGET R n, KSET W n; 0: the cluster's */
+    bool want_old;                     /* SET GET, GETSET, GETDEL: reply with the old value */
     unsigned err_answered, err_needed; /* with first_error NOREPLICAS or TRYAGAIN */
     int64_t count;
     struct vclock context;

@@ -590,16 +590,161 @@ static bool write_args_ok(struct client *c, struct pending *p, size_t first, siz
     return true;
 }
 
-static int cmd_set(struct client *c, struct pending *p)
+/* SET's options, as set_parse_options() reads them. */
+struct set_options {
+    enum store_cond cond; /* NX: only when absent; XX: only when present */
+    bool get;             /* GET: reply with the value the key held */
+};
+
+/*
+ * Read SET's options, from argument 3 on, into o: NX, XX and GET, in any
+ * order, case-insensitive; NX with XX, an option given twice or an unknown
+ * one is "-ERR syntax error", as Redis answers.  Replies with the error
+ * and returns false when they do not parse.
+ */
+static bool set_parse_options(struct pending *p, struct set_options *o)
 {
-    if (p->cmd->argc > 3) {
-        client_error(p, "ERR SET option '%s' is not supported by ringkv", arg_str(p, 3));
+    static const char *const later[] = {"ex", "px", "exat", "pxat", "keepttl"};
+
+    *o = (struct set_options){.cond = STORE_COND_NONE};
+    for (size_t i = 3; i < p->cmd->argc; i++) {
+        bool nx = resp_arg_is(p->cmd, i, "nx"), xx = resp_arg_is(p->cmd, i, "xx");
+        if ((nx || xx) && o->cond == STORE_COND_NONE) {
+            o->cond = nx ? STORE_COND_ABSENT : STORE_COND_PRESENT;
+            continue;
+        }
+        if (resp_arg_is(p->cmd, i, "get") && !o->get) {
+            o->get = true;
+            continue;
+        }
+        for (size_t k = 0; k < sizeof(later) / sizeof(later[0]); k++) {
+            if (resp_arg_is(p->cmd, i, later[k])) {
+                client_error(p, "ERR SET option '%s' is not supported by ringkv", arg_str(p, i));
+                return false;
+            }
+        }
+        client_error(p, "ERR syntax error");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The reply of a conditional write (SET NX/XX/GET, GETSET, GETDEL): the
+ * old value (nil when none) when it asked for one, else +OK when it wrote
+ * and nil when its condition did not hold; -CONFLICT for a key with
+ * siblings, which has no single old value (nothing was written).
+ */
+static void cond_reply(struct pending *p)
+{
+    struct kv_write *w = &p->writes[0];
+
+    if (p->first_error != 0) {
+        write_reply(p);
+    } else if (w->conflict) {
+        client_error(p, "CONFLICT the key has siblings: nothing was written; read them with KGET "
+                        "and resolve with KSET key value CONTEXT ctx");
+    } else if (p->want_old && w->old != NULL) {
+        resp_put_bulk(client_reply(p), w->old, w->old_len);
+    } else if (p->want_old || w->skipped) {
+        resp_put_null(client_reply(p), p->c->proto);
+    } else {
+        resp_put_simple(client_reply(p), "OK");
+    }
+    free(w->old);
+    w->old = NULL;
+}
+
+static void cond_done(struct kv_write *w, void *ctx)
+{
+    struct pending *p = ctx;
+
+    if (w->result != 0 && p->first_error == 0) {
+        p->first_error = w->result;
+        p->err_answered = w->answered;
+        p->err_needed = w->needed;
+    }
+    if (--p->left == 0) {
+        cond_reply(p);
+        client_finish(p);
+    }
+}
+
+/*
+ * Start one conditional write of argument 1 (value: argument 2, or a
+ * delete when tombstone), as start_writes() starts a plain one: inside
+ * EXEC it joins the EXEC's group, where the store decides it in the
+ * group's transaction, after the writes queued before it.
+ */
+static int start_cond_write(struct client *c, struct pending *p, bool tombstone,
+                            enum store_cond cond)
+{
+    size_t klen, vlen = 0;
+    const uint8_t *key = arg(p, 1, &klen);
+    const uint8_t *value = tombstone ? NULL : arg(p, 2, &vlen);
+    int rc;
+
+    p->writes_borrowed = p->txn != NULL;
+    p->writes = p->txn != NULL ? txn_take_writes(p->txn, 1) : &p->write1;
+    if (p->writes == NULL) {
+        client_error(p, "ERR out of memory");
         return CMD_DONE;
     }
+    p->n_writes = 1;
+    p->left = 2; /* held until it started: it may complete inside its call */
+    kv_write_init(&p->writes[0], key, klen, value, vlen, tombstone, NULL, cond_done, p);
+    kv_write_cond(&p->writes[0], cond, p->want_old);
+    if (p->txn != NULL) {
+        txn_note_cond_write(p->txn, key, klen, value, vlen, tombstone, cond);
+    } else if ((rc = kv_write_start(c->node->kv, &p->writes[0])) != 0) {
+        p->first_error = rc;
+        p->left--;
+    }
+    if (--p->left == 0) {
+        cond_reply(p);
+        return CMD_DONE;
+    }
+    return CMD_ASYNC;
+}
+
+/* SET key value [NX|XX] [GET] */
+static int cmd_set(struct client *c, struct pending *p)
+{
+    struct set_options o;
+
+    if (!set_parse_options(p, &o)) {
+        return CMD_DONE;
+    }
+    /* argc stays: the pipeline's ordering reads the options (commands_flags()) */
+    if (over_limit(c, p, "key", p->cmd->argv[1].len, c->node->cfg.key_max) ||
+        over_limit(c, p, "value", p->cmd->argv[2].len, c->node->cfg.value_max)) {
+        return CMD_DONE;
+    }
+    if (o.cond == STORE_COND_NONE && !o.get) {
+        return start_writes(c, p, 1, 2, false, NULL, false);
+    }
+    p->want_old = o.get;
+    return start_cond_write(c, p, false, o.cond);
+}
+
+/* GETSET key value: SET key value GET. */
+static int cmd_getset(struct client *c, struct pending *p)
+{
     if (!write_args_ok(c, p, 1, 2)) {
         return CMD_DONE;
     }
-    return start_writes(c, p, 1, 2, false, NULL, false);
+    p->want_old = true;
+    return start_cond_write(c, p, false, STORE_COND_NONE);
+}
+
+/* GETDEL key: the value, deleted; nil (and nothing written) when absent. */
+static int cmd_getdel(struct client *c, struct pending *p)
+{
+    if (!write_args_ok(c, p, 1, 1)) {
+        return CMD_DONE;
+    }
+    p->want_old = true;
+    return start_cond_write(c, p, true, STORE_COND_PRESENT);
 }
 
 /*
@@ -1966,7 +2111,9 @@ static int cmd_ringkv(struct client *c, struct pending *p)
 
 const struct command commands[] = {
     {"get", 2, CMD_READ, cmd_get, 1, 1, 1, "the value of a key"},
-    {"set", -3, CMD_WRITE, cmd_set, 1, 1, 1, "set a key to a value (no options)"},
+    {"set", -3, CMD_WRITE, cmd_set, 1, 1, 1, "set a key to a value [NX|XX] [GET]"},
+    {"getset", 3, CMD_READ | CMD_WRITE, cmd_getset, 1, 1, 1, "set a key; its old value"},
+    {"getdel", 2, CMD_READ | CMD_WRITE, cmd_getdel, 1, 1, 1, "delete a key; its old value"},
     {"del", -2, CMD_WRITE, cmd_del, 1, -1, 1, "delete keys; the number that existed"},
     {"exists", -2, CMD_READ, cmd_exists, 1, -1, 1, "how many of the keys exist"},
     {"mget", -2, CMD_READ, cmd_mget, 1, -1, 1, "the values of several keys"},
@@ -2019,12 +2166,33 @@ const struct command *commands_find(const char *name, size_t len, int *index)
     return NULL;
 }
 
+/*
+ * A SET with NX, XX or GET reads the key it writes (under replication, a
+ * quorum read decides it): it orders as a read and a write, like GETSET.
+ */
+static bool set_reads(const struct pending *p)
+{
+    if (p->cmd == NULL || strcmp(p->command->name, "set") != 0) {
+        return false;
+    }
+    for (size_t i = 3; i < p->cmd->argc; i++) {
+        if (resp_arg_is(p->cmd, i, "nx") || resp_arg_is(p->cmd, i, "xx") ||
+            resp_arg_is(p->cmd, i, "get")) {
+            return true;
+        }
+    }
+    return false;
+}
+
 unsigned commands_flags(struct pending *p)
 {
     if (p->command == NULL && p->cmd != NULL && p->cmd->argc > 0) {
         p->command = commands_find(arg_str(p, 0), p->cmd->argv[0].len, &p->index);
     }
-    return p->command != NULL ? p->command->flags : 0;
+    if (p->command == NULL) {
+        return 0;
+    }
+    return p->command->flags | (set_reads(p) ? CMD_READ : 0);
 }
 
 static void unknown_command(struct pending *p)

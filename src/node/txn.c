@@ -389,6 +389,43 @@ void txn_note_write(struct txn_exec *t, const void *key, size_t len, const void 
     }
 }
 
+/* store_read()'s callback: whether the stored record holds a live version. */
+static int txn_live(void *ctx, const uint8_t *record, size_t len)
+{
+    struct record rec;
+    bool *present = ctx;
+
+    record_init(&rec);
+    *present = record_decode(record, len, &rec) == 0 && rec.n > 0 && !record_all_tombstones(&rec);
+    record_deinit(&rec);
+    return 0;
+}
+
+/* Whether key is present as the EXEC sees it now: its own latest write, else the store's copy. */
+static bool txn_present(struct txn_exec *t, const void *key, size_t len)
+{
+    bool present = false;
+
+    for (size_t i = t->n_own; i-- > 0;) {
+        const struct txn_own *o = &t->own[i];
+        if (o->len == len && memcmp(o->key, key, len) == 0) {
+            return !o->tombstone;
+        }
+    }
+    (void)store_read(t->c->node->store, key, len, txn_live, &present);
+    return present;
+}
+
+void txn_note_cond_write(struct txn_exec *t, const void *key, size_t len, const void *value,
+                         size_t value_len, bool tombstone, enum store_cond cond)
+{
+    bool present = cond != STORE_COND_NONE && txn_present(t, key, len);
+
+    if (cond == STORE_COND_NONE || (cond == STORE_COND_ABSENT) != present) {
+        txn_note_write(t, key, len, value, value_len, tombstone);
+    }
+}
+
 bool txn_read_own(struct txn_exec *t, const void *key, size_t len, struct kv_read *r)
 {
     struct vclock none;

@@ -74,6 +74,17 @@ void txn_note_write(struct txn_exec *t, const void *key, size_t len, const void 
                     size_t value_len, bool tombstone);
 
 /*
+ * Record a conditional write of the group (cond: store.h) as the reads
+ * after it should see it: written when cond holds on what the EXEC sees
+ * of key now (its own earlier writes, else this node's copy), else not
+ * at all.  The store decides the write itself at the group's commit; the
+ * two differ only when another connection wrote key in between (no
+ * isolation, above).
+ */
+void txn_note_cond_write(struct txn_exec *t, const void *key, size_t len, const void *value,
+                         size_t value_len, bool tombstone, enum store_cond cond);
+
+/*
  * When an earlier write of the EXEC set key: fill r as a completed read of
  * what that write leaves (one value, or a tombstone), with r->record valid
  * until the next call, and return true.  False: read the store.

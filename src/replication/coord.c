@@ -947,8 +947,166 @@ bool coord_get(struct coord *co, struct kv_read *r)
     return req_begin(co, r, NULL, false);
 }
 
+/* --- conditional writes -------------------------------------------------------------- */
+
+/*
+ * A conditional write under replication (SET NX/XX/GET, GETSET, GETDEL):
+ * a quorum read of the key (coord_get()'s, repair included), the decision
+ * against the merged record, then a write whose context is that record's,
+ * so it supersedes exactly what the read saw.  Both halves are ordinary
+ * requests, forwarded when this node is no replica of the key.  A write
+ * refused for a stale context (RK_EMISMATCH: this key's coordinator wrote
+ * it after the read, as a concurrent conditional write through the same
+ * node does) is decided again on a fresh read, up to COORD_COND_TRIES
+ * reads, so two conditional writes through one coordinator do not both
+ * succeed; through different coordinators they can (siblings, or under
+ * lww the later wins): there is no consensus behind the decision.
+ */
+struct coord_cond {
+    struct coord *co;
+    struct kv_write *w;    /* the client's conditional write */
+    struct kv_read rd;     /* the quorum read it is decided on */
+    struct kv_write wr;    /* the write it makes, with the read's context */
+    struct vclock context; /* the merged record's context */
+    uint8_t *old;          /* want_old: the value read, malloc'd; NULL when none */
+    size_t old_len;
+    unsigned tries; /* reads made */
+};
+
+/* Reads one conditional write makes at most (a first one, then after each stale context). */
+#define COORD_COND_TRIES 3
+
+/* Give the client its result, hand over the old value on success, and free cc. */
+static void cond_end(struct coord_cond *cc, int rc, unsigned answered, unsigned needed)
+{
+    struct kv_write *w = cc->w;
+
+    w->result = rc;
+    w->answered = answered;
+    w->needed = needed;
+    if (rc == 0) {
+        w->old = cc->old;
+        w->old_len = cc->old_len;
+        cc->old = NULL;
+    } else {
+        w->skipped = w->conflict = false;
+    }
+    free(cc->old);
+    vclock_deinit(&cc->context);
+    free(cc);
+    w->done(w, w->ctx);
+}
+
+/*
+ * Decide the client's write against the merged record rec, as the store
+ * decides it on one node (store.c, op_write_decide()), and take rec's
+ * context for the write.  0 or RK_ENOMEM, RK_ETOOBIG.
+ */
+static int cond_decide(struct coord_cond *cc, const struct record *rec)
+{
+    struct kv_write *w = cc->w;
+    bool present = rec->n > 0 && !record_all_tombstones(rec);
+
+    w->existed = present;
+    w->conflict = w->op.want_old && rec->n > 1;
+    w->skipped = w->conflict || (w->op.cond == STORE_COND_ABSENT && present) ||
+                 (w->op.cond == STORE_COND_PRESENT && !present);
+    free(cc->old);
+    cc->old = NULL;
+    cc->old_len = 0;
+    if (w->op.want_old && present && !w->conflict) {
+        if ((cc->old = malloc(rec->s[0].value_len ? rec->s[0].value_len : 1)) == NULL) {
+            return RK_ENOMEM;
+        }
+        if (rec->s[0].value_len > 0) {
+            memcpy(cc->old, rec->s[0].value, rec->s[0].value_len);
+        }
+        cc->old_len = rec->s[0].value_len;
+    }
+    return record_context(rec, &cc->context);
+}
+
+static void cond_read(struct coord_cond *cc);
+
+static void cond_write_done(struct kv_write *wr, void *ctx)
+{
+    struct coord_cond *cc = ctx;
+
+    if (wr->result == RK_EMISMATCH && cc->tries < COORD_COND_TRIES) {
+        cond_read(cc); /* written since the read: decide again on what is there now */
+        return;
+    }
+    cond_end(cc, wr->result, wr->answered, wr->needed);
+}
+
+/* The read is in: decide, then write with its context (or end, the condition unmet). */
+static void cond_read_done(struct kv_read *r, void *ctx)
+{
+    struct coord_cond *cc = ctx;
+    struct kv_write *w = cc->w;
+    struct record rec;
+    int rc = r->result == RK_ENOTFOUND ? 0 : r->result;
+
+    record_init(&rec);
+    if (rc == 0 && r->result == 0) {
+        rc = record_decode(r->record, r->record_len, &rec);
+    }
+    rc = rc ? rc : cond_decide(cc, &rec);
+    record_deinit(&rec);
+    if (rc != 0 || w->skipped) {
+        cond_end(cc, rc, r->answered, r->needed);
+        return;
+    }
+    kv_write_init(&cc->wr, w->op.key, w->op.key_len, w->op.value, w->op.value_len, w->op.tombstone,
+                  &cc->context, cond_write_done, cc);
+    cc->wr.quorum = w->quorum;
+    if (!req_begin(cc->co, NULL, &cc->wr, false)) {
+        kv_local_write(cc->co->kv, &cc->wr);
+    }
+}
+
+/* Start (again) the quorum read a conditional write is decided on. */
+static void cond_read(struct coord_cond *cc)
+{
+    struct kv_read *r = &cc->rd;
+
+    cc->tries++;
+    memset(r, 0, sizeof(*r));
+    r->done = cond_read_done;
+    r->ctx = cc;
+    r->key_ = cc->w->op.key;
+    r->key_len_ = cc->w->op.key_len;
+    if (!req_begin(cc->co, r, NULL, false)) {
+        kv_local_get(cc->co->kv, r);
+    }
+}
+
+/* coord_write() of a conditional write: false when the key is this node's alone (the store
+ * decides). */
+static bool cond_begin(struct coord *co, struct kv_write *w)
+{
+    struct coord_cond *cc;
+
+    if (coord_key_local(co, w->op.key, w->op.key_len, coord_quorum(co, w->quorum, COORD_WRITE))) {
+        return false;
+    }
+    if ((cc = calloc(1, sizeof(*cc))) == NULL) {
+        w->result = RK_ENOMEM;
+        w->done(w, w->ctx);
+        return true;
+    }
+    cc->co = co;
+    cc->w = w;
+    vclock_init(&cc->context);
+    cond_read(cc);
+    return true;
+}
+
 bool coord_write(struct coord *co, struct kv_write *w)
 {
+    if (w->op.cond != STORE_COND_NONE || w->op.want_old) {
+        return cond_begin(co, w);
+    }
     return req_begin(co, NULL, w, false);
 }
 

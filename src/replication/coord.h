@@ -121,7 +121,13 @@ void coord_destroy(struct coord *co);
  */
 bool coord_get(struct coord *co, struct kv_read *r);
 
-/* The same for a client's write (kv_write_init()'s w). */
+/*
+ * The same for a client's write (kv_write_init()'s w).  A conditional
+ * write (kv_write_cond()) that needs the cluster is decided against a
+ * quorum read and written with the merged record's context (coord.c,
+ * "conditional writes"): not linearizable, as no consensus orders it
+ * against conditional writes through other coordinators.
+ */
 bool coord_write(struct coord *co, struct kv_write *w);
 
 /* Whether every write of ws[0..n) is of a key of this node alone (kv_write_atomic()). */

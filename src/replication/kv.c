@@ -144,6 +144,15 @@ static void kv_write_done(struct store_op *op, void *ctx)
 
     w->result = op->result;
     w->existed = op->existed;
+    w->skipped = op->result == 0 && op->skipped;
+    w->conflict = op->result == 0 && op->conflict;
+    if (op->result == 0) {
+        w->old = op->old; /* the caller's now */
+        w->old_len = op->old_len;
+    } else {
+        free(op->old);
+    }
+    op->old = NULL;
     if (op->skip_written) {
         sibling_deinit(&op->written);
     } /* else the version is the caller's (the coordinator's): it deinits it */
@@ -168,10 +177,19 @@ void kv_write_init(struct kv_write *w, const void *key, size_t len, const void *
     w->ctx = ctx;
     w->result = 0;
     w->existed = false;
+    w->skipped = w->conflict = false;
+    w->old = NULL;
+    w->old_len = 0;
     w->quorum = 0;
     w->answered = w->needed = 0;
     w->next_ = NULL;
     w->group_ = 0;
+}
+
+void kv_write_cond(struct kv_write *w, enum store_cond cond, bool want_old)
+{
+    w->op.cond = cond;
+    w->op.want_old = want_old;
 }
 
 static bool kv_write_ok(const struct kv_write *w)

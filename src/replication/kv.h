@@ -67,6 +67,11 @@ struct kv_write {
     /* results, valid in done */
     int result;   /* 0, RK_EMISMATCH (stale context: a conflict), RK_ETOOBIG, RK_ENOSPC, ... */
     bool existed; /* a live value was replaced */
+    /* a conditional write (kv_write_cond()): nothing written, as store_op's skipped, conflict */
+    bool skipped, conflict;
+    /* want_old: the value replaced (NULL: none), malloc'd; the caller frees it */
+    uint8_t *old;
+    size_t old_len;
     /* RK_ENOREPLICAS: replicas reachable, and how many were needed; RK_ETRYAGAIN: answered */
     unsigned answered, needed;
     /* private */
@@ -134,6 +139,15 @@ int kv_get_quorum(struct kv *kv, struct kv_read *r, const void *key, size_t len,
 void kv_write_init(struct kv_write *w, const void *key, size_t len, const void *value,
                    size_t value_len, bool tombstone, const struct vclock *context, kv_done_fn done,
                    void *ctx);
+
+/*
+ * Make w (filled in by kv_write_init()) conditional before it starts:
+ * written only when cond holds (store.h), and with want_old handing back
+ * the value it replaces in w->old.  On a key of this node alone the store
+ * decides it in the write's own transaction; under replication the
+ * coordinator decides it against a quorum read (coord.h).
+ */
+void kv_write_cond(struct kv_write *w, enum store_cond cond, bool want_old);
 
 /*
  * Queue a write (kv_write_init()'s arguments) for the next kv_flush().
