@@ -239,6 +239,48 @@ int kv_write_start(struct kv *kv, struct kv_write *w)
     return 0;
 }
 
+/* Start w on its own: through the coordinator when its key needs the cluster. */
+static void kv_start_one(struct kv *kv, struct kv_write *w)
+{
+    if (!coord_write(kv->coord, w)) {
+        kv_enqueue(kv, w, 1);
+    }
+}
+
+static bool kv_write_is_cond(const struct kv_write *w)
+{
+    return w->op.cond != STORE_COND_NONE || w->op.want_old;
+}
+
+static void kv_chain_start(struct kv *kv, struct kv_write *ws, size_t n);
+
+/* A write of a chain completed: start the next, then give the caller this one's result. */
+static void kv_chain_done(struct kv_write *w, void *ctx)
+{
+    struct kv *kv = w->chain_kv_;
+    size_t left = w->chain_left_;
+
+    (void)ctx;
+    w->done = w->chain_done_;
+    w->ctx = w->chain_ctx_;
+    if (left > 0) {
+        kv_chain_start(kv, w + 1, left);
+    }
+    w->done(w, w->ctx); /* last: it may end the caller's group, and w with it */
+}
+
+/* Start ws[0], and ws[1..n) each after the one before it completed. */
+static void kv_chain_start(struct kv *kv, struct kv_write *ws, size_t n)
+{
+    ws[0].chain_kv_ = kv;
+    ws[0].chain_left_ = n - 1;
+    ws[0].chain_done_ = ws[0].done;
+    ws[0].chain_ctx_ = ws[0].ctx;
+    ws[0].done = kv_chain_done;
+    ws[0].ctx = NULL;
+    kv_start_one(kv, &ws[0]);
+}
+
 int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -252,9 +294,13 @@ int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n)
     if (kv->coord != NULL && !coord_all_local(kv->coord, ws, n)) {
         /* keys on other replicas: each its own quorum write, no atomicity across them */
         for (size_t i = 0; i < n; i++) {
-            if (!coord_write(kv->coord, &ws[i])) {
-                kv_enqueue(kv, &ws[i], 1);
+            if (kv_write_is_cond(&ws[i])) {
+                kv_chain_start(kv, ws, n); /* a condition depends on the writes before it */
+                return 0;
             }
+        }
+        for (size_t i = 0; i < n; i++) {
+            kv_start_one(kv, &ws[i]);
         }
         return 0;
     }

@@ -78,6 +78,11 @@ struct kv_write {
     struct kv_write *next_;
     size_t group_; /* on the first write of an atomic group: its size */
     int stage_;    /* shuffle mode: what the next event of it is */
+    /* a group run one write after another (kv_write_atomic()): the next ones, the caller's done */
+    struct kv *chain_kv_;
+    size_t chain_left_;
+    kv_done_fn chain_done_;
+    void *chain_ctx_;
 };
 
 /* One read in flight; the caller embeds it and owns it until done is called. */
@@ -177,7 +182,9 @@ int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n);
  * With a coordinator, the group is atomic when every key is this node's
  * alone; otherwise each write is its own quorum write (per-key quorum, no
  * atomicity or isolation across keys, as Redis Cluster refuses keys of
- * different slots in one command).
+ * different slots in one command).  Such a group with a conditional write
+ * in it runs one write after another, each started when the one before
+ * completed, so a condition is decided on what the writes before it left.
  */
 
 /*

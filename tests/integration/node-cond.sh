@@ -1,0 +1,40 @@
+#!/bin/sh
+# Conditional writes (SET NX|XX [GET], GETSET, GETDEL), driven with redis-py
+# (tests/integration/cond.py):
+#
+#   - one node, rf 1: every case, inside MULTI/EXEC too, and two connections sending
+#     SET key NX for the same 200 keys at once: exactly one wins each key (the store
+#     decides in the write's transaction);
+#   - three nodes, rf 3 (r = w = 2): every case through each node (the coordinator
+#     decides against its quorum read, forwarded or not), the same race through one
+#     node (a write refused for a stale context is decided again), and a key with
+#     siblings: present to NX and XX, CONFLICT for GET, GETSET and GETDEL.
+. "$top_srcdir/tests/integration/lib.sh"
+it_setup
+it_key
+PY=/usr/bin/python3
+"$PY" -c 'import redis' 2> /dev/null ||
+    it_fail "python3-redis (redis-py) not found: run cluster-scripts/install-deps"
+
+cond() {
+    out=$("$PY" "$top_srcdir/tests/integration/cond.py" "$@") || it_fail "$out"
+    printf '%s\n' "$out" | while IFS= read -r line; do it_log "$line"; done
+}
+
+it_node solo --rf 1 --r 1 --w 1
+it_wait_ping solo
+cond checks "$SOLO_CLIENT" s:
+cond race "$SOLO_CLIENT" s: 200
+it_stop solo
+
+it_net
+it_cluster 3
+it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+at() { printf '%s:%s' "$(it_addr "$1")" "$(it_var "$1" CLIENT)"; }
+for n in n1 n2 n3; do
+    it_log "through $n:"
+    cond checks "$(at "$n")" "$n:"
+done
+cond race "$(at n1)" c: 100
+cond siblings "$(at n1)" "$(at n2)" c:
+it_pass
