@@ -7,7 +7,9 @@ redis-server 7 in the same run, with the same checks: INFO's fields
 CONFIG GET of the names clients and tools read, AUTH and HELLO AUTH
 against a server without a password and one with requirepass (PING before
 AUTH is refused with NOAUTH, which redis-py raises as AuthenticationError),
-and MGET with a key too long to exist answering None in its place.
+MGET with a key too long to exist answering None in its place, and the
+conditional writes (set(nx=True), set(xx=True), set(get=True), getset,
+getdel) with the values redis-py hands back.
 
 Needs python3 with the redis module (Debian's python3-redis, redis-py 4.3).
 Each check prints one line, "ok TARGET: what" or "FAIL TARGET: what:
@@ -194,6 +196,34 @@ def mget_checks(t, r):
     check(t, "mget of only an over-long key", lambda: (r.mget(LONG_KEY) == [None], r.mget(LONG_KEY)))
 
 
+def cond_checks(t, r):
+    k, absent = "cond:k", "cond:absent"  # absent from the fresh servers the checks run on
+    steps = [
+        ("set(nx=True) of a new key", lambda: r.set(k, "1", nx=True), True),
+        ("set(nx=True) of a present key", lambda: r.set(k, "2", nx=True), None),
+        ("get after set(nx=True)", lambda: r.get(k), b"1"),
+        ("set(xx=True) of an absent key", lambda: r.set(absent, "1", xx=True), None),
+        ("exists after set(xx=True) of an absent key", lambda: r.exists(absent), 0),
+        ("set(xx=True) of a present key", lambda: r.set(k, "3", xx=True), True),
+        ("set(get=True)", lambda: r.set(k, "4", get=True), b"3"),
+        ("set(nx=True, get=True) of a present key", lambda: r.set(k, "5", nx=True, get=True), b"4"),
+        ("set(get=True) of an absent key", lambda: r.set("cond:g", "x", get=True), None),
+        ("getset", lambda: r.getset(k, "6"), b"4"),
+        ("getdel", lambda: r.getdel(k), b"6"),
+        ("get after getdel", lambda: r.get(k), None),
+        ("getdel of an absent key", lambda: r.getdel(k), None),
+    ]
+    def once(fn, want):
+        got = fn()  # each step changes the key: called exactly once
+        return got == want, "got %r" % (got,)
+
+    for what, fn, want in steps:
+        check(t, "%s == %r" % (what, want), lambda f=fn, w=want: once(f, w))
+    check(t, "SET NX XX is a syntax error",
+          lambda: raises(lambda: r.execute_command("SET", k, "x", "NX", "XX"),
+                         redis.exceptions.ResponseError, "syntax error"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", required=True)
@@ -209,6 +239,7 @@ def main():
     info_checks(t, r)
     config_checks(t, r, a.databases)
     mget_checks(t, r)
+    cond_checks(t, r)
     auth_open_checks(t, a.open)
     auth_locked_checks(t, a.locked, a.password)
     if a.ringkv:
