@@ -638,8 +638,12 @@ static bool set_parse_options(struct pending *p, struct set_options *o)
 static void cond_reply(struct pending *p)
 {
     struct kv_write *w = &p->writes[0];
+    char line[256];
 
-    if (p->first_error != 0) {
+    if (p->first_error != 0 && w->read_failed &&
+        replica_error(line, sizeof(line), p->first_error, p->err_answered, p->err_needed, false)) {
+        client_error(p, "%s", line); /* the read it is decided on: nothing was written */
+    } else if (p->first_error != 0) {
         write_reply(p);
     } else if (w->conflict) {
         client_error(p, "CONFLICT the key has siblings: nothing was written; read them with KGET "

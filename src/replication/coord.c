@@ -1051,6 +1051,7 @@ static void cond_read_done(struct kv_read *r, void *ctx)
     if (rc == 0 && r->result == 0) {
         rc = record_decode(r->record, r->record_len, &rec);
     }
+    w->read_failed = rc != 0;
     rc = rc ? rc : cond_decide(cc, &rec);
     record_deinit(&rec);
     if (rc != 0 || w->skipped) {

@@ -177,7 +177,7 @@ void kv_write_init(struct kv_write *w, const void *key, size_t len, const void *
     w->ctx = ctx;
     w->result = 0;
     w->existed = false;
-    w->skipped = w->conflict = false;
+    w->skipped = w->conflict = w->read_failed = false;
     w->old = NULL;
     w->old_len = 0;
     w->quorum = 0;

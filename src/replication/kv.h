@@ -69,6 +69,8 @@ struct kv_write {
     bool existed; /* a live value was replaced */
     /* a conditional write (kv_write_cond()): nothing written, as store_op's skipped, conflict */
     bool skipped, conflict;
+    /* its quorum read failed (answered, needed: the read's, against r): nothing was written */
+    bool read_failed;
     /* want_old: the value replaced (NULL: none), malloc'd; the caller frees it */
     uint8_t *old;
     size_t old_len;

@@ -8,7 +8,9 @@
 #   - three nodes, rf 3 (r = w = 2): every case through each node (the coordinator
 #     decides against its quorum read, forwarded or not), the same race through one
 #     node (a write refused for a stale context is decided again), and a key with
-#     siblings: present to NX and XX, CONFLICT for GET, GETSET and GETDEL.
+#     siblings: present to NX and XX, CONFLICT for GET, GETSET and GETDEL;
+#   - with two of the three nodes killed, SET NX answers NOREPLICAS naming the read its
+#     condition needs (r), nothing written.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -37,4 +39,14 @@ for n in n1 n2 n3; do
 done
 cond race "$(at n1)" c: 100
 cond siblings "$(at n1)" "$(at n2)" c:
+
+kill -9 "$N2_PID" "$N3_PID"
+nx_refused() { it_cli n1 SET c:down v NX 2>&1 | grep -q '^NOREPLICAS'; }
+IT_WAIT=$(($(it_rounds_s "$IT_DOWN_ROUNDS") + 10)) it_wait nx_refused ||
+    it_fail "SET NX with two of three nodes down: '$(it_cli n1 SET c:down v NX 2>&1)'"
+out=$(it_cli n1 SET c:down v NX 2>&1)
+case $out in
+*"this read needs (r)"*"nothing was read"*) it_log "with two nodes down: $out" ;;
+*) it_fail "SET NX with two nodes down does not name its read: '$out'" ;;
+esac
 it_pass
