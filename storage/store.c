@@ -2662,6 +2662,7 @@ static bool collectable(struct range_ctx *rc, const MDB_val *k, const MDB_val *v
               rc->op->collect(rc->op->collect_ctx, bytes_get_be64(k->mv_data),
                               (const uint8_t *)k->mv_data + 8, k->mv_size - 8, &r);
     }
+    rc->op->kept += !yes && r.n > 0 && record_all_tombstones(&r);
     record_deinit(&r);
     return yes;
 }
@@ -2690,10 +2691,41 @@ static int op_range(struct batch *b, struct store_op *op)
     if (rc != 0) {
         return batch_fail(b, rc);
     }
-    op->count = 0;
+    op->count = op->kept = 0;
     rc = arc_walk(c, op->start, op->end, op->cursor, visit, &ctx);
     mdb_cursor_close(c);
     return rc == ARC_LIMIT ? 0 : rc;
+}
+
+/* DELETE_IF: the key goes only when its stored bytes are still those the caller read. */
+static int op_delete_if(struct batch *b, struct store_op *op)
+{
+    uint8_t kb[8 + STORE_KEY_MAX];
+    MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
+                 kb},
+            v;
+    MDB_cursor *c = NULL;
+    int rc = batch_cursor(b, &c);
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
+    if (rc == MDB_NOTFOUND) {
+        return 0;
+    }
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    if (v.mv_size != op->value_len || memcmp(v.mv_data, op->value, op->value_len) != 0) {
+        return 0; /* written since: it stays */
+    }
+    rc = mdb_cursor_del(c, 0);
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    op->changed = true;
+    return 0;
 }
 
 static int op_hint_put(struct batch *b, struct store_op *op)
@@ -2778,7 +2810,7 @@ static const op_fn op_table[] = {
     [STORE_OP_WRITE] = op_write,         [STORE_OP_APPLY] = op_apply,
     [STORE_OP_DELETE_RANGE] = op_range,  [STORE_OP_COLLECT] = op_range,
     [STORE_OP_HINT_PUT] = op_hint_put,   [STORE_OP_HINT_DELETE] = op_hint_delete,
-    [STORE_OP_TABLE_PUT] = op_table_put,
+    [STORE_OP_TABLE_PUT] = op_table_put, [STORE_OP_DELETE_IF] = op_delete_if,
 };
 
 /*
@@ -2790,7 +2822,7 @@ static bool op_is_deletion(const struct store_op *op)
 {
     return (op->type == STORE_OP_WRITE && op->tombstone) || op->type == STORE_OP_DELETE_RANGE ||
            op->type == STORE_OP_COLLECT || op->type == STORE_OP_HINT_DELETE ||
-           (op->type == STORE_OP_TABLE_PUT && !op->value);
+           op->type == STORE_OP_DELETE_IF || (op->type == STORE_OP_TABLE_PUT && !op->value);
 }
 
 /* --- the writer --------------------------------------------------------------- */
@@ -2812,7 +2844,7 @@ static void op_reset(struct store_op *op, const struct store_cursor *saved)
     free(op->old);
     op->old = NULL;
     op->old_len = 0;
-    op->count = 0;
+    op->count = op->kept = 0;
 }
 
 /* Double the map, up to map_max (plus the deletion reserve); false when at the limit. */
@@ -3814,12 +3846,15 @@ void store_op_init(struct store_op *op, enum store_op_type type)
 
 static bool op_valid(const struct store_op *op)
 {
-    bool keyed =
-        op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY || op->type == STORE_OP_HINT_PUT;
+    bool keyed = op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY ||
+                 op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_DELETE_IF;
     bool ranged = op->type == STORE_OP_DELETE_RANGE || op->type == STORE_OP_COLLECT;
     bool targeted = op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_HINT_DELETE;
 
-    if ((unsigned)op->type > STORE_OP_TABLE_PUT) {
+    if ((unsigned)op->type > STORE_OP_DELETE_IF) {
+        return false;
+    }
+    if (op->type == STORE_OP_DELETE_IF && op->value == NULL) {
         return false;
     }
     if (keyed && op->key == NULL && op->key_len > 0) {
@@ -3843,8 +3878,8 @@ static bool op_valid(const struct store_op *op)
 /* store_submit()'s checks of one operation, before anything is queued. */
 static int op_check(const struct store_op *op)
 {
-    bool keyed =
-        op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY || op->type == STORE_OP_HINT_PUT;
+    bool keyed = op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY ||
+                 op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_DELETE_IF;
 
     if (keyed && op->key_len > STORE_KEY_MAX) {
         return RK_ETOOBIG;

@@ -334,6 +334,13 @@ enum store_op_type {
     STORE_OP_HINT_DELETE,
     /* Set (value != NULL) or delete a key of a table (store_table_get()). */
     STORE_OP_TABLE_PUT,
+    /*
+     * Delete key only when its stored record is still exactly `value` (the
+     * encoded record a read returned, record.h); changed says whether it
+     * was.  The comparison and the delete happen in the writer's
+     * transaction, so a version that arrived after the read is never lost.
+     */
+    STORE_OP_DELETE_IF,
 };
 
 /*
@@ -361,7 +368,7 @@ struct store_op {
     /* inputs (borrowed until completion) */
     const uint8_t *key;
     size_t key_len;
-    const uint8_t *value; /* WRITE, TABLE_PUT (NULL deletes) */
+    const uint8_t *value; /* WRITE, TABLE_PUT (NULL deletes), DELETE_IF (the record expected) */
     size_t value_len;
     bool tombstone;               /* WRITE: a delete */
     const struct vclock *context; /* WRITE: what it supersedes; NULL = all */
@@ -389,7 +396,7 @@ struct store_op {
     /* results, valid after completion */
     int result;
     struct sibling written; /* WRITE: the version created; the caller deinits it */
-    bool changed;           /* APPLY: the stored record changed */
+    bool changed;           /* APPLY: the stored record changed; DELETE_IF: the key was deleted */
     bool existed;           /* WRITE: the key had a live (non-tombstone) value before */
     bool skipped;           /* WRITE: cond did not hold, or conflict: nothing was written */
     bool conflict;          /* WRITE with want_old: the key held siblings (more than one) */
@@ -401,6 +408,7 @@ struct store_op {
     uint8_t *old;
     size_t old_len;
     size_t count; /* DELETE_RANGE, COLLECT: keys deleted */
+    size_t kept;  /* COLLECT: records of tombstones only it looked at and left */
     /* private to the store */
     struct store_op *next_;
     bool finished_;

@@ -772,6 +772,78 @@ START_TEST(test_tombstone_collection)
 }
 END_TEST
 
+/* store_read()'s callback: a copy of the stored bytes. */
+static int copy_record(void *ctx, const uint8_t *rec, size_t len)
+{
+    struct {
+        uint8_t b[256];
+        size_t n;
+    } *out = ctx;
+    ck_assert_uint_le(len, sizeof(out->b));
+    memcpy(out->b, rec, len);
+    out->n = len;
+    return 0;
+}
+
+static bool delete_if(struct store *s, const char *key, const uint8_t *rec, size_t len)
+{
+    struct store_op op;
+    store_op_init(&op, STORE_OP_DELETE_IF);
+    op.key = (const uint8_t *)key;
+    op.key_len = strlen(key);
+    op.value = rec;
+    op.value_len = len;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    ck_assert_int_eq(store_wait(s, &op), 0);
+    return op.changed;
+}
+
+START_TEST(test_delete_if)
+{
+    struct store *s = open_store("d", "n1");
+    struct {
+        uint8_t b[256];
+        size_t n;
+    } seen;
+    struct record r;
+
+    put(s, "k", "v");
+    ck_assert_int_eq(store_write(s, "k", 1, NULL, 0, true, NULL, NULL), 0);
+    ck_assert_int_eq(store_read(s, "k", 1, copy_record, &seen), 0);
+    /* A version that arrived after the read: the key stays, with it. */
+    put(s, "k", "w");
+    ck_assert(!delete_if(s, "k", seen.b, seen.n));
+    char *v = get_value(s, "k");
+    ck_assert_str_eq(v, "w");
+    free(v);
+    /* The record read is the record stored: it goes. */
+    ck_assert_int_eq(store_write(s, "k", 1, NULL, 0, true, NULL, NULL), 0);
+    ck_assert_int_eq(store_read(s, "k", 1, copy_record, &seen), 0);
+    ck_assert(delete_if(s, "k", seen.b, seen.n));
+    record_init(&r);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), RK_ENOTFOUND);
+    record_deinit(&r);
+    /* Absent: nothing to do. */
+    ck_assert(!delete_if(s, "k", seen.b, seen.n));
+    /* COLLECT counts the tombstones it left. */
+    ck_assert_int_eq(store_write(s, "t1", 2, NULL, 0, true, NULL, NULL), 0);
+    ck_assert_int_eq(store_write(s, "t2", 2, NULL, 0, true, NULL, NULL), 0);
+    put(s, "live", "x");
+    struct store_cursor cur;
+    struct store_op op;
+    store_cursor_init(&cur);
+    store_op_init(&op, STORE_OP_COLLECT);
+    op.cursor = &cur;
+    op.limit = 100;
+    op.grace_ms = 1000;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    ck_assert_int_eq(store_wait(s, &op), 0);
+    ck_assert_uint_eq(op.count, 0);
+    ck_assert_uint_eq(op.kept, 2);
+    store_close(s);
+}
+END_TEST
+
 /* --- hints and tables ---------------------------------------------------------- */
 
 struct hint_seen {
@@ -1516,6 +1588,7 @@ static Suite *store_suite(void)
         {"scan_stop", test_scan_callback_stops},
         {"range_delete", test_range_delete},
         {"tombstones", test_tombstone_collection},
+        {"delete_if", test_delete_if},
         {"hints", test_hints},
         {"tables", test_tables},
         {"bad_operations", test_bad_operations},
