@@ -10,15 +10,22 @@
  * COLLECT_PERIOD_MIN_S and COLLECT_PERIOD_MAX_S, so a tombstone is collected
  * within about grace + grace / 4 of its delete (for the default 10 days, an
  * hour after its grace) and an idle node does not rescan its keys often.
- * When the predicate says no, the step is skipped and asked again a period
- * later.
+ * When the predicate says no, a step with a reaper reads its keys instead
+ * and hands the tombstones past their grace to the reaper (collect.h);
+ * without one it is skipped and asked again a period later.  A read step
+ * stops early once it holds REAPER_BATCH_MAX candidates, and the next one
+ * resumes after the last key it read.
  */
 #include "collect.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "error.h"
+#include "hlc.h"
 #include "log.h"
+#include "record.h"
 
 /* Keys one step looks at: about a millisecond of decoding in the writer. */
 #define COLLECT_STEP_KEYS 1024
@@ -33,13 +40,20 @@ struct collect {
     struct store *store;
     uint64_t grace_ms;
     collect_allowed_fn allowed;
+    struct reaper *reaper;
     void *ctx;
     ev_timer timer;
     struct store_cursor cursor;
     struct store_op op;
-    bool busy;    /* op is in the store */
+    bool busy;    /* op is in the store, or a batch with the reaper */
     bool stopped; /* collect_stop() was called */
     uint64_t collected, passes, pass_collected;
+    uint64_t tombstones, pass_tombstones; /* left by the last whole pass; by this one so far */
+    bool counted;                         /* a whole pass has set tombstones */
+    /* a read step's candidates: each key and record in one allocation of raw[i] */
+    struct reaper_key keys[REAPER_BATCH_MAX];
+    uint8_t *raw[REAPER_BATCH_MAX];
+    size_t n_keys;
 };
 
 static double collect_period_s(const struct collect *c)
@@ -60,18 +74,24 @@ static void collect_arm(struct collect *c, double after_s)
     ev_timer_start(c->loop, &c->timer);
 }
 
-static void collect_done(struct store_op *op, void *ctx)
+/* Wall-clock ms, as the store stamps versions (CLOCK_REALTIME). */
+static uint64_t collect_wall_ms(void)
 {
-    struct collect *c = ctx;
+    struct timespec ts;
 
-    c->busy = false;
-    if (op->result != 0) {
-        LOG(LOG_WARN, "tombstone_collect_failed", "error=\"%s\"", rk_strerror(op->result));
-        collect_arm(c, collect_period_s(c));
-        return;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A step ended, having deleted `deleted` tombstones and left `kept`: the next step, or pass. */
+static void collect_step_end(struct collect *c, uint64_t deleted, uint64_t kept)
+{
+    c->collected += deleted;
+    c->pass_collected += deleted;
+    c->pass_tombstones += kept;
+    if (!c->counted) {
+        c->tombstones = c->pass_tombstones;
     }
-    c->collected += op->count;
-    c->pass_collected += op->count;
     if (!c->cursor.done) {
         collect_arm(c, COLLECT_STEP_GAP_S);
         return;
@@ -82,8 +102,112 @@ static void collect_done(struct store_op *op, void *ctx)
             (unsigned long long)c->pass_collected, (unsigned long long)c->collected);
     }
     c->pass_collected = 0;
+    c->tombstones = c->pass_tombstones;
+    c->counted = true;
+    c->pass_tombstones = 0;
     store_cursor_init(&c->cursor);
     collect_arm(c, collect_period_s(c));
+}
+
+static void collect_done(struct store_op *op, void *ctx)
+{
+    struct collect *c = ctx;
+
+    c->busy = false;
+    if (op->result != 0) {
+        LOG(LOG_WARN, "tombstone_collect_failed", "error=\"%s\"", rk_strerror(op->result));
+        collect_arm(c, collect_period_s(c));
+        return;
+    }
+    collect_step_end(c, op->count, op->kept);
+}
+
+static void collect_free_keys(struct collect *c)
+{
+    for (size_t i = 0; i < c->n_keys; i++) {
+        free(c->raw[i]);
+        c->raw[i] = NULL;
+    }
+    c->n_keys = 0;
+}
+
+/* The reaper's batch is done: the candidates it did not delete stay, as tombstones. */
+static void collect_reaped(void *ctx, size_t collected)
+{
+    struct collect *c = ctx;
+    size_t kept = c->n_keys - collected;
+
+    c->busy = false;
+    collect_free_keys(c);
+    collect_step_end(c, collected, kept);
+}
+
+/* Keep a copy of a candidate: its key and record, in one allocation. */
+static int collect_keep(struct collect *c, const struct store_item *it)
+{
+    uint8_t *p = malloc(it->key_len + it->record_len + 1);
+
+    if (p == NULL) {
+        return RK_ENOMEM;
+    }
+    memcpy(p, it->key, it->key_len);
+    memcpy(p + it->key_len, it->record, it->record_len);
+    c->raw[c->n_keys] = p;
+    c->keys[c->n_keys] = (struct reaper_key){
+        .key = p, .key_len = it->key_len, .record = p + it->key_len, .record_len = it->record_len};
+    c->n_keys++;
+    return 0;
+}
+
+/*
+ * store_scan()'s callback of a read step: count the records of tombstones
+ * only, keep those past their grace as candidates; stop (1) once the batch
+ * is full.  A single live value is told by record_peek() without decoding.
+ */
+static int collect_visit(void *ctx, const struct store_item *it)
+{
+    struct collect *c = ctx;
+    struct record r;
+    size_t n = 0;
+    bool tomb = false, past = false;
+    const uint8_t *v;
+    size_t vlen;
+
+    if (record_peek(it->record, it->record_len, &n, &tomb, &v, &vlen) != 0 || (n == 1 && !tomb)) {
+        return 0;
+    }
+    record_init(&r);
+    if (record_decode(it->record, it->record_len, &r) == 0 && r.n > 0 &&
+        record_all_tombstones(&r)) {
+        past = hlc_physical(record_max_hlc(&r)) + c->grace_ms < collect_wall_ms();
+        c->pass_tombstones += !past;
+    }
+    record_deinit(&r);
+    if (past && collect_keep(c, it) != 0) {
+        c->pass_tombstones++; /* no memory: left for a later pass */
+    }
+    return c->n_keys >= REAPER_BATCH_MAX ? 1 : 0;
+}
+
+/* A step of the replicated way: read up to a step's keys, hand the candidates to the reaper. */
+static void collect_read_step(struct collect *c)
+{
+    int rc = store_scan(c->store, 0, 0, &c->cursor, COLLECT_STEP_KEYS, 0, collect_visit, c);
+
+    if (rc < 0) {
+        LOG(LOG_WARN, "tombstone_collect_failed", "error=\"%s\"", rk_strerror(rc));
+        collect_free_keys(c);
+        collect_arm(c, collect_period_s(c));
+        return;
+    }
+    if (c->n_keys == 0) {
+        collect_step_end(c, 0, 0);
+        return;
+    }
+    c->busy = true;
+    if (reaper_check(c->reaper, c->keys, c->n_keys, collect_reaped, c) != 0) {
+        collect_reaped(c, 0);
+    }
 }
 
 /* Submit the next step, when allowed and nothing is in flight. */
@@ -98,7 +222,11 @@ static void on_collect_timer(struct ev_loop *loop, ev_timer *w, int revents)
         return;
     }
     if (!c->allowed(c->ctx)) {
-        collect_arm(c, collect_period_s(c));
+        if (c->reaper != NULL) {
+            collect_read_step(c);
+        } else {
+            collect_arm(c, collect_period_s(c));
+        }
         return;
     }
     store_op_init(&c->op, STORE_OP_COLLECT);
@@ -117,7 +245,7 @@ static void on_collect_timer(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 int collect_create(struct collect **out, struct ev_loop *loop, struct store *store,
-                   uint64_t grace_ms, collect_allowed_fn allowed, void *ctx)
+                   uint64_t grace_ms, collect_allowed_fn allowed, struct reaper *reaper, void *ctx)
 {
     struct collect *c = calloc(1, sizeof(*c));
 
@@ -129,6 +257,7 @@ int collect_create(struct collect **out, struct ev_loop *loop, struct store *sto
     c->store = store;
     c->grace_ms = grace_ms;
     c->allowed = allowed;
+    c->reaper = reaper;
     c->ctx = ctx;
     store_cursor_init(&c->cursor);
     ev_timer_init(&c->timer, on_collect_timer, 0., 0.);
@@ -154,6 +283,9 @@ void collect_stop(struct collect *c)
 
 void collect_destroy(struct collect *c)
 {
+    if (c != NULL) {
+        collect_free_keys(c);
+    }
     free(c);
 }
 
@@ -165,4 +297,9 @@ uint64_t collect_count(const struct collect *c)
 uint64_t collect_passes(const struct collect *c)
 {
     return c != NULL ? c->passes : 0;
+}
+
+uint64_t collect_tombstones(const struct collect *c)
+{
+    return c != NULL ? c->tombstones : 0;
 }

@@ -6,10 +6,19 @@
  *
  * A tombstone may be collected only once every replica of its key holds
  * it; otherwise a replica that missed the delete would bring the value
- * back.  That is the caller's predicate (allowed): asked on the loop before
- * every step, a step runs only when it says yes.  Today the node answers
- * yes on a single-node cluster (one member, or rf 1), where this copy is
- * the only one.
+ * back.  Two ways, chosen before every step by the caller's predicate
+ * (allowed), asked on the loop:
+ *   - yes (a single-node cluster: one member, or rf 1, where this copy is
+ *     the only one): the step is one STORE_OP_COLLECT in the store's
+ *     writer, which deletes every tombstone past its grace;
+ *   - no: when a reaper was given (reaper.h), the step reads its keys
+ *     (store_scan(), on the loop), hands the tombstones past their grace,
+ *     REAPER_BATCH_MAX at most, to the reaper, which asks their other
+ *     replicas and deletes those every replica holds; the next step starts
+ *     when it is done.  Without a reaper nothing is collected.
+ *
+ * Each pass also counts the tombstones it leaves (collect_tombstones()):
+ * the figure INFO shows, as of the last whole pass.
  */
 #ifndef RINGKV_COLLECT_H
 #define RINGKV_COLLECT_H
@@ -18,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "reaper.h"
 #include "store.h"
 
 /* May tombstones be collected now?  Called on the loop before each step. */
@@ -27,11 +37,12 @@ struct collect;
 
 /*
  * A collector over store, on loop, for tombstones older than grace_ms.
- * Nothing runs until collect_start().  RK_ENOMEM.  store, loop and ctx are
- * borrowed and must outlive the collector.
+ * Nothing runs until collect_start().  RK_ENOMEM.  store, loop, reaper
+ * (NULL: collect only while allowed says yes) and ctx are borrowed and
+ * must outlive the collector.
  */
 int collect_create(struct collect **out, struct ev_loop *loop, struct store *store,
-                   uint64_t grace_ms, collect_allowed_fn allowed, void *ctx);
+                   uint64_t grace_ms, collect_allowed_fn allowed, struct reaper *reaper, void *ctx);
 
 /* Start the timer: the first pass begins at once. */
 void collect_start(struct collect *c);
@@ -47,5 +58,12 @@ void collect_destroy(struct collect *c);
 /* Tombstones this collector deleted, and passes over the whole ring it finished. */
 uint64_t collect_count(const struct collect *c);
 uint64_t collect_passes(const struct collect *c);
+
+/*
+ * Records of tombstones only that the last whole pass left in the store
+ * (within their grace, or waiting for a replica); the pass under way's
+ * running count until one pass has finished.
+ */
+uint64_t collect_tombstones(const struct collect *c);
 
 #endif

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "membership.h"
 #include "net.h"
+#include "reaper.h"
 #include "server.h"
 
 const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS - 1] = {
@@ -262,6 +263,27 @@ static void info_keyspace(struct server *n, struct buf *out)
     buf_printf(out, "\r\n");
 }
 
+/*
+ * Tombstones, in INFO's Cluster section: those this node holds (as of the
+ * collector's last whole pass; the keyspace's keys count them too), and
+ * what the check with the other replicas decided (reaper.h).
+ */
+static void metrics_info_tombstones(struct server *n, struct buf *out)
+{
+    struct reaper_stats rs = {0};
+
+    if (n->reaper != NULL) {
+        reaper_get_stats(n->reaper, &rs);
+    }
+    buf_printf(out,
+               "ringkv_tombstones:%llu\r\nringkv_tombstones_checked:%llu\r\n"
+               "ringkv_tombstones_kept_unanswered:%llu\r\nringkv_tombstones_kept_live:%llu\r\n"
+               "ringkv_tombstones_kept_hints:%llu\r\nringkv_tombstones_kept_changed:%llu\r\n",
+               (unsigned long long)collect_tombstones(n->collect), (unsigned long long)rs.checked,
+               (unsigned long long)rs.kept_unanswered, (unsigned long long)rs.kept_live,
+               (unsigned long long)rs.kept_hints, (unsigned long long)rs.kept_changed);
+}
+
 /* The coordinator's counters and the hints this node keeps, in INFO's Cluster section. */
 static void metrics_info_replication(struct server *n, struct buf *out)
 {
@@ -314,6 +336,7 @@ static void info_cluster(struct server *n, struct buf *out)
     buf_printf(out, "ringkv_peer_messages_unknown:%llu\r\n",
                (unsigned long long)m->peer_messages_unknown);
     metrics_info_replication(n, out);
+    metrics_info_tombstones(n, out);
     buf_printf(out, "\r\n");
 }
 
@@ -554,6 +577,9 @@ static void prom_store(struct server *n, struct buf *out)
                  st.enospc);
     prom_counter(out, "ringkv_tombstones_collected_total",
                  "Tombstones collected after tombstone-grace.", collect_count(n->collect));
+    prom_gauge(out, "ringkv_tombstones",
+               "Records of tombstones only held, as of the last collection pass.",
+               collect_tombstones(n->collect));
     prom_counter(out, "ringkv_store_disk_failures_total",
                  "Failed flushes; after one, writes are refused until a restart.",
                  st.disk_failures);

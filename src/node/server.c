@@ -35,6 +35,7 @@
 #include "log.h"
 #include "net.h"
 #include "peer.h"
+#include "reaper.h"
 #include "reload.h"
 #include "rpc.h"
 
@@ -190,6 +191,7 @@ static void server_begin_shutdown(struct server *n, const char *cause)
     gossip_stop(n->gossip);
     collect_stop(n->collect);
     server_close_listeners(n);
+    reaper_stop(n->reaper); /* the peers' closing fails its inspections: nothing more to do */
     while (n->peers != NULL) {
         peer_close(n->peers, "shutdown");
     }
@@ -375,9 +377,10 @@ static int server_open_gossip(struct server *n, char *err, size_t err_len)
 /* --- creating and running ----------------------------------------------------------------- */
 
 /*
- * The gate of local tombstone collection: this node holds the only copy of
- * every key, on a ring of one member or with rf 1.  Replication will widen
- * it to "every replica of the key has the tombstone".
+ * The gate of local tombstone collection without asking anyone: this node
+ * holds the only copy of every key, on a ring of one member or with rf 1.
+ * Otherwise the collector asks the reaper, which deletes a tombstone once
+ * every replica of its key holds it (reaper.h).
  */
 static bool server_may_collect(void *ctx)
 {
@@ -473,13 +476,14 @@ static int server_open(struct server *n, char *err, size_t err_len)
         snprintf(err, err_len, "out of memory");
         rc = RK_ENOMEM;
     }
-    if (rc == 0 && collect_create(&n->collect, n->loop, n->store, n->cfg.tombstone_grace_ms,
-                                  server_may_collect, n) != 0) {
+    rc = rc ? rc : server_open_gossip(n, err, err_len);
+    rc = rc ? rc : server_open_coord(n, err, err_len);
+    if (rc == 0 && (reaper_create(&n->reaper, n->coord, n->store, n->cfg.id) != 0 ||
+                    collect_create(&n->collect, n->loop, n->store, n->cfg.tombstone_grace_ms,
+                                   server_may_collect, n->reaper, n) != 0)) {
         snprintf(err, err_len, "out of memory");
         rc = RK_ENOMEM;
     }
-    rc = rc ? rc : server_open_gossip(n, err, err_len);
-    rc = rc ? rc : server_open_coord(n, err, err_len);
     rc =
         rc ? rc : server_listen(n, SERVER_PORT_CLIENT, &n->cfg.client, client_accept, err, err_len);
     rc = rc ? rc : server_listen(n, SERVER_PORT_PEER, &n->cfg.listen, peer_accept, err, err_len);
@@ -580,6 +584,7 @@ void server_destroy(struct server *n)
         return;
     }
     server_close_listeners(n);
+    reaper_stop(n->reaper); /* the peers' closing fails its inspections: nothing more to do */
     while (n->peers != NULL) {
         peer_close(n->peers, "exit");
     }
@@ -599,7 +604,8 @@ void server_destroy(struct server *n)
     store_close(n->store);       /* completes queued writes; their clients are already closed */
     collect_destroy(n->collect); /* after its step in flight completed */
     rpc_coord_send_waiting(n, true);
-    coord_destroy(n->coord); /* every peer request of it ended when the peers closed */
+    coord_destroy(n->coord);   /* every peer request of it ended when the peers closed */
+    reaper_destroy(n->reaper); /* after its inspections (coord) and deletes (store) ended */
     kv_destroy(n->kv);
     channel_key_free(n->key);
     free(n);

@@ -105,6 +105,7 @@ struct server {
     struct rpc_coord_call *coord_waiting, *coord_waiting_tail; /* waiting for room (rpc.c) */
     size_t coord_waiting_n;
     struct collect *collect; /* local tombstone collection (collect.h) */
+    struct reaper *reaper;   /* its check with the other replicas (reaper.h) */
     int exit_code;           /* what server_run() returns */
     uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */
     uint64_t run_id;         /* random per process, never 0: INFO's run_id, IDENT's instance */
