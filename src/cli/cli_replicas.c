@@ -10,7 +10,9 @@
  * when every replica answered, 3 when some did not (whether they agree is
  * the verdict line, and "agree" in --json), 1 when the node could not be
  * asked.  Without -t the time limit is REPLICAS_TIMEOUT_MS, as `status
- * --deep`'s: the node bounds the wait itself.
+ * --deep`'s: the node bounds the wait itself.  Then the hints held for
+ * each replica elsewhere: every member that node sees up is asked RINGKV
+ * HINTS KEY (replicas_hints()).
  *
  * hints asks each node given with -H (several allowed; none: the default
  * node) RINGKV HINTS, its own hint backlog per target.  With --all it
@@ -50,6 +52,14 @@
 #define REPLICAS_TIMEOUT_MS 60000
 /* The most -H options hints takes: a bound on what one command line asks. */
 #define HINTS_HOSTS_MAX 64
+/* The members --all (and replicas' hint counts) may ask: a bound on what one command asks. */
+#define HINTS_MEMBERS_MAX 1024
+/*
+ * replicas' time limit per member asked for its hints, when -t is not
+ * given: a member seen up answers RINGKV HINTS KEY from its own store in
+ * milliseconds; one that does not within this is left out of the counts.
+ */
+#define REPLICAS_HINTS_TIMEOUT_MS 5000
 
 enum { OPT_JSON = 256, OPT_HEX, OPT_ALL };
 
@@ -115,6 +125,13 @@ static int repl_parse(int argc, char **argv, const char *usage, unsigned flags, 
 
 /* --- replicas -------------------------------------------------------------------- */
 
+struct hints_ask;
+static void hints_ask_one(struct hints_ask *a, const uint8_t *key, size_t len);
+static int hints_from_members(const struct respc_opts *base, struct resp_reply **status,
+                              struct hints_ask *asks, size_t max, size_t *n, bool skip_down);
+static void replicas_hints(const struct respc_opts *base, bool timeout_given, const uint8_t *key,
+                           size_t len, struct view_replicas *v);
+
 /* The KEY operand as bytes (hex decoded with --hex) in *key, which the caller frees. */
 static int replicas_key(int argc, char **argv, const struct repl_opts *o, uint8_t **key,
                         size_t *len)
@@ -143,8 +160,8 @@ static int replicas_key(int argc, char **argv, const struct repl_opts *o, uint8_
     return 0;
 }
 
-static int replicas_show(const struct repl_opts *o, const uint8_t *key, size_t len,
-                         const struct resp_reply *reply)
+static int replicas_show(const struct repl_opts *o, const struct respc_opts *conn,
+                         const uint8_t *key, size_t len, const struct resp_reply *reply)
 {
     struct view_replicas v;
     char why[400];
@@ -153,6 +170,7 @@ static int replicas_show(const struct repl_opts *o, const uint8_t *key, size_t l
     if (view_replicas_parse(&v, reply, why, sizeof(why)) != 0) {
         return cli_error("unexpected reply to RINGKV REPLICAS: %s", why);
     }
+    replicas_hints(conn, o->timeout_given, key, len, &v);
     if (o->json) {
         json_t *j = view_replicas_json(key, len, &v);
         rc = j != NULL ? cli_json_print(j) : cli_error("cannot build the JSON output");
@@ -191,7 +209,7 @@ int cli_replicas(int argc, char **argv)
     const size_t lens[] = {6, 8, len};
     rc = cli_data_request(&conn, 3, cmd, lens, &reply);
     if (rc == CLI_OK) {
-        rc = replicas_show(&o, key, len, reply);
+        rc = replicas_show(&o, &conn, key, len, reply);
     }
     resp_reply_free(reply);
     free(key);
@@ -214,15 +232,16 @@ struct hints_ask {
  * cannot be asked, answers with an error or with something else is
  * recorded in a->v.error.
  */
-static void hints_ask_one(struct hints_ask *a)
+static void hints_ask_one(struct hints_ask *a, const uint8_t *key, size_t len)
 {
-    static const char *const cmd[] = {"RINGKV", "HINTS"};
+    const char *const cmd[] = {"RINGKV", "HINTS", (const char *)key};
+    const size_t lens[] = {6, 5, len};
     struct respc *c;
     char why[400];
     int rc = respc_connect(&c, &a->conn, a->err, sizeof(a->err));
 
     if (rc == 0) {
-        rc = respc_call(c, 2, cmd, NULL, &a->reply, a->err, sizeof(a->err));
+        rc = respc_call(c, key != NULL ? 3 : 2, cmd, lens, &a->reply, a->err, sizeof(a->err));
         respc_close(c);
     }
     if (rc == 0 && a->reply->type == RESP_T_ERROR) {
@@ -261,10 +280,11 @@ static int hints_from_hosts(const struct repl_opts *o, const struct respc_opts *
 /*
  * --all: the current members of the table of the node at base (RINGKV
  * STATUS), each at its client_addr.  *status is the reply the ids point
- * into (the caller frees it).  At most max members.
+ * into (the caller frees it).  At most max members.  With skip_down, a
+ * member the node sees down is not asked (its v.error says so).
  */
 static int hints_from_members(const struct respc_opts *base, struct resp_reply **status,
-                              struct hints_ask *asks, size_t max, size_t *n)
+                              struct hints_ask *asks, size_t max, size_t *n, bool skip_down)
 {
     static const char *const cmd[] = {"RINGKV", "STATUS"};
     struct view_status s;
@@ -290,6 +310,9 @@ static int hints_from_members(const struct respc_opts *base, struct resp_reply *
         if (respc_opts_set_addr(&a->conn, s.members[i].client_addr, "client_addr", a->err,
                                 sizeof(a->err)) != 0) {
             a->v.error = a->err; /* not asked: its address is not one */
+        } else if (skip_down && !s.members[i].up) {
+            snprintf(a->err, sizeof(a->err), "down, not asked");
+            a->v.error = a->err;
         }
         (*n)++;
     }
@@ -317,9 +340,6 @@ static int hints_show(const struct repl_opts *o, struct view_hints_node *nodes, 
     }
     return rc == CLI_OK && answered < n ? CLI_UNHEALTHY : rc;
 }
-
-/* The members --all may ask: a bound on what one command asks, as the -H options'. */
-#define HINTS_MEMBERS_MAX 1024
 
 int cli_hints(int argc, char **argv)
 {
@@ -349,11 +369,11 @@ int cli_hints(int argc, char **argv)
         rc = cli_error("out of memory");
         goto out_free;
     }
-    rc = o.all ? hints_from_members(&base, &status, asks, HINTS_MEMBERS_MAX, &n)
+    rc = o.all ? hints_from_members(&base, &status, asks, HINTS_MEMBERS_MAX, &n, false)
                : hints_from_hosts(&o, &base, asks, &n);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         if (asks[i].v.error == NULL) {
-            hints_ask_one(&asks[i]);
+            hints_ask_one(&asks[i], NULL, 0);
         }
         nodes[i] = asks[i].v;
     }
@@ -369,4 +389,47 @@ out_free:
     free(nodes);
     resp_reply_free(status);
     return rc;
+}
+
+/*
+ * replicas: the hints held for each replica elsewhere.  Every current
+ * member of the node's table that it sees up is asked RINGKV HINTS KEY at
+ * its client address, one after the other, each within
+ * REPLICAS_HINTS_TIMEOUT_MS (or -t); a replica's count is the sum of what
+ * they hold for it.  A member down or silent is left out of the counts,
+ * which v->hints_answered < v->hints_nodes says.  Nothing is shown when
+ * the node's table cannot be read.
+ */
+static void replicas_hints(const struct respc_opts *base, bool timeout_given, const uint8_t *key,
+                           size_t len, struct view_replicas *v)
+{
+    struct respc_opts conn = *base;
+    struct resp_reply *status = NULL;
+    struct hints_ask *asks = calloc(HINTS_MEMBERS_MAX, sizeof(*asks));
+    size_t n = 0;
+
+    if (!timeout_given) {
+        conn.timeout_ms = REPLICAS_HINTS_TIMEOUT_MS;
+    }
+    if (asks == NULL ||
+        hints_from_members(&conn, &status, asks, HINTS_MEMBERS_MAX, &n, true) != 0) {
+        n = 0;
+    }
+    v->hints_nodes = n;
+    for (size_t i = 0; i < n; i++) {
+        if (asks[i].v.error == NULL) {
+            hints_ask_one(&asks[i], key, len);
+        }
+        v->hints_answered += asks[i].v.error == NULL;
+        for (size_t t = 0; asks[i].v.error == NULL && t < asks[i].v.h.n; t++) {
+            for (size_t r = 0; r < v->n; r++) {
+                v->r[r].hints +=
+                    strcmp(v->r[r].node, asks[i].v.h.t[t].target) == 0 ? asks[i].v.h.t[t].hints : 0;
+            }
+        }
+        view_hints_free(&asks[i].v.h);
+        resp_reply_free(asks[i].reply);
+    }
+    free(asks);
+    resp_reply_free(status);
 }

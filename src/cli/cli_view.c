@@ -377,7 +377,7 @@ static json_t *view_json_object(const struct resp_reply *map, const struct view_
 
 /* --- tables ---------------------------------------------------------------------- */
 
-#define VIEW_COLS_MAX 10
+#define VIEW_COLS_MAX 12
 
 struct view_table {
     size_t cols, rows, cap;
@@ -1507,7 +1507,7 @@ static const char *yes_no(bool b)
 /* One replica's row; a replica that did not answer shows only who and where it is. */
 static int replica_row(struct view_table *t, const struct view_replica *r)
 {
-    char sibs[24] = "-", size[32] = "-";
+    char sibs[24] = "-", size[32] = "-", hints[24];
     bool a = r->answered;
 
     if (a) {
@@ -1523,8 +1523,10 @@ static int replica_row(struct view_table *t, const struct view_replica *r)
                            sibs,
                            a && r->vclock[0] != '\0' ? r->vclock : "-",
                            a && (r->present || r->tombstone) ? size : "-",
-                           a && r->digest[0] != '\0' ? r->digest : "-"};
-    return table_row(t, cells);
+                           a && r->digest[0] != '\0' ? r->digest : "-",
+                           hints};
+    snprintf(hints, sizeof(hints), "%lld", (long long)r->hints);
+    return table_row(t, cells); /* the hints cell only when the table has that column */
 }
 
 /* What a replica that answered holds, in words: "no copy", "a tombstone, vclock ...", ... */
@@ -1602,8 +1604,9 @@ static void replicas_verdict(FILE *f, const struct view_replicas *v)
 
 int view_replicas_table(FILE *f, const uint8_t *key, size_t key_len, const struct view_replicas *v)
 {
-    static const char *const head[] = {"node",      "rack",     "role",   "up",   "present",
-                                       "tombstone", "siblings", "vclock", "size", "digest"};
+    static const char *const head[] = {"node",    "rack",      "role",     "up",
+                                       "present", "tombstone", "siblings", "vclock",
+                                       "size",    "digest",    "hints"};
     char *shown = malloc(key_len + 1);
     struct view_table t;
     int rc = 0;
@@ -1617,13 +1620,17 @@ int view_replicas_table(FILE *f, const uint8_t *key, size_t key_len, const struc
     shown[key_len] = '\0';
     fprintf(f, "key %s: %zu replica%s\n\n", shown, v->n, v->n == 1 ? "" : "s");
     free(shown);
-    table_init(&t, 10, 1u << 6 | 1u << 8, head);
+    table_init(&t, v->hints_nodes > 0 ? 11 : 10, 1u << 6 | 1u << 8 | 1u << 10, head);
     for (size_t i = 0; rc == 0 && i < v->n; i++) {
         rc = replica_row(&t, &v->r[i]);
     }
     if (rc == 0) {
         table_print(f, &t);
         replicas_verdict(f, v);
+    }
+    if (rc == 0 && v->hints_answered < v->hints_nodes) {
+        fprintf(f, "hints: %zu of %zu nodes answered; the counts are of those\n", v->hints_answered,
+                v->hints_nodes);
     }
     table_free(&t);
     return rc;
@@ -1635,13 +1642,30 @@ json_t *view_replicas_json(const uint8_t *key, size_t key_len, const struct view
     json_t *list = view_json_maps(v->reply, &replica_fields);
     json_t *name = json_text(&k);
 
+    json_t *out;
+
+    for (size_t i = 0; list != NULL && v->hints_nodes > 0 && i < v->n; i++) {
+        if (json_object_set_new(json_array_get(list, i), "hints", json_integer(v->r[i].hints)) !=
+            0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
     if (list == NULL || name == NULL) {
         json_decref(list);
         json_decref(name);
         return NULL;
     }
-    return json_pack("{s:o, s:b, s:o}", "key", name, "agree", view_replicas_agree(v), "replicas",
-                     list);
+    out = json_pack("{s:o, s:b, s:o}", "key", name, "agree", view_replicas_agree(v), "replicas",
+                    list);
+    if (out != NULL && v->hints_nodes > 0 &&
+        (json_object_set_new(out, "hints_nodes", json_integer((json_int_t)v->hints_nodes)) != 0 ||
+         json_object_set_new(out, "hints_answered", json_integer((json_int_t)v->hints_answered)) !=
+             0)) {
+        json_decref(out);
+        out = NULL;
+    }
+    return out;
 }
 
 /* --- RINGKV HINTS ---------------------------------------------------------------- */

@@ -242,12 +242,18 @@ struct view_replica {
     const char *node, *rack, *role, *vclock, *digest;
     bool up, answered, present, tombstone;
     int64_t siblings, value_size;
+    int64_t hints; /* hints the nodes asked hold for this replica for the key (hints_nodes) */
 };
 
 struct view_replicas {
     const struct resp_reply *reply; /* the array, borrowed */
     struct view_replica *r;         /* owned; n entries */
     size_t n;
+    /*
+     * Nodes asked for their hints of the key (RINGKV HINTS KEY), and those
+     * that answered; 0 asked (as parsed): no hints column, no "hints" field.
+     */
+    size_t hints_nodes, hints_answered;
 };
 
 int view_replicas_parse(struct view_replicas *v, const struct resp_reply *r, char *err,
@@ -267,15 +273,18 @@ bool view_replicas_agree(const struct view_replicas *v);
  * A line naming the key (shown as given: key[0..key_len), control bytes
  * as '?'), one row per replica (node, rack, role, up, present, tombstone,
  * siblings, vclock, value size, digest; "-" in the columns of a replica
- * that did not answer), and the verdict: that all agree, or the groups of
- * replicas holding the same thing and those that did not answer.
+ * that did not answer; then, when nodes were asked for their hints, the
+ * hints held for it elsewhere), and the verdict: that all agree, or the
+ * groups of replicas holding the same thing and those that did not
+ * answer; and which nodes did not say what hints they hold.
  */
 int view_replicas_table(FILE *f, const uint8_t *key, size_t key_len, const struct view_replicas *v);
 
 /*
  * {"key": K, "agree": bool, "replicas": [every row, converted]}; K is a
- * string, or {"hex": ...} when the key is not UTF-8.  NULL when out of
- * memory.
+ * string, or {"hex": ...} when the key is not UTF-8.  When nodes were
+ * asked for their hints, each row has "hints" too, and the object
+ * "hints_nodes" and "hints_answered".  NULL when out of memory.
  */
 json_t *view_replicas_json(const uint8_t *key, size_t key_len, const struct view_replicas *v);
 

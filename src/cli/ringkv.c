@@ -54,7 +54,8 @@ static const struct cli_verb ringkv_verbs[] = {
      "[--json] ID   remove a member the node sees down from the cluster (and its ring)"},
     {"replicas", cli_replicas,
      "[--hex] [--json] KEY   what each replica of a key holds now (present, tombstone, version "
-     "vector, value size and digest), asked through one node, and whether they agree"},
+     "vector, value size and digest), asked through one node, whether they agree, and the hints "
+     "other nodes hold for each"},
     {"hints", cli_hints,
      "[-H ...]... [--all] [--json]   each node's hint backlog per target; --all: every member "
      "the node knows, at its announced client address"},

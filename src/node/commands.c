@@ -36,6 +36,7 @@
 #include "metrics.h"
 #include "num.h"
 #include "preflist.h"
+#include "reaper.h"
 #include "server.h"
 #include "record.h"
 #include "reload.h"
@@ -2023,10 +2024,17 @@ static int ringkv_replicas(struct client *c, struct pending *p)
 
 /* --- RINGKV HINTS: this node's hint backlog per target ------------------------------ */
 
+/* Targets RINGKV HINTS KEY looks at, and hints of each, at most: a bound on one command's scans. */
+#define HINTS_KEY_TARGETS_MAX 64
+#define HINTS_KEY_SCAN_MAX 4096
+
 struct hints_rows {
     struct client *c;
     struct buf rows; /* the maps, encoded */
     size_t n;
+    /* RINGKV HINTS KEY: the targets with hints, collected first */
+    char (*ids)[RING_NAME_MAX + 1];
+    size_t n_ids;
 };
 
 /* One target's map: target, hints, up (whether the failure detector sees it up). */
@@ -2034,6 +2042,13 @@ static int hints_put_row(void *ctx, const char *target, uint64_t count)
 {
     struct hints_rows *h = ctx;
 
+    if (h->ids != NULL) {
+        if (h->n_ids >= HINTS_KEY_TARGETS_MAX) {
+            return 1;
+        }
+        snprintf(h->ids[h->n_ids++], RING_NAME_MAX + 1, "%s", target);
+        return 0;
+    }
     resp_put_map(&h->rows, 3, h->c->proto);
     resp_put_bulk_str(&h->rows, "target");
     resp_put_bulk_str(&h->rows, target);
@@ -2045,11 +2060,36 @@ static int hints_put_row(void *ctx, const char *target, uint64_t count)
     return 0;
 }
 
+/* RINGKV HINTS KEY: the rows of the targets holding hints of key, after a walk of the targets. */
+static int hints_of_key(struct hints_rows *h, const uint8_t *key, size_t len)
+{
+    char ids[HINTS_KEY_TARGETS_MAX][RING_NAME_MAX + 1];
+    int rc;
+
+    h->ids = ids;
+    rc = store_hint_targets(h->c->node->store, hints_put_row, h);
+    h->ids = NULL;
+    rc = rc == 1 ? 0 : rc; /* more targets than the bound: the first ones */
+    for (size_t i = 0; rc == 0 && i < h->n_ids; i++) {
+        uint64_t count = 0;
+        rc = reaper_hints_for_key(h->c->node->store, ids[i], key, len, HINTS_KEY_SCAN_MAX, &count);
+        rc = rc == RK_ETOOBIG ? 0 : rc; /* those among the first hints of the target */
+        if (rc == 0 && count > 0) {
+            rc = hints_put_row(h, ids[i], count);
+        }
+    }
+    return rc;
+}
+
 /*
  * RINGKV HINTS: a map {node: this node's id, targets: [{target, hints,
  * up}, ...]}, one map per node this node keeps hints for, in the store's
  * order (store_hint_targets(), one read transaction).  The node's id is in
  * the reply so that `ringkv hints`, asking several nodes, names each one.
+ * RINGKV HINTS KEY: the same, counting only the hints of that key, and
+ * only the targets holding one: a scan of each target's hints (the
+ * first HINTS_KEY_SCAN_MAX of each, of HINTS_KEY_TARGETS_MAX targets at
+ * most), for `ringkv replicas`.
  */
 static void ringkv_hints(struct client *c, struct pending *p)
 {
@@ -2058,7 +2098,13 @@ static void ringkv_hints(struct client *c, struct pending *p)
     int rc;
 
     buf_init(&h.rows, 0);
-    rc = store_hint_targets(c->node->store, hints_put_row, &h);
+    if (p->cmd->argc == 3) {
+        size_t len;
+        const uint8_t *key = arg(p, 2, &len);
+        rc = hints_of_key(&h, key, len);
+    } else {
+        rc = store_hint_targets(c->node->store, hints_put_row, &h);
+    }
     if (rc != 0) {
         client_error(p, "ERR cannot read the hints: %s", rk_strerror(rc));
     } else {
@@ -2085,7 +2131,7 @@ static const struct ringkv_verb ringkv_verbs[] = {
     {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, NULL, ringkv_remove},
     {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
     {"preflist", 2, 2, ringkv_preflist, NULL}, {"replicas", 2, 2, NULL, ringkv_replicas},
-    {"hints", 1, 1, ringkv_hints, NULL},
+    {"hints", 1, 2, ringkv_hints, NULL},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)

@@ -44,8 +44,12 @@
 
 /* Keys one batch checks at most. */
 #define REAPER_BATCH_MAX 32
-/* Hints of one replica looked at for a key at most; more count as held. */
-#define REAPER_HINT_SCAN_MAX 4096
+/*
+ * Hints of one replica looked at for a key at most (each decoded, on the
+ * loop): a replica with a longer backlog counts as holding a hint of every
+ * key, so its keys' tombstones wait until the backlog is delivered.
+ */
+#define REAPER_HINT_SCAN_MAX 256
 
 /* A tombstone to check: the key and its record as read, encoded (record.h). */
 struct reaper_key {

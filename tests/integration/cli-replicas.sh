@@ -5,14 +5,19 @@
 #   - a key written through n1: `replicas --json` through n2 shows its 3
 #     replicas, each up, answered and present with the same vclock and
 #     digest ("agree": true, exit 0), and the table says all 3 agree;
-#     `hints --all` asks all 3 nodes (exit 0), none holds a hint;
+#     `hints --all` asks all 3 nodes (exit 0), none holds a hint, and
+#     `replicas` shows 0 hints held elsewhere for each replica (3 nodes
+#     asked, 3 answered);
 #   - n3 stopped (SIGSTOP); once n1 and n2 see it down, the key written
 #     again through n1 (which coordinates: every node is a replica): the
 #     write is acknowledged by n1 and n2, `replicas` shows n3 up false and
 #     not answered (exit 3) and the others agreeing on the new digest, and
-#     `hints --json` on n1 shows a backlog for n3, which it sees down;
+#     `hints --json` on n1 shows a backlog for n3, which it sees down, and
+#     `replicas` shows that hint held elsewhere for n3 (column "hints",
+#     field `hints`; n3, down, not asked: 2 of 3 nodes answered);
 #   - n3 continued (SIGCONT): within HANDOFF_S the backlog on n1 is 0 and
-#     the 3 replicas agree again, on the new value.
+#     the 3 replicas agree again, on the new value, with 0 hints held
+#     elsewhere for any of them.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -65,6 +70,9 @@ it_expect_eq "hints --all: nodes that answered" \
     "$(json_get "sorted(n['node'] for n in j['nodes'] if n['answered'])" < "$IT_DIR/h1.json")" \
     "['n1', 'n2', 'n3']"
 it_expect_eq "hints --all: total" "$(json_get "j['hints']" < "$IT_DIR/h1.json")" 0
+it_expect_eq "replicas: hints held elsewhere, nodes asked and answered" \
+    "$(json_get "([r['hints'] for r in j['replicas']], j['hints_nodes'], j['hints_answered'])" < "$IT_DIR/r1.json")" \
+    "([0, 0, 0], 3, 3)"
 it_log "cr1 on its 3 replicas with digest $digest1; no hints anywhere"
 
 # 2. n3 stopped: not answered, and a backlog for it on the coordinator
@@ -86,6 +94,12 @@ digest2=$(json_get "[r['digest'] for r in j['replicas'] if r['node'] == 'n1'][0]
 it_expect_eq "agree with n3 stopped" "$(json_get "j['agree']" < "$IT_DIR/r2.json")" False
 on n1 replicas cr1 > "$IT_DIR/r2.txt"
 grep -q "^  n3: did not answer$" "$IT_DIR/r2.txt" || it_fail "the table does not say n3 did not answer: $(cat "$IT_DIR/r2.txt")"
+it_expect_eq "replicas with n3 stopped: hints held elsewhere for n1, n2, n3; nodes asked, answered" \
+    "$(json_get "([sum(r['hints'] for r in j['replicas'] if r['node'] == n) for n in ('n1', 'n2', 'n3')], j['hints_nodes'], j['hints_answered'])" < "$IT_DIR/r2.json")" \
+    "([0, 0, 1], 3, 2)"
+grep -Eq "^n3 .* 1$" "$IT_DIR/r2.txt" || it_fail "the table's row of n3 does not end with its 1 hint: $(cat "$IT_DIR/r2.txt")"
+grep -q "^hints: 2 of 3 nodes answered" "$IT_DIR/r2.txt" ||
+    it_fail "the table does not say 2 of 3 nodes answered for hints: $(cat "$IT_DIR/r2.txt")"
 on n1 hints --json > "$IT_DIR/h2.json"
 rc=$?
 it_expect_eq "hints exit code on n1" "$rc" 0
@@ -112,4 +126,7 @@ IT_WAIT=$HANDOFF_S it_wait agree || it_fail "the replicas do not agree after the
 on n2 replicas --json cr1 > "$IT_DIR/r3.json" || it_fail "replicas exit $? after SIGCONT"
 it_expect_eq "digests after the handoff" \
     "$(json_get "sorted(set(r['digest'] for r in j['replicas']))" < "$IT_DIR/r3.json")" "['$digest2']"
+it_expect_eq "hints held elsewhere after the handoff" \
+    "$(json_get "[r['hints'] for r in j['replicas']]" < "$IT_DIR/r3.json")" \
+    "[0, 0, 0]"
 it_pass "replicas and hints show a stopped replica, its backlog, and the handoff"

@@ -829,6 +829,51 @@ START_TEST(test_replicas_differ)
 }
 END_TEST
 
+/* Hints held elsewhere: a column and a JSON field once nodes were asked, and who did not answer. */
+START_TEST(test_replicas_hints)
+{
+    static const char want[] =
+        "key k: 2 replicas\n"
+        "\n"
+        "node  rack  role     up    present    tombstone  siblings  vclock  size  digest  hints\n"
+        "n1    r1    primary  up    no         no                0  -          -  -           0\n"
+        "n2    r2    replica  down  no answer  -                 -  -          -  -          12\n"
+        "\n"
+        "replicas differ:\n"
+        "  n1: no copy\n"
+        "  n2: did not answer\n"
+        "hints: 1 of 2 nodes answered; the counts are of those\n";
+    struct resp_reply *r;
+    struct view_replicas v;
+    struct capture c;
+    char err[256], *got, *text;
+    json_t *j;
+
+    as_resp2 = false;
+    r = t_array(2, replica("n1", "r1", "primary", 1, 1, 0, 0, 0, "", 0, ""),
+                replica("n2", "r2", "replica", 0, 0, 0, 0, 0, "", 0, ""));
+    ck_assert_int_eq(view_replicas_parse(&v, r, err, sizeof(err)), 0);
+    v.hints_nodes = 2;
+    v.hints_answered = 1;
+    v.r[1].hints = 12;
+    capture_start(&c);
+    ck_assert_int_eq(view_replicas_table(c.f, (const uint8_t *)"k", 1, &v), 0);
+    got = capture_end(&c);
+    ck_assert_str_eq(got, want);
+    free(got);
+    j = view_replicas_json((const uint8_t *)"k", 1, &v);
+    ck_assert_ptr_nonnull(j);
+    text = json_dumps(j, JSON_COMPACT);
+    ck_assert_ptr_nonnull(strstr(text, "\"hints\":12"));
+    ck_assert_ptr_nonnull(strstr(text, "\"hints_nodes\":2"));
+    ck_assert_ptr_nonnull(strstr(text, "\"hints_answered\":1"));
+    free(text);
+    json_decref(j);
+    view_replicas_free(&v);
+    resp_reply_free(r);
+}
+END_TEST
+
 /* All answered and all hold nothing: they agree; no replicas at all: said so. */
 START_TEST(test_replicas_none)
 {
@@ -1019,6 +1064,7 @@ static Suite *cli_view_suite(void)
         {"replicas_agree", test_replicas_agree},
         {"replicas_differ", test_replicas_differ},
         {"replicas_none", test_replicas_none},
+        {"replicas_hints", test_replicas_hints},
         {"replicas_json", test_replicas_json},
         {"replicas_refused", test_replicas_refused},
         {"hints_table", test_hints_table},
