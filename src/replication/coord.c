@@ -82,7 +82,8 @@ struct coord {
     struct coord_hooks hooks;
     struct coord_stats stats;
     struct coord_req *reqs;
-    uint64_t deliveries; /* hints on their way */
+    struct coord_cond *conds; /* conditional writes alive, for coord_destroy() */
+    uint64_t deliveries;      /* hints on their way */
 };
 
 int coord_create(struct coord **out, struct kv *kv, struct store *store,
@@ -102,6 +103,7 @@ int coord_create(struct coord **out, struct kv *kv, struct store *store,
 }
 
 static void req_free(struct coord_req *q);
+static void cond_free(struct coord_cond *cc);
 
 void coord_destroy(struct coord *co)
 {
@@ -110,6 +112,9 @@ void coord_destroy(struct coord *co)
     }
     while (co->reqs != NULL) {
         req_free(co->reqs);
+    }
+    while (co->conds != NULL) {
+        cond_free(co->conds); /* their requests are gone: nothing refers to them any more */
     }
     free(co);
 }
@@ -964,17 +969,33 @@ bool coord_get(struct coord *co, struct kv_read *r)
  */
 struct coord_cond {
     struct coord *co;
-    struct kv_write *w;    /* the client's conditional write */
-    struct kv_read rd;     /* the quorum read it is decided on */
-    struct kv_write wr;    /* the write it makes, with the read's context */
-    struct vclock context; /* the merged record's context */
-    uint8_t *old;          /* want_old: the value read, malloc'd; NULL when none */
+    struct coord_cond *prev, *next; /* co->conds */
+    struct kv_write *w;             /* the client's conditional write */
+    struct kv_read rd;              /* the quorum read it is decided on */
+    struct kv_write wr;             /* the write it makes, with the read's context */
+    struct vclock context;          /* the merged record's context */
+    uint8_t *old;                   /* want_old: the value read, malloc'd; NULL when none */
     size_t old_len;
     unsigned tries; /* reads made */
 };
 
 /* Reads one conditional write makes at most (a first one, then after each stale context). */
 #define COORD_COND_TRIES 3
+
+static void cond_free(struct coord_cond *cc)
+{
+    if (cc->prev != NULL) {
+        cc->prev->next = cc->next;
+    } else {
+        cc->co->conds = cc->next;
+    }
+    if (cc->next != NULL) {
+        cc->next->prev = cc->prev;
+    }
+    free(cc->old);
+    vclock_deinit(&cc->context);
+    free(cc);
+}
 
 /* Give the client its result, hand over the old value on success, and free cc. */
 static void cond_end(struct coord_cond *cc, int rc, unsigned answered, unsigned needed)
@@ -991,9 +1012,7 @@ static void cond_end(struct coord_cond *cc, int rc, unsigned answered, unsigned 
     } else {
         w->skipped = w->conflict = false;
     }
-    free(cc->old);
-    vclock_deinit(&cc->context);
-    free(cc);
+    cond_free(cc);
     w->done(w, w->ctx);
 }
 
@@ -1099,6 +1118,11 @@ static bool cond_begin(struct coord *co, struct kv_write *w)
     cc->co = co;
     cc->w = w;
     vclock_init(&cc->context);
+    cc->next = co->conds;
+    if (co->conds != NULL) {
+        co->conds->prev = cc;
+    }
+    co->conds = cc;
     cond_read(cc);
     return true;
 }
