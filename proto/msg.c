@@ -935,6 +935,19 @@ int msg_peek_type(const uint8_t *in, size_t len, uint64_t *type)
     return mp_read_uint(&r, type) != 0 ? RK_ESYNTAX : 0;
 }
 
+int msg_frame_next(const uint8_t *in, size_t len, size_t *used)
+{
+    struct mp_reader r;
+
+    *used = 0;
+    mp_reader_init(&r, in, len);
+    if (mp_skip(&r, 2 * MSG_SKIP_DEPTH) != 0) {
+        return r.err == RK_ETOOBIG ? RK_ETOOBIG : RK_ESYNTAX;
+    }
+    *used = r.pos;
+    return 0;
+}
+
 int msg_decode(const uint8_t *in, size_t len, struct msg *out)
 {
     const struct msg_kind *k;

@@ -53,10 +53,14 @@ enum msg_type {
  * release (IDENT .. GOSSIP_ACK2); a peer whose IDENT has no `proto` field
  * speaks version 1.  2: IDENT carries `proto` and the cluster settings,
  * and a receiver drops a message of an unknown type instead of the
- * connection.  It goes up by one with each release that adds types.
+ * connection.  3: a sealed frame to a peer of version 3 may carry several
+ * messages one after another.  It goes up by one with each release that
+ * adds types or changes what a frame holds.
  */
-#define MSG_PROTO_VERSION 2
+#define MSG_PROTO_VERSION 3
 #define MSG_PROTO_V1 1
+/* Message set 3: one sealed frame may carry several messages (msg_frame_next()). */
+#define MSG_PROTO_V3 3
 
 /* Longest conflicts mode a cluster settings announcement names ("siblings"). */
 #define MSG_CONFLICTS_MAX 16
@@ -264,6 +268,17 @@ int msg_decode(const uint8_t *in, size_t len, struct msg *out);
  * the bytes do not start with an array head and a uint.
  */
 int msg_peek_type(const uint8_t *in, size_t len, uint64_t *type);
+
+/*
+ * The length of the first message of a frame's plaintext in[0..len), one
+ * whole msgpack value (nested at most twice MSG_SKIP_DEPTH deep), into
+ * *used, without decoding it: a frame from a peer of message set 3 holds
+ * several messages back to back, and each, known type or not, is handed
+ * to msg_decode() on its own bytes.  RK_ESYNTAX when in does not start
+ * with a whole value (empty, cut short), RK_ETOOBIG when it nests deeper
+ * or declares more than the reader allows; *used is 0 then.
+ */
+int msg_frame_next(const uint8_t *in, size_t len, size_t *used);
 
 /*
  * Whether a peer of message-set version proto knows type: the type exists

@@ -350,12 +350,12 @@ static const struct {
     {MSG_PONG, check_on_pong},
 };
 
-static int check_message(struct check *k)
+/* One message of a frame, in[0..len). */
+static int check_message_one(struct check *k, const uint8_t *in, size_t len)
 {
     struct msg m;
-    int rc = msg_decode(buf_data(&k->msg), k->msg.len, &m);
+    int rc = msg_decode(in, len, &m);
 
-    buf_clear(&k->msg);
     if (rc == RK_ENOTFOUND) {
         return 0; /* a message type newer than this ringkv */
     }
@@ -371,6 +371,27 @@ static int check_message(struct check *k)
     }
     msg_free(&m); /* gossip messages hold allocations */
     return 0;
+}
+
+/* Every message of the frame in k->msg: one, or several from a node of message set 3. */
+static int check_message(struct check *k)
+{
+    const uint8_t *in = buf_data(&k->msg);
+    size_t at = 0, used = 0;
+    int rc = 0;
+
+    while (rc == 0 && at < k->msg.len) {
+        rc = msg_frame_next(in + at, k->msg.len - at, &used);
+        if (rc != 0) {
+            snprintf(k->err, sizeof(k->err), "%s sent a frame this ringkv cannot read: %s",
+                     k->d.addr, rk_strerror(rc));
+            break;
+        }
+        rc = check_message_one(k, in + at, used);
+        at += used;
+    }
+    buf_clear(&k->msg);
+    return rc;
 }
 
 /* Send IDENT and PING; read until the node's IDENT and PONG are in. */

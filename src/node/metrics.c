@@ -335,6 +335,8 @@ static void info_cluster(struct server *n, struct buf *out)
     }
     buf_printf(out, "ringkv_peer_messages_unknown:%llu\r\n",
                (unsigned long long)m->peer_messages_unknown);
+    buf_printf(out, "ringkv_peer_frames_shared:%llu\r\n",
+               (unsigned long long)m->peer_frames_shared);
     metrics_info_replication(n, out);
     metrics_info_tombstones(n, out);
     buf_printf(out, "\r\n");
@@ -508,6 +510,8 @@ static void prom_peers(struct server *n, struct buf *out)
     prom_counter(out, "ringkv_peer_messages_unknown_total",
                  "Peer messages of a type this node does not know, dropped.",
                  m->peer_messages_unknown);
+    prom_counter(out, "ringkv_peer_frames_shared_total",
+                 "Sealed peer frames that carried several messages.", m->peer_frames_shared);
     prom_counter(out, "ringkv_ring_changes_total", "Rings put in force after the first.",
                  m->ring_changes);
 }

@@ -98,6 +98,7 @@ struct metrics {
     uint64_t peer_rejected[METRICS_REJECT_REASONS];
     uint64_t peer_messages_in, peer_messages_out;
     uint64_t peer_messages_unknown; /* of a type this node does not know: dropped */
+    uint64_t peer_frames_shared;    /* sealed frames that carried several messages */
     uint64_t ring_changes; /* rings put in force since start (membership's ring listener) */
     /* flow control (lanes.h) */
     uint64_t peer_queue_full;     /* connections closed at peer-queue-max */

@@ -50,6 +50,7 @@ static void peer_free(struct peer *p)
     buf_free(&p->out);
     buf_free(&p->msg);
     buf_free(&p->queued);
+    buf_free(&p->pending);
     free(p);
 }
 
@@ -151,6 +152,7 @@ static struct peer *peer_new(struct server *n, int fd, bool outbound)
     buf_init(&p->out, 0);
     buf_init(&p->msg, 0);
     buf_init(&p->queued, n->cfg.frame_max);
+    buf_init(&p->pending, n->cfg.frame_max);
     lanes_init(&p->lanes, n->cfg.peer_queue_max, n->cfg.peer_bulk_window);
     ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
     ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
@@ -246,10 +248,63 @@ static bool peer_type_bulk(enum msg_type type)
     return type == MSG_BULK;
 }
 
-/* Bytes waiting to be written: sealed frames, and messages waiting for the handshake. */
+/* Bytes waiting to be written: sealed frames, and messages waiting for the handshake or their
+ * frame. */
 static size_t peer_queued(const struct peer *p)
 {
-    return p->out.len + p->queued.len;
+    return p->out.len + p->queued.len + p->pending.len;
+}
+
+/* The plaintext one frame may carry on p. */
+static size_t peer_plain_max(const struct peer *p)
+{
+    return p->node->cfg.frame_max - (PEER_SEAL_OVERHEAD - FRAME_HEADER_BYTES);
+}
+
+/*
+ * Seal the messages waiting for a shared frame as one frame.  The
+ * messages of one loop pass to a peer of message set 3 share a frame
+ * (PROTOCOL.md 4.1): one AEAD seal, one header, instead of one each.
+ */
+static int peer_seal_pending(struct peer *p)
+{
+    int rc;
+
+    if (p->pending.len == 0) {
+        return 0;
+    }
+    rc = channel_seal(&p->ch, buf_data(&p->pending), p->pending.len, &p->out);
+    if (rc == 0) {
+        p->node->metrics.peer_messages_out += p->pending_n;
+        p->node->metrics.peer_frames_shared += p->pending_n > 1;
+    }
+    buf_clear(&p->pending);
+    p->pending_n = 0;
+    return rc;
+}
+
+/*
+ * Seal plain (one encoded message) for p: into the pending shared frame
+ * when p reads several messages a frame and it fits there, else on its
+ * own, after what is pending (order is kept).
+ */
+static int peer_seal_message(struct peer *p, const struct buf *plain)
+{
+    int rc;
+
+    if (p->identified && p->remote.proto >= MSG_PROTO_V3 && plain->len <= peer_plain_max(p)) {
+        if (p->pending.len + plain->len > peer_plain_max(p)) {
+            rc = peer_seal_pending(p);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        rc = buf_append(&p->pending, buf_data(plain), plain->len);
+        p->pending_n += rc == 0;
+        return rc;
+    }
+    rc = peer_seal_pending(p);
+    return rc ? rc : peer_seal(p, buf_data(plain), plain->len);
 }
 
 /* Whether a waiting bulk producer may go on now. */
@@ -297,7 +352,7 @@ int peer_send(struct peer *p, const struct msg *m)
         return RK_ETOOBIG;
     }
     if (rc == 0 && channel_is_open(&p->ch)) {
-        rc = peer_seal(p, buf_data(&plain), plain.len);
+        rc = peer_seal_message(p, &plain);
     } else if (rc == 0) {
         bytes_put_be32(head, (uint32_t)plain.len);
         rc = buf_append(&p->queued, head, sizeof(head));
@@ -309,7 +364,13 @@ int peer_send(struct peer *p, const struct msg *m)
         return rc;
     }
     lanes_queued(&p->lanes, peer_queued(p));
-    peer_flush(p);
+    /*
+     * The bytes leave when the socket is next writable, from the loop:
+     * every message this loop pass sends to p (a coordinator's replica
+     * writes for a pipeline of client commands) shares one send(), and
+     * the caller never sees p closed by a failed write under it.
+     */
+    ev_io_start(p->node->loop, &p->wio);
     return 0;
 }
 
@@ -529,7 +590,7 @@ static int peer_bulk_seal(struct peer *p, const struct buf *plain)
 {
     int rc;
 
-    if (plain->len > p->node->cfg.frame_max - (PEER_SEAL_OVERHEAD - FRAME_HEADER_BYTES)) {
+    if (plain->len > peer_plain_max(p)) {
         return RK_ETOOBIG;
     }
     switch (lanes_bulk_check(&p->lanes, peer_queued(p), plain->len)) {
@@ -541,7 +602,8 @@ static int peer_bulk_seal(struct peer *p, const struct buf *plain)
     case LANES_BULK_SEND:
         break;
     }
-    rc = peer_seal(p, buf_data(plain), plain->len);
+    rc = peer_seal_pending(p);
+    rc = rc ? rc : peer_seal(p, buf_data(plain), plain->len);
     if (rc != 0) {
         peer_close(p, "send_failed");
         return rc;
@@ -632,38 +694,37 @@ static const struct peer_handler peer_handlers[] = {
  * newer node's type.  Counted and dropped; the connection stays, since
  * the sender is a member speaking a later message set.
  */
-static void peer_unknown_type(struct peer *p)
+static void peer_unknown_type(struct peer *p, const uint8_t *in, size_t len)
 {
     uint64_t type = 0;
 
-    (void)msg_peek_type(buf_data(&p->msg), p->msg.len, &type);
+    (void)msg_peek_type(in, len, &type);
     p->node->metrics.peer_messages_in++;
     p->node->metrics.peer_messages_unknown++;
     LOG(LOG_DEBUG, "peer_unknown_type", "peer=%s remote_id=%s type=%llu proto=%u", p->addr,
         p->remote.id, (unsigned long long)type, p->remote.proto);
 }
 
-static void peer_message(struct peer *p)
+/* Decode and handle one message, in[0..len); false when p was rejected for it. */
+static bool peer_message_one(struct peer *p, const uint8_t *in, size_t len)
 {
     struct msg m;
-    int rc = msg_decode(buf_data(&p->msg), p->msg.len, &m);
+    int rc = msg_decode(in, len, &m);
 
     if (rc == RK_ENOTFOUND && p->identified) {
-        peer_unknown_type(p);
-        buf_clear(&p->msg);
-        return;
+        peer_unknown_type(p, in, len);
+        return true;
     }
-    p->msg_len = p->msg.len;
-    buf_clear(&p->msg);
+    p->msg_len = len;
     if (rc != 0) {
         peer_reject(p, METRICS_REJECT_SYNTAX, rc);
-        return;
+        return false;
     }
     p->node->metrics.peer_messages_in++;
     if (!p->identified && m.type != MSG_IDENT) {
         msg_free(&m);
         peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX);
-        return;
+        return false;
     }
     if (!peer_type_bulk(m.type)) {
         lanes_control_in(&p->lanes, clock_mono_ms());
@@ -675,6 +736,38 @@ static void peer_message(struct peer *p)
         }
     }
     msg_free(&m);
+    return true;
+}
+
+/*
+ * The plaintext of one frame: one message, or from a peer of message set 3
+ * several back to back (PROTOCOL.md 5), each handled in order until p is
+ * closed.  The plaintext stays in p->msg until the last is handled, since
+ * decoded messages may point into it; it is cleared after.
+ */
+static void peer_message(struct peer *p)
+{
+    const uint8_t *in = buf_data(&p->msg);
+    size_t len = p->msg.len, at = 0;
+
+    if (len == 0) {
+        peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX); /* a frame holds at least one message */
+    }
+    while (!p->dead && at < len) {
+        size_t used = len - at;
+        if (p->identified && p->remote.proto >= MSG_PROTO_V3) {
+            int rc = msg_frame_next(in + at, len - at, &used);
+            if (rc != 0) {
+                peer_reject(p, METRICS_REJECT_SYNTAX, rc);
+                break;
+            }
+        }
+        if (!peer_message_one(p, in + at, used)) {
+            break;
+        }
+        at += used;
+    }
+    buf_clear(&p->msg);
 }
 
 /* --- I/O --------------------------------------------------------------------------- */
@@ -773,6 +866,10 @@ static void peer_flush(struct peer *p)
 {
     size_t sent;
 
+    if (peer_seal_pending(p) != 0) {
+        peer_close(p, "send_failed");
+        return;
+    }
     if (!p->connecting && net_send_buf(p->fd, &p->out, &sent) != 0) {
         peer_close(p, "write_error");
         return;

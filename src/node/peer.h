@@ -82,6 +82,8 @@ struct peer {
     char addr[NET_ADDR_TEXT];
     char target[MSG_ADDR_MAX]; /* outbound: the address we connected to */
     struct buf queued;         /* messages sent before the channel opened, length-prefixed */
+    struct buf pending;        /* messages for one shared frame, not sealed yet (peer.c) */
+    size_t pending_n;          /* how many messages pending holds */
     struct lanes lanes;        /* the queue bound and the bulk credit (lanes.h) */
     size_t msg_len;            /* plaintext bytes of the message being handled */
     peer_bulk_fn bulk_ready;   /* the bulk producer waiting for room; NULL when none */

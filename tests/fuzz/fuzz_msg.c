@@ -2,8 +2,9 @@
  * fuzz_msg.c - fuzz target for msg_decode(), which reads every message a
  * peer sends once its frame has opened, for msg_members_decode(), which
  * reads the member list a data directory keeps, for
- * msg_status_view_decode(), which reads a STATUS answer's body, and for
- * the msgpack reader under them.
+ * msg_status_view_decode(), which reads a STATUS answer's body, for
+ * msg_frame_next(), which splits a shared frame of message set 3 into its
+ * messages, and for the msgpack reader under them.
  *
  * Beyond "no crash", it checks that decoding and encoding agree: whatever
  * decodes must encode (the encoder validates what the decoder validates,
@@ -209,6 +210,23 @@ static void fuzz_status_view(const uint8_t *data, size_t size)
     buf_free(&twice);
 }
 
+/*
+ * The input as a shared frame: split it as a node of message set 3 does,
+ * each piece within what is left and never empty, each decoded on its own.
+ */
+static void fuzz_frame(const uint8_t *data, size_t size)
+{
+    size_t at = 0, used = 0;
+
+    while (at < size && msg_frame_next(data + at, size - at, &used) == 0) {
+        if (used == 0 || used > size - at) {
+            abort();
+        }
+        fuzz_message(data + at, used);
+        at += used;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct mp_reader r;
@@ -219,6 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     fuzz_message(data, size);
+    fuzz_frame(data, size);
     fuzz_members(data, size);
     fuzz_status_view(data, size);
     return 0;

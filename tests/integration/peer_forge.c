@@ -12,6 +12,7 @@
  *
  * With --no-ident the first step (raw=) is the IDENT.  Steps:
  *   req=ID,OP        a REQUEST with a nil body
+ *   reqs=N,OP        N REQUESTs with nil bodies, ids 1..N, sent with one send()
  *   resp=ID,RESULT   a RESPONSE with a nil body
  *   raw=HEX          one message given as its msgpack bytes
  *   ping             a PING, then read until its PONG ("pong")
@@ -22,6 +23,10 @@
  *   answer=MS,N      for MS ms answer every REQUEST with result 0 and a
  *                    STATUS view, N times each (N 0: read and ignore them)
  *   sleep=MS         wait without reading
+ * With FORGE_FRAMES in the environment, each frame read prints "frame
+ * messages=K" before its messages.  A frame's messages are split as a node
+ * of the announced message set (--proto) splits them: one a frame below
+ * set 3, so a shared frame sent to an older peer shows as undecodable.
  * A closed connection prints "closed" and ends the run (exit 0); any other
  * failure exits 1 with one line on stderr.  Every step is bounded in time.
  */
@@ -125,6 +130,27 @@ static int forge_raw(struct forge *f, const char *hex)
     return rc ? rc : forge_flush(f);
 }
 
+/* reqs=N,OP: N REQUESTs sealed, then one send() for all. */
+static int forge_requests(struct forge *f, const char *arg)
+{
+    struct buf plain;
+    unsigned long n = 0, code = 0;
+    int rc = 0;
+
+    if (sscanf(arg, "%lu,%lu", &n, &code) != 2 || n == 0 || n > 4096) {
+        return RK_EINVAL;
+    }
+    buf_init(&plain, 0);
+    for (unsigned long i = 1; i <= n && rc == 0; i++) {
+        struct msg m = {.type = MSG_REQUEST, .u.request = {.id = i, .code = (uint32_t)code}};
+        buf_clear(&plain);
+        rc = msg_encode(&m, &plain);
+        rc = rc ? rc : channel_seal(&f->ch, buf_data(&plain), plain.len, &f->out);
+    }
+    buf_free(&plain);
+    return rc ? rc : forge_flush(f);
+}
+
 static int forge_request(struct forge *f, enum msg_type type, const char *arg)
 {
     struct msg m = {.type = type};
@@ -179,6 +205,56 @@ static int forge_print(struct forge *f, const struct msg *m, int copies)
     return rc;
 }
 
+/* forge_frame()'s answer when reading goes on. */
+#define FORGE_READ_ON 1
+
+/*
+ * The messages of the frame in f->msg (several from a node of message set
+ * 3), as forge_read() takes them: FORGE_READ_ON, or what forge_read()
+ * returns (0 at the PONG, or an error).
+ */
+static int forge_frame(struct forge *f, int copies, bool want_pong)
+{
+    const uint8_t *in = buf_data(&f->msg);
+    size_t at = 0, used = f->msg.len, n = 0;
+    bool several = f->ident.proto >= MSG_PROTO_V3;
+    int rc = FORGE_READ_ON;
+
+    for (size_t k = 0;
+         several && k < f->msg.len && msg_frame_next(in + k, f->msg.len - k, &used) == 0;
+         k += used) {
+        n++;
+    }
+    if (getenv("FORGE_FRAMES") != NULL) {
+        printf("frame messages=%zu\n", several ? n : 1);
+    }
+    while (rc == FORGE_READ_ON && at < f->msg.len) {
+        struct msg m;
+        int drc = several ? msg_frame_next(in + at, f->msg.len - at, &used) : 0;
+        drc = drc ? drc : msg_decode(in + at, used, &m);
+        at = drc == 0 ? at + used : f->msg.len;
+        if (drc != 0) {
+            printf("undecodable %s\n", rk_strerror(drc));
+            continue;
+        }
+        if (m.type == MSG_PONG && !want_pong) {
+            msg_free(&m);
+            continue;
+        }
+        bool pong = m.type == MSG_PONG && m.u.ping.seq == FORGE_PING_SEQ;
+        int prc = want_pong ? 0 : forge_print(f, &m, copies);
+        msg_free(&m);
+        if (prc != 0 || pong) {
+            if (pong) {
+                printf("pong\n");
+            }
+            rc = prc;
+        }
+    }
+    buf_clear(&f->msg);
+    return rc;
+}
+
 /*
  * Read for ms; answer requests (copies >= 0); stop at the PONG when
  * want_pong.  Otherwise a PING every FORGE_BEAT_MS keeps the node's
@@ -189,7 +265,7 @@ static int forge_read(struct forge *f, long ms, int copies, bool want_pong)
     uint64_t deadline = clock_mono_us() + (uint64_t)ms * 1000u, beat = clock_mono_us();
 
     for (;;) {
-        struct msg m, ping = {.type = MSG_PING, .u.ping = {FORGE_PING_SEQ + 1, 0}};
+        struct msg ping = {.type = MSG_PING, .u.ping = {FORGE_PING_SEQ + 1, 0}};
         uint64_t now = clock_mono_us();
         int rc = 0;
         if (!want_pong && now >= beat) {
@@ -206,24 +282,8 @@ static int forge_read(struct forge *f, long ms, int copies, bool want_pong)
         if (rc != CHANNEL_MESSAGE) {
             continue;
         }
-        rc = msg_decode(buf_data(&f->msg), f->msg.len, &m);
-        if (rc == 0 && m.type == MSG_PONG && !want_pong) {
-            msg_free(&m);
-            buf_clear(&f->msg);
-            continue;
-        }
-        buf_clear(&f->msg);
-        if (rc != 0) {
-            printf("undecodable %s\n", rk_strerror(rc));
-            continue;
-        }
-        bool pong = m.type == MSG_PONG && m.u.ping.seq == FORGE_PING_SEQ;
-        rc = want_pong ? 0 : forge_print(f, &m, copies);
-        msg_free(&m);
-        if (rc != 0 || pong) {
-            if (pong) {
-                printf("pong\n");
-            }
+        rc = forge_frame(f, copies, want_pong);
+        if (rc != FORGE_READ_ON) {
             return rc;
         }
     }
@@ -242,7 +302,9 @@ static int forge_step(struct forge *f, const char *step)
     if (ms < 0 || ms > FORGE_STEP_MAX_MS) {
         return RK_EINVAL;
     }
-    if (strncmp(step, "req=", 4) == 0) {
+    if (strncmp(step, "reqs=", 5) == 0) {
+        return forge_requests(f, arg);
+    } else if (strncmp(step, "req=", 4) == 0) {
         return forge_request(f, MSG_REQUEST, arg);
     } else if (strncmp(step, "resp=", 5) == 0) {
         return forge_request(f, MSG_RESPONSE, arg);

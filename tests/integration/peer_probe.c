@@ -142,12 +142,20 @@ static int probe_wait_pong(struct probe *p)
         if (rc != CHANNEL_MESSAGE) {
             continue;
         }
-        rc = msg_decode(buf_data(&p->msg), p->msg.len, &m);
-        buf_clear(&p->msg);
-        pong = rc == 0 && m.type == MSG_PONG && m.u.ping.seq == PROBE_PING_SEQ;
-        if (rc == 0) {
-            msg_free(&m);
+        /* the node's frames may hold several messages (message set 3) */
+        pong = false;
+        for (size_t at = 0, used = 0; at < p->msg.len && !pong; at += used) {
+            const uint8_t *in = buf_data(&p->msg) + at;
+            if (msg_frame_next(in, p->msg.len - at, &used) != 0) {
+                break;
+            }
+            rc = msg_decode(in, used, &m);
+            pong = rc == 0 && m.type == MSG_PONG && m.u.ping.seq == PROBE_PING_SEQ;
+            if (rc == 0) {
+                msg_free(&m);
+            }
         }
+        buf_clear(&p->msg);
         if (pong) {
             return 0;
         }

@@ -938,6 +938,43 @@ START_TEST(test_type_known)
 }
 END_TEST
 
+/* A shared frame (message set 3): PING, an unknown type 200, PONG, split whole. */
+START_TEST(test_frame_next)
+{
+    struct bytes b;
+    size_t used = 99, at = 0, lens[3], n = 0;
+    struct msg m;
+
+    unhex(&b, "93 02 01 02  92 cc c8 91 a1 78  93 03 01 02");
+    while (at < b.len) {
+        ck_assert_int_eq(msg_frame_next(b.p + at, b.len - at, &used), 0);
+        lens[n++] = used;
+        at += used;
+    }
+    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(lens[0], 4);
+    ck_assert_uint_eq(lens[1], 6);
+    ck_assert_uint_eq(lens[2], 4);
+    ck_assert_int_eq(msg_decode(b.p, lens[0], &m), 0);
+    ck_assert_int_eq(m.type, MSG_PING);
+    ck_assert_int_eq(msg_decode(b.p + 4, lens[1], &m), RK_ENOTFOUND);
+    ck_assert_int_eq(msg_decode(b.p + 10, lens[2], &m), 0);
+    ck_assert_int_eq(m.type, MSG_PONG);
+    /* the whole frame is not one message */
+    ck_assert_int_eq(msg_decode(b.p, b.len, &m), RK_ESYNTAX);
+    /* cut short or empty: RK_ESYNTAX; nested past twice the skip depth: RK_ETOOBIG */
+    ck_assert_int_eq(msg_frame_next(b.p, 3, &used), RK_ESYNTAX);
+    ck_assert_uint_eq(used, 0);
+    ck_assert_int_eq(msg_frame_next(b.p, 0, &used), RK_ESYNTAX);
+    unhex(&b, "91 91 91 91 91 91 91 91 91 91 91 91 91 91 91 91 91 c0");
+    ck_assert_int_eq(msg_frame_next(b.p, b.len, &used), RK_ETOOBIG);
+    ck_assert_uint_eq(used, 0);
+    unhex(&b, "91 91 91 91 91 91 91 91 91 91 91 91 91 91 91 91 c0");
+    ck_assert_int_eq(msg_frame_next(b.p, b.len, &used), 0);
+    ck_assert_uint_eq(used, b.len);
+}
+END_TEST
+
 START_TEST(test_encode_invalid_refused)
 {
     struct msg m = ident_example();
@@ -2152,6 +2189,7 @@ static Suite *msg_suite(void)
         {"ident_without_instance", test_ident_without_instance},
         {"fields_max", test_fields_max},
         {"unknown_type", test_unknown_type},
+        {"frame_next", test_frame_next},
         {"missing_fields", test_missing_fields},
         {"trailing_bytes_refused", test_trailing_bytes_refused},
         {"every_truncation_refused", test_every_truncation_refused},
