@@ -152,7 +152,7 @@ static struct peer *peer_new(struct server *n, int fd, bool outbound)
     buf_init(&p->out, 0);
     buf_init(&p->msg, 0);
     buf_init(&p->queued, n->cfg.frame_max);
-    buf_init(&p->pending, n->cfg.frame_max);
+    buf_init(&p->pending, n->cfg.frame_max - (PEER_SEAL_OVERHEAD - FRAME_HEADER_BYTES));
     lanes_init(&p->lanes, n->cfg.peer_queue_max, n->cfg.peer_bulk_window);
     ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
     ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
@@ -283,28 +283,10 @@ static int peer_seal_pending(struct peer *p)
     return rc;
 }
 
-/*
- * Seal plain (one encoded message) for p: into the pending shared frame
- * when p reads several messages a frame and it fits there, else on its
- * own, after what is pending (order is kept).
- */
-static int peer_seal_message(struct peer *p, const struct buf *plain)
+/* Whether messages to p share frames: its IDENT announced message set 3 or later. */
+static bool peer_shares_frames(const struct peer *p)
 {
-    int rc;
-
-    if (p->identified && p->remote.proto >= MSG_PROTO_V3 && plain->len <= peer_plain_max(p)) {
-        if (p->pending.len + plain->len > peer_plain_max(p)) {
-            rc = peer_seal_pending(p);
-            if (rc != 0) {
-                return rc;
-            }
-        }
-        rc = buf_append(&p->pending, buf_data(plain), plain->len);
-        p->pending_n += rc == 0;
-        return rc;
-    }
-    rc = peer_seal_pending(p);
-    return rc ? rc : peer_seal(p, buf_data(plain), plain->len);
+    return p->identified && p->remote.proto >= MSG_PROTO_V3 && channel_is_open(&p->ch);
 }
 
 /* Whether a waiting bulk producer may go on now. */
@@ -318,15 +300,42 @@ static bool peer_bulk_pending(const struct peer *p)
  * peer-queue-max; when it does not, say so once with the figures (the
  * caller closes the connection: lanes.h says why).
  */
-static bool peer_queue_fits(struct peer *p, size_t len)
+static bool peer_queue_fits(struct peer *p, size_t queued, size_t len)
 {
-    if (lanes_control_fits(&p->lanes, peer_queued(p), len + PEER_SEAL_OVERHEAD)) {
+    if (lanes_control_fits(&p->lanes, queued, len + PEER_SEAL_OVERHEAD)) {
         return true;
     }
     p->node->metrics.peer_queue_full++;
     LOG(LOG_WARN, "peer_queue_full", "peer=%s remote_id=%s queued=%zu message=%zu max=%zu", p->addr,
-        p->identified ? p->remote.id : "-", peer_queued(p), len, p->lanes.queue_max);
+        p->identified ? p->remote.id : "-", queued, len, p->lanes.queue_max);
     return false;
+}
+
+/*
+ * Encode m straight into the frame being filled for p (a peer that reads
+ * several messages a frame), sealing that frame first when m does not fit
+ * in what is left of it.  RK_ETOOBIG for a message over one frame or over
+ * peer-queue-max (the caller closes p).
+ */
+static int peer_send_shared(struct peer *p, const struct msg *m)
+{
+    size_t at = p->pending.len;
+    int rc = msg_encode(m, &p->pending);
+
+    if (rc == RK_ETOOBIG && at > 0) {
+        rc = peer_seal_pending(p);
+        at = 0;
+        rc = rc ? rc : msg_encode(m, &p->pending);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (!peer_queue_fits(p, peer_queued(p) - (p->pending.len - at), p->pending.len - at)) {
+        p->pending.len = at; /* msg_encode() appended it: take it back */
+        return RK_ETOOBIG;
+    }
+    p->pending_n++;
+    return 0;
 }
 
 int peer_send(struct peer *p, const struct msg *m)
@@ -344,24 +353,33 @@ int peer_send(struct peer *p, const struct msg *m)
     if (peer_type_bulk(m->type)) {
         return RK_EINVAL;
     }
-    buf_init(&plain, 0);
-    rc = msg_encode(m, &plain);
-    if (rc == 0 && !peer_queue_fits(p, plain.len)) {
+    if (peer_shares_frames(p)) {
+        rc = peer_send_shared(p, m);
+        if (rc != 0) {
+            peer_close(p, rc == RK_ETOOBIG ? "queue_full" : "send_failed");
+            return rc;
+        }
+    } else {
+        buf_init(&plain, 0);
+        rc = msg_encode(m, &plain);
+        if (rc == 0 && !peer_queue_fits(p, peer_queued(p), plain.len)) {
+            buf_free(&plain);
+            peer_close(p, "queue_full");
+            return RK_ETOOBIG;
+        }
+        if (rc == 0 && channel_is_open(&p->ch)) {
+            rc = peer_seal_pending(p);
+            rc = rc ? rc : peer_seal(p, buf_data(&plain), plain.len);
+        } else if (rc == 0) {
+            bytes_put_be32(head, (uint32_t)plain.len);
+            rc = buf_append(&p->queued, head, sizeof(head));
+            rc = rc ? rc : buf_append(&p->queued, buf_data(&plain), plain.len);
+        }
         buf_free(&plain);
-        peer_close(p, "queue_full");
-        return RK_ETOOBIG;
-    }
-    if (rc == 0 && channel_is_open(&p->ch)) {
-        rc = peer_seal_message(p, &plain);
-    } else if (rc == 0) {
-        bytes_put_be32(head, (uint32_t)plain.len);
-        rc = buf_append(&p->queued, head, sizeof(head));
-        rc = rc ? rc : buf_append(&p->queued, buf_data(&plain), plain.len);
-    }
-    buf_free(&plain);
-    if (rc != 0) {
-        peer_close(p, "send_failed");
-        return rc;
+        if (rc != 0) {
+            peer_close(p, "send_failed");
+            return rc;
+        }
     }
     lanes_queued(&p->lanes, peer_queued(p));
     /*
