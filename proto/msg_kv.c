@@ -19,6 +19,9 @@
 #define MSG_REPLICA_READ_FIELDS 1
 #define MSG_FORWARD_FIELDS 6
 #define MSG_KV_ANSWER_FIELDS 5
+/* Fields a part adds: `from` and `digest` to a read, `first`, `next`, `digest` to an answer. */
+#define MSG_KV_ASK_PART_FIELDS 2
+#define MSG_KV_ANSWER_PART_FIELDS 3
 
 /* --- statuses ---------------------------------------------------------------- */
 
@@ -125,6 +128,21 @@ static bool msg_kv_key_ok(const uint8_t *key, size_t len)
     return key != NULL && len <= MSG_KV_KEY_MAX;
 }
 
+/* A read's part fields: none without part; from within the siblings a record holds. */
+static bool msg_kv_ask_part_ok(bool part, uint32_t from, uint64_t digest)
+{
+    return part ? from < MSG_KV_SIBLINGS_MAX : from == 0 && digest == 0;
+}
+
+/* A read's `from` and `digest`, when it takes parts. */
+static int msg_kv_pack_ask_part(msgpack_packer *pk, bool part, uint32_t from, uint64_t digest)
+{
+    if (!part) {
+        return 0;
+    }
+    return msgpack_pack_uint32(pk, from) || msgpack_pack_uint64(pk, digest);
+}
+
 int msg_replica_write_encode(const struct msg_replica_write *m, struct buf *out)
 {
     struct msg_kv_sink s = {out, 0};
@@ -151,13 +169,15 @@ int msg_replica_read_encode(const struct msg_replica_read *m, struct buf *out)
     size_t start = out->len;
     msgpack_packer pk;
 
-    if (!msg_kv_key_ok(m->key, m->key_len)) {
+    if (!msg_kv_key_ok(m->key, m->key_len) || !msg_kv_ask_part_ok(m->part, m->from, m->digest)) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
-    return msg_kv_finish(&s, start,
-                         msgpack_pack_array(&pk, MSG_REPLICA_READ_FIELDS) ||
-                             msg_kv_pack_bin(&pk, m->key, m->key_len));
+    return msg_kv_finish(
+        &s, start,
+        msgpack_pack_array(&pk, MSG_REPLICA_READ_FIELDS + (m->part ? MSG_KV_ASK_PART_FIELDS : 0)) ||
+            msg_kv_pack_bin(&pk, m->key, m->key_len) ||
+            msg_kv_pack_ask_part(&pk, m->part, m->from, m->digest));
 }
 
 int msg_forward_encode(const struct msg_forward *m, struct buf *out)
@@ -170,20 +190,36 @@ int msg_forward_encode(const struct msg_forward *m, struct buf *out)
     if (m->kind > MSG_FORWARD_KIND_MAX || !msg_kv_key_ok(m->key, m->key_len) ||
         m->value_len > MSG_KV_BYTES_MAX || m->context_len > MSG_KV_BYTES_MAX ||
         (write && !m->tombstone && m->value == NULL && m->value_len > 0) ||
-        (m->tombstone && m->value_len > 0) || m->quorum > RING_RF_MAX) {
+        (m->tombstone && m->value_len > 0) || m->quorum > RING_RF_MAX ||
+        !msg_kv_ask_part_ok(m->part, m->from, m->digest) || (write && m->part)) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
     return msg_kv_finish(
         &s, start,
-        msgpack_pack_array(&pk, MSG_FORWARD_FIELDS) || msgpack_pack_uint32(&pk, m->kind) ||
-            msg_kv_pack_bin(&pk, m->key, m->key_len) ||
+        msgpack_pack_array(&pk, MSG_FORWARD_FIELDS + (m->part ? MSG_KV_ASK_PART_FIELDS : 0)) ||
+            msgpack_pack_uint32(&pk, m->kind) || msg_kv_pack_bin(&pk, m->key, m->key_len) ||
             msg_kv_pack_bin(
                 &pk, write && !m->tombstone ? (m->value ? m->value : (const uint8_t *)"") : NULL,
                 m->value_len) ||
             (m->tombstone ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) ||
             msg_kv_pack_bin(&pk, write ? m->context : NULL, m->context_len) ||
-            msgpack_pack_uint32(&pk, m->quorum));
+            msgpack_pack_uint32(&pk, m->quorum) ||
+            msg_kv_pack_ask_part(&pk, m->part, m->from, m->digest));
+}
+
+/*
+ * An answer's part fields: none without part; with it, a record of status
+ * ok, siblings first .. next - 1 (next 0: to the end), and a digest.
+ */
+static bool msg_kv_answer_part_ok(const struct msg_kv_answer *m)
+{
+    if (!m->part) {
+        return m->first == 0 && m->next == 0 && m->digest == 0;
+    }
+    return m->status == MSG_KV_OK && m->record != NULL && m->digest != 0 &&
+           m->first < MSG_KV_SIBLINGS_MAX && m->next < MSG_KV_SIBLINGS_MAX &&
+           (m->next == 0 || m->next > m->first);
 }
 
 int msg_kv_answer_encode(const struct msg_kv_answer *m, struct buf *out)
@@ -193,16 +229,19 @@ int msg_kv_answer_encode(const struct msg_kv_answer *m, struct buf *out)
     msgpack_packer pk;
 
     if (m->status > MSG_KV_STATUS_MAX || m->answered > RING_RF_MAX || m->needed > RING_RF_MAX ||
-        m->record_len > MSG_KV_BYTES_MAX || (m->record != NULL && m->status != MSG_KV_OK)) {
+        m->record_len > MSG_KV_BYTES_MAX || (m->record != NULL && m->status != MSG_KV_OK) ||
+        !msg_kv_answer_part_ok(m)) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
     return msg_kv_finish(
         &s, start,
-        msgpack_pack_array(&pk, MSG_KV_ANSWER_FIELDS) || msgpack_pack_uint32(&pk, m->status) ||
-            msgpack_pack_uint32(&pk, m->answered) || msgpack_pack_uint32(&pk, m->needed) ||
-            msg_kv_pack_bin(&pk, m->record, m->record_len) ||
-            (m->flag ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)));
+        msgpack_pack_array(&pk, MSG_KV_ANSWER_FIELDS + (m->part ? MSG_KV_ANSWER_PART_FIELDS : 0)) ||
+            msgpack_pack_uint32(&pk, m->status) || msgpack_pack_uint32(&pk, m->answered) ||
+            msgpack_pack_uint32(&pk, m->needed) || msg_kv_pack_bin(&pk, m->record, m->record_len) ||
+            (m->flag ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) ||
+            (m->part && (msgpack_pack_uint32(&pk, m->first) || msgpack_pack_uint32(&pk, m->next) ||
+                         msgpack_pack_uint64(&pk, m->digest))));
 }
 
 /* --- decoding ------------------------------------------------------------------ */
@@ -268,6 +307,33 @@ static int msg_kv_read_u32(struct mp_reader *r, uint32_t max, uint32_t *out)
     return 0;
 }
 
+/* A uint64. */
+static int msg_kv_read_u64(struct mp_reader *r, uint64_t *out)
+{
+    *out = 0;
+    return mp_read_uint(r, out);
+}
+
+/*
+ * A read's part fields, those of the avail fields left that are there:
+ * `from` makes it a read in parts; `digest` defaults to 0.  Returns the
+ * fields read.
+ */
+static size_t msg_kv_read_ask_part(struct mp_reader *r, size_t avail, bool *part, uint32_t *from,
+                                   uint64_t *digest)
+{
+    if (avail == 0) {
+        return 0;
+    }
+    *part = true;
+    msg_kv_read_u32(r, MSG_KV_SIBLINGS_MAX - 1, from);
+    if (avail == 1) {
+        return 1;
+    }
+    msg_kv_read_u64(r, digest);
+    return MSG_KV_ASK_PART_FIELDS;
+}
+
 /* A node id, or nil (out ""). */
 static int msg_kv_read_id(struct mp_reader *r, char *out, size_t cap)
 {
@@ -318,7 +384,9 @@ int msg_replica_read_decode(const uint8_t *in, size_t len, struct msg_replica_re
     memset(m, 0, sizeof(*m));
     if (msg_kv_head(&r, in, len, MSG_REPLICA_READ_FIELDS, &n) == 0) {
         msg_kv_read_key(&r, &m->key, &m->key_len);
-        msg_kv_end(&r, n - MSG_REPLICA_READ_FIELDS);
+        n -= MSG_REPLICA_READ_FIELDS;
+        n -= msg_kv_read_ask_part(&r, n, &m->part, &m->from, &m->digest);
+        msg_kv_end(&r, n);
     }
     if (r.err != 0) {
         memset(m, 0, sizeof(*m));
@@ -332,7 +400,7 @@ static bool msg_forward_coherent(const struct msg_forward *m)
     if (m->kind == MSG_FORWARD_READ) {
         return m->value == NULL && !m->tombstone && m->context == NULL;
     }
-    return (m->value == NULL) == m->tombstone;
+    return (m->value == NULL) == m->tombstone && m->from == 0 && m->digest == 0;
 }
 
 int msg_forward_decode(const uint8_t *in, size_t len, struct msg_forward *m)
@@ -348,10 +416,13 @@ int msg_forward_decode(const uint8_t *in, size_t len, struct msg_forward *m)
         mp_read_bool(&r, &m->tombstone);
         msg_kv_read_opt_bin(&r, MSG_KV_BYTES_MAX, &m->context, &m->context_len);
         msg_kv_read_u32(&r, RING_RF_MAX, &m->quorum);
+        n -= MSG_FORWARD_FIELDS;
+        n -= msg_kv_read_ask_part(&r, n, &m->part, &m->from, &m->digest);
         if (r.err == 0 && !msg_forward_coherent(m)) {
             r.err = RK_ESYNTAX;
         }
-        msg_kv_end(&r, n - MSG_FORWARD_FIELDS);
+        m->part = m->part && m->kind == MSG_FORWARD_READ; /* a write's are 0 and mean nothing */
+        msg_kv_end(&r, n);
     }
     if (r.err != 0) {
         memset(m, 0, sizeof(*m));
@@ -371,10 +442,21 @@ int msg_kv_answer_decode(const uint8_t *in, size_t len, struct msg_kv_answer *m)
         msg_kv_read_u32(&r, RING_RF_MAX, &m->needed);
         msg_kv_read_opt_bin(&r, MSG_KV_BYTES_MAX, &m->record, &m->record_len);
         mp_read_bool(&r, &m->flag);
-        if (r.err == 0 && m->record != NULL && m->status != MSG_KV_OK) {
+        n -= MSG_KV_ANSWER_FIELDS;
+        if (n > 0 && n < MSG_KV_ANSWER_PART_FIELDS) {
+            msg_kv_fail(&r, RK_ESYNTAX); /* a part's fields come together */
+        } else if (n > 0) {
+            m->part = true;
+            msg_kv_read_u32(&r, MSG_KV_SIBLINGS_MAX - 1, &m->first);
+            msg_kv_read_u32(&r, MSG_KV_SIBLINGS_MAX - 1, &m->next);
+            msg_kv_read_u64(&r, &m->digest);
+            n -= MSG_KV_ANSWER_PART_FIELDS;
+        }
+        if (r.err == 0 &&
+            ((m->record != NULL && m->status != MSG_KV_OK) || !msg_kv_answer_part_ok(m))) {
             r.err = RK_ESYNTAX;
         }
-        msg_kv_end(&r, n - MSG_KV_ANSWER_FIELDS);
+        msg_kv_end(&r, n);
     }
     if (r.err != 0) {
         memset(m, 0, sizeof(*m));

@@ -28,6 +28,15 @@
 #define MSG_KV_KEY_MAX ((size_t)1 << 16)
 /* Longest record, value or context a body carries: the frame bounds it further. */
 #define MSG_KV_BYTES_MAX ((size_t)1 << 30)
+/* Most siblings a record holds (RECORD_SIBLINGS_MAX): a part's indexes stay within it. */
+#define MSG_KV_SIBLINGS_MAX 4096
+/*
+ * Bytes a body adds around its key and record, at most: array and bin
+ * heads, the numbers, a hint's node id.  A record of a REPLICA_WRITE fits
+ * a body of B bytes when it is at most B - key length - this; an answer's
+ * at most B - this.
+ */
+#define MSG_KV_FIELDS_MAX_BYTES 256
 
 /* Why an operation ended; numbers are never reused (PROTOCOL.md 7.15). */
 enum msg_kv_status {
@@ -63,10 +72,19 @@ struct msg_replica_write {
     char hint[RING_NAME_MAX + 1]; /* "" when none */
 };
 
-/* REPLICA_READ (op 3): the record of key. */
+/*
+ * REPLICA_READ (op 3): the record of key.  With part set (fields `from`
+ * and `digest` on the wire), the reader takes a record over one frame in
+ * parts: the answer carries whole siblings from index `from` of the
+ * record whose digest is `digest` (0 on the first part).  Without it, the
+ * whole record in one answer, as before parts existed.
+ */
 struct msg_replica_read {
     const uint8_t *key;
     size_t key_len;
+    bool part;
+    uint32_t from;   /* 0 .. MSG_KV_SIBLINGS_MAX - 1 */
+    uint64_t digest; /* the record the earlier parts came from; 0: none */
 };
 
 enum msg_forward_kind { MSG_FORWARD_READ = 0, MSG_FORWARD_WRITE = 1, MSG_FORWARD_KIND_MAX = 1 };
@@ -82,6 +100,9 @@ struct msg_forward {
     const uint8_t *context; /* WRITE: a vclock encoding; NULL when none (a blind write) */
     size_t context_len;
     uint32_t quorum; /* r or w asked for; 0: the cluster's */
+    bool part;       /* READ: takes the record in parts, as a REPLICA_READ with part */
+    uint32_t from;
+    uint64_t digest;
 };
 
 /* The answer of every data operation. */
@@ -92,6 +113,16 @@ struct msg_kv_answer {
     const uint8_t *record; /* a read's record when status is OK; else NULL */
     size_t record_len;
     bool flag; /* REPLICA_WRITE: the stored record changed; FORWARD write: a live value existed */
+    /*
+     * A part of a record over one frame (fields 5 .. 7 on the wire; absent:
+     * the whole record, first and next 0).  record holds the siblings
+     * first .. next - 1 of the record whose digest is digest; next 0: the
+     * last part.
+     */
+    bool part;
+    uint32_t first;  /* 0 .. MSG_KV_SIBLINGS_MAX - 1 */
+    uint32_t next;   /* 0, or first + 1 .. MSG_KV_SIBLINGS_MAX - 1 */
+    uint64_t digest; /* not 0 */
 };
 
 /*

@@ -50,7 +50,8 @@ static void fuzz_read(const uint8_t *in, size_t len)
     buf_init(&out, 0);
     if (msg_replica_read_encode(&m, &out) != 0 ||
         msg_replica_read_decode(buf_data(&out), out.len, &again) != 0 ||
-        !fuzz_bytes_equal(m.key, m.key_len, again.key, again.key_len)) {
+        !fuzz_bytes_equal(m.key, m.key_len, again.key, again.key_len) || m.part != again.part ||
+        m.from != again.from || m.digest != again.digest) {
         abort();
     }
     buf_free(&out);
@@ -67,7 +68,8 @@ static void fuzz_forward(const uint8_t *in, size_t len)
     buf_init(&out, 0);
     if (msg_forward_encode(&m, &out) != 0 ||
         msg_forward_decode(buf_data(&out), out.len, &again) != 0 || m.kind != again.kind ||
-        m.tombstone != again.tombstone || m.quorum != again.quorum ||
+        m.tombstone != again.tombstone || m.quorum != again.quorum || m.part != again.part ||
+        m.from != again.from || m.digest != again.digest ||
         !fuzz_bytes_equal(m.key, m.key_len, again.key, again.key_len) ||
         !fuzz_bytes_equal(m.value, m.value_len, again.value, again.value_len) ||
         !fuzz_bytes_equal(m.context, m.context_len, again.context, again.context_len)) {
@@ -88,6 +90,8 @@ static void fuzz_answer(const uint8_t *in, size_t len)
     if (msg_kv_answer_encode(&m, &out) != 0 ||
         msg_kv_answer_decode(buf_data(&out), out.len, &again) != 0 || m.status != again.status ||
         m.answered != again.answered || m.needed != again.needed || m.flag != again.flag ||
+        m.part != again.part || m.first != again.first || m.next != again.next ||
+        m.digest != again.digest ||
         !fuzz_bytes_equal(m.record, m.record_len, again.record, again.record_len) ||
         msg_kv_status_from_rk(msg_kv_status_to_rk(m.status)) != m.status) {
         abort();

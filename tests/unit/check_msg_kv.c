@@ -40,6 +40,40 @@ START_TEST(test_read_golden)
 }
 END_TEST
 
+/* A read in parts: `from` and `digest` after the key; the first part asks from 0, digest 0. */
+START_TEST(test_read_part_golden)
+{
+    struct msg_replica_read m = {.key = (const uint8_t *)"k",
+                                 .key_len = 1,
+                                 .part = true,
+                                 .from = 1,
+                                 .digest = 0x0102030405060708ull},
+                            back;
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_replica_read_encode(&m, &out), 0);
+    assert_bytes(&out, "93c4016b01cf0102030405060708");
+    buf_clear(&out);
+    m.from = 0;
+    m.digest = 0;
+    ck_assert_int_eq(msg_replica_read_encode(&m, &out), 0);
+    assert_bytes(&out, "93c4016b0000");
+    unhex(&b, "93c4016b01cf0102030405060708");
+    ck_assert_int_eq(msg_replica_read_decode(b.p, b.len, &back), 0);
+    ck_assert(back.part);
+    ck_assert_uint_eq(back.from, 1);
+    ck_assert_uint_eq(back.digest, 0x0102030405060708ull);
+    /* the form without parts: the whole record */
+    unhex(&b, "91c4016b");
+    ck_assert_int_eq(msg_replica_read_decode(b.p, b.len, &back), 0);
+    ck_assert(!back.part);
+    ck_assert_uint_eq(back.from, 0);
+    buf_free(&out);
+}
+END_TEST
+
 START_TEST(test_forward_golden)
 {
     struct msg_forward m = {.kind = MSG_FORWARD_WRITE,
@@ -87,6 +121,45 @@ START_TEST(test_answer_golden)
 }
 END_TEST
 
+/* An answer carrying a part: `first`, `next` and `digest` after the flag. */
+START_TEST(test_answer_part_golden)
+{
+    struct msg_kv_answer a = {.status = MSG_KV_OK,
+                              .record = (const uint8_t *)"\x01\x00",
+                              .record_len = 2,
+                              .part = true,
+                              .first = 0,
+                              .next = 1,
+                              .digest = 0x0102030405060708ull},
+                         back;
+    struct msg_forward f;
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_kv_answer_encode(&a, &out), 0);
+    assert_bytes(&out, "98000000c4020100c20001cf0102030405060708");
+    ck_assert_int_eq(msg_kv_answer_decode(buf_data(&out), out.len, &back), 0);
+    ck_assert(back.part);
+    ck_assert_uint_eq(back.first, 0);
+    ck_assert_uint_eq(back.next, 1);
+    ck_assert_uint_eq(back.digest, 0x0102030405060708ull);
+    ck_assert_uint_eq(back.record_len, 2);
+    /* the answer without parts decodes as a whole record */
+    unhex(&b, "95000000c4020100c2");
+    ck_assert_int_eq(msg_kv_answer_decode(b.p, b.len, &back), 0);
+    ck_assert(!back.part);
+    ck_assert_uint_eq(back.next, 0);
+    /* a forwarded read asking for the part from sibling 1 of the record of digest 5 */
+    unhex(&b, "9800c4016bc0c2c0000105");
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &f), 0);
+    ck_assert(f.part);
+    ck_assert_uint_eq(f.from, 1);
+    ck_assert_uint_eq(f.digest, 5);
+    buf_free(&out);
+}
+END_TEST
+
 START_TEST(test_write_hint_round_trip)
 {
     struct msg_replica_write m = {.key = (const uint8_t *)"key",
@@ -114,14 +187,19 @@ START_TEST(test_future_fields_skipped)
     struct msg_kv_answer a;
     struct bytes b;
 
-    unhex(&b, "9700c4016bc0c2c00207");
+    struct msg_replica_read r;
+
+    unhex(&b, "9900c4016bc0c2c002000007");
     ck_assert_int_eq(msg_forward_decode(b.p, b.len, &f), 0);
     ck_assert_uint_eq(f.kind, MSG_FORWARD_READ);
     ck_assert_uint_eq(f.quorum, 2);
-    unhex(&b, "96000302c4020100c3a178");
+    unhex(&b, "99000302c4020100c3000105a178");
     ck_assert_int_eq(msg_kv_answer_decode(b.p, b.len, &a), 0);
     ck_assert_uint_eq(a.record_len, 2);
     ck_assert(a.flag);
+    unhex(&b, "94c4016b0000a178");
+    ck_assert_int_eq(msg_replica_read_decode(b.p, b.len, &r), 0);
+    ck_assert(r.part);
 }
 END_TEST
 
@@ -166,6 +244,14 @@ START_TEST(test_bad_bodies_refused)
     ck_assert_int_eq(decode_any(3, "950c0000c0c2"), RK_ETOOBIG);
     ck_assert_int_eq(decode_any(3, "95030000c40101c2"), RK_ESYNTAX);
     ck_assert_int_eq(decode_any(3, "95001100c0c2"), RK_ETOOBIG);
+    /* parts: a from over the sibling bound; a write with a from; next not after first;
+       digest 0; a part of an error; part fields not all there */
+    ck_assert_int_eq(decode_any(1, "93c4016bcd100000"), RK_ETOOBIG);
+    ck_assert_int_eq(decode_any(2, "9801c4016bc40176c2c0000100"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(3, "98000000c40101c2020105"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(3, "98000000c40101c2000100"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(3, "98030000c0c2000005"), RK_ESYNTAX);
+    ck_assert_int_eq(decode_any(3, "96000000c40101c200"), RK_ESYNTAX);
     /* not an array; an empty input */
     ck_assert_int_eq(decode_any(3, "c0"), RK_ESYNTAX);
     ck_assert_int_ne(decode_any(1, ""), 0);
@@ -175,10 +261,11 @@ END_TEST
 START_TEST(test_every_truncation_refused)
 {
     static const char *const bodies[] = {"9601c4016bc40176c2c000", "93c4036b6579c4020100a26e32",
-                                         "95030102c0c2"};
-    static const int kinds[] = {2, 0, 3};
+                                         "95030102c0c2", "93c4016b01cf0102030405060708",
+                                         "98000000c4020100c20001cf0102030405060708"};
+    static const int kinds[] = {2, 0, 3, 1, 3};
 
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         struct bytes b;
         unhex(&b, bodies[i]);
         for (size_t cut = 0; cut < b.len; cut++) {
@@ -198,6 +285,7 @@ START_TEST(test_encode_refuses_bad_fields)
     struct msg_replica_write w = {.key = (const uint8_t *)"k", .key_len = 1};
     struct msg_forward f = {.kind = MSG_FORWARD_READ, .key = (const uint8_t *)"k", .key_len = 1};
     struct msg_kv_answer a = {.status = MSG_KV_STATUS_MAX + 1};
+    struct msg_replica_read r = {.key = (const uint8_t *)"k", .key_len = 1};
     struct buf out;
 
     buf_init(&out, 0);
@@ -209,6 +297,21 @@ START_TEST(test_encode_refuses_bad_fields)
     a.record = (const uint8_t *)"x";
     a.record_len = 1;
     ck_assert_int_eq(msg_kv_answer_encode(&a, &out), RK_EINVAL);
+    /* a part's fields: next not after first, no digest, on a read without part, on a write */
+    a = (struct msg_kv_answer){.record = (const uint8_t *)"x", .record_len = 1, .part = true};
+    a.first = 2;
+    a.next = 1;
+    a.digest = 5;
+    ck_assert_int_eq(msg_kv_answer_encode(&a, &out), RK_EINVAL);
+    a.next = 3;
+    a.digest = 0;
+    ck_assert_int_eq(msg_kv_answer_encode(&a, &out), RK_EINVAL);
+    r.from = 1;
+    ck_assert_int_eq(msg_replica_read_encode(&r, &out), RK_EINVAL);
+    f.quorum = 0;
+    f.kind = MSG_FORWARD_WRITE;
+    f.part = true;
+    ck_assert_int_eq(msg_forward_encode(&f, &out), RK_EINVAL);
     ck_assert_uint_eq(out.len, 0);
     buf_free(&out);
 }
@@ -233,8 +336,10 @@ static Suite *msg_kv_suite(void)
         const TTest *fn;
     } cases[] = {
         {"read_golden", test_read_golden},
+        {"read_part_golden", test_read_part_golden},
         {"forward_golden", test_forward_golden},
         {"answer_golden", test_answer_golden},
+        {"answer_part_golden", test_answer_part_golden},
         {"write_hint_round_trip", test_write_hint_round_trip},
         {"future_fields_skipped", test_future_fields_skipped},
         {"bad_bodies_refused", test_bad_bodies_refused},
