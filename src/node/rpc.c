@@ -602,3 +602,8 @@ void rpc_coord_hooks(struct server *n, struct coord_hooks *h)
     *h = (struct coord_hooks){
         .ctx = n, .ask = rpc_coord_ask, .ring = rpc_coord_ring, .up = rpc_coord_up};
 }
+
+size_t rpc_body_max(const struct server *n)
+{
+    return n->cfg.frame_max > RPC_ENVELOPE_MAX ? n->cfg.frame_max - RPC_ENVELOPE_MAX : 0;
+}

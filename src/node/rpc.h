@@ -89,6 +89,12 @@ struct coord_hooks;
 void rpc_coord_hooks(struct server *n, struct coord_hooks *h);
 
 /*
+ * Bytes a REQUEST's or RESPONSE's body may hold and still fit one frame
+ * with its envelope: the coordinator's body_max (coord.h).
+ */
+size_t rpc_body_max(const struct server *n);
+
+/*
  * Send the coordinator's requests that wait for room on a full connection
  * (rpc.c), failing those that waited past request-timeout; with fail_all,
  * fail every one (shutdown).  Before the loop sleeps, and at the end.

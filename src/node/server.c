@@ -438,7 +438,8 @@ static int server_open_coord(struct server *n, char *err, size_t err_len)
                               .mode = n->cfg.conflicts,
                               .max_siblings = n->cfg.max_siblings,
                               .key_max = n->cfg.key_max,
-                              .value_max = n->cfg.value_max};
+                              .value_max = n->cfg.value_max,
+                              .body_max = rpc_body_max(n)};
     struct coord_hooks hooks;
 
     snprintf(cc.self, sizeof(cc.self), "%s", n->cfg.id);

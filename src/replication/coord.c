@@ -11,6 +11,7 @@
  */
 #include "coord.h"
 
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +40,22 @@ struct coord_call {
     int idx;
 };
 
+/* A reader's progress through a record sent in parts. */
+struct coord_part {
+    uint64_t digest; /* of the record the parts so far came from; 0 before the first */
+    uint32_t next;   /* the next sibling to ask for; 0: none */
+    unsigned restarts;
+};
+
 struct coord_node {
     char id[RING_NAME_MAX + 1];
     enum preflist_role role;
     bool up;
     int stands_for; /* a fallback: the index of the replica it stands for */
     enum coord_state state;
-    struct record rec; /* a read: what it answered */
-    bool stale;        /* a read: it lacks part of the merged record */
+    struct record rec;      /* a read: what it answered */
+    bool stale;             /* a read: it lacks part of the merged record */
+    struct coord_part part; /* a read: its record's parts so far */
 };
 
 struct coord_req {
@@ -73,6 +82,7 @@ struct coord_req {
     unsigned repairs_left; /* a read: repairs not ended, +1 while they are being sent */
     uint8_t *enc;          /* a read: merged, encoded, for the reply */
     size_t enc_len;
+    struct coord_part fpart; /* a forwarded read: the answer's parts so far (into merged) */
 };
 
 struct coord {
@@ -398,20 +408,189 @@ static void answer_read(int result, const uint8_t *body, size_t len, struct msg_
     }
 }
 
+/* --- records over one frame ------------------------------------------------------ */
+
+/*
+ * Times a reader takes a record's first part again because the record
+ * changed between two of its parts: past it, the replica counts as not
+ * answering (a key rewritten faster than its parts travel).
+ */
+#define COORD_PART_RESTARTS_MAX 3
+
+_Static_assert(MSG_KV_SIBLINGS_MAX == RECORD_SIBLINGS_MAX,
+               "a part's sibling indexes cover every record");
+
+/* Bytes of record a body with a key of key_len may carry (an answer: key_len 0). */
+static size_t part_room(const struct coord *co, size_t key_len)
+{
+    size_t around = MSG_KV_FIELDS_MAX_BYTES + key_len;
+
+    if (co->cfg.body_max == 0) {
+        return MSG_KV_BYTES_MAX;
+    }
+    return co->cfg.body_max > around ? co->cfg.body_max - around : 0;
+}
+
+/* A record's digest, the name its parts travel under: BLAKE2b of its encoding, never 0. */
+static uint64_t part_digest(const uint8_t *rec, size_t len)
+{
+    uint8_t h[8];
+    uint64_t d = 0;
+
+    crypto_generichash(h, sizeof(h), rec, len, NULL, 0);
+    for (size_t i = 0; i < sizeof(h); i++) {
+        d = d << 8 | h[i];
+    }
+    return d != 0 ? d : 1;
+}
+
+/* A total order of distinct siblings, so that one set of siblings has one encoding. */
+static int part_order(const void *pa, const void *pb)
+{
+    const struct sibling *a = pa, *b = pb;
+    int c;
+
+    if (a->hlc != b->hlc) {
+        return a->hlc < b->hlc ? -1 : 1;
+    }
+    if ((c = strcmp(a->node, b->node)) != 0 || a->clock.n != b->clock.n) {
+        return c != 0 ? c : (a->clock.n < b->clock.n ? -1 : 1);
+    }
+    for (uint32_t i = 0; i < a->clock.n; i++) {
+        const struct vclock_entry *x = &a->clock.e[i], *y = &b->clock.e[i];
+        if ((c = strcmp(x->id, y->id)) != 0 || x->counter != y->counter) {
+            return c != 0 ? c : (x->counter < y->counter ? -1 : 1);
+        }
+    }
+    if (a->value_len != b->value_len) {
+        return a->value_len < b->value_len ? -1 : 1;
+    }
+    return a->value_len > 0 ? memcmp(a->value, b->value, a->value_len) : 0;
+}
+
+/*
+ * Encode the siblings of rec from index from on that fit room bytes, at
+ * least one, into *out (malloc'd, *len bytes); *end is the index after the
+ * last.  RK_ETOOBIG when sibling from alone does not fit (a version vector
+ * far over its pruned size), RK_ENOMEM.
+ */
+static int part_encode(const struct record *rec, size_t from, size_t room, uint8_t **out,
+                       size_t *len, size_t *end)
+{
+    struct record none = {.n = 0};
+    struct record view = {.s = rec->s + from, .n = 0};
+    size_t size = record_encoded_size(&none);
+
+    while (from + view.n < rec->n) {
+        size_t more = sibling_encoded_size(&rec->s[from + view.n]);
+        if (size + more > room) {
+            break;
+        }
+        size += more;
+        view.n++;
+    }
+    *out = NULL;
+    *len = 0;
+    *end = from + view.n;
+    if (view.n == 0) {
+        return RK_ETOOBIG;
+    }
+    view.cap = view.n;
+    if ((*out = malloc(size)) == NULL) {
+        return RK_ENOMEM;
+    }
+    *len = record_encode(&view, *out);
+    return 0;
+}
+
+/*
+ * The part of record (enc, len bytes, over one answer) that a reader asked
+ * for: the record's siblings in part_order(), from index from when digest
+ * still names it, else from its first sibling again.  Fills a (record
+ * malloc'd into *owned).  Errors of record_decode() and part_encode().
+ */
+static int part_answer(const struct coord *co, const uint8_t *enc, size_t len, uint32_t from,
+                       uint64_t digest, struct msg_kv_answer *a, uint8_t **owned)
+{
+    struct record rec;
+    uint8_t *sorted = NULL;
+    size_t end = 0;
+    int rc;
+
+    record_init(&rec);
+    *owned = NULL;
+    if ((rc = record_decode(enc, len, &rec)) != 0) {
+        goto cleanup;
+    }
+    qsort(rec.s, rec.n, sizeof(rec.s[0]), part_order);
+    if ((sorted = malloc(record_encoded_size(&rec))) == NULL) {
+        rc = RK_ENOMEM;
+        goto cleanup;
+    }
+    a->digest = part_digest(sorted, record_encode(&rec, sorted));
+    a->first = a->digest == digest && from < rec.n ? from : 0;
+    rc = part_encode(&rec, a->first, part_room(co, 0), owned, &a->record_len, &end);
+    a->part = rc == 0;
+    a->record = *owned;
+    a->next = end < rec.n ? (uint32_t)end : 0;
+cleanup:
+    free(sorted);
+    record_deinit(&rec);
+    return rc;
+}
+
+/*
+ * Take answer a, a part, into acc: the first part (first 0) replaces what
+ * acc held (the record changed and is sent again), a later one must follow
+ * the parts before it.  RK_ESYNTAX for a part that does not follow,
+ * RK_ETRYAGAIN after COORD_PART_RESTARTS_MAX restarts, record_decode()'s
+ * errors.
+ */
+static int part_take(struct record *acc, struct coord_part *pt, const struct msg_kv_answer *a)
+{
+    struct record more;
+    int rc = 0;
+
+    if (a->first == 0 && pt->digest != 0 && ++pt->restarts > COORD_PART_RESTARTS_MAX) {
+        return RK_ETRYAGAIN;
+    }
+    if (a->first != 0 && (a->first != acc->n || a->digest != pt->digest)) {
+        return RK_ESYNTAX;
+    }
+    pt->digest = a->digest;
+    pt->next = a->next;
+    if (a->first == 0) {
+        return record_decode(a->record, a->record_len, acc);
+    }
+    record_init(&more);
+    rc = record_decode(a->record, a->record_len, &more);
+    for (size_t j = 0; j < more.n && rc == 0; j++) {
+        rc = record_push(acc, &more.s[j]);
+    }
+    record_deinit(&more);
+    return rc;
+}
+
 /* --- forwarding to a replica -------------------------------------------------------- */
 
 static void forward_answer(void *dctx, int result, const uint8_t *body, size_t len);
+static void read_reply(struct coord_req *q);
 
 /*
- * Send the request to the first replica after node `from` that is up and
- * can be asked; false when none is left.
+ * Send the request to the first replica from node `from` on that is up and
+ * can be asked (only node `from` itself with `only`: the next part of a
+ * read's answer); false when none is left.  A read takes its answer in
+ * parts (q->fpart says which is next).
  */
-static bool forward_next(struct coord_req *q, size_t from)
+static bool forward_next(struct coord_req *q, size_t from, bool only)
 {
     struct msg_forward f = {.kind = q->kind == COORD_READ ? MSG_FORWARD_READ : MSG_FORWARD_WRITE,
                             .key = q->key,
                             .key_len = q->key_len,
-                            .quorum = q->needed};
+                            .quorum = q->needed,
+                            .part = q->kind == COORD_READ,
+                            .from = q->fpart.next,
+                            .digest = q->fpart.digest};
     uint8_t *ctx = NULL;
     struct buf body;
     bool sent = false;
@@ -430,13 +609,36 @@ static bool forward_next(struct coord_req *q, size_t from)
     }
     buf_init(&body, 0);
     if (msg_forward_encode(&f, &body) == 0) {
-        for (size_t i = from; i < q->n_rep && !sent; i++) {
+        for (size_t i = from; i < (only ? from + 1 : q->n_rep) && !sent; i++) {
             sent = q->nodes[i].up && req_ask(q, i, MSG_OP_FORWARD, &body, forward_answer);
         }
     }
     buf_free(&body);
     free(ctx);
     return sent;
+}
+
+/*
+ * A forwarded read's answer a in parts: take it into q->merged; ask for the
+ * next part (true), or reply with the whole record once the last is in.
+ */
+static bool forward_read_part(struct coord_req *q, size_t idx, const struct msg_kv_answer *a)
+{
+    int rc = part_take(&q->merged, &q->fpart, a);
+
+    if (rc == 0 && a->next != 0) {
+        if (!q->completed && forward_next(q, idx, true)) {
+            return true;
+        }
+        rc = RK_ETRYAGAIN; /* the rest cannot be asked for */
+    }
+    if (rc == 0) {
+        q->acks = a->answered; /* the figures of the replica that coordinated */
+        read_reply(q);
+    } else {
+        read_complete(q, RK_ETRYAGAIN, NULL, 0, a->answered);
+    }
+    return false;
 }
 
 static void forward_answer(void *dctx, int result, const uint8_t *body, size_t len)
@@ -449,16 +651,21 @@ static void forward_answer(void *dctx, int result, const uint8_t *body, size_t l
     q->outstanding--;
     answer_read(result, body, len, &a);
     rc = msg_kv_status_to_rk(a.status);
-    if (result != 0 && result != RK_ETIMEOUT && q->kind == COORD_READ && !q->completed &&
-        forward_next(q, (size_t)call->idx + 1)) {
-        return; /* a read is safe to ask again elsewhere */
+    if (result != 0 && result != RK_ETIMEOUT && q->kind == COORD_READ && !q->completed) {
+        record_deinit(&q->merged); /* parts from that replica, if any, are dropped */
+        q->fpart = (struct coord_part){0};
+        if (forward_next(q, (size_t)call->idx + 1, false)) {
+            return; /* a read is safe to ask again elsewhere */
+        }
     }
     if (result != 0) {
         /* a write may have reached its coordinator: tried, outcome unknown */
         req_fail(q, RK_ETRYAGAIN, 0);
     } else if (q->kind == COORD_WRITE) {
         write_complete(q, rc, a.flag, a.answered);
-    } else {
+    } else if (a.part && forward_read_part(q, (size_t)call->idx, &a)) {
+        return; /* the next part is on its way */
+    } else if (!a.part) {
         read_complete(q, rc, a.record, a.record_len, a.answered);
     }
     req_release(q);
@@ -468,7 +675,7 @@ static void forward_answer(void *dctx, int result, const uint8_t *body, size_t l
 static void req_forward(struct coord_req *q)
 {
     q->co->stats.forwarded++;
-    if (!forward_next(q, 0)) {
+    if (!forward_next(q, 0, false)) {
         req_fail(q, RK_ENOREPLICAS, 0);
     }
     req_release(q);
@@ -660,10 +867,26 @@ static void write_start(struct coord_req *q)
 static void read_answer(void *dctx, int result, const uint8_t *body, size_t len);
 static void repair_answer(void *dctx, int result, const uint8_t *body, size_t len);
 
+/* Ask node idx for the next part of its record (the first: nothing taken yet). */
+static bool read_ask_part(struct coord_req *q, size_t idx)
+{
+    struct coord_part *pt = &q->nodes[idx].part;
+    struct msg_replica_read m = {
+        .key = q->key, .key_len = q->key_len, .part = true, .from = pt->next, .digest = pt->digest};
+    struct buf body;
+    bool sent;
+
+    buf_init(&body, 0);
+    sent = msg_replica_read_encode(&m, &body) == 0 &&
+           req_ask(q, idx, MSG_OP_REPLICA_READ, &body, read_answer);
+    buf_free(&body);
+    return sent;
+}
+
 /* Ask the next replica not asked yet that is up; false when none is left. */
 static bool read_ask_spare(struct coord_req *q)
 {
-    struct msg_replica_read m = {.key = q->key, .key_len = q->key_len};
+    struct msg_replica_read m = {.key = q->key, .key_len = q->key_len, .part = true};
     struct buf body;
     bool sent = false;
 
@@ -777,14 +1000,62 @@ static bool repair_local(struct coord_req *q)
 }
 
 /*
+ * The REPLICA_WRITEs that carry the merged record to a replica: one body
+ * when it fits, else one per group of whole siblings that fits (a replica
+ * merges each, and the union of the groups is the merged record, whatever
+ * the order they arrive in).  Returns how many bodies are in *out (an
+ * array of n, each to buf_free(), the array to free()); 0 on failure.
+ */
+static size_t repair_bodies(struct coord_req *q, struct buf **out)
+{
+    struct msg_replica_write m = {.key = q->key, .key_len = q->key_len};
+    size_t room = part_room(q->co, q->key_len), n = 0, from = 0, end;
+    struct buf *bodies = calloc(q->merged.n, sizeof(*bodies));
+    uint8_t *rec;
+    int rc = bodies == NULL ? RK_ENOMEM : 0;
+
+    while (rc == 0 && from < q->merged.n) {
+        if ((rc = part_encode(&q->merged, from, room, &rec, &m.record_len, &end)) != 0) {
+            break;
+        }
+        m.record = rec;
+        buf_init(&bodies[n], 0);
+        rc = msg_replica_write_encode(&m, &bodies[n++]);
+        free(rec);
+        from = end;
+    }
+    for (size_t i = 0; rc != 0 && i < n; i++) {
+        buf_free(&bodies[i]);
+    }
+    if (rc != 0) {
+        LOG(LOG_WARN, "read_repair_not_sent", "key_len=%zu siblings=%zu error=\"%s\"", q->key_len,
+            q->merged.n, rk_strerror(rc));
+        free(bodies);
+        bodies = NULL;
+        n = 0;
+    }
+    *out = bodies;
+    return n;
+}
+
+/* Repair node i, another replica, with the bodies of repair_bodies(). */
+static void repair_send(struct coord_req *q, size_t i, const struct buf *bodies, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (req_ask(q, i, MSG_OP_REPLICA_WRITE, &bodies[k], repair_answer)) {
+            q->repairs_left++;
+        }
+    }
+}
+
+/*
  * The quorum answered: merge, repair every answered replica that holds
  * less (the reply waits for the repairs), then reply.
  */
 static void read_resolve(struct coord_req *q)
 {
-    struct msg_replica_write m = {.key = q->key, .key_len = q->key_len};
-    uint8_t *rec = NULL;
-    struct buf body;
+    struct buf *bodies = NULL;
+    size_t n_bodies = 0;
     int rc = read_merge(q);
 
     if (rc != 0) {
@@ -793,12 +1064,10 @@ static void read_resolve(struct coord_req *q)
     }
     q->completed = true; /* from here, the last repair to end replies */
     q->repairs_left = 1; /* repairs ending while others are sent must not reply early */
-    buf_init(&body, 0);
-    if (q->merged.n > 0 && (rec = malloc(record_encoded_size(&q->merged))) != NULL) {
-        m.record_len = record_encode(&q->merged, rec);
-        m.record = rec;
+    if (q->merged.n > 0) {
+        n_bodies = repair_bodies(q, &bodies);
     }
-    for (size_t i = 0; i < q->n_rep && rec != NULL; i++) {
+    for (size_t i = 0; i < q->n_rep && n_bodies > 0; i++) {
         struct coord_node *nd = &q->nodes[i];
         if (nd->state != NODE_ANSWERED || !(nd->stale = read_stale(q, nd))) {
             continue;
@@ -810,14 +1079,12 @@ static void read_resolve(struct coord_req *q)
             q->repairs_left += started;
             continue;
         }
-        buf_clear(&body);
-        if (msg_replica_write_encode(&m, &body) == 0 &&
-            req_ask(q, i, MSG_OP_REPLICA_WRITE, &body, repair_answer)) {
-            q->repairs_left++;
-        }
+        repair_send(q, i, bodies, n_bodies);
     }
-    buf_free(&body);
-    free(rec);
+    for (size_t k = 0; k < n_bodies; k++) {
+        buf_free(&bodies[k]);
+    }
+    free(bodies);
     repair_end(q); /* the hold taken above */
 }
 
@@ -856,8 +1123,16 @@ static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
 
     q->outstanding--;
     answer_read(result, body, len, &a);
-    if (a.status == MSG_KV_OK && record_decode(a.record, a.record_len, &nd->rec) != 0) {
+    if (a.status == MSG_KV_OK && (a.part ? part_take(&nd->rec, &nd->part, &a)
+                                         : record_decode(a.record, a.record_len, &nd->rec)) != 0) {
         a.status = MSG_KV_BADINPUT; /* a replica's damaged record does not count */
+    }
+    if (a.status == MSG_KV_OK && a.part && a.next != 0) {
+        if (!q->completed && read_ask_part(q, (size_t)call->idx)) {
+            req_release(q);
+            return; /* its next part is on its way */
+        }
+        a.status = MSG_KV_FAILED; /* the rest cannot be asked for */
     }
     if (a.status == MSG_KV_OK || a.status == MSG_KV_NOTFOUND) {
         nd->state = NODE_ANSWERED;
@@ -1144,6 +1419,7 @@ struct coord_serve {
     void *ctx;
     uint8_t *body; /* a copy of the request's body: the decoded fields point into it */
     struct msg_replica_write rw;
+    struct msg_replica_read rr;
     struct msg_forward fw;
     struct record rec;    /* REPLICA_WRITE: the versions to merge or keep as hints */
     struct store_op *ops; /* and their operations */
@@ -1175,6 +1451,31 @@ static void serve_answer(struct coord_serve *sv, int rc, const uint8_t *record, 
                               .flag = flag};
 
     sv->done(sv->ctx, &a);
+}
+
+/*
+ * Answer a read with its record (rc 0): whole, or, when the reader takes
+ * parts and the record is over one answer, the part it asked for.
+ */
+static void serve_answer_record(struct coord_serve *sv, int rc, const uint8_t *record, size_t len,
+                                unsigned answered, unsigned needed)
+{
+    bool part = sv->rr.part || sv->fw.part;
+    struct msg_kv_answer a = {.status = MSG_KV_OK, .answered = answered, .needed = needed};
+    uint8_t *owned = NULL;
+
+    if (rc != 0 || !part || len <= part_room(sv->co, 0)) {
+        serve_answer(sv, rc, record, len, answered, needed, false);
+        return;
+    }
+    rc = sv->rr.part ? part_answer(sv->co, record, len, sv->rr.from, sv->rr.digest, &a, &owned)
+                     : part_answer(sv->co, record, len, sv->fw.from, sv->fw.digest, &a, &owned);
+    if (rc != 0) {
+        serve_answer(sv, rc, NULL, 0, answered, needed, false);
+    } else {
+        sv->done(sv->ctx, &a);
+    }
+    free(owned);
 }
 
 static void serve_write_done(struct store_op *op, void *ctx)
@@ -1237,21 +1538,21 @@ static int serve_replica_write(struct coord_serve *sv, size_t len)
 
 static int serve_read_found(void *ctx, const uint8_t *record, size_t len)
 {
-    serve_answer(ctx, 0, record, len, 0, 0, false);
+    serve_answer_record(ctx, 0, record, len, 0, 0);
     return 1; /* answered */
 }
 
-/* REPLICA_READ: the record as stored, answered inside the read. */
+/* REPLICA_READ: the record as stored (or the part asked for), answered inside the read. */
 static int serve_replica_read(struct coord_serve *sv, size_t len)
 {
-    struct msg_replica_read m;
+    struct msg_replica_read *m = &sv->rr;
     int rc;
 
-    if (msg_replica_read_decode(sv->body, len, &m) != 0) {
+    if (msg_replica_read_decode(sv->body, len, m) != 0) {
         return RK_ESYNTAX;
     }
     sv->co->stats.replica_reads++;
-    rc = store_read(sv->co->store, m.key, m.key_len, serve_read_found, sv);
+    rc = store_read(sv->co->store, m->key, m->key_len, serve_read_found, sv);
     if (rc != 1) {
         serve_answer(sv, rc, NULL, 0, 0, 0, false);
     }
@@ -1263,7 +1564,7 @@ static void serve_forward_read_done(struct kv_read *r, void *ctx)
 {
     struct coord_serve *sv = ctx;
 
-    serve_answer(sv, r->result, r->record, r->record_len, r->answered, r->needed, false);
+    serve_answer_record(sv, r->result, r->record, r->record_len, r->answered, r->needed);
     serve_free(sv);
 }
 
@@ -1554,6 +1855,10 @@ struct coord_inspect {
     struct coord_view views[COORD_NODES];
     uint8_t *raw[COORD_NODES]; /* each answered record, copied */
     struct coord_call calls[COORD_NODES];
+    const uint8_t *key; /* borrowed until done runs (coord.h) */
+    size_t key_len;
+    struct record acc[COORD_NODES]; /* a record over one frame: its parts so far */
+    struct coord_part parts[COORD_NODES];
 };
 
 static void inspect_end(struct coord_inspect *in)
@@ -1582,6 +1887,52 @@ static void inspect_keep(struct coord_inspect *in, size_t i, int status, const u
     }
 }
 
+static void inspect_answer(void *dctx, int result, const uint8_t *body, size_t len);
+
+/* Ask replica i for its record, or for its next part; false when it cannot be asked. */
+static bool inspect_ask(struct coord_inspect *in, size_t i)
+{
+    struct msg_replica_read m = {.key = in->key,
+                                 .key_len = in->key_len,
+                                 .part = true,
+                                 .from = in->parts[i].next,
+                                 .digest = in->parts[i].digest};
+    struct buf body;
+    bool sent;
+
+    buf_init(&body, 0);
+    sent = msg_replica_read_encode(&m, &body) == 0 &&
+           in->co->hooks.ask(in->co->hooks.ctx, in->views[i].id, MSG_OP_REPLICA_READ,
+                             buf_data(&body), body.len, inspect_answer, &in->calls[i]) == 0;
+    buf_free(&body);
+    return sent;
+}
+
+/*
+ * A part of replica i's record: take it; ask for the next (true), or keep
+ * the whole record as its view once the last part is in.
+ */
+static bool inspect_part(struct coord_inspect *in, size_t i, const struct msg_kv_answer *a)
+{
+    struct record *acc = &in->acc[i];
+    uint8_t *enc = NULL;
+    int rc = part_take(acc, &in->parts[i], a);
+
+    if (rc == 0 && a->next != 0) {
+        if (inspect_ask(in, i)) {
+            return true;
+        }
+        rc = RK_EIO;
+    }
+    if (rc == 0 && (enc = malloc(record_encoded_size(acc))) == NULL) {
+        rc = RK_ENOMEM;
+    }
+    inspect_keep(in, i, rc, enc, rc == 0 ? record_encode(acc, enc) : 0);
+    free(enc);
+    record_deinit(acc);
+    return false;
+}
+
 static void inspect_answer(void *dctx, int result, const uint8_t *body, size_t len)
 {
     struct coord_call *call = dctx;
@@ -1589,8 +1940,14 @@ static void inspect_answer(void *dctx, int result, const uint8_t *body, size_t l
     struct msg_kv_answer a;
 
     answer_read(result, body, len, &a);
-    inspect_keep(in, (size_t)call->idx, result != 0 ? result : msg_kv_status_to_rk(a.status),
-                 a.record, a.record_len);
+    if (result == 0 && a.part) {
+        if (inspect_part(in, (size_t)call->idx, &a)) {
+            return; /* its next part is on its way */
+        }
+    } else {
+        inspect_keep(in, (size_t)call->idx, result != 0 ? result : msg_kv_status_to_rk(a.status),
+                     a.record, a.record_len);
+    }
     inspect_end(in);
 }
 
@@ -1607,14 +1964,13 @@ int coord_inspect(struct coord *co, const uint8_t *key, size_t len, coord_inspec
 {
     struct coord_inspect *in = calloc(1, sizeof(*in));
     struct coord_req *q = in != NULL ? req_new(co, COORD_READ, key, len, 1) : NULL;
-    struct msg_replica_read m = {.key = key, .key_len = len};
-    struct buf body;
 
     if (q == NULL) {
         free(in);
         return RK_ENOMEM;
     }
-    *in = (struct coord_inspect){.co = co, .done = done, .ctx = ctx, .left = 1, .n = q->n_rep};
+    *in = (struct coord_inspect){
+        .co = co, .done = done, .ctx = ctx, .left = 1, .n = q->n_rep, .key = key, .key_len = len};
     for (size_t i = 0; i < q->n_rep; i++) {
         struct coord_view *v = &in->views[i];
         snprintf(v->id, sizeof(v->id), "%s", q->nodes[i].id);
@@ -1626,8 +1982,6 @@ int coord_inspect(struct coord *co, const uint8_t *key, size_t len, coord_inspec
     }
     q->completed = true;
     req_release(q); /* only its plan was needed */
-    buf_init(&body, 0);
-    (void)msg_replica_read_encode(&m, &body);
     for (size_t i = 0; i < in->n; i++) {
         if (strcmp(in->views[i].id, co->cfg.self) == 0) {
             int rc = store_read(co->store, key, len, inspect_local, &in->calls[i]);
@@ -1635,14 +1989,11 @@ int coord_inspect(struct coord *co, const uint8_t *key, size_t len, coord_inspec
             continue;
         }
         in->left++;
-        if (body.len == 0 ||
-            co->hooks.ask(co->hooks.ctx, in->views[i].id, MSG_OP_REPLICA_READ, buf_data(&body),
-                          body.len, inspect_answer, &in->calls[i]) != 0) {
+        if (!inspect_ask(in, i)) {
             in->views[i].status = RK_EIO; /* not reachable */
             in->left--;
         }
     }
-    buf_free(&body);
     inspect_end(in);
     return 0;
 }

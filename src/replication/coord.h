@@ -27,6 +27,17 @@
  * repair), so that once a quorum read returned a value no later quorum
  * read returns an older one.  Hints never count toward r.
  *
+ * Records over one frame.  A record whose siblings together do not fit
+ * one body (body_max) travels sibling by sibling: a REPLICA_READ or a
+ * FORWARD read is answered in parts of whole siblings, the reader asking
+ * for the next part by index and by the digest of the record the earlier
+ * parts came from (a record that changed in between is sent again from
+ * its first sibling, at most COORD_PART_RESTARTS_MAX times), and a read
+ * repair sends a replica one REPLICA_WRITE per group of siblings that
+ * fits.  A single sibling always fits: frame-max is at least value-max +
+ * key-max + 64 KB (settings.c).  The client's reply, built here, is not
+ * bounded by a frame.
+ *
  * Failing.  Too few replicas reachable to try (fewer distinct nodes than
  * w or r, or too many down): RK_ENOREPLICAS with (reachable, needed).
  * Tried, and too few answered before request-timeout: RK_ETRYAGAIN with
@@ -83,6 +94,11 @@ struct coord_config {
     size_t max_siblings;
     size_t key_max,
         value_max; /* this node's key-max and value-max: a forward over them is refused */
+    /*
+     * Bytes one peer request's or answer's body may carry (a frame less its
+     * envelope); 0: no bound.  A record over it travels in parts (below).
+     */
+    size_t body_max;
 };
 
 /* Counters for INFO and metrics. */
