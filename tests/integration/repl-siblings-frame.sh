@@ -10,8 +10,9 @@
 #
 # Pass: with value-max 1MB and frame-max 2MB, two concurrent 1 MiB
 # versions of one key (written with W 1 on each side of a crash, joined by
-# hinted handoff) are both held by every node, and KGET at the default
-# r = 2 returns both through every node.
+# hinted handoff) are both held by every node, KGET at the default r = 2
+# returns both through every node, and `ringkv replicas` shows each
+# node's copy with both.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -61,4 +62,10 @@ for n in n1 n2 n3; do
     esac
     [ "$(it_cli "$n" KGET big | tail -n +2 | grep -c .)" = 2 ] || it_fail "KGET big through $n: not 2 values"
 done
-it_pass "a record over one frame is read at r = 2 through every node"
+# ringkv replicas asks each replica for its copy as stored: in parts too
+got=$("$RINGKV" -H "127.0.0.1:$N1_CLIENT" replicas --json big | python3 -c '
+import json, sys
+print(sorted((r["node"], r["answered"], r["siblings"]) for r in json.load(sys.stdin)["replicas"]))')
+it_expect_eq "ringkv replicas big: (node, answered, siblings)" "$got" \
+    "[('n1', True, 2), ('n2', True, 2), ('n3', True, 2)]"
+it_pass "a record over one frame is read at r = 2 through every node, and inspected"
