@@ -1951,11 +1951,31 @@ static void inspect_answer(void *dctx, int result, const uint8_t *body, size_t l
     inspect_end(in);
 }
 
+/*
+ * This node's own copy.  One over one answer is shown in the order its
+ * parts would bring it (part_order()), as the other replicas' copies of it
+ * come, so that equal copies look equal.
+ */
 static int inspect_local(void *ctx, const uint8_t *record, size_t len)
 {
     struct coord_call *call = ctx;
+    struct coord_inspect *in = (struct coord_inspect *)call->req;
+    struct record rec;
+    uint8_t *sorted = NULL;
+    int rc = 0;
 
-    inspect_keep((struct coord_inspect *)call->req, (size_t)call->idx, 0, record, len);
+    record_init(&rec);
+    if (len > part_room(in->co, 0) && (rc = record_decode(record, len, &rec)) == 0) {
+        qsort(rec.s, rec.n, sizeof(rec.s[0]), part_order);
+        rc = (sorted = malloc(record_encoded_size(&rec))) == NULL ? RK_ENOMEM : 0;
+    }
+    if (sorted != NULL) {
+        len = record_encode(&rec, sorted);
+        record = sorted;
+    }
+    inspect_keep(in, (size_t)call->idx, rc, rc == 0 ? record : NULL, rc == 0 ? len : 0);
+    record_deinit(&rec);
+    free(sorted);
     return 0;
 }
 

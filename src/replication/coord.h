@@ -43,7 +43,8 @@
  * Tried, and too few answered before request-timeout: RK_ETRYAGAIN with
  * (answered, needed); a write refused so may still be on the replicas
  * that did answer, and a later read returns it.  Every peer request ends
- * within request-timeout (rpc.h), so a request never waits longer.
+ * within request-timeout (rpc.h), so a request never waits longer (for a
+ * record over one frame, request-timeout per part).
  *
  * The coordinator knows no sockets: it asks peers and learns the ring in
  * force and who is up through the hooks the node registers.
