@@ -39,6 +39,12 @@ siblings() { it_cli "$1" KGET big R 1 | tail -n +2 | grep -c .; }
 it_stop n2 KILL
 it_stop n3 KILL
 [ "$(kset "$N1_CLIENT" A)" = +OK ] || it_fail "KSET big A W 1 through n1 alone"
+# n1 keeps version A as a hint for n2 and for n3, written after the reply: kept before it dies
+hints_n1() {
+    "$RINGKV" -H "127.0.0.1:$N1_CLIENT" hints --json | python3 -c 'import json, sys; j = json.load(sys.stdin)
+sys.exit(0 if sum(t["hints"] for n in j["nodes"] for t in n["targets"]) >= 2 else 1)'
+}
+it_wait hints_n1 || it_fail "n1 did not keep version A as hints for n2 and n3"
 it_stop n1 KILL
 # shellcheck disable=SC2086
 it_node n2 --rack r2 --seeds "127.0.0.1:$N3_PEER" $LIMITS
