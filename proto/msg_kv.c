@@ -18,6 +18,8 @@
 #define MSG_REPLICA_WRITE_FIELDS 3
 #define MSG_REPLICA_READ_FIELDS 1
 #define MSG_FORWARD_FIELDS 6
+/* FORWARD's optional expiry fields, after from and digest (PROTOCOL.md 7.15) */
+#define MSG_FORWARD_EXPIRY_FIELDS 2
 #define MSG_KV_ANSWER_FIELDS 5
 /* Fields a part adds: `from` and `digest` to a read, `first`, `next`, `digest` to an answer. */
 #define MSG_KV_ASK_PART_FIELDS 2
@@ -180,24 +182,46 @@ int msg_replica_read_encode(const struct msg_replica_read *m, struct buf *out)
             msg_kv_pack_ask_part(&pk, m->part, m->from, m->digest));
 }
 
+/* The expiry fields of a forward: only on a write of a value, the rule known. */
+static bool msg_forward_expiry_ok(const struct msg_forward *m)
+{
+    if (m->expiry == 0 && m->expire_ms == 0) {
+        return true;
+    }
+    return m->kind == MSG_FORWARD_WRITE && !m->tombstone && m->expiry <= MSG_FORWARD_EXPIRY_MAX;
+}
+
+/* A write's expiry fields, after from and digest (0: a write is never in parts). */
+static int msg_forward_pack_expiry(msgpack_packer *pk, const struct msg_forward *m)
+{
+    if (m->expiry == 0 && m->expire_ms == 0) {
+        return 0;
+    }
+    return msgpack_pack_uint32(pk, 0) || msgpack_pack_uint64(pk, 0) ||
+           msgpack_pack_uint32(pk, m->expiry) || msgpack_pack_uint64(pk, m->expire_ms);
+}
+
 int msg_forward_encode(const struct msg_forward *m, struct buf *out)
 {
     struct msg_kv_sink s = {out, 0};
     size_t start = out->len;
     msgpack_packer pk;
     bool write = m->kind == MSG_FORWARD_WRITE;
+    bool expiry = m->expiry != 0 || m->expire_ms != 0;
 
     if (m->kind > MSG_FORWARD_KIND_MAX || !msg_kv_key_ok(m->key, m->key_len) ||
         m->value_len > MSG_KV_BYTES_MAX || m->context_len > MSG_KV_BYTES_MAX ||
         (write && !m->tombstone && m->value == NULL && m->value_len > 0) ||
         (m->tombstone && m->value_len > 0) || m->quorum > RING_RF_MAX ||
-        !msg_kv_ask_part_ok(m->part, m->from, m->digest) || (write && m->part)) {
+        !msg_kv_ask_part_ok(m->part, m->from, m->digest) || (write && m->part) ||
+        !msg_forward_expiry_ok(m)) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
     return msg_kv_finish(
         &s, start,
-        msgpack_pack_array(&pk, MSG_FORWARD_FIELDS + (m->part ? MSG_KV_ASK_PART_FIELDS : 0)) ||
+        msgpack_pack_array(&pk, MSG_FORWARD_FIELDS + (m->part || expiry ? MSG_KV_ASK_PART_FIELDS : 0) +
+                                    (expiry ? MSG_FORWARD_EXPIRY_FIELDS : 0)) ||
             msgpack_pack_uint32(&pk, m->kind) || msg_kv_pack_bin(&pk, m->key, m->key_len) ||
             msg_kv_pack_bin(
                 &pk, write && !m->tombstone ? (m->value ? m->value : (const uint8_t *)"") : NULL,
@@ -205,7 +229,8 @@ int msg_forward_encode(const struct msg_forward *m, struct buf *out)
             (m->tombstone ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk)) ||
             msg_kv_pack_bin(&pk, write ? m->context : NULL, m->context_len) ||
             msgpack_pack_uint32(&pk, m->quorum) ||
-            msg_kv_pack_ask_part(&pk, m->part, m->from, m->digest));
+            msg_kv_pack_ask_part(&pk, m->part, m->from, m->digest) ||
+            msg_forward_pack_expiry(&pk, m));
 }
 
 /*
@@ -398,9 +423,11 @@ int msg_replica_read_decode(const uint8_t *in, size_t len, struct msg_replica_re
 static bool msg_forward_coherent(const struct msg_forward *m)
 {
     if (m->kind == MSG_FORWARD_READ) {
-        return m->value == NULL && !m->tombstone && m->context == NULL;
+        return m->value == NULL && !m->tombstone && m->context == NULL &&
+               msg_forward_expiry_ok(m);
     }
-    return (m->value == NULL) == m->tombstone && m->from == 0 && m->digest == 0;
+    return (m->value == NULL) == m->tombstone && m->from == 0 && m->digest == 0 &&
+           msg_forward_expiry_ok(m);
 }
 
 int msg_forward_decode(const uint8_t *in, size_t len, struct msg_forward *m)
@@ -418,6 +445,11 @@ int msg_forward_decode(const uint8_t *in, size_t len, struct msg_forward *m)
         msg_kv_read_u32(&r, RING_RF_MAX, &m->quorum);
         n -= MSG_FORWARD_FIELDS;
         n -= msg_kv_read_ask_part(&r, n, &m->part, &m->from, &m->digest);
+        if (n >= MSG_FORWARD_EXPIRY_FIELDS) {
+            msg_kv_read_u32(&r, MSG_FORWARD_EXPIRY_MAX, &m->expiry);
+            msg_kv_read_u64(&r, &m->expire_ms);
+            n -= MSG_FORWARD_EXPIRY_FIELDS;
+        }
         if (r.err == 0 && !msg_forward_coherent(m)) {
             r.err = RK_ESYNTAX;
         }

@@ -103,7 +103,19 @@ struct msg_forward {
     bool part;       /* READ: takes the record in parts, as a REPLICA_READ with part */
     uint32_t from;
     uint64_t digest;
+    /*
+     * WRITE: how the version's expiry is chosen (storage/store.h's enum
+     * store_expiry: 0 set, 1 keep, 2 touch) and the expiry (ms since the
+     * epoch; 0: none).  Sent as fields 8 and 9 (after from and digest, 0)
+     * only when either is not 0, so a write without them has the bytes it
+     * had before expiry.
+     */
+    uint32_t expiry;
+    uint64_t expire_ms;
 };
+
+/* Highest msg_forward.expiry. */
+#define MSG_FORWARD_EXPIRY_MAX 2
 
 /* The answer of every data operation. */
 struct msg_kv_answer {

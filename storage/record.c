@@ -53,6 +53,10 @@
  *     node coordinated after the client read), record_write_local() refuses
  *     with RK_EMISMATCH instead of silently dropping that sibling.  A blind
  *     write (NULL context) sees every sibling and is never refused.
+ *   - An expiry is part of a version's contents: LWW compares it last (a
+ *     version that expires later wins a tie that only a reused counter can
+ *     make), and a version differing only in its expiry is a different
+ *     version, made with a new clock (EXPIRE and PERSIST write one).
  */
 #include "record.h"
 
@@ -68,6 +72,8 @@
 #define RECORD_HEAD_BYTES 4
 /* The fixed part of a sibling after its clock: hlc, node_len, sflags, value_len. */
 #define RECORD_SIBLING_FIXED_BYTES (8 + 1 + 1 + 4)
+/* The optional expire_ms field (sflags bit 1). */
+#define RECORD_EXPIRY_BYTES 8
 /* The smallest encoded sibling: an empty clock (its u16 count) and a 1-byte node id. */
 #define RECORD_SIBLING_MIN_BYTES (2 + RECORD_SIBLING_FIXED_BYTES + 1)
 /* First capacity of a growing record: most keys hold one sibling, some two. */
@@ -119,6 +125,7 @@ int sibling_copy(struct sibling *dst, const struct sibling *src)
     memcpy(tmp.node, src->node, sizeof(tmp.node));
     tmp.tombstone = src->tombstone;
     tmp.value_len = src->value_len;
+    tmp.expire_ms = src->expire_ms;
     sibling_deinit(dst);
     *dst = tmp;
     return 0;
@@ -213,6 +220,36 @@ bool record_all_tombstones(const struct record *r)
         }
     }
     return r->n > 0;
+}
+
+bool sibling_expired(const struct sibling *s, uint64_t now_ms)
+{
+    return s->expire_ms != 0 && s->expire_ms <= now_ms;
+}
+
+bool sibling_dead(const struct sibling *s, uint64_t now_ms)
+{
+    return s->tombstone || sibling_expired(s, now_ms);
+}
+
+bool record_all_dead(const struct record *r, uint64_t now_ms)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!sibling_dead(&r->s[i], now_ms)) {
+            return false;
+        }
+    }
+    return r->n > 0;
+}
+
+uint64_t record_max_expiry(const struct record *r)
+{
+    uint64_t max = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        max = r->s[i].expire_ms > max ? r->s[i].expire_ms : max;
+    }
+    return max;
 }
 
 uint64_t record_max_hlc(const struct record *r)
@@ -336,7 +373,11 @@ static int record_lww_cmp(const struct sibling *a, const struct sibling *b)
     if (a->tombstone != b->tombstone) {
         return a->tombstone ? 1 : -1;
     }
-    return record_value_cmp(a, b);
+    c = record_value_cmp(a, b);
+    if (c != 0 || a->expire_ms == b->expire_ms) {
+        return c;
+    }
+    return a->expire_ms > b->expire_ms ? 1 : -1;
 }
 
 /* Equal entry by entry, stamps included: what decides whether bytes on disk change. */
@@ -357,7 +398,8 @@ static bool record_clock_same(const struct vclock *a, const struct vclock *b)
 static bool record_sibling_same(const struct sibling *a, const struct sibling *b)
 {
     return a->hlc == b->hlc && strcmp(a->node, b->node) == 0 && a->tombstone == b->tombstone &&
-           record_value_cmp(a, b) == 0 && record_clock_same(&a->clock, &b->clock);
+           a->expire_ms == b->expire_ms && record_value_cmp(a, b) == 0 &&
+           record_clock_same(&a->clock, &b->clock);
 }
 
 /*
@@ -569,13 +611,14 @@ static int record_write_stamp(const struct record *r, const char *actor, struct 
  * would be thrown away.  Checks as sibling_set(); node is already checked.
  */
 static int record_new_version(struct sibling *v, struct vclock *clock, uint64_t hlc,
-                              const char *node, bool tombstone, const void *value, size_t len)
+                              const char *node, bool tombstone, const void *value, size_t len,
+                              uint64_t expire_ms)
 {
     size_t node_len = strlen(node);
     int err;
 
     assert((value != NULL || len == 0) && "record_write_local: NULL value with a non-zero length");
-    if (tombstone && len != 0) {
+    if (tombstone && (len != 0 || expire_ms != 0)) {
         return RK_EINVAL;
     }
     if (len > RECORD_VALUE_MAX) {
@@ -592,12 +635,23 @@ static int record_new_version(struct sibling *v, struct vclock *clock, uint64_t 
     memcpy(v->node, node, node_len + 1);
     v->tombstone = tombstone;
     v->value_len = len;
+    v->expire_ms = expire_ms;
     return 0;
 }
 
-int record_write_local(struct record *r, const char *node, const char *actor, uint64_t hlc,
-                       const struct vclock *context, bool tombstone, const void *value, size_t len,
-                       enum record_conflicts mode, size_t max_siblings, struct sibling *out)
+/* What a local write makes besides its clock: the new version's contents. */
+struct record_contents {
+    bool tombstone;
+    const void *value;
+    size_t len;
+    uint64_t expire_ms;
+};
+
+/* record_write_local() and record_write_expiring(): build the version of c and apply it. */
+static int record_write_version(struct record *r, const char *node, const char *actor, uint64_t hlc,
+                                const struct vclock *context, const struct record_contents *c,
+                                enum record_conflicts mode, size_t max_siblings,
+                                struct sibling *out)
 {
     struct vclock clock;
     struct sibling v;
@@ -626,7 +680,8 @@ int record_write_local(struct record *r, const char *node, const char *actor, ui
         err = RK_EMISMATCH;
     }
     if (err == 0) {
-        err = record_new_version(&v, &clock, hlc, node, tombstone, value, len);
+        err =
+            record_new_version(&v, &clock, hlc, node, c->tombstone, c->value, c->len, c->expire_ms);
     }
     if (err == 0 && out == NULL && mode == RECORD_SIBLINGS) {
         /* nobody wants the version afterwards: r takes it without a copy */
@@ -645,6 +700,25 @@ out_deinit:
     sibling_deinit(&v);
     vclock_deinit(&clock);
     return err;
+}
+
+int record_write_local(struct record *r, const char *node, const char *actor, uint64_t hlc,
+                       const struct vclock *context, bool tombstone, const void *value, size_t len,
+                       enum record_conflicts mode, size_t max_siblings, struct sibling *out)
+{
+    struct record_contents c = {tombstone, value, len, 0};
+
+    return record_write_version(r, node, actor, hlc, context, &c, mode, max_siblings, out);
+}
+
+int record_write_expiring(struct record *r, const char *node, const char *actor, uint64_t hlc,
+                          const struct vclock *context, const void *value, size_t len,
+                          uint64_t expire_ms, enum record_conflicts mode, size_t max_siblings,
+                          struct sibling *out)
+{
+    struct record_contents c = {false, value, len, expire_ms};
+
+    return record_write_version(r, node, actor, hlc, context, &c, mode, max_siblings, out);
 }
 
 /* True when clock, in place of sibling i's, is concurrent with every other sibling. */
@@ -697,7 +771,7 @@ size_t record_prune(struct record *r, size_t keep, uint64_t now_ms, uint64_t min
 size_t sibling_encoded_size(const struct sibling *s)
 {
     return vclock_encoded_size(&s->clock) + RECORD_SIBLING_FIXED_BYTES + strlen(s->node) +
-           s->value_len;
+           (s->expire_ms != 0 ? RECORD_EXPIRY_BYTES : 0) + s->value_len;
 }
 
 size_t record_encoded_size(const struct record *r)
@@ -717,13 +791,18 @@ size_t sibling_encode(const struct sibling *s, uint8_t *out)
 
     assert(ring_name_valid(s->node, node_len) && "sibling_encode: invalid node id");
     assert(s->value_len <= RECORD_VALUE_MAX && "sibling_encode: value over RECORD_VALUE_MAX");
-    assert((!s->tombstone || s->value_len == 0) && "sibling_encode: tombstone with a value");
+    assert((!s->tombstone || (s->value_len == 0 && s->expire_ms == 0)) &&
+           "sibling_encode: tombstone with a value or an expiry");
     p += vclock_encode(&s->clock, p);
     p = bytes_put_be64(p, s->hlc);
     *p++ = (uint8_t)node_len;
     memcpy(p, s->node, node_len);
     p += node_len;
-    *p++ = s->tombstone ? RECORD_SIBLING_TOMBSTONE : 0;
+    *p++ = (uint8_t)((s->tombstone ? RECORD_SIBLING_TOMBSTONE : 0) |
+                     (s->expire_ms != 0 ? RECORD_SIBLING_EXPIRES : 0));
+    if (s->expire_ms != 0) {
+        p = bytes_put_be64(p, s->expire_ms);
+    }
     p = bytes_put_be32(p, (uint32_t)s->value_len);
     if (s->value_len > 0) {
         memcpy(p, s->value, s->value_len);
@@ -769,34 +848,68 @@ static int sibling_decode_origin(const uint8_t *buf, size_t len, size_t *pos, st
     return 0;
 }
 
-/* Read sflags, value_len and the value at buf[*pos..len) into s; advance *pos. */
-static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, struct sibling *s)
+/*
+ * Read a sibling's sflags, its expiry when flagged and value_len at
+ * buf[*pos..len), check them, and advance *pos to the value, which is
+ * checked to fit in what is left.  RK_ESYNTAX (truncated, unknown flags, a
+ * tombstone with a value or an expiry, an expiry of 0), RK_ETOOBIG (a
+ * value over RECORD_VALUE_MAX).
+ */
+static int sibling_read_tail(const uint8_t *buf, size_t len, size_t *pos, bool *tombstone,
+                             uint64_t *expire_ms, uint32_t *value_len)
 {
     size_t p = *pos;
     uint8_t sflags;
-    uint32_t value_len;
-    int err;
 
-    if (len - p < 1 + 4) {
+    *expire_ms = 0;
+    if (len - p < 1) {
         return RK_ESYNTAX;
     }
-    sflags = buf[p];
-    value_len = bytes_get_be32(&buf[p + 1]);
-    p += 1 + 4;
-    if ((sflags & ~RECORD_SIBLING_TOMBSTONE) != 0) {
+    sflags = buf[p++];
+    if ((sflags & ~(RECORD_SIBLING_TOMBSTONE | RECORD_SIBLING_EXPIRES)) != 0 ||
+        sflags == (RECORD_SIBLING_TOMBSTONE | RECORD_SIBLING_EXPIRES)) {
         return RK_ESYNTAX;
     }
-    if (value_len > RECORD_VALUE_MAX) {
+    if ((sflags & RECORD_SIBLING_EXPIRES) != 0) {
+        if (len - p < RECORD_EXPIRY_BYTES || (*expire_ms = bytes_get_be64(&buf[p])) == 0) {
+            return RK_ESYNTAX;
+        }
+        p += RECORD_EXPIRY_BYTES;
+    }
+    if (len - p < 4) {
+        return RK_ESYNTAX;
+    }
+    *value_len = bytes_get_be32(&buf[p]);
+    p += 4;
+    if (*value_len > RECORD_VALUE_MAX) {
         return RK_ETOOBIG;
     }
-    if ((sflags != 0 && value_len != 0) || value_len > len - p) {
+    *tombstone = (sflags & RECORD_SIBLING_TOMBSTONE) != 0;
+    if ((*tombstone && *value_len != 0) || *value_len > len - p) {
         return RK_ESYNTAX;
+    }
+    *pos = p;
+    return 0;
+}
+
+/* Read the sibling's tail (sibling_read_tail()) and copy its value into s; advance *pos. */
+static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, struct sibling *s)
+{
+    size_t p = *pos;
+    uint32_t value_len;
+    uint64_t expire_ms;
+    bool tombstone;
+    int err = sibling_read_tail(buf, len, &p, &tombstone, &expire_ms, &value_len);
+
+    if (err != 0) {
+        return err;
     }
     err = record_dup_value(&s->value, &buf[p], value_len);
     if (err != 0) {
         return err;
     }
-    s->tombstone = sflags != 0;
+    s->tombstone = tombstone;
+    s->expire_ms = expire_ms;
     s->value_len = value_len;
     *pos = p + value_len;
     return 0;
@@ -923,37 +1036,59 @@ static bool peek_sibling_head(const uint8_t *buf, size_t len, size_t *pos)
     return peek_skip(8, len, pos) && peek_skip(1, len, pos) && peek_skip(buf[*pos - 1], len, pos);
 }
 
-int record_peek(const uint8_t *buf, size_t len, size_t *n, bool *tombstone, const uint8_t **value,
-                size_t *value_len)
+int record_peek_at(const uint8_t *buf, size_t len, uint64_t now_ms, size_t *n, bool *tombstone,
+                   const uint8_t **value, size_t *value_len)
 {
-    size_t pos = RECORD_HEAD_BYTES;
-    uint32_t vlen;
+    size_t pos = RECORD_HEAD_BYTES, total;
 
+    *n = 0;
+    *value = NULL;
+    *value_len = 0;
+    *tombstone = false;
     if (len < 1) {
         return RK_ESYNTAX;
     }
     if (buf[0] != RECORD_FORMAT) {
         return RK_EMISMATCH;
     }
-    if (len < RECORD_HEAD_BYTES || buf[1] != 0) {
+    if (len < RECORD_HEAD_BYTES || buf[1] != 0 || (total = bytes_get_be16(buf + 2)) == 0) {
         return RK_ESYNTAX;
     }
-    *n = bytes_get_be16(buf + 2);
-    *value = NULL;
-    *value_len = 0;
-    *tombstone = false;
+    for (size_t i = 0; i < total; i++) {
+        uint64_t expire_ms;
+        uint32_t vlen;
+        bool tomb;
+        int err;
+
+        if (!peek_sibling_head(buf, len, &pos)) {
+            return RK_ESYNTAX;
+        }
+        err = sibling_read_tail(buf, len, &pos, &tomb, &expire_ms, &vlen);
+        if (err != 0) {
+            return err;
+        }
+        if (expire_ms == 0 || expire_ms > now_ms) {
+            if (++*n == 1) {
+                *tombstone = tomb;
+                *value = buf + pos;
+                *value_len = vlen;
+            }
+        }
+        pos += vlen;
+    }
+    if (pos != len) {
+        return RK_ESYNTAX;
+    }
     if (*n != 1) {
-        return *n == 0 ? RK_ESYNTAX : 0;
+        *value = NULL;
+        *value_len = 0;
+        *tombstone = false;
     }
-    if (!peek_sibling_head(buf, len, &pos) || !peek_skip(5, len, &pos)) {
-        return RK_ESYNTAX;
-    }
-    *tombstone = (buf[pos - 5] & RECORD_SIBLING_TOMBSTONE) != 0;
-    vlen = bytes_get_be32(buf + pos - 4);
-    if (len - pos != vlen) {
-        return RK_ESYNTAX;
-    }
-    *value = buf + pos;
-    *value_len = vlen;
     return 0;
+}
+
+int record_peek(const uint8_t *buf, size_t len, size_t *n, bool *tombstone, const uint8_t **value,
+                size_t *value_len)
+{
+    return record_peek_at(buf, len, 0, n, tombstone, value, value_len);
 }

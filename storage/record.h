@@ -7,6 +7,14 @@
  * write and the id of the node that coordinated it.  Siblings of one
  * record are pairwise concurrent: none descends from another.
  *
+ * Expiry.  A value may carry an expiry: an absolute wall-clock time in ms
+ * since the Unix epoch, part of the version like its value, so every
+ * replica holding the version agrees on it (the version travels with it).
+ * At or after that time (by the reader's wall clock) the sibling is
+ * expired: reads leave it out, as if it were absent, and collection treats
+ * it like a tombstone.  An expired sibling's clock still counts in the
+ * record's context, so a write made with that context supersedes it.
+ *
  * Merge rules (DESIGN.md, "Versions"):
  *   siblings mode (the default): applying version v drops every sibling v
  *     descends from, and ignores v when a sibling descends from or equals
@@ -26,9 +34,15 @@
  *     u64 hlc                  timestamp of the write
  *     u8  node_len             1 .. 64
  *     node_len bytes node      coordinator id, [A-Za-z0-9._:-]
- *     u8  sflags               bit 0: tombstone; other bits 0
+ *     u8  sflags               bit 0: tombstone; bit 1: expires; other bits 0
+ *     u64 expire_ms            only when bit 1 is set: the expiry, ms since the
+ *                              Unix epoch, never 0; never on a tombstone
  *     u32 value_len            0 for a tombstone
  *     value_len bytes value
+ *
+ * A sibling without an expiry is encoded exactly as before expiry existed
+ * (bit 1 clear, no expire_ms), so records written earlier decode unchanged
+ * and a version without an expiry has the same bytes on every build.
  *
  * A record must be consumed exactly: trailing bytes are an error.
  */
@@ -47,6 +61,7 @@
 #define RECORD_SIBLINGS_MAX 4096
 #define RECORD_VALUE_MAX (512u * 1024 * 1024) /* Redis's string limit */
 #define RECORD_SIBLING_TOMBSTONE 0x01
+#define RECORD_SIBLING_EXPIRES 0x02
 
 enum record_conflicts {
     RECORD_SIBLINGS, /* keep concurrent writes as siblings */
@@ -60,6 +75,7 @@ struct sibling {
     bool tombstone;
     uint8_t *value; /* owned; NULL when value_len is 0 */
     size_t value_len;
+    uint64_t expire_ms; /* expiry, ms since the Unix epoch; 0: none (always 0 on a tombstone) */
 };
 
 /* A record; siblings owned by it.  Zero-initialised or record_init() is empty. */
@@ -89,6 +105,15 @@ int record_push(struct record *r, const struct sibling *s);
 
 /* True when every sibling is a tombstone (and the record is not empty). */
 bool record_all_tombstones(const struct record *r);
+
+/* True when s carries an expiry at or before now_ms (wall clock, ms since the epoch). */
+bool sibling_expired(const struct sibling *s, uint64_t now_ms);
+/* True when s is a tombstone or expired at now_ms: nothing a read returns. */
+bool sibling_dead(const struct sibling *s, uint64_t now_ms);
+/* True when every sibling is dead at now_ms (and the record is not empty). */
+bool record_all_dead(const struct record *r, uint64_t now_ms);
+/* The latest expiry among the siblings (0 when none carries one). */
+uint64_t record_max_expiry(const struct record *r);
 /* The newest hlc among the siblings (0 for an empty record). */
 uint64_t record_max_hlc(const struct record *r);
 
@@ -147,6 +172,16 @@ int record_write_local(struct record *r, const char *node, const char *actor, ui
                        enum record_conflicts mode, size_t max_siblings, struct sibling *out);
 
 /*
+ * record_write_local() of a value (never a tombstone) whose version expires
+ * at expire_ms (ms since the epoch; 0: never), as SET ... EX and EXPIRE
+ * write it.  Same contract and errors.
+ */
+int record_write_expiring(struct record *r, const char *node, const char *actor, uint64_t hlc,
+                          const struct vclock *context, const void *value, size_t len,
+                          uint64_t expire_ms, enum record_conflicts mode, size_t max_siblings,
+                          struct sibling *out);
+
+/*
  * Prune every sibling's clock (vclock_prune()); returns entries dropped.
  * A clock stays whole when its pruned form would no longer be concurrent
  * with every other sibling.
@@ -176,6 +211,16 @@ int record_decode(const uint8_t *buf, size_t len, struct record *r);
  */
 int record_peek(const uint8_t *buf, size_t len, size_t *n, bool *tombstone, const uint8_t **value,
                 size_t *value_len);
+
+/*
+ * record_peek() as a read at wall-clock time now_ms sees the record: a
+ * sibling expired at now_ms is left out, as if absent, so *n counts the
+ * siblings that are not expired (0: the key reads as absent) and, when it
+ * is 1, the rest describes that one.  Every sibling is walked and the
+ * record must end exactly after the last.  now_ms 0 leaves none out.
+ */
+int record_peek_at(const uint8_t *buf, size_t len, uint64_t now_ms, size_t *n, bool *tombstone,
+                   const uint8_t **value, size_t *value_len);
 
 /* Encoded form of a single sibling (the sibling part of the layout above). */
 size_t sibling_encoded_size(const struct sibling *s);

@@ -25,7 +25,12 @@
  * Named databases:
  *
  *   data     key   u64 position (big-endian) || key bytes (0..503 bytes)
- *            value a record, record.h format 1
+ *            value a record, record.h format 1; a sibling with an
+ *                  expiry sets sflags bit 1 and carries its u64 expiry
+ *                  (record.h), one without is laid out as before expiry
+ *                  existed, so records written earlier read unchanged.
+ *                  An expired value stays stored until collection
+ *                  (STORE_OP_COLLECT) deletes it like a tombstone.
  *            Position order makes every arc of the ring one or two
  *            contiguous cursor ranges.
  *
@@ -2538,31 +2543,109 @@ static int batch_store(struct batch *b, const MDB_val *k, struct record *r, bool
 }
 
 /*
- * Decide a write's condition against the key's record r as this
- * transaction sees it, and take the old value a want_old write hands back.
- * Returns 0 (op->skipped says whether to write) or RK_ENOMEM.
+ * The one sibling of r live at now_ms, or NULL when there is none or more
+ * than one (*live says how many).
  */
-static int op_write_decide(struct store_op *op, const struct record *r)
+static const struct sibling *live_one(const struct record *r, uint64_t now_ms, size_t *live)
 {
-    bool present = r->n > 0 && !record_all_tombstones(r);
+    const struct sibling *one = NULL;
 
+    *live = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        if (!sibling_dead(&r->s[i], now_ms)) {
+            one = &r->s[i];
+            ++*live;
+        }
+    }
+    return *live == 1 ? one : NULL;
+}
+
+/*
+ * Decide a write's condition against the key's record r as this
+ * transaction sees it at now_ms, and take the old value a want_old write
+ * hands back.  A sibling expired by now_ms is left out, as a read leaves it
+ * out: it is neither present nor a conflict.  Returns 0 (op->skipped says
+ * whether to write) or RK_ENOMEM.
+ */
+static int op_write_decide(struct store_op *op, const struct record *r, uint64_t now_ms)
+{
+    const struct sibling *one = NULL;
+    size_t visible = 0;
+    bool present = false;
+
+    for (size_t i = 0; i < r->n; i++) {
+        if (!sibling_expired(&r->s[i], now_ms)) {
+            one = &r->s[i];
+            visible++;
+            present = present || !one->tombstone;
+        }
+    }
     op->existed = present;
-    op->conflict = op->want_old && r->n > 1;
+    op->conflict = op->want_old && visible > 1;
     op->skipped = op->conflict || (op->cond == STORE_COND_ABSENT && present) ||
                   (op->cond == STORE_COND_PRESENT && !present);
     free(op->old); /* a batch run again after a failed attempt decides again */
     op->old = NULL;
     op->old_len = 0;
     if (op->want_old && present && !op->conflict) {
-        if ((op->old = malloc(r->s[0].value_len ? r->s[0].value_len : 1)) == NULL) {
+        if ((op->old = malloc(one->value_len ? one->value_len : 1)) == NULL) {
             return RK_ENOMEM;
         }
-        if (r->s[0].value_len > 0) {
-            memcpy(op->old, r->s[0].value, r->s[0].value_len);
+        if (one->value_len > 0) {
+            memcpy(op->old, one->value, one->value_len);
         }
-        op->old_len = r->s[0].value_len;
+        op->old_len = one->value_len;
     }
     return 0;
+}
+
+/*
+ * Make op's version on r (loaded, hlc already raised) by op->expiry's rule
+ * (store.h): the new clock as record_write_local() makes it, the value
+ * from op (SET, KEEP) or from the one live sibling (TOUCH).  *wrote is
+ * false when TOUCH found nothing to write.
+ */
+static int op_write_version(struct batch *b, struct store_op *op, struct record *r, uint64_t hlc,
+                            bool *wrote)
+{
+    struct store *s = b->s;
+    struct sibling *out = op->skip_written ? NULL : &op->written;
+    const struct sibling *one;
+    uint64_t expire = op->expire_ms;
+    size_t live;
+
+    *wrote = true;
+    if (op->expiry == STORE_EXPIRY_SET && (op->tombstone || expire == 0)) {
+        return record_write_local(r, s->node_id, s->actor, hlc, op->context, op->tombstone,
+                                  op->value, op->value_len, s->cfg.conflicts, s->cfg.max_siblings,
+                                  out);
+    }
+    one = live_one(r, b->wall_ms, &live);
+    if (op->expiry == STORE_EXPIRY_KEEP) {
+        expire = one != NULL ? one->expire_ms : 0;
+        return record_write_expiring(r, s->node_id, s->actor, hlc, op->context, op->value,
+                                     op->value_len, expire, s->cfg.conflicts, s->cfg.max_siblings,
+                                     out);
+    }
+    if (op->expiry == STORE_EXPIRY_SET) {
+        return record_write_expiring(r, s->node_id, s->actor, hlc, op->context, op->value,
+                                     op->value_len, expire, s->cfg.conflicts, s->cfg.max_siblings,
+                                     out);
+    }
+    if (live > 1) {
+        return RK_EMISMATCH;
+    }
+    if (one == NULL || (expire == 0 && one->expire_ms == 0)) {
+        *wrote = false;
+        return 0;
+    }
+    if (expire != 0 && expire <= b->wall_ms) { /* an expiry in the past deletes, as in Redis */
+        return record_write_local(r, s->node_id, s->actor, hlc, NULL, true, NULL, 0,
+                                  s->cfg.conflicts, s->cfg.max_siblings, out);
+    }
+    /* the value is copied into the new version before r changes: one may point into r */
+    return record_write_expiring(r, s->node_id, s->actor, hlc, NULL, one->value, one->value_len,
+                                 expire, s->cfg.conflicts, s->cfg.max_siblings, out);
 }
 
 static int op_write(struct batch *b, struct store_op *op)
@@ -2571,28 +2654,29 @@ static int op_write(struct batch *b, struct store_op *op)
     MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
                  kb};
     struct record r;
-    bool found;
+    bool found, wrote = false;
     int rc;
 
     record_init(&r);
     rc = batch_load(b, &k, &r, &found);
-    rc = rc ? rc : op_write_decide(op, &r);
+    rc = rc ? rc : op_write_decide(op, &r, b->wall_ms);
     if (rc == 0 && op->skipped) {
         goto out_free; /* the condition did not hold: the key stays as it was */
     }
     if (rc == 0) {
         /* the write comes after every version of the key stored here */
         (void)hlc_update(&b->s->hlc, record_max_hlc(&r), b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
-        rc = record_write_local(&r, b->s->node_id, b->s->actor, hlc_now(&b->s->hlc, b->wall_ms),
-                                op->context, op->tombstone, op->value, op->value_len,
-                                b->s->cfg.conflicts, b->s->cfg.max_siblings,
-                                op->skip_written ? NULL : &op->written);
+        rc = op_write_version(b, op, &r, hlc_now(&b->s->hlc, b->wall_ms), &wrote);
     }
-    if (rc == 0) {
+    if (rc == 0 && wrote) {
         rc = batch_store(b, &k, &r, found);
     }
-    if (rc == 0) {
+    if (rc == 0 && wrote) {
         rc = batch_hlc_persist(b);
+    }
+    op->changed = rc == 0 && wrote;
+    if (op->expiry == STORE_EXPIRY_TOUCH) {
+        op->existed = op->changed; /* EXPIRE and PERSIST answer whether they changed the key */
     }
 out_free:
     record_deinit(&r);
@@ -2647,7 +2731,15 @@ static int range_delete_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
     return ++rc->seen >= rc->op->limit ? ARC_LIMIT : 0;
 }
 
-/* Is the record at (k, v) a collectable set of tombstones? */
+/* Since when every sibling of r is dead: its newest write's stamp, or its latest expiry. */
+static uint64_t dead_since_ms(const struct record *r)
+{
+    uint64_t wrote = hlc_physical(record_max_hlc(r)), expired = record_max_expiry(r);
+
+    return wrote > expired ? wrote : expired;
+}
+
+/* Is the record at (k, v) a collectable set of tombstones and expired values? */
 static bool collectable(struct range_ctx *rc, const MDB_val *k, const MDB_val *v)
 {
     struct record r;
@@ -2656,8 +2748,8 @@ static bool collectable(struct range_ctx *rc, const MDB_val *k, const MDB_val *v
     record_init(&r);
     if (record_decode(v->mv_data, v->mv_size, &r) != 0) {
         atomic_fetch_add(&rc->b->s->stat.decode_errors, 1);
-    } else if (record_all_tombstones(&r) &&
-               hlc_physical(record_max_hlc(&r)) + rc->op->grace_ms < rc->b->wall_ms) {
+    } else if (record_all_dead(&r, rc->b->wall_ms) &&
+               dead_since_ms(&r) + rc->op->grace_ms < rc->b->wall_ms) {
         yes = rc->op->collect == NULL ||
               rc->op->collect(rc->op->collect_ctx, bytes_get_be64(k->mv_data),
                               (const uint8_t *)k->mv_data + 8, k->mv_size - 8, &r);

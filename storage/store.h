@@ -323,8 +323,9 @@ enum store_op_type {
     STORE_OP_DELETE_RANGE,
     /*
      * Collect tombstones on the arc (start, end] from the cursor, looking
-     * at up to `limit` keys: a record whose siblings are all tombstones,
-     * the newest older than grace_ms by the store's clock, and for which
+     * at up to `limit` keys: a record whose siblings are all tombstones or
+     * expired values, the newest write and the latest expiry older than
+     * grace_ms by the store's clock, and for which
      * op->collect (when not NULL) returns true, is deleted.
      */
     STORE_OP_COLLECT,
@@ -346,12 +347,36 @@ enum store_op_type {
 /*
  * The condition of a STORE_OP_WRITE, checked against the key's record in
  * the write's own transaction: a key is present when it holds a live
- * (non-tombstone) version, siblings included.
+ * version (neither a tombstone nor expired by the store's wall clock),
+ * siblings included.
  */
 enum store_cond {
     STORE_COND_NONE,    /* write whatever the key holds */
     STORE_COND_ABSENT,  /* write only when the key is not present (SET NX) */
     STORE_COND_PRESENT, /* write only when the key is present (SET XX, GETDEL) */
+};
+
+/*
+ * How a WRITE chooses the new version's expiry (record.h: an absolute
+ * wall-clock time in ms since the epoch, 0 for none).  "Live" is judged by
+ * the store's wall clock when the write runs.
+ */
+enum store_expiry {
+    /* the new version expires at expire_ms (0: never): SET, SET ... EX */
+    STORE_EXPIRY_SET,
+    /*
+     * the new value keeps the expiry of the one live value it replaces
+     * (none when the key has no live value, or several): SET ... KEEPTTL
+     */
+    STORE_EXPIRY_KEEP,
+    /*
+     * the key's one live value, written again as a new version that expires
+     * at expire_ms (0: never), or a tombstone when expire_ms has passed:
+     * EXPIRE, PERSIST.  No live value, or (expire_ms 0) a live value without
+     * an expiry: nothing is written (changed and existed false, result 0); siblings:
+     * RK_EMISMATCH.  value and tombstone are ignored.
+     */
+    STORE_EXPIRY_TOUCH,
 };
 
 struct store_op;
@@ -380,6 +405,8 @@ struct store_op {
      * and `conflict` set, as a plain read of it is refused.
      */
     bool want_old;
+    enum store_expiry expiry;      /* WRITE: how the version's expiry is chosen */
+    uint64_t expire_ms;            /* WRITE: the expiry it uses (ms since the epoch; 0: none) */
     const struct sibling *version; /* APPLY, HINT_PUT */
     const char *target;            /* HINT_PUT, HINT_DELETE */
     uint64_t seq;                  /* HINT_DELETE */
@@ -396,8 +423,10 @@ struct store_op {
     /* results, valid after completion */
     int result;
     struct sibling written; /* WRITE: the version created; the caller deinits it */
-    bool changed;           /* APPLY: the stored record changed; DELETE_IF: the key was deleted */
-    bool existed;           /* WRITE: the key had a live (non-tombstone) value before */
+    bool changed;           /* APPLY: the stored record changed; DELETE_IF: the key was deleted;
+                               WRITE: a version was written */
+    bool existed;           /* WRITE: the key had a live value (neither tombstone nor expired);
+                               TOUCH: a version was written (as changed) */
     bool skipped;           /* WRITE: cond did not hold, or conflict: nothing was written */
     bool conflict;          /* WRITE with want_old: the key held siblings (more than one) */
     /*

@@ -1,5 +1,5 @@
 /*
- * clock.c - the one monotonic clock (clock.h).
+ * clock.c - the one monotonic clock, and the wall clock's milliseconds (clock.h).
  */
 #include "clock.h"
 
@@ -21,4 +21,12 @@ uint64_t clock_mono_us(void)
 uint64_t clock_mono_ms(void)
 {
     return clock_mono_ns() / 1000000u;
+}
+
+uint64_t clock_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }

@@ -5,7 +5,8 @@
  * intervals, request timeouts, the CLI's deadlines and round-trip times)
  * is read here, from CLOCK_MONOTONIC, so a step of the wall clock (NTP, an
  * operator's `date -s`) changes none of them.  Wall-clock time is only for
- * versions (storage/hlc.h) and logs.
+ * versions (storage/hlc.h), expiry (an absolute wall-clock time, so a step
+ * of the wall clock moves every expiry with it) and logs.
  */
 #ifndef RINGKV_CLOCK_H
 #define RINGKV_CLOCK_H
@@ -20,5 +21,8 @@ uint64_t clock_mono_us(void);
 
 /* The same clock in milliseconds. */
 uint64_t clock_mono_ms(void);
+
+/* The wall clock (CLOCK_REALTIME): milliseconds since the Unix epoch. */
+uint64_t clock_wall_ms(void);
 
 #endif

@@ -62,6 +62,8 @@ struct pending {
     int first_error;
     unsigned quorum;                   /* KGET R n, KSET W n; 0: the cluster's */
     bool want_old;                     /* SET GET, GETSET, GETDEL: reply with the old value */
+    enum store_expiry expiry;          /* a write's expiry rule (SET EX, EXPIRE, ...) */
+    uint64_t expire_ms;                /* and its expiry, ms since the epoch; 0: none */
     unsigned err_answered, err_needed; /* with first_error NOREPLICAS or TRYAGAIN */
     int64_t count;
     struct vclock context;

@@ -13,6 +13,12 @@
  * silently), and KGET returns them all with the context a KSET needs to
  * resolve them.  The context a client sees is the hex form of the record's
  * merged vector clock (storage/vclock.h's encoding).
+ *
+ * Expiry.  A value may expire (SET ... EX, EXPIRE; storage/record.h): every
+ * read judges it by this node's wall clock (clock_wall_ms()) when the
+ * reply is made, and an expired sibling is left out as if absent, while its
+ * clock stays in the context KGET returns.  EXPIRE and PERSIST are writes
+ * (new versions made from the key's live value, store.h STORE_EXPIRY_TOUCH).
  */
 #include "commands.h"
 
@@ -92,12 +98,12 @@ static bool over_limit(struct client *c, struct pending *p, const char *what, si
 
 /* --- reading ---------------------------------------------------------------------- */
 
-/* Live (non-tombstone) siblings of r. */
-static size_t live_count(const struct record *r)
+/* Live siblings of r at now_ms: neither tombstones nor expired. */
+static size_t live_count(const struct record *r, uint64_t now_ms)
 {
     size_t n = 0;
     for (size_t i = 0; i < r->n; i++) {
-        n += !r->s[i].tombstone;
+        n += !sibling_dead(&r->s[i], now_ms);
     }
     return n;
 }
@@ -159,8 +165,8 @@ static void value_reply(struct client *c, struct pending *p, struct kv_read *r, 
         resp_put_null(out, c->proto);
         return;
     }
-    if (r->result == 0 &&
-        record_peek(r->record, r->record_len, &n, &tombstone, &value, &vlen) != 0) {
+    if (r->result == 0 && record_peek_at(r->record, r->record_len, clock_wall_ms(), &n, &tombstone,
+                                         &value, &vlen) != 0) {
         r->result = RK_ESYNTAX;
     }
     if (replica_error(text, sizeof(text), r->result, r->answered, r->needed, false)) {
@@ -169,7 +175,7 @@ static void value_reply(struct client *c, struct pending *p, struct kv_read *r, 
     } else if (r->result != 0) {
         p->error = true;
         resp_put_errorf(out, "ERR read failed: %s", rk_strerror(r->result));
-    } else if (n == 1 && tombstone) {
+    } else if (n == 0 || (n == 1 && tombstone)) {
         c->node->metrics.keyspace_misses++;
         resp_put_null(out, c->proto);
     } else if (n > 1) {
@@ -194,7 +200,7 @@ static void exists_count(struct client *c, struct pending *p, struct kv_read *r,
     (void)out;
     record_init(&rec);
     if (r->result == 0 && record_decode(r->record, r->record_len, &rec) == 0) {
-        p->count += live_count(&rec) > 0;
+        p->count += live_count(&rec, clock_wall_ms()) > 0;
     }
     record_deinit(&rec);
 }
@@ -213,6 +219,7 @@ static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, s
     uint8_t *enc = NULL;
     char *hex = NULL;
     size_t clen;
+    uint64_t now = clock_wall_ms();
     int rc = r->result == RK_ENOTFOUND ? 0 : r->result;
 
     (void)c;
@@ -240,9 +247,9 @@ static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, s
     hex_encode(hex, enc, clen);
     resp_put_array(out, 2);
     resp_put_bulk_str(out, hex);
-    resp_put_array(out, live_count(&rec));
+    resp_put_array(out, live_count(&rec, now));
     for (size_t i = 0; i < rec.n; i++) {
-        if (!rec.s[i].tombstone) {
+        if (!sibling_dead(&rec.s[i], now)) {
             resp_put_bulk(out, rec.s[i].value, rec.s[i].value_len);
         }
     }
@@ -265,7 +272,8 @@ static void type_reply(struct client *c, struct pending *p, struct kv_read *r, s
     bool tombstone = false, strlen_cmd = strcmp(p->command->name, "strlen") == 0;
     int rc = r->result;
 
-    if (rc == 0 && record_peek(r->record, r->record_len, &n, &tombstone, &value, &vlen) != 0) {
+    if (rc == 0 && record_peek_at(r->record, r->record_len, clock_wall_ms(), &n, &tombstone, &value,
+                                  &vlen) != 0) {
         rc = RK_ESYNTAX;
     }
     if (rc != 0 && rc != RK_ENOTFOUND) {
@@ -275,9 +283,9 @@ static void type_reply(struct client *c, struct pending *p, struct kv_read *r, s
         p->error = true;
         resp_put_errorf(out, "CONFLICT the key has %zu siblings: read them with KGET", n);
     } else if (strlen_cmd) {
-        resp_put_int(out, rc == 0 && !tombstone ? (int64_t)vlen : 0);
+        resp_put_int(out, rc == 0 && n == 1 && !tombstone ? (int64_t)vlen : 0);
     } else {
-        resp_put_simple(out, rc == 0 && (n > 1 || !tombstone) ? "string" : "none");
+        resp_put_simple(out, rc == 0 && (n > 1 || (n == 1 && !tombstone)) ? "string" : "none");
     }
 }
 
@@ -498,7 +506,7 @@ static void write_reply(struct pending *p)
     char line[256];
 
     if (p->first_error == 0) {
-        if (strcmp(p->command->name, "del") == 0) {
+        if (strcmp(p->command->name, "del") == 0 || p->expiry == STORE_EXPIRY_TOUCH) {
             resp_put_int(client_reply(p), p->count);
         } else {
             resp_put_simple(client_reply(p), "OK");
@@ -506,6 +514,9 @@ static void write_reply(struct pending *p)
     } else if (replica_error(line, sizeof(line), p->first_error, p->err_answered, p->err_needed,
                              true)) {
         client_error(p, "%s", line);
+    } else if (p->first_error == RK_EMISMATCH && p->expiry == STORE_EXPIRY_TOUCH) {
+        client_error(p, "CONFLICT the key has siblings: resolve them with KSET key value CONTEXT "
+                        "before changing its expiry");
     } else if (text != NULL) {
         client_error(p, "%s", text);
     } else {
@@ -531,12 +542,12 @@ static void write_done(struct kv_write *w, void *ctx)
 
 /*
  * Start n writes: pairs (key, value) from argument `first` in steps of
- * `step` (step 1: deletes of every argument from first), as one atomic
- * group when atomic.  Replies once all have completed: CMD_DONE when that
- * happened inside this call (none could start, or the coordinator refused
- * them at once), else CMD_ASYNC and write_done() finishes it.  Run by EXEC
- * (p->txn), the writes join the EXEC's atomic group instead, which EXEC
- * hands to kv once every queued command has run (txn.h).
+ * `step` (step 1: deletes, or with p->expiry STORE_EXPIRY_TOUCH expiry
+ * changes, of every argument from first), as one atomic group when
+ * atomic; each takes p->expiry and p->expire_ms.  Replies once all have completed: CMD_DONE when
+ * that happened inside this call (none could start, or the coordinator refused them at once), else
+ * CMD_ASYNC and write_done() finishes it.  Run by EXEC (p->txn), the writes join the EXEC's atomic
+ * group instead, which EXEC hands to kv once every queued command has run (txn.h).
  */
 static int start_writes(struct client *c, struct pending *p, size_t first, size_t step,
                         bool tombstone, const struct vclock *context, bool atomic)
@@ -557,10 +568,11 @@ static int start_writes(struct client *c, struct pending *p, size_t first, size_
     for (size_t i = 0; i < n; i++) {
         size_t klen, vlen = 0;
         const uint8_t *key = arg(p, first + i * step, &klen);
-        const uint8_t *value = tombstone ? NULL : arg(p, first + i * step + 1, &vlen);
+        const uint8_t *value = step == 1 ? NULL : arg(p, first + i * step + 1, &vlen);
         kv_write_init(&p->writes[i], key, klen, value, vlen, tombstone, context, write_done, p);
+        kv_write_expiry(&p->writes[i], p->expiry, p->expire_ms);
         p->writes[i].quorum = p->quorum;
-        if (p->txn != NULL) {
+        if (p->txn != NULL && p->expiry != STORE_EXPIRY_TOUCH) {
             txn_note_write(p->txn, key, klen, value, vlen, tombstone);
         } else if (!atomic && (rc = kv_write_start(c->node->kv, &p->writes[i])) != 0) {
             p->first_error = p->first_error ? p->first_error : rc;
@@ -591,25 +603,103 @@ static bool write_args_ok(struct client *c, struct pending *p, size_t first, siz
     return true;
 }
 
+/*
+ * Argument i as a signed decimal: an optional '-', then digits only (no
+ * blank, '+' or NUL), within int64_t.  False otherwise.
+ */
+static bool arg_i64(const struct pending *p, size_t i, int64_t *out)
+{
+    const char *s = (const char *)p->cmd->argv[i].p;
+    size_t len = p->cmd->argv[i].len;
+    bool minus = len > 0 && s[0] == '-';
+    uint64_t v;
+
+    if (num_parse_u64(s + minus, len - minus, minus ? (uint64_t)INT64_MAX + 1 : INT64_MAX, &v) !=
+        0) {
+        return false;
+    }
+    *out = minus ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+/*
+ * The absolute expiry (ms since the epoch) of a relative or absolute time
+ * t in seconds or ms (unit_ms 1000 or 1), as EX/PX/EXAT/PXAT and EXPIRE,
+ * PEXPIRE, EXPIREAT, PEXPIREAT give it.  A time already past is 1 (an
+ * expiry long gone: never 0, which means none).  False when it does not
+ * fit in ms since the epoch (Redis's "invalid expire time").
+ */
+static bool expiry_at(int64_t t, uint64_t unit_ms, bool absolute, uint64_t now_ms, uint64_t *out)
+{
+    int64_t ms, base = absolute ? 0 : (int64_t)now_ms;
+
+    if (t > INT64_MAX / (int64_t)unit_ms || t < INT64_MIN / (int64_t)unit_ms) {
+        return false;
+    }
+    ms = t * (int64_t)unit_ms;
+    if (ms > INT64_MAX - base) {
+        return false;
+    }
+    ms += base;
+    *out = ms > 0 ? (uint64_t)ms : 1;
+    return true;
+}
+
 /* SET's options, as set_parse_options() reads them. */
 struct set_options {
-    enum store_cond cond; /* NX: only when absent; XX: only when present */
-    bool get;             /* GET: reply with the value the key held */
+    enum store_cond cond;     /* NX: only when absent; XX: only when present */
+    bool get;                 /* GET: reply with the value the key held */
+    enum store_expiry expiry; /* STORE_EXPIRY_SET, or KEEP for KEEPTTL */
+    uint64_t expire_ms;       /* EX/PX/EXAT/PXAT: the absolute expiry; 0: none */
 };
 
 /*
- * Read SET's options, from argument 3 on, into o: NX, XX and GET, in any
- * order, case-insensitive; NX with XX, an option given twice or an unknown
- * one is "-ERR syntax error", as Redis answers.  Replies with the error
- * and returns false when they do not parse.
+ * SET's expiry option at argument *i (EX s, PX ms, EXAT unix-s, PXAT
+ * unix-ms, KEEPTTL) into o, *i left on its last argument: 1 when one was
+ * read, 0 when argument *i is none of them, -1 after replying with the
+ * error (a second expiry option, a missing or bad time: a positive integer
+ * as Redis requires).
+ */
+static int set_parse_expiry(struct pending *p, size_t *i, struct set_options *o)
+{
+    static const char *const names[] = {"ex", "px", "exat", "pxat", "keepttl"};
+    size_t k = 0;
+    int64_t t;
+
+    while (k < 5 && !resp_arg_is(p->cmd, *i, names[k])) {
+        k++;
+    }
+    if (k == 5) {
+        return 0;
+    }
+    if (o->expire_ms != 0 || o->expiry == STORE_EXPIRY_KEEP || (k < 4 && *i + 1 >= p->cmd->argc)) {
+        client_error(p, "ERR syntax error");
+        return -1;
+    }
+    if (k == 4) {
+        o->expiry = STORE_EXPIRY_KEEP;
+        return 1;
+    }
+    if (!arg_i64(p, ++*i, &t) || t <= 0 ||
+        !expiry_at(t, k % 2 == 0 ? 1000 : 1, k >= 2, clock_wall_ms(), &o->expire_ms)) {
+        client_error(p, "ERR invalid expire time in 'set' command");
+        return -1;
+    }
+    return 1;
+}
+
+/*
+ * Read SET's options, from argument 3 on, into o: NX, XX, GET and one of
+ * EX, PX, EXAT, PXAT, KEEPTTL, in any order, case-insensitive; NX with XX,
+ * an option given twice or an unknown one is "-ERR syntax error", as Redis
+ * answers.  Replies with the error and returns false when they do not parse.
  */
 static bool set_parse_options(struct pending *p, struct set_options *o)
 {
-    static const char *const later[] = {"ex", "px", "exat", "pxat", "keepttl"};
-
-    *o = (struct set_options){.cond = STORE_COND_NONE};
+    *o = (struct set_options){.cond = STORE_COND_NONE, .expiry = STORE_EXPIRY_SET};
     for (size_t i = 3; i < p->cmd->argc; i++) {
         bool nx = resp_arg_is(p->cmd, i, "nx"), xx = resp_arg_is(p->cmd, i, "xx");
+        int e;
         if ((nx || xx) && o->cond == STORE_COND_NONE) {
             o->cond = nx ? STORE_COND_ABSENT : STORE_COND_PRESENT;
             continue;
@@ -618,11 +708,11 @@ static bool set_parse_options(struct pending *p, struct set_options *o)
             o->get = true;
             continue;
         }
-        for (size_t k = 0; k < sizeof(later) / sizeof(later[0]); k++) {
-            if (resp_arg_is(p->cmd, i, later[k])) {
-                client_error(p, "ERR SET option '%s' is not supported by ringkv", arg_str(p, i));
+        if ((e = set_parse_expiry(p, &i, o)) != 0) {
+            if (e < 0) {
                 return false;
             }
+            continue;
         }
         client_error(p, "ERR syntax error");
         return false;
@@ -699,6 +789,7 @@ static int start_cond_write(struct client *c, struct pending *p, bool tombstone,
     p->left = 2; /* held until it started: it may complete inside its call */
     kv_write_init(&p->writes[0], key, klen, value, vlen, tombstone, NULL, cond_done, p);
     kv_write_cond(&p->writes[0], cond, p->want_old);
+    kv_write_expiry(&p->writes[0], p->expiry, p->expire_ms);
     if (p->txn != NULL) {
         txn_note_cond_write(p->txn, key, klen, value, vlen, tombstone, cond);
     } else if ((rc = kv_write_start(c->node->kv, &p->writes[0])) != 0) {
@@ -712,7 +803,7 @@ static int start_cond_write(struct client *c, struct pending *p, bool tombstone,
     return CMD_ASYNC;
 }
 
-/* SET key value [NX|XX] [GET] */
+/* SET key value [NX|XX] [GET] [EX s|PX ms|EXAT unix-s|PXAT unix-ms|KEEPTTL] */
 static int cmd_set(struct client *c, struct pending *p)
 {
     struct set_options o;
@@ -720,14 +811,19 @@ static int cmd_set(struct client *c, struct pending *p)
     if (!set_parse_options(p, &o)) {
         return CMD_DONE;
     }
-    /* argc stays: the pipeline's ordering reads the options (commands_flags()) */
     if (over_limit(c, p, "key", p->cmd->argv[1].len, c->node->cfg.key_max) ||
         over_limit(c, p, "value", p->cmd->argv[2].len, c->node->cfg.value_max)) {
         return CMD_DONE;
     }
+    p->expiry = o.expiry;
+    p->expire_ms = o.expire_ms;
     if (o.cond == STORE_COND_NONE && !o.get) {
+        /* the write takes key and value only; with no NX, XX or GET the pipeline's ordering
+           (commands_flags()) reads nothing more of the options */
+        p->cmd->argc = 3;
         return start_writes(c, p, 1, 2, false, NULL, false);
     }
+    /* argc stays: the pipeline's ordering reads the options (commands_flags()) */
     p->want_old = o.get;
     return start_cond_write(c, p, false, o.cond);
 }
@@ -832,6 +928,131 @@ static int cmd_kset(struct client *c, struct pending *p)
         return CMD_DONE;
     }
     return start_writes(c, p, 1, 2, false, has_context ? &p->context : NULL, false);
+}
+
+/* --- expiry ------------------------------------------------------------------------- */
+
+/* SETEX key seconds value, PSETEX key milliseconds value: SET key value EX|PX t. */
+static int cmd_setex(struct client *c, struct pending *p)
+{
+    bool ms = strcmp(p->command->name, "psetex") == 0;
+    struct resp_arg t = p->cmd->argv[2];
+    int64_t v;
+
+    if (!arg_i64(p, 2, &v) || v <= 0 ||
+        !expiry_at(v, ms ? 1 : 1000, false, clock_wall_ms(), &p->expire_ms)) {
+        client_error(p, "ERR invalid expire time in '%s' command", p->command->name);
+        return CMD_DONE;
+    }
+    /* the writes take (key, value) pairs: the value moves next to its key */
+    p->cmd->argv[2] = p->cmd->argv[3];
+    p->cmd->argv[3] = t;
+    p->cmd->argc = 3;
+    if (!write_args_ok(c, p, 1, 2)) {
+        return CMD_DONE;
+    }
+    p->expiry = STORE_EXPIRY_SET;
+    return start_writes(c, p, 1, 2, false, NULL, false);
+}
+
+/*
+ * EXPIRE key seconds, PEXPIRE key ms, EXPIREAT key unix-s, PEXPIREAT key
+ * unix-ms: 1 when the key had a live value, now expiring then (a time
+ * already past deletes it, as in Redis), 0 when it had none.  A new version
+ * of the key's value, made where the key's write is coordinated.  Redis 7's
+ * NX, XX, GT and LT are refused by name.
+ */
+static int cmd_expire(struct client *c, struct pending *p)
+{
+    const char *name = p->command->name;
+    bool ms = name[0] == 'p', absolute = strstr(name, "at") != NULL;
+    int64_t t;
+
+    if (p->cmd->argc > 3) {
+        client_error(p, "ERR %s option '%s' is not supported by ringkv", name, arg_str(p, 3));
+        return CMD_DONE;
+    }
+    if (!arg_i64(p, 2, &t)) {
+        client_error(p, "ERR value is not an integer or out of range");
+        return CMD_DONE;
+    }
+    if (!expiry_at(t, ms ? 1 : 1000, absolute, clock_wall_ms(), &p->expire_ms)) {
+        client_error(p, "ERR invalid expire time in '%s' command", name);
+        return CMD_DONE;
+    }
+    p->cmd->argc = 2; /* the write takes the key only */
+    if (!write_args_ok(c, p, 1, 1)) {
+        return CMD_DONE;
+    }
+    p->expiry = STORE_EXPIRY_TOUCH;
+    return start_writes(c, p, 1, 1, false, NULL, false);
+}
+
+/* PERSIST key: 1 when the key's live value had an expiry and now has none, else 0. */
+static int cmd_persist(struct client *c, struct pending *p)
+{
+    if (!write_args_ok(c, p, 1, 1)) {
+        return CMD_DONE;
+    }
+    p->expiry = STORE_EXPIRY_TOUCH;
+    p->expire_ms = 0;
+    return start_writes(c, p, 1, 1, false, NULL, false);
+}
+
+/*
+ * TTL and PTTL: -2 when the key has no live value, -1 when its value does
+ * not expire, else the time left (TTL in seconds, rounded as Redis rounds
+ * it; PTTL in ms), by this node's wall clock.  Siblings: -CONFLICT, as GET.
+ */
+static void ttl_reply(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
+{
+    uint64_t now = clock_wall_ms();
+    const struct sibling *one = NULL;
+    struct record rec;
+    size_t live = 0;
+    int rc = r->result;
+    char text[256];
+
+    (void)c;
+    record_init(&rec);
+    if (rc == 0) {
+        rc = record_decode(r->record, r->record_len, &rec);
+    }
+    for (size_t i = 0; rc == 0 && i < rec.n; i++) {
+        if (!sibling_dead(&rec.s[i], now)) {
+            one = &rec.s[i];
+            live++;
+        }
+    }
+    if (rc != 0 && rc != RK_ENOTFOUND) {
+        p->error = true;
+        if (replica_error(text, sizeof(text), rc, r->answered, r->needed, false)) {
+            resp_put_errorf(out, "%s", text);
+        } else {
+            resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+        }
+    } else if (live > 1) {
+        p->error = true;
+        resp_put_errorf(out, "CONFLICT the key has %zu siblings: read them with KGET", live);
+    } else if (live == 0 || one->expire_ms == 0) {
+        resp_put_int(out, live == 0 ? -2 : -1);
+    } else if (strcmp(p->command->name, "pttl") == 0) {
+        resp_put_int(out, (int64_t)(one->expire_ms - now));
+    } else {
+        resp_put_int(out, (int64_t)((one->expire_ms - now + 500) / 1000));
+    }
+    record_deinit(&rec);
+}
+
+static const struct read_cmd read_ttl = {ttl_reply, NULL};
+
+static int cmd_ttl(struct client *c, struct pending *p)
+{
+    if (p->cmd->argv[1].len > c->node->cfg.key_max) {
+        resp_put_int(client_reply(p), -2); /* a key over key-max cannot exist */
+        return CMD_DONE;
+    }
+    return start_reads(c, p, 1, &read_ttl);
 }
 
 /* --- connection ---------------------------------------------------------------------- */
@@ -1971,7 +2192,7 @@ static void replica_put_row(struct client *c, struct buf *out, const struct coor
     resp_put_bulk_str(out, "answered");
     resp_put_int(out, answered);
     resp_put_bulk_str(out, "present");
-    resp_put_int(out, rec.n > 0 && live_count(&rec) > 0);
+    resp_put_int(out, rec.n > 0 && live_count(&rec, clock_wall_ms()) > 0);
     resp_put_bulk_str(out, "tombstone");
     resp_put_int(out, rec.n > 0 && record_all_tombstones(&rec));
     resp_put_bulk_str(out, "siblings");
@@ -1981,7 +2202,7 @@ static void replica_put_row(struct client *c, struct buf *out, const struct coor
     resp_put_bulk_str(out, "value_size");
     resp_put_int(out, (int64_t)vsize);
     resp_put_bulk_str(out, "digest");
-    if (vsize > 0 || live_count(&rec) > 0) {
+    if (vsize > 0 || live_count(&rec, 0) > 0) {
         char hex[2 * sizeof(digest) + 1];
         hex_encode(hex, digest, sizeof(digest));
         resp_put_bulk_str(out, hex);
@@ -2161,7 +2382,8 @@ static int cmd_ringkv(struct client *c, struct pending *p)
 
 const struct command commands[] = {
     {"get", 2, CMD_READ, cmd_get, 1, 1, 1, "the value of a key"},
-    {"set", -3, CMD_WRITE, cmd_set, 1, 1, 1, "set a key to a value [NX|XX] [GET]"},
+    {"set", -3, CMD_WRITE, cmd_set, 1, 1, 1,
+     "set a key to a value [NX|XX] [GET] [EX|PX|EXAT|PXAT t|KEEPTTL]"},
     {"getset", 3, CMD_READ | CMD_WRITE, cmd_getset, 1, 1, 1, "set a key; its old value"},
     {"getdel", 2, CMD_READ | CMD_WRITE, cmd_getdel, 1, 1, 1, "delete a key; its old value"},
     {"del", -2, CMD_WRITE, cmd_del, 1, -1, 1, "delete keys; the number that existed"},
@@ -2170,6 +2392,16 @@ const struct command commands[] = {
     {"mset", -3, CMD_WRITE, cmd_mset, 1, -1, 2, "set several keys"},
     {"kget", -2, CMD_READ, cmd_kget, 1, 1, 1, "every sibling of a key, with its context [R n]"},
     {"kset", -3, CMD_WRITE, cmd_kset, 1, 1, 1, "write over the siblings a context saw"},
+    /* expiry: an absolute wall-clock time in the version (record.h) */
+    {"setex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in seconds"},
+    {"psetex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in milliseconds"},
+    {"expire", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key in seconds; 1 if it exists"},
+    {"pexpire", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key in milliseconds"},
+    {"expireat", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key at a Unix time (seconds)"},
+    {"pexpireat", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key at a Unix time (ms)"},
+    {"persist", 2, CMD_WRITE, cmd_persist, 1, 1, 1, "remove a key's expiry; 1 if it had one"},
+    {"ttl", 2, CMD_READ, cmd_ttl, 1, 1, 1, "seconds left before a key expires; -1 none, -2 absent"},
+    {"pttl", 2, CMD_READ, cmd_ttl, 1, 1, 1, "ms left before a key expires; -1 none, -2 absent"},
     {"ping", -1, 0, cmd_ping, 0, 0, 0, "PONG, or the argument"},
     {"echo", 2, 0, cmd_echo, 0, 0, 0, "the argument"},
     {"time", 1, 0, cmd_time, 0, 0, 0, "the node's wall clock: seconds, microseconds"},

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "client.h"
+#include "clock.h"
 #include "commands.h"
 #include "error.h"
 #include "glob.h"
@@ -38,6 +39,7 @@ struct scan_walk {
     bool gather; /* keep matching keys in keys (false: count them only) */
     struct buf *keys;
     size_t n_keys;
+    uint64_t now_ms; /* the wall clock that decides which values have expired */
 };
 
 int scan_cursor_parse(const char *s, size_t len, uint64_t *pos)
@@ -63,22 +65,25 @@ void scan_cursor_arc(uint64_t pos, uint64_t *start, uint64_t *end)
     *end = UINT64_MAX;
 }
 
-/* Whether an encoded record holds a live value (a sibling that is not a tombstone). */
-static bool scan_live(const uint8_t *rec, size_t len)
+/*
+ * Whether an encoded record holds a live value at now_ms (a sibling that
+ * is neither a tombstone nor expired).
+ */
+static bool scan_live(const uint8_t *rec, size_t len, uint64_t now_ms)
 {
     const uint8_t *value;
     size_t n = 0, vlen;
     bool tombstone = false, live = false;
     struct record r;
 
-    if (record_peek(rec, len, &n, &tombstone, &value, &vlen) != 0) {
+    if (record_peek_at(rec, len, now_ms, &n, &tombstone, &value, &vlen) != 0) {
         return false;
     }
     if (n <= 1) {
         return n == 1 && !tombstone;
     }
     record_init(&r);
-    live = record_decode(rec, len, &r) == 0 && !record_all_tombstones(&r);
+    live = record_decode(rec, len, &r) == 0 && !record_all_dead(&r, now_ms);
     record_deinit(&r);
     return live;
 }
@@ -94,7 +99,7 @@ static int scan_visit(void *ctx, const struct store_item *it)
     w->visited++;
     w->any = true;
     w->last_pos = it->pos;
-    if (w->none || !scan_live(it->record, it->record_len) ||
+    if (w->none || !scan_live(it->record, it->record_len, w->now_ms) ||
         (w->pattern != NULL && !glob_match(w->pattern, w->plen, it->key, it->key_len, false))) {
         return 0;
     }
@@ -179,7 +184,7 @@ static bool scan_options(struct pending *p, struct scan_walk *w)
 
 int scan_cmd_scan(struct client *c, struct pending *p)
 {
-    struct scan_walk w = {.budget = SCAN_COUNT_DEFAULT, .gather = true};
+    struct scan_walk w = {.budget = SCAN_COUNT_DEFAULT, .gather = true, .now_ms = clock_wall_ms()};
     char text[SCAN_CURSOR_TEXT];
     struct buf keys;
     uint64_t pos;
@@ -212,7 +217,7 @@ int scan_cmd_scan(struct client *c, struct pending *p)
 
 int scan_cmd_keys(struct client *c, struct pending *p)
 {
-    struct scan_walk w = {.budget = SCAN_KEYS_MAX, .gather = true};
+    struct scan_walk w = {.budget = SCAN_KEYS_MAX, .gather = true, .now_ms = clock_wall_ms()};
     struct store_stats st;
     struct buf keys;
     bool done = false;
@@ -244,7 +249,7 @@ int scan_cmd_keys(struct client *c, struct pending *p)
 
 int scan_cmd_dbsize(struct client *c, struct pending *p)
 {
-    struct scan_walk w = {.budget = SIZE_MAX};
+    struct scan_walk w = {.budget = SIZE_MAX, .now_ms = clock_wall_ms()};
     bool done = false;
     int rc = scan_walk_from(c->node, &w, 0, &done);
 

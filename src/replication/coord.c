@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 #include "msg.h"
@@ -599,6 +600,8 @@ static bool forward_next(struct coord_req *q, size_t from, bool only)
         f.tombstone = q->w->op.tombstone;
         f.value = f.tombstone ? NULL : (q->w->op.value ? q->w->op.value : (const uint8_t *)"");
         f.value_len = q->w->op.value_len;
+        f.expiry = (uint32_t)q->w->op.expiry;
+        f.expire_ms = q->w->op.expire_ms;
         if (q->w->op.context != NULL &&
             (ctx = malloc(vclock_encoded_size(q->w->op.context))) != NULL) {
             f.context_len = vclock_encode(q->w->op.context, ctx);
@@ -810,8 +813,8 @@ static void write_local_done(struct kv_write *lw, void *ctx)
     bool existed = lw->existed;
 
     q->outstanding--;
-    if (lw->result != 0) {
-        write_complete(q, lw->result, false, 0);
+    if (lw->result != 0 || !lw->op.changed) { /* an error, or an EXPIRE with nothing to do */
+        write_complete(q, lw->result, false, lw->result != 0 ? 0 : 1);
         req_release(q);
         return;
     }
@@ -857,6 +860,7 @@ static void write_start(struct coord_req *q)
     }
     kv_write_init(&q->lw, q->key, q->key_len, w->op.value, w->op.value_len, w->op.tombstone,
                   w->op.context, write_local_done, q);
+    kv_write_expiry(&q->lw, w->op.expiry, w->op.expire_ms);
     q->lw.op.skip_written = false;
     q->outstanding++;
     kv_local_write(q->co->kv, &q->lw);
@@ -1293,29 +1297,40 @@ static void cond_end(struct coord_cond *cc, int rc, unsigned answered, unsigned 
 
 /*
  * Decide the client's write against the merged record rec, as the store
- * decides it on one node (store.c, op_write_decide()), and take rec's
- * context for the write.  0 or RK_ENOMEM, RK_ETOOBIG.
+ * decides it on one node (store.c, op_write_decide(): a sibling expired by
+ * this node's wall clock is left out), and take rec's context for the
+ * write.  0 or RK_ENOMEM, RK_ETOOBIG.
  */
 static int cond_decide(struct coord_cond *cc, const struct record *rec)
 {
     struct kv_write *w = cc->w;
-    bool present = rec->n > 0 && !record_all_tombstones(rec);
+    const struct sibling *one = NULL;
+    uint64_t now = clock_wall_ms();
+    size_t visible = 0;
+    bool present = false;
 
+    for (size_t i = 0; i < rec->n; i++) {
+        if (!sibling_expired(&rec->s[i], now)) {
+            one = &rec->s[i];
+            visible++;
+            present = present || !one->tombstone;
+        }
+    }
     w->existed = present;
-    w->conflict = w->op.want_old && rec->n > 1;
+    w->conflict = w->op.want_old && visible > 1;
     w->skipped = w->conflict || (w->op.cond == STORE_COND_ABSENT && present) ||
                  (w->op.cond == STORE_COND_PRESENT && !present);
     free(cc->old);
     cc->old = NULL;
     cc->old_len = 0;
     if (w->op.want_old && present && !w->conflict) {
-        if ((cc->old = malloc(rec->s[0].value_len ? rec->s[0].value_len : 1)) == NULL) {
+        if ((cc->old = malloc(one->value_len ? one->value_len : 1)) == NULL) {
             return RK_ENOMEM;
         }
-        if (rec->s[0].value_len > 0) {
-            memcpy(cc->old, rec->s[0].value, rec->s[0].value_len);
+        if (one->value_len > 0) {
+            memcpy(cc->old, one->value, one->value_len);
         }
-        cc->old_len = rec->s[0].value_len;
+        cc->old_len = one->value_len;
     }
     return record_context(rec, &cc->context);
 }
@@ -1354,6 +1369,7 @@ static void cond_read_done(struct kv_read *r, void *ctx)
     }
     kv_write_init(&cc->wr, w->op.key, w->op.key_len, w->op.value, w->op.value_len, w->op.tombstone,
                   &cc->context, cond_write_done, cc);
+    kv_write_expiry(&cc->wr, w->op.expiry, w->op.expire_ms);
     cc->wr.quorum = w->quorum;
     if (!req_begin(cc->co, NULL, &cc->wr, false)) {
         kv_local_write(cc->co->kv, &cc->wr);
@@ -1608,6 +1624,7 @@ static int serve_forward(struct coord_serve *sv, size_t len)
     }
     kv_write_init(&sv->wr, f->key, f->key_len, f->value, f->value_len, f->tombstone,
                   f->context != NULL ? &sv->context : NULL, serve_forward_write_done, sv);
+    kv_write_expiry(&sv->wr, (enum store_expiry)f->expiry, f->expire_ms);
     sv->wr.quorum = f->quorum;
     if (!req_begin(sv->co, NULL, &sv->wr, true)) {
         kv_local_write(sv->co->kv, &sv->wr);

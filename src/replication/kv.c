@@ -192,6 +192,12 @@ void kv_write_cond(struct kv_write *w, enum store_cond cond, bool want_old)
     w->op.want_old = want_old;
 }
 
+void kv_write_expiry(struct kv_write *w, enum store_expiry expiry, uint64_t expire_ms)
+{
+    w->op.expiry = expiry;
+    w->op.expire_ms = expire_ms;
+}
+
 static bool kv_write_ok(const struct kv_write *w)
 {
     return w->op.key_len <= STORE_KEY_MAX && w->op.value_len <= RECORD_VALUE_MAX;

@@ -157,6 +157,14 @@ void kv_write_init(struct kv_write *w, const void *key, size_t len, const void *
 void kv_write_cond(struct kv_write *w, enum store_cond cond, bool want_old);
 
 /*
+ * Give w, filled in by kv_write_init(), an expiry rule (store.h's enum
+ * store_expiry) and time (ms since the epoch; 0: none), before it starts.
+ * kv_write_init() leaves STORE_EXPIRY_SET with no expiry.  With
+ * STORE_EXPIRY_TOUCH, w->existed says whether a version was written.
+ */
+void kv_write_expiry(struct kv_write *w, enum store_expiry expiry, uint64_t expire_ms);
+
+/*
  * Queue a write (kv_write_init()'s arguments) for the next kv_flush().
  * Returns 0, after which done is called exactly once from the event loop,
  * or at once RK_ETOOBIG for a key or value over the store's limits (and

@@ -69,7 +69,8 @@ static void fuzz_forward(const uint8_t *in, size_t len)
     if (msg_forward_encode(&m, &out) != 0 ||
         msg_forward_decode(buf_data(&out), out.len, &again) != 0 || m.kind != again.kind ||
         m.tombstone != again.tombstone || m.quorum != again.quorum || m.part != again.part ||
-        m.from != again.from || m.digest != again.digest ||
+        m.from != again.from || m.digest != again.digest || m.expiry != again.expiry ||
+        m.expire_ms != again.expire_ms ||
         !fuzz_bytes_equal(m.key, m.key_len, again.key, again.key_len) ||
         !fuzz_bytes_equal(m.value, m.value_len, again.value, again.value_len) ||
         !fuzz_bytes_equal(m.context, m.context_len, again.context, again.context_len)) {

@@ -145,6 +145,25 @@ static void fuzz_check_lww(const struct record *r)
     record_deinit(&back);
 }
 
+/*
+ * record_peek_at at the first sibling's expiry (0: none) leaves out exactly
+ * the siblings the decoded record says have expired by then.
+ */
+static void fuzz_check_peek_at(const uint8_t *data, size_t size, const struct record *r)
+{
+    uint64_t now = r->s[0].expire_ms;
+    const uint8_t *value;
+    size_t n, vlen, keep = 0;
+    bool tomb;
+
+    for (size_t i = 0; i < r->n; i++) {
+        keep += !sibling_expired(&r->s[i], now);
+    }
+    if (record_peek_at(data, size, now, &n, &tomb, &value, &vlen) != 0 || n != keep) {
+        abort();
+    }
+}
+
 /* record_peek on any input: never reads outside it, and agrees with a successful decode. */
 static void fuzz_check_peek(const uint8_t *data, size_t size, const struct record *r)
 {
@@ -164,6 +183,7 @@ static void fuzz_check_peek(const uint8_t *data, size_t size, const struct recor
                     (vlen > 0 && memcmp(value, r->s[0].value, vlen) != 0)))) {
         abort();
     }
+    fuzz_check_peek_at(data, size, r);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

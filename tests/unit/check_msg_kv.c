@@ -98,6 +98,49 @@ START_TEST(test_forward_golden)
 }
 END_TEST
 
+/* A write with an expiry: fields 8 and 9, after from and digest 0 (PROTOCOL.md 7.15). */
+START_TEST(test_forward_expiry_golden)
+{
+    static const char want[] = "9a01c4016bc40176c2c000000000cf0000018bcfe56800";
+    struct msg_forward m = {.kind = MSG_FORWARD_WRITE,
+                            .key = (const uint8_t *)"k",
+                            .key_len = 1,
+                            .value = (const uint8_t *)"v",
+                            .value_len = 1,
+                            .expire_ms = 1700000000000ull},
+                       back;
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_forward_encode(&m, &out), 0);
+    assert_bytes(&out, want);
+    unhex(&b, want);
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.expiry, 0);
+    ck_assert_uint_eq(back.expire_ms, 1700000000000ull);
+    ck_assert_uint_eq(back.value_len, 1);
+    /* touch (2) with no expiry: PERSIST */
+    unhex(&b, "9a01c4016bc400c2c00000000200");
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.expiry, 2);
+    ck_assert_uint_eq(back.expire_ms, 0);
+    /* a read, or a delete, with an expiry; a rule past 2 */
+    ck_assert_int_eq(msg_forward_decode((unhex(&b, "9a00c4016bc0c2c00000000001"), b.p), b.len, &back),
+                     RK_ESYNTAX);
+    ck_assert_int_eq(msg_forward_decode((unhex(&b, "9a01c4016bc0c3c00000000001"), b.p), b.len, &back),
+                     RK_ESYNTAX);
+    ck_assert_int_ne(msg_forward_decode((unhex(&b, "9a01c4016bc400c2c00000000300"), b.p), b.len, &back),
+                     0);
+    m.tombstone = true;
+    m.value = NULL;
+    m.value_len = 0;
+    buf_clear(&out);
+    ck_assert_int_eq(msg_forward_encode(&m, &out), RK_EINVAL);
+    buf_free(&out);
+}
+END_TEST
+
 START_TEST(test_answer_golden)
 {
     struct msg_kv_answer a = {.status = MSG_KV_TRYAGAIN, .answered = 1, .needed = 2}, back;
@@ -338,6 +381,7 @@ static Suite *msg_kv_suite(void)
         {"read_golden", test_read_golden},
         {"read_part_golden", test_read_part_golden},
         {"forward_golden", test_forward_golden},
+        {"forward_expiry_golden", test_forward_expiry_golden},
         {"answer_golden", test_answer_golden},
         {"answer_part_golden", test_answer_part_golden},
         {"write_hint_round_trip", test_write_hint_round_trip},

@@ -780,7 +780,10 @@ START_TEST(test_lww_converges)
 }
 END_TEST
 
-/* A random valid sibling: up to 4 clock entries, maybe a tombstone, up to 40 value bytes. */
+/*
+ * A random valid sibling: up to 4 clock entries, maybe a tombstone, up to
+ * 40 value bytes, a value maybe with an expiry.
+ */
 static void rand_sibling(struct sibling *s)
 {
     static const char *ids[] = {"a", "n1", "n10", "n2", "node-7.rack:3", "Z_z"};
@@ -798,6 +801,7 @@ static void rand_sibling(struct sibling *s)
     }
     ck_assert_int_eq(
         sibling_set(s, &vc, rng_next(), ids[rng_below(6)], tomb, value, tomb ? 0 : len), 0);
+    s->expire_ms = !tomb && rng_below(3) == 0 ? 1 + rng_next() % UINT64_MAX : 0;
     vclock_deinit(&vc);
 }
 
@@ -880,6 +884,7 @@ START_TEST(test_codec_round_trip)
             ck_assert_str_eq(back.s[i].node, r.s[i].node);
             ck_assert_int_eq(back.s[i].tombstone, r.s[i].tombstone);
             ck_assert_uint_eq(back.s[i].value_len, r.s[i].value_len);
+            ck_assert_uint_eq(back.s[i].expire_ms, r.s[i].expire_ms);
         }
         ck_assert(same_bytes(&r, &back));
         free(buf);
@@ -940,6 +945,9 @@ START_TEST(test_golden_bytes)
     ck_assert(same_bytes(&r, &back));
     ck_assert(back.s[1].tombstone);
     ck_assert_uint_eq(back.s[0].clock.e[0].stamp, 2);
+    /* the form without an expiry, as written before expiry existed: none */
+    ck_assert_uint_eq(back.s[0].expire_ms, 0);
+    ck_assert_uint_eq(back.s[1].expire_ms, 0);
     free(buf);
     vclock_deinit(&vc);
     sibling_deinit(&s);
@@ -1005,10 +1013,152 @@ START_TEST(test_decode_bad_flags)
     golden_with(buf, 1, 0x80);
     expect_reject(buf, sizeof(buf), RK_ESYNTAX);
     /* The first sibling's sflags (offset 35): unknown bits. */
-    golden_with(buf, 35, 0x02);
+    golden_with(buf, 35, 0x04);
     expect_reject(buf, sizeof(buf), RK_ESYNTAX);
     golden_with(buf, 35, 0x81);
     expect_reject(buf, sizeof(buf), RK_ESYNTAX);
+}
+END_TEST
+
+/*
+ * One sibling {a:1 stamp 2} hlc 0x0102030405060708 "n1" value "hi" that
+ * expires at 1700000000000 ms: sflags bit 1, then the u64 expiry.
+ */
+static const uint8_t golden_expiring[] = {
+    0x01, 0x00, 0x00, 0x01,                         /* format 1, flags 0, n 1 */
+    0x00, 0x01,                                     /* clock: 1 entry */
+    0x01, 'a',                                      /* id "a" */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, /* counter 1 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, /* stamp 2 */
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* hlc */
+    0x02, 'n',  '1',                                /* node "n1" */
+    0x02,                                           /* sflags: expires */
+    0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, /* expire_ms 1700000000000 */
+    0x00, 0x00, 0x00, 0x02, 'h',  'i',              /* value "hi" */
+};
+
+START_TEST(test_golden_expiring)
+{
+    struct record r, back;
+    struct sibling s;
+    struct vclock vc;
+    const uint8_t *value;
+    size_t len, n, vlen;
+    bool tomb;
+    uint8_t *buf, bad[sizeof(golden_expiring)];
+
+    record_init(&r);
+    record_init(&back);
+    sibling_init(&s);
+    vclock_init(&vc);
+    clock_put(&vc, "a", 1, 2);
+    ck_assert_int_eq(sibling_set(&s, &vc, 0x0102030405060708ull, "n1", false, "hi", 2), 0);
+    s.expire_ms = 1700000000000ull;
+    record_push(&r, &s);
+    buf = encode(&r, &len);
+    ck_assert_uint_eq(len, sizeof(golden_expiring));
+    ck_assert_mem_eq(buf, golden_expiring, sizeof(golden_expiring));
+    ck_assert_int_eq(record_decode(golden_expiring, sizeof(golden_expiring), &back), 0);
+    ck_assert_uint_eq(back.s[0].expire_ms, 1700000000000ull);
+    ck_assert(same_bytes(&r, &back));
+    /* peek: live just before the expiry, absent from it on */
+    ck_assert_int_eq(record_peek_at(golden_expiring, sizeof(golden_expiring), 1700000000000ull - 1,
+                                    &n, &tomb, &value, &vlen),
+                     0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(vlen, 2);
+    ck_assert_mem_eq(value, "hi", 2);
+    ck_assert_int_eq(record_peek_at(golden_expiring, sizeof(golden_expiring), 1700000000000ull, &n,
+                                    &tomb, &value, &vlen),
+                     0);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_ptr_null(value);
+    /* refused: a tombstone that expires, an expiry of 0, every truncation */
+    memcpy(bad, golden_expiring, sizeof(bad));
+    bad[35] = 0x03;
+    expect_reject(bad, sizeof(bad), RK_ESYNTAX);
+    memcpy(bad, golden_expiring, sizeof(bad));
+    memset(bad + 36, 0, 8);
+    expect_reject(bad, sizeof(bad), RK_ESYNTAX);
+    for (size_t cut = 0; cut < sizeof(golden_expiring); cut++) {
+        expect_reject(golden_expiring, cut, RK_ESYNTAX);
+        ck_assert_int_ne(record_peek_at(golden_expiring, cut, 0, &n, &tomb, &value, &vlen), 0);
+    }
+    free(buf);
+    vclock_deinit(&vc);
+    sibling_deinit(&s);
+    record_deinit(&r);
+    record_deinit(&back);
+}
+END_TEST
+
+/*
+ * Expiry decisions: a sibling is dead when a tombstone or expired at now;
+ * peek_at leaves expired siblings out; an expiring local write supersedes
+ * what it saw and carries its expiry; under LWW the winner's expiry holds,
+ * in either order of arrival.
+ */
+START_TEST(test_expiry_logic)
+{
+    struct record r, a, b;
+    struct sibling v, w;
+    const uint8_t *value;
+    size_t n, vlen, len;
+    bool tomb, changed;
+    uint8_t *buf;
+
+    record_init(&r);
+    record_init(&a);
+    record_init(&b);
+    sibling_init(&v);
+    sibling_init(&w);
+    /* two siblings: "x" expires at 5000, "y" never */
+    ck_assert_int_eq(apply(&r, "p:1", 10, "p", "x", RECORD_SIBLINGS, CAP_WIDE, NULL), 0);
+    ck_assert_int_eq(apply(&r, "q:1", 11, "q", "y", RECORD_SIBLINGS, CAP_WIDE, NULL), 0);
+    r.s[find_value(&r, "x")].expire_ms = 5000;
+    ck_assert(!sibling_expired(&r.s[find_value(&r, "x")], 4999));
+    ck_assert(sibling_dead(&r.s[find_value(&r, "x")], 5000));
+    ck_assert(!record_all_dead(&r, 6000));
+    ck_assert_uint_eq(record_max_expiry(&r), 5000);
+    buf = encode(&r, &len);
+    ck_assert_int_eq(record_peek_at(buf, len, 4999, &n, &tomb, &value, &vlen), 0);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(record_peek_at(buf, len, 5000, &n, &tomb, &value, &vlen), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!tomb && vlen == 1 && value[0] == 'y');
+    free(buf);
+    /* an expiring blind write supersedes both and carries its expiry */
+    ck_assert_int_eq(record_write_expiring(&r, "n1", "n1", 20, NULL, "z", 1, 9000, RECORD_SIBLINGS,
+                                           CAP_WIDE, &v),
+                     0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_uint_eq(r.s[0].expire_ms, 9000);
+    ck_assert_uint_eq(v.expire_ms, 9000);
+    ck_assert(record_all_dead(&r, 9000) && !record_all_dead(&r, 8999));
+    /* LWW: the newer version wins with its expiry (none), whatever the order */
+    ck_assert_int_eq(sibling_copy(&w, &v), 0);
+    w.hlc = 30;
+    w.expire_ms = 0;
+    vclock_deinit(&w.clock);
+    vclock_init(&w.clock);
+    clock_put(&w.clock, "m", 1, 30);
+    ck_assert_int_eq(record_apply(&a, &v, RECORD_LWW, CAP_WIDE, NULL), 0);
+    ck_assert_int_eq(record_apply(&a, &w, RECORD_LWW, CAP_WIDE, NULL), 0);
+    ck_assert_int_eq(record_apply(&b, &w, RECORD_LWW, CAP_WIDE, NULL), 0);
+    ck_assert_int_eq(record_apply(&b, &v, RECORD_LWW, CAP_WIDE, &changed), 0);
+    ck_assert_uint_eq(a.s[0].expire_ms, 0);
+    ck_assert(same_bytes(&a, &b));
+    /* and the older one's expiry is gone with it: the winner expiring keeps its own */
+    w.expire_ms = 7000;
+    record_deinit(&a);
+    ck_assert_int_eq(record_apply(&a, &v, RECORD_LWW, CAP_WIDE, NULL), 0);
+    ck_assert_int_eq(record_apply(&a, &w, RECORD_LWW, CAP_WIDE, NULL), 0);
+    ck_assert_uint_eq(a.s[0].expire_ms, 7000);
+    sibling_deinit(&v);
+    sibling_deinit(&w);
+    record_deinit(&r);
+    record_deinit(&a);
+    record_deinit(&b);
 }
 END_TEST
 
@@ -1175,6 +1325,8 @@ static Suite *record_suite(void)
         {"lww_converges", test_lww_converges},
         {"codec_round_trip", test_codec_round_trip},
         {"golden_bytes", test_golden_bytes},
+        {"golden_expiring", test_golden_expiring},
+        {"expiry_logic", test_expiry_logic},
         {"decode_truncated", test_decode_truncated},
         {"decode_trailing", test_decode_trailing},
         {"decode_bad_format", test_decode_bad_format},

@@ -844,6 +844,106 @@ START_TEST(test_delete_if)
 }
 END_TEST
 
+/* A WRITE of key with an expiry rule; returns its result, *existed what it reported. */
+static int write_expiry(struct store *s, const char *key, const char *value,
+                        enum store_expiry expiry, uint64_t expire_ms, bool *existed)
+{
+    struct store_op op;
+    int rc;
+
+    store_op_init(&op, STORE_OP_WRITE);
+    op.key = (const uint8_t *)key;
+    op.key_len = strlen(key);
+    op.value = (const uint8_t *)value;
+    op.value_len = value != NULL ? strlen(value) : 0;
+    op.expiry = expiry;
+    op.expire_ms = expire_ms;
+    op.skip_written = true;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    rc = store_wait(s, &op);
+    *existed = op.existed;
+    return rc;
+}
+
+/* key's single sibling's expiry; the key must hold one sibling. */
+static uint64_t expiry_of(struct store *s, const char *key, bool *tombstone)
+{
+    struct record r;
+    uint64_t e;
+
+    record_init(&r);
+    ck_assert_int_eq(store_get(s, key, strlen(key), &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    e = r.s[0].expire_ms;
+    *tombstone = r.s[0].tombstone;
+    record_deinit(&r);
+    return e;
+}
+
+/*
+ * The store's expiry rules by its wall clock: SET with an expiry, KEEPTTL
+ * keeping the live value's, TOUCH (EXPIRE, PERSIST) rewriting the live
+ * value or doing nothing, an expired value counting as absent, a past
+ * expiry deleting, and collection of expired values after the grace.
+ */
+START_TEST(test_expiry_rules)
+{
+    struct store *s = open_store("d", "n1");
+    uint64_t t0 = fake_now_ms;
+    bool existed, tomb;
+    size_t deleted;
+    char *v;
+
+    ck_assert_int_eq(write_expiry(s, "k", "v1", STORE_EXPIRY_SET, t0 + 1000, &existed), 0);
+    ck_assert(!existed);
+    ck_assert_uint_eq(expiry_of(s, "k", &tomb), t0 + 1000);
+    /* KEEPTTL: a new value, the same expiry */
+    ck_assert_int_eq(write_expiry(s, "k", "v2", STORE_EXPIRY_KEEP, 0, &existed), 0);
+    ck_assert(existed);
+    ck_assert_uint_eq(expiry_of(s, "k", &tomb), t0 + 1000);
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "v2");
+    free(v);
+    /* PERSIST, then PERSIST again (nothing to do), then EXPIRE */
+    ck_assert_int_eq(write_expiry(s, "k", NULL, STORE_EXPIRY_TOUCH, 0, &existed), 0);
+    ck_assert(existed);
+    ck_assert_uint_eq(expiry_of(s, "k", &tomb), 0);
+    ck_assert_int_eq(write_expiry(s, "k", NULL, STORE_EXPIRY_TOUCH, 0, &existed), 0);
+    ck_assert(!existed);
+    ck_assert_int_eq(write_expiry(s, "k", NULL, STORE_EXPIRY_TOUCH, t0 + 2000, &existed), 0);
+    ck_assert(existed);
+    ck_assert_uint_eq(expiry_of(s, "k", &tomb), t0 + 2000);
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "v2");
+    free(v);
+    /* expired: a later write finds no live value; EXPIRE of it does nothing */
+    fake_now_ms = t0 + 2000;
+    ck_assert_int_eq(write_expiry(s, "k", NULL, STORE_EXPIRY_TOUCH, t0 + 9000, &existed), 0);
+    ck_assert(!existed);
+    ck_assert_uint_eq(expiry_of(s, "k", &tomb), t0 + 2000);
+    /* an EXPIRE to a time already past deletes a live value */
+    put(s, "j", "x");
+    ck_assert_int_eq(write_expiry(s, "j", NULL, STORE_EXPIRY_TOUCH, 1, &existed), 0);
+    ck_assert(existed);
+    expiry_of(s, "j", &tomb);
+    ck_assert(tomb);
+    /* collection: "k" expired at t0 + 2000 goes grace later, not before */
+    put(s, "live", "y");
+    fake_now_ms = t0 + 2000 + 999;
+    run_range_op(s, STORE_OP_COLLECT, 0, 0, 10, 1000, NULL, &deleted);
+    ck_assert_uint_eq(deleted, 0);
+    fake_now_ms = t0 + 2000 + 1001;
+    run_range_op(s, STORE_OP_COLLECT, 0, 0, 10, 1000, NULL, &deleted);
+    ck_assert_uint_eq(deleted, 2); /* "k" (expired) and "j" (deleted) */
+    ck_assert_ptr_null(get_value(s, "k"));
+    v = get_value(s, "live");
+    ck_assert_str_eq(v, "y");
+    free(v);
+    fake_now_ms = t0;
+    store_close(s);
+}
+END_TEST
+
 /* --- hints and tables ---------------------------------------------------------- */
 
 struct hint_seen {
@@ -1589,6 +1689,7 @@ static Suite *store_suite(void)
         {"range_delete", test_range_delete},
         {"tombstones", test_tombstone_collection},
         {"delete_if", test_delete_if},
+        {"expiry_rules", test_expiry_rules},
         {"hints", test_hints},
         {"tables", test_tables},
         {"bad_operations", test_bad_operations},
