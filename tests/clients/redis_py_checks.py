@@ -7,9 +7,12 @@ redis-server 7 in the same run, with the same checks: INFO's fields
 CONFIG GET of the names clients and tools read, AUTH and HELLO AUTH
 against a server without a password and one with requirepass (PING before
 AUTH is refused with NOAUTH, which redis-py raises as AuthenticationError),
-MGET with a key too long to exist answering None in its place, and the
+MGET with a key too long to exist answering None in its place, the
 conditional writes (set(nx=True), set(xx=True), set(get=True), getset,
-getdel) with the values redis-py hands back.
+getdel) with the values redis-py hands back, and expiry as cache libraries
+use it: a django-style set with a timeout (ex=, px=, timedelta), ttl/pttl,
+expire/expireat/persist, setex/psetex, keepttl, and a value that expires
+while the client waits.
 
 Needs python3 with the redis module (Debian's python3-redis, redis-py 4.3).
 Each check prints one line, "ok TARGET: what" or "FAIL TARGET: what:
@@ -24,8 +27,10 @@ answer expected (ringkv: 1, Redis: 16); --ringkv adds the checks of what
 ringkv does on purpose differently (requirepass refuses a NUL byte).
 """
 import argparse
+import datetime
 import socket
 import sys
+import time
 
 import redis
 
@@ -224,6 +229,58 @@ def cond_checks(t, r):
                          redis.exceptions.ResponseError, "syntax error"))
 
 
+def expiry_checks(t, r):
+    """Expiry as a cache library uses it (django's RedisCache: set(key, value, ex=timeout);
+    django-redis: set(key, value, px=timeout_ms)), on keys of their own."""
+    r.delete("x:cache", "x:px", "x:td", "x:plain", "x:setex", "x:psetex", "x:keep", "x:short")
+    check(t, "django-style cache.set(key, value, timeout=300): set(ex=300), get, ttl",
+          lambda: (r.set("x:cache", b"page", ex=300) is True and r.get("x:cache") == b"page"
+                   and 299 <= r.ttl("x:cache") <= 300, r.ttl("x:cache")))
+    check(t, "django-redis-style set(px=300000): pttl within the timeout",
+          lambda: (r.set("x:px", b"v", px=300000) is True
+                   and 299000 <= r.pttl("x:px") <= 300000, r.pttl("x:px")))
+    check(t, "set(ex=timedelta(minutes=5))",
+          lambda: (r.set("x:td", b"v", ex=datetime.timedelta(minutes=5)) is True
+                   and 299 <= r.ttl("x:td") <= 300, r.ttl("x:td")))
+    check(t, "ttl of a key without expiry is -1, of a missing key -2",
+          lambda: (r.set("x:plain", b"v") and (r.ttl("x:plain"), r.ttl("x:missing")) == (-1, -2),
+                   (r.ttl("x:plain"), r.ttl("x:missing"))))
+    check(t, "expire(key, 100) -> True, ttl 100; expire of a missing key -> False",
+          lambda: (r.expire("x:plain", 100) is True and 99 <= r.ttl("x:plain") <= 100
+                   and r.expire("x:missing", 100) is False, r.ttl("x:plain")))
+    check(t, "persist -> True, ttl -1; persist again -> False",
+          lambda: ((r.persist("x:plain"), r.ttl("x:plain"), r.persist("x:plain"))
+                   == (True, -1, False), r.ttl("x:plain")))
+    later = datetime.datetime.now() + datetime.timedelta(hours=1)
+    check(t, "expireat(key, datetime an hour ahead): ttl about 3600",
+          lambda: (r.expireat("x:plain", later) is True
+                   and 3590 <= r.ttl("x:plain") <= 3600, r.ttl("x:plain")))
+    check(t, "setex(key, 60, value) and psetex(key, 60000, value)",
+          lambda: (r.setex("x:setex", 60, b"a") is True and r.psetex("x:psetex", 60000, b"b")
+                   and 59 <= r.ttl("x:setex") <= 60 and 59000 <= r.pttl("x:psetex") <= 60000,
+                   (r.ttl("x:setex"), r.pttl("x:psetex"))))
+    check(t, "set(keepttl=True) keeps the expiry; a plain set clears it",
+          lambda: (r.set("x:keep", b"1", ex=500) and r.set("x:keep", b"2", keepttl=True)
+                   and 499 <= r.ttl("x:keep") <= 500 and r.get("x:keep") == b"2"
+                   and r.set("x:keep", b"3") and r.ttl("x:keep") == -1, r.ttl("x:keep")))
+    check(t, "set with ex=0 is refused as an invalid expire time",
+          lambda: raises(lambda: r.set("x:bad", b"v", ex=0), redis.ResponseError,
+                         "invalid expire time"))
+
+    def expires_while_waiting():
+        r.set("x:short", b"v", px=200)
+        if r.get("x:short") != b"v":
+            return False, "not readable before its expiry"
+        deadline = time.time() + 5
+        while r.get("x:short") is not None and time.time() < deadline:
+            time.sleep(0.05)
+        return (r.get("x:short") is None and r.exists("x:short") == 0
+                and r.ttl("x:short") == -2, r.ttl("x:short"))
+    check(t, "a value set with px=200 reads as absent once it expired (get, exists, ttl)",
+          expires_while_waiting)
+    r.delete("x:cache", "x:px", "x:td", "x:plain", "x:setex", "x:psetex", "x:keep", "x:short")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", required=True)
@@ -242,6 +299,7 @@ def main():
     cond_checks(t, r)
     auth_open_checks(t, a.open)
     auth_locked_checks(t, a.locked, a.password)
+    expiry_checks(t, client(a.locked, password=a.password))
     if a.ringkv:
         ringkv_checks(t, a.locked, a.password)
     print("%s: %d failed" % (t, failures))

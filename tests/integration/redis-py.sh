@@ -4,7 +4,9 @@
 # INFO's used_memory, role, used_cpu_sys and their sections; CONFIG GET of
 # timeout, save, appendonly, appendfsync, maxmemory, databases; AUTH and
 # HELLO AUTH without a password and with requirepass (PING before AUTH is
-# NOAUTH); MGET with a key too long to exist answering None.  Then what only
+# NOAUTH); MGET with a key too long to exist answering None; expiry as cache
+# libraries use it (a django-style set with a timeout, ttl, expire, persist, a
+# value expiring while the client waits), on the requirepass node.  Then what only
 # ringkv shows: redis-cli --stat prints a memory figure, and a client closed
 # for a limit (timeout, output-buffer-max) is logged at warn with its name.
 # Without redis-server the Redis half is skipped with a line saying so.
