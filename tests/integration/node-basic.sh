@@ -22,8 +22,9 @@ it_expect_eq "binary value" "$(it_cli n1 GET bin | od -An -tx1 | tr -d ' \n')" "
 it_expect_eq "STRLEN binary" "$(it_cli n1 STRLEN bin)" "5"
 out=$(it_cli n1 LPUSH bin x 2>&1) && it_fail "LPUSH accepted"
 case "$out" in "ERR unknown command 'LPUSH'"*) ;; *) it_fail "unknown command: $out" ;; esac
-out=$(it_cli n1 SET k v EX 10 2>&1) && it_fail "SET EX accepted"
-case "$out" in *"not supported"*) ;; *) it_fail "SET EX: $out" ;; esac
+out=$(it_cli n1 SET k v IFEQ v 2>&1) && it_fail "SET IFEQ accepted"
+case "$out" in *"not supported"*) ;; *) it_fail "SET IFEQ: $out" ;; esac
+it_expect_eq "nothing written by a refused SET" "$(it_cli n1 GET k)" ""
 out=$(it_cli n1 CLUSTER INFO 2>&1) && it_fail "CLUSTER accepted"
 it_expect_eq "CLUSTER" "$out" "ERR This instance has cluster support disabled"
 out=$(it_cli n1 SELECT 1 2>&1) && it_fail "SELECT 1 accepted"
