@@ -572,8 +572,10 @@ static int start_writes(struct client *c, struct pending *p, size_t first, size_
         kv_write_init(&p->writes[i], key, klen, value, vlen, tombstone, context, write_done, p);
         kv_write_expiry(&p->writes[i], p->expiry, p->expire_ms);
         p->writes[i].quorum = p->quorum;
-        if (p->txn != NULL && p->expiry != STORE_EXPIRY_TOUCH) {
-            txn_note_write(p->txn, key, klen, value, vlen, tombstone);
+        if (p->txn != NULL) {
+            if (p->expiry != STORE_EXPIRY_TOUCH) { /* an expiry change's value is the store's */
+                txn_note_write(p->txn, key, klen, value, vlen, tombstone);
+            }
         } else if (!atomic && (rc = kv_write_start(c->node->kv, &p->writes[i])) != 0) {
             p->first_error = p->first_error ? p->first_error : rc;
             p->left--;

@@ -105,13 +105,20 @@ want n1 "ERR syntax error" SET x v EX
 want n1 "ERR invalid expire time in 'setex' command" SETEX x 0 v
 want n1 "ERR value is not an integer or out of range" EXPIRE x 1.5
 want n1 -2 TTL x
-it_log "one node: SET options, SETEX, PSETEX, EXPIRE family, PERSIST, TTL, PTTL and errors"
-want n1 8 DBSIZE # a .. h
+# inside MULTI, EXPIRE and PERSIST are writes of the EXEC's group like any other
+got=$(printf 'MULTI\nSET t 1\nEXPIRE t 500\nEXPIRE nope 5\nSET u 1 EX 10\nPERSIST u\nEXEC\n' |
+    timeout 10 redis-cli -h 127.0.0.1 -p "$N1_CLIENT" | tr '\n' ' ')
+[ "$got" = "OK QUEUED QUEUED QUEUED QUEUED QUEUED OK 1 0 OK 1 " ] ||
+    it_fail "MULTI with EXPIRE and PERSIST: '$got'"
+within n1 499 500 TTL t
+want n1 -1 TTL u
+it_log "one node: SET options, SETEX, PSETEX, EXPIRE family, PERSIST, TTL, PTTL, errors, MULTI"
+want n1 10 DBSIZE # a .. h, t, u
 
-# the clock 2 hours ahead: a c e f (seconds), b d (an hour or less) expire; g h stay
+# the clock 2 hours ahead: a c e f t (seconds), b d (an hour or less) expire; g h u stay
 it_skew n1 +7200
 it_wait expired n1 a || it_fail "a (EX 100) still reads 2 hours later: $(it_cli n1 GET a)"
-for k in a b c d e f; do
+for k in a b c d e f t; do
     expired n1 "$k" || it_fail "$k still reads 2 hours later"
     want n1 none TYPE "$k"
     want n1 0 STRLEN "$k"
@@ -121,22 +128,22 @@ want n1 -1 TTL g
 within n1 2790 2800 TTL h
 want n1 "$(printf '\nv\nv3')" MGET a g h
 want n1 2 EXISTS a b c d e f g h
-want n1 2 DBSIZE
+want n1 3 DBSIZE
 keys=$(it_cli n1 SCAN 0 COUNT 1000 | sed 1d | sort | tr '\n' ' ')
-[ "$keys" = "g h " ] || it_fail "SCAN 2 hours later: '$keys', want g h"
+[ "$keys" = "g h u " ] || it_fail "SCAN 2 hours later: '$keys', want g h u"
 kget=$(it_cli n1 KGET a | sed 1d)
 [ -z "$kget" ] || it_fail "KGET a 2 hours later has values: '$kget'"
 want n1 0 EXPIRE a 100
 want n1 0 PERSIST a
-it_log "2 hours later: 6 expired keys read as absent everywhere, g and h stay"
+it_log "2 hours later: 7 expired keys read as absent everywhere, g, h and u stay"
 
-# collected after tombstone-grace (1 s): only g and h are left in the store
+# collected after tombstone-grace (1 s): only g, h and u are left in the store
 keys_n() { it_cli n1 INFO keyspace | tr -d '\r' | sed -n 's/^db0:keys=\([0-9]*\),.*/\1/p'; }
 it_wait sh -c "[ \"\$(redis-cli -h 127.0.0.1 -p $N1_CLIENT INFO keyspace | tr -d '\r' |
-    sed -n 's/^db0:keys=\([0-9]*\),.*/\1/p')\" = 2 ]" ||
-    it_fail "expired values not collected: db0:keys=$(keys_n), want 2"
+    sed -n 's/^db0:keys=\([0-9]*\),.*/\1/p')\" = 3 ]" ||
+    it_fail "expired values not collected: db0:keys=$(keys_n), want 3"
 want n1 v GET g
-it_log "expired values and the tombstone collected after tombstone-grace: db0:keys=2"
+it_log "expired values and the tombstone collected after tombstone-grace: db0:keys=3"
 it_stop n1
 
 # --- 2. three nodes, rf 3 ----------------------------------------------------------------
