@@ -2754,7 +2754,7 @@ static bool collectable(struct range_ctx *rc, const MDB_val *k, const MDB_val *v
               rc->op->collect(rc->op->collect_ctx, bytes_get_be64(k->mv_data),
                               (const uint8_t *)k->mv_data + 8, k->mv_size - 8, &r);
     }
-    rc->op->kept += !yes && r.n > 0 && record_all_tombstones(&r);
+    rc->op->kept += !yes && r.n > 0 && record_all_dead(&r, rc->b->wall_ms);
     record_deinit(&r);
     return yes;
 }

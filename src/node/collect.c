@@ -162,7 +162,8 @@ static int collect_keep(struct collect *c, const struct store_item *it)
 /*
  * store_scan()'s callback of a read step: count the records of tombstones
  * only, keep those past their grace as candidates; stop (1) once the batch
- * is full.  A single live value is told by record_peek() without decoding.
+ * is full.  A single live value is told by record_peek_at() without decoding;
+ * expired values count as tombstones.
  */
 static int collect_visit(void *ctx, const struct store_item *it)
 {
@@ -172,14 +173,18 @@ static int collect_visit(void *ctx, const struct store_item *it)
     bool tomb = false, past = false;
     const uint8_t *v;
     size_t vlen;
+    uint64_t now = collect_wall_ms(), since;
 
-    if (record_peek(it->record, it->record_len, &n, &tomb, &v, &vlen) != 0 || (n == 1 && !tomb)) {
+    if (record_peek_at(it->record, it->record_len, now, &n, &tomb, &v, &vlen) != 0 ||
+        (n == 1 && !tomb)) {
         return 0;
     }
     record_init(&r);
-    if (record_decode(it->record, it->record_len, &r) == 0 && r.n > 0 &&
-        record_all_tombstones(&r)) {
-        past = hlc_physical(record_max_hlc(&r)) + c->grace_ms < collect_wall_ms();
+    if (record_decode(it->record, it->record_len, &r) == 0 && r.n > 0 && record_all_dead(&r, now)) {
+        /* dead since its newest write, or its latest expiry: collected like a tombstone */
+        since = hlc_physical(record_max_hlc(&r));
+        since = record_max_expiry(&r) > since ? record_max_expiry(&r) : since;
+        past = since + c->grace_ms < now;
         c->pass_tombstones += !past;
     }
     record_deinit(&r);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 #include "record.h"
@@ -195,7 +196,10 @@ static void reaper_phase_step(struct reaper *rp)
     reaper_finish(rp);
 }
 
-/* Does replica view v let this copy go?  Only no record, or tombstones ours has seen. */
+/*
+ * Does replica view v let this copy go?  Only no record, or tombstones (and
+ * values expired by this node's wall clock) ours has seen.
+ */
 static enum reaper_verdict reaper_judge_view(const struct reaper_job *j, const struct coord_view *v)
 {
     struct record r;
@@ -210,7 +214,7 @@ static enum reaper_verdict reaper_judge_view(const struct reaper_job *j, const s
     }
     record_init(&r);
     vclock_init(&theirs);
-    if (record_decode(v->record, v->record_len, &r) == 0 && record_all_tombstones(&r) &&
+    if (record_decode(v->record, v->record_len, &r) == 0 && record_all_dead(&r, clock_wall_ms()) &&
         record_context(&r, &theirs) == 0 && vclock_descends(&j->ours, &theirs)) {
         verdict = REAPER_COLLECT;
     }
@@ -263,7 +267,7 @@ static void reaper_ask(struct reaper *rp, struct reaper_job *j)
     j->verdict = REAPER_UNANSWERED;
     record_init(&r);
     j->decoded = record_decode(j->key->record, j->key->record_len, &r) == 0 &&
-                 record_all_tombstones(&r) && record_context(&r, &j->ours) == 0;
+                 record_all_dead(&r, clock_wall_ms()) && record_context(&r, &j->ours) == 0;
     record_deinit(&r);
     if (!j->decoded) {
         j->verdict = REAPER_LIVE;
