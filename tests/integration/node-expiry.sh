@@ -14,7 +14,8 @@
 #      others, and with its writer stopped the other two still hold it (it
 #      travelled with the version); EXPIRE and PERSIST through one node are
 #      new versions the others read; with every clock moved 2 hours ahead the
-#      expired keys read as absent through every node.
+#      expired keys read as absent through every node, and are collected on
+#      every replica after tombstone-grace.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -153,7 +154,7 @@ for n in n1 n2 n3; do
     it_setvar "$n" CLIENT ""
     fault_skew "$IT_DIR/$n.clock" 0
 done
-it_cluster 3
+it_cluster 3 --tombstone-grace 1s
 # shellcheck disable=SC2046 # one port a word
 it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
 want n1 OK SET k v EX 3600
@@ -188,4 +189,12 @@ for n in n1 n2 n3; do
     want "$n" 3 EXISTS k j m l
 done
 it_log "2 hours later: k reads as absent through n1, n2 and n3; j, m, l stay"
+
+# collected on every replica once all of them hold it expired: 3 keys left on each
+for n in n1 n2 n3; do
+    IT_WAIT=60 it_wait sh -c "[ \"\$(redis-cli -h 127.0.0.1 -p $(it_var "$n" CLIENT) INFO keyspace |
+        tr -d '\r' | sed -n 's/^db0:keys=\([0-9]*\),.*/\1/p')\" = 3 ]" ||
+        it_fail "k not collected on $n: $(it_cli "$n" INFO keyspace | tr -d '\r' | grep db0)"
+done
+it_log "the expired k collected on n1, n2 and n3 (rf 3): db0:keys=3 on each"
 it_pass
