@@ -220,7 +220,8 @@ int msg_forward_encode(const struct msg_forward *m, struct buf *out)
     msgpack_packer_init(&pk, &s, msg_kv_write);
     return msg_kv_finish(
         &s, start,
-        msgpack_pack_array(&pk, MSG_FORWARD_FIELDS + (m->part || expiry ? MSG_KV_ASK_PART_FIELDS : 0) +
+        msgpack_pack_array(&pk, MSG_FORWARD_FIELDS +
+                                    (m->part || expiry ? MSG_KV_ASK_PART_FIELDS : 0) +
                                     (expiry ? MSG_FORWARD_EXPIRY_FIELDS : 0)) ||
             msgpack_pack_uint32(&pk, m->kind) || msg_kv_pack_bin(&pk, m->key, m->key_len) ||
             msg_kv_pack_bin(
@@ -423,8 +424,7 @@ int msg_replica_read_decode(const uint8_t *in, size_t len, struct msg_replica_re
 static bool msg_forward_coherent(const struct msg_forward *m)
 {
     if (m->kind == MSG_FORWARD_READ) {
-        return m->value == NULL && !m->tombstone && m->context == NULL &&
-               msg_forward_expiry_ok(m);
+        return m->value == NULL && !m->tombstone && m->context == NULL && msg_forward_expiry_ok(m);
     }
     return (m->value == NULL) == m->tombstone && m->from == 0 && m->digest == 0 &&
            msg_forward_expiry_ok(m);

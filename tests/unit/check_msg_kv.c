@@ -126,12 +126,14 @@ START_TEST(test_forward_expiry_golden)
     ck_assert_uint_eq(back.expiry, 2);
     ck_assert_uint_eq(back.expire_ms, 0);
     /* a read, or a delete, with an expiry; a rule past 2 */
-    ck_assert_int_eq(msg_forward_decode((unhex(&b, "9a00c4016bc0c2c00000000001"), b.p), b.len, &back),
-                     RK_ESYNTAX);
-    ck_assert_int_eq(msg_forward_decode((unhex(&b, "9a01c4016bc0c3c00000000001"), b.p), b.len, &back),
-                     RK_ESYNTAX);
-    ck_assert_int_ne(msg_forward_decode((unhex(&b, "9a01c4016bc400c2c00000000300"), b.p), b.len, &back),
-                     0);
+    ck_assert_int_eq(
+        msg_forward_decode((unhex(&b, "9a00c4016bc0c2c00000000001"), b.p), b.len, &back),
+        RK_ESYNTAX);
+    ck_assert_int_eq(
+        msg_forward_decode((unhex(&b, "9a01c4016bc0c3c00000000001"), b.p), b.len, &back),
+        RK_ESYNTAX);
+    ck_assert_int_ne(
+        msg_forward_decode((unhex(&b, "9a01c4016bc400c2c00000000300"), b.p), b.len, &back), 0);
     m.tombstone = true;
     m.value = NULL;
     m.value_len = 0;
