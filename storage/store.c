@@ -373,6 +373,13 @@ struct store {
      * every entry in LMDB already, so it must not add the fresh ones again.
      */
     atomic_uint_fast64_t ov_absorbed_txn;
+    /*
+     * Records of the data table (the overlay over LMDB, as readers see it)
+     * whose siblings are all tombstones (record_all_tombstones()): counted
+     * by store_count_tombstones() and the log's replay at open, then moved
+     * by each batch's delta when the batch is durable (batch_publish()).
+     */
+    atomic_uint_fast64_t tombstones;
 
     uint64_t generation;          /* tells this store from one reusing its address */
     struct store_reader *readers; /* every thread's cached read transaction, under mu */
@@ -1045,11 +1052,85 @@ out_abort:
 
 static bool store_grow(struct store *s, bool deletions_only);
 
+/*
+ * Is the encoded record rec[0..len) a record of tombstones only
+ * (record_all_tombstones())?  record_peek() answers for one sibling
+ * without decoding; only a record of several siblings is decoded.  A
+ * record that does not decode is no tombstone: it is counted as a key.
+ */
+static bool store_bytes_tombstone(const void *rec, size_t len)
+{
+    const uint8_t *value;
+    size_t n = 0, value_len;
+    bool tomb = false;
+    struct record r;
+
+    if (record_peek(rec, len, &n, &tomb, &value, &value_len) != 0 || n == 0) {
+        return false;
+    }
+    if (n == 1) {
+        return tomb;
+    }
+    record_init(&r);
+    tomb = record_decode(rec, len, &r) == 0 && record_all_tombstones(&r);
+    record_deinit(&r);
+    return tomb;
+}
+
+/*
+ * A replayed log record of key k replaces what the overlay already has of
+ * it, else old (LMDB's record, NULL when LMDB lacks the key): the change
+ * to the tombstone count, -1, 0 or 1.
+ */
+static int store_tombstone_change(struct store *s, const MDB_val *k, const MDB_val *old,
+                                  const uint8_t *rec, size_t len)
+{
+    struct ov_entry *e = overlay_find(&s->ov, k->mv_data, k->mv_size);
+    bool was = e != NULL     ? store_bytes_tombstone(ov_rec(e), e->rec_len)
+               : old != NULL ? store_bytes_tombstone(old->mv_data, old->mv_size)
+                             : false;
+
+    return (int)store_bytes_tombstone(rec, len) - (int)was;
+}
+
+/*
+ * Count the records of tombstones LMDB holds into s->tombstones (at open,
+ * before the log's replay moves it): one walk of the data table, each
+ * record peeked at (store_bytes_tombstone()).
+ */
+static int store_count_tombstones(struct store *s, char *err, size_t err_len)
+{
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    uint64_t n = 0;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+
+    if (rc == 0) {
+        rc = mdb_cursor_open(txn, s->dbi_data, &c);
+        for (MDB_cursor_op op = MDB_FIRST; rc == 0; op = MDB_NEXT) {
+            rc = mdb_cursor_get(c, &k, &v, op);
+            n += rc == 0 && store_bytes_tombstone(v.mv_data, v.mv_size);
+        }
+        if (c != NULL) {
+            mdb_cursor_close(c);
+        }
+        mdb_txn_abort(txn);
+    }
+    if (rc != MDB_NOTFOUND) {
+        snprintf(err, err_len, "cannot read the store of %s: %s", s->path, mdb_strerror(rc));
+        return store_err(rc);
+    }
+    atomic_store(&s->tombstones, n);
+    return 0;
+}
+
 /* What loading a log found: counts for the log line, the highest mark. */
 struct replay {
     struct store *s;
     MDB_txn *txn; /* a read transaction: is a key in LMDB? */
     uint64_t puts, mark;
+    int64_t tombstones; /* the change to s->tombstones its records make */
 };
 
 static int replay_item(void *ctx, const struct wal_item *it)
@@ -1076,6 +1157,8 @@ static int replay_item(void *ctx, const struct wal_item *it)
         return RK_ENOMEM;
     }
     memcpy(ov_rec(e), it->value, it->value_len);
+    r->tombstones +=
+        store_tombstone_change(r->s, &k, e->fresh ? NULL : &v, it->value, it->value_len);
     overlay_put(&r->s->ov, e);
     r->puts++;
     return 0;
@@ -1114,6 +1197,7 @@ static int store_log_load(struct store *s, const uint8_t *p, size_t len, uint64_
         return rc;
     }
     s->hlc.last = r->mark;
+    atomic_fetch_add(&s->tombstones, (uint64_t)r->tombstones); /* modulo 2^64: a fall too */
     return 0;
 }
 
@@ -1428,6 +1512,7 @@ int store_open(struct store **out, const struct store_config *cfg, char *err, si
     rc = rc ? rc : store_lock_dir(s, err, err_len);
     rc = rc ? rc : store_env_open(s, err, err_len);
     rc = rc ? rc : store_open_tables(s, err, err_len);
+    rc = rc ? rc : store_count_tombstones(s, err, err_len);
     rc = rc ? rc : store_log_open(s, err, err_len);
     rc = rc ? rc : store_open_actor(s, err, err_len);
     if (rc == 0 && pthread_create(&s->writer, NULL, store_writer_main, s) != 0) {
@@ -2310,6 +2395,7 @@ void store_get_stats(struct store *s, struct store_stats *st)
     if (read_begin(s, &txn) == 0) {
         mdb_stat(txn, s->dbi_data, &ms);
         st->keys = ms.ms_entries + (store_fresh_apart(s, txn) ? s->ov.fresh : 0);
+        st->tombstones = atomic_load(&s->tombstones);
         mdb_stat(txn, s->dbi_hints, &ms);
         st->hints = ms.ms_entries;
         mdb_env_info(s->env, &info);
@@ -2353,7 +2439,20 @@ struct batch {
     bool logged;
     bool deletions; /* every operation of the batch deletes (op_is_deletion()) */
     bool fresh;     /* the key batch_load() read last is not in LMDB */
+    /*
+     * The change its operations made to the count of records of tombstones
+     * (s->tombstones): each op adds what it stored (or deleted) minus what
+     * was there; added to the count only once the batch is durable
+     * (batch_publish()), so a batch tried again counts once.
+     */
+    int64_t tombstones;
 };
+
+/* A batch is durable (logged, or committed to LMDB): its change to the tombstone count counts. */
+static void batch_publish(struct batch *b)
+{
+    atomic_fetch_add(&b->s->tombstones, (uint64_t)b->tombstones); /* modulo 2^64: a fall too */
+}
 
 /* Record an LMDB failure: the op's code, and the transaction-level poison. */
 static int batch_fail(struct batch *b, int rc)
@@ -2654,11 +2753,12 @@ static int op_write(struct batch *b, struct store_op *op)
     MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
                  kb};
     struct record r;
-    bool found, wrote = false;
+    bool found, wrote = false, was;
     int rc;
 
     record_init(&r);
     rc = batch_load(b, &k, &r, &found);
+    was = record_all_tombstones(&r);
     rc = rc ? rc : op_write_decide(op, &r, b->wall_ms);
     if (rc == 0 && op->skipped) {
         goto out_free; /* the condition did not hold: the key stays as it was */
@@ -2670,6 +2770,7 @@ static int op_write(struct batch *b, struct store_op *op)
     }
     if (rc == 0 && wrote) {
         rc = batch_store(b, &k, &r, found);
+        b->tombstones += rc == 0 ? (int)record_all_tombstones(&r) - (int)was : 0;
     }
     if (rc == 0 && wrote) {
         rc = batch_hlc_persist(b);
@@ -2689,19 +2790,21 @@ static int op_apply(struct batch *b, struct store_op *op)
     MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
                  kb};
     struct record r;
-    bool found;
+    bool found, was;
     int rc;
 
     /* A clock far ahead is not taken in, but the version is kept: no write is lost. */
     (void)hlc_update(&b->s->hlc, op->version->hlc, b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
     record_init(&r);
     rc = batch_load(b, &k, &r, &found);
+    was = record_all_tombstones(&r);
     if (rc == 0) {
         rc = record_apply(&r, op->version, b->s->cfg.conflicts, b->s->cfg.max_siblings,
                           &op->changed);
     }
     if (rc == 0 && op->changed) {
         rc = batch_store(b, &k, &r, found);
+        b->tombstones += rc == 0 ? (int)record_all_tombstones(&r) - (int)was : 0;
     }
     if (rc == 0) {
         rc = batch_hlc_persist(b);
@@ -2721,12 +2824,14 @@ static int range_delete_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
     struct range_ctx *rc = ctx;
     int e;
 
+    bool tomb = store_bytes_tombstone(v->mv_data, v->mv_size);
+
     (void)k;
-    (void)v;
     e = mdb_cursor_del(c, 0);
     if (e != 0) {
         return batch_fail(rc->b, e);
     }
+    rc->b->tombstones -= tomb;
     rc->op->count++;
     return ++rc->seen >= rc->op->limit ? ARC_LIMIT : 0;
 }
@@ -2764,10 +2869,12 @@ static int collect_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
     struct range_ctx *rc = ctx;
 
     if (collectable(rc, k, v)) {
+        bool tomb = store_bytes_tombstone(v->mv_data, v->mv_size); /* else expired values */
         int e = mdb_cursor_del(c, 0);
         if (e != 0) {
             return batch_fail(rc->b, e);
         }
+        rc->b->tombstones -= tomb;
         rc->op->count++;
     }
     return ++rc->seen >= rc->op->limit ? ARC_LIMIT : 0;
@@ -2797,6 +2904,7 @@ static int op_delete_if(struct batch *b, struct store_op *op)
                  kb},
             v;
     MDB_cursor *c = NULL;
+    bool tomb;
     int rc = batch_cursor(b, &c);
 
     if (rc != 0) {
@@ -2812,10 +2920,12 @@ static int op_delete_if(struct batch *b, struct store_op *op)
     if (v.mv_size != op->value_len || memcmp(v.mv_data, op->value, op->value_len) != 0) {
         return 0; /* written since: it stays */
     }
+    tomb = store_bytes_tombstone(v.mv_data, v.mv_size);
     rc = mdb_cursor_del(c, 0);
     if (rc != 0) {
         return batch_fail(b, rc);
     }
+    b->tombstones -= tomb;
     op->changed = true;
     return 0;
 }
@@ -3103,6 +3213,7 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
 {
     MDB_txn *parent = b->txn;
     uint64_t seq0 = b->s->hint_seq, hlc_high = b->hlc_high;
+    int64_t tombstones = b->tombstones;
     size_t staged0 = b->s->nstaged;
     int failed = 0;
 
@@ -3138,6 +3249,7 @@ out:
     batch_unstage(b->s, staged0);
     b->s->hint_seq = seq0;
     b->hlc_high = hlc_high;
+    b->tombstones = tombstones;
     for (size_t i = 0; i < n; i++) {
         op_reset(ops[i], NULL);
         ops[i]->result = failed;
@@ -3285,12 +3397,17 @@ static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
         atomic_store(&s->ov_absorbed_txn, id);
     }
     rc = store_commit(s, b.txn, batch_bytes(ops, n) + s->ov.bytes, absorbed);
-    if (absorbed && rc != 0) {
+    if (rc != 0) {
         MDB_envinfo info;
         mdb_env_info(s->env, &info);
-        if (info.me_last_txnid < id) { /* not committed: the overlay is still apart */
+        if (absorbed && info.me_last_txnid < id) { /* not committed: the overlay is still apart */
             atomic_store(&s->ov_absorbed_txn, UINT64_MAX);
         }
+        if (info.me_last_txnid >= id) { /* committed, then a sync failed: readers see it */
+            batch_publish(&b);
+        }
+    } else {
+        batch_publish(&b);
     }
     if (rc == 0) {
         if (s->cfg.sync == STORE_SYNC_BATCH) {
@@ -3458,6 +3575,7 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n, bool d
     for (size_t i = 0; i < s->nstaged; i++) {
         overlay_put(&s->ov, s->staged[i]);
     }
+    batch_publish(&b); /* with the entries: a reader sees both or neither */
     pthread_rwlock_unlock(&s->resize_lock);
     s->nstaged = 0;
     s->hlc_mark = b.hlc_high;

@@ -290,7 +290,16 @@ typedef int (*store_hint_target_fn)(void *ctx, const char *target, uint64_t coun
 int store_hint_targets(struct store *s, store_hint_target_fn fn, void *ctx);
 
 struct store_stats {
-    uint64_t keys;          /* entries in the data table */
+    uint64_t keys; /* entries in the data table */
+    /*
+     * Of those, records whose siblings are all tombstones
+     * (record_all_tombstones()); keys - tombstones are the live keys (an
+     * expired value not collected yet counts as live).  Exact: counted at
+     * open (a walk of LMDB peeking at each record, and the log's replay),
+     * then moved by each batch as it becomes durable; read beside keys,
+     * it may trail keys by the one batch committing to LMDB meanwhile.
+     */
+    uint64_t tombstones;
     uint64_t hints;         /* entries in the hints table */
     uint64_t map_size;      /* bytes of the LMDB map now */
     uint64_t map_used;      /* bytes of pages in use */

@@ -257,21 +257,27 @@ static void info_keyspace(struct server *n, struct buf *out)
 
     store_get_stats(n->store, &st);
     buf_printf(out, "# Keyspace\r\n");
-    if (st.keys > 0) {
-        buf_printf(out, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)st.keys);
+    if (st.keys > st.tombstones) { /* live keys: records of tombstones only are apart */
+        buf_printf(out, "db0:keys=%llu,expires=0,avg_ttl=0\r\n",
+                   (unsigned long long)(st.keys - st.tombstones));
     }
     buf_printf(out, "\r\n");
 }
 
 /*
- * Tombstones, in INFO's Cluster section: those this node holds (as of the
- * collector's last whole pass; the keyspace's keys count them too), and
- * what the check with the other replicas decided (reaper.h).
+ * Tombstones, in INFO's Cluster section: the records of tombstones only
+ * this node holds now (the store's exact count, left out of the keyspace's
+ * keys), those the collector's last whole pass found dead (tombstones and
+ * expired values), and what the check with the other replicas decided
+ * (reaper.h).
  */
 static void metrics_info_tombstones(struct server *n, struct buf *out)
 {
     struct reaper_stats rs = {0};
+    struct store_stats st;
 
+    store_get_stats(n->store, &st);
+    buf_printf(out, "ringkv_tombstones_held:%llu\r\n", (unsigned long long)st.tombstones);
     if (n->reaper != NULL) {
         reaper_get_stats(n->reaper, &rs);
     }
@@ -565,6 +571,8 @@ static void prom_store(struct server *n, struct buf *out)
 
     store_get_stats(n->store, &st);
     prom_gauge(out, "ringkv_store_keys", "Keys stored, tombstones included.", st.keys);
+    prom_gauge(out, "ringkv_tombstones_held", "Records of tombstones only stored, exact.",
+               st.tombstones);
     prom_gauge(out, "ringkv_store_hints", "Hints kept for unreachable replicas.", st.hints);
     prom_gauge(out, "ringkv_store_map_bytes", "Size of the LMDB map.", st.map_size);
     prom_gauge(out, "ringkv_store_used_bytes", "Bytes of LMDB pages in use.", st.map_used);
