@@ -2,8 +2,10 @@
 # Tombstone collection at rf 3 with real ringkvd processes (3 nodes in 3
 # racks, r = w = 2, tombstone-grace 4s):
 #
-#   - keys deleted with every replica up: after the grace, every node
-#     collects its tombstones (INFO ringkv_tombstones back to 0,
+#   - keys deleted with every replica up: at once INFO keyspace's
+#     db0:keys leaves them out and ringkv_tombstones_held counts them;
+#     after the grace, every node collects its tombstones (INFO
+#     ringkv_tombstones and ringkv_tombstones_held back to 0,
 #     ringkv_tombstones_collected up) and each key reads absent through
 #     every node;
 #   - keys deleted while n3 is killed: past the grace n1 and n2 keep their
@@ -30,6 +32,11 @@ field_ge() {
     [ -n "$v" ] && [ "$v" -ge "$4" ]
 }
 field_eq() { [ "$(info_field "$1" "$2" "$3")" = "$4" ]; }
+# live_eq NODE N: INFO keyspace's db0:keys is N (no db0 line: 0)
+live_eq() {
+    v=$(info_field "$1" keyspace db0 | sed -n 's/^keys=\([0-9]*\),.*/\1/p')
+    [ "${v:-0}" = "$2" ]
+}
 # absent_everywhere PREFIX: every key PREFIXi reads absent through every up node in $UP
 absent_everywhere() {
     for n in $UP; do
@@ -53,10 +60,21 @@ UP="n1 n2 n3"
 i=0
 while [ $i -lt $KEYS ]; do
     it_expect_eq "SET a$i" "$(it_cli n1 SET "a$i" v)" OK
+    i=$((i + 1))
+done
+for n in $UP; do
+    it_wait live_eq "$n" $KEYS || it_fail "$n: INFO keyspace does not count the $KEYS keys"
+done
+i=0
+while [ $i -lt $KEYS ]; do
     it_expect_eq "DEL a$i" "$(it_cli n1 DEL "a$i")" 1
     i=$((i + 1))
 done
 for n in $UP; do
+    it_wait live_eq "$n" 0 ||
+        it_fail "$n: INFO keyspace still counts deleted keys: $(info_field "$n" keyspace db0)"
+    it_wait field_eq "$n" cluster ringkv_tombstones_held $KEYS ||
+        it_fail "$n holds $(info_field "$n" cluster ringkv_tombstones_held) tombstones, not $KEYS"
     it_wait field_eq "$n" cluster ringkv_tombstones $KEYS ||
         it_fail "$n never counted the $KEYS tombstones: $(tombstones "$n")"
 done
@@ -65,6 +83,8 @@ for n in $UP; do
         it_fail "$n collected $(collected "$n") of $KEYS tombstones with every replica up"
     IT_WAIT=$WAIT_GC it_wait field_eq "$n" cluster ringkv_tombstones 0 ||
         it_fail "$n still holds $(tombstones "$n") tombstones"
+    field_eq "$n" cluster ringkv_tombstones_held 0 ||
+        it_fail "$n still holds $(info_field "$n" cluster ringkv_tombstones_held) tombstones"
 done
 absent_everywhere a || it_fail "a collected key reads as present somewhere"
 it_log "every replica up: $KEYS tombstones collected on n1, n2 and n3"
