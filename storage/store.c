@@ -2822,9 +2822,8 @@ struct range_ctx {
 static int range_delete_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
 {
     struct range_ctx *rc = ctx;
+    bool tomb = store_bytes_tombstone(v->mv_data, v->mv_size); /* read before the delete */
     int e;
-
-    bool tomb = store_bytes_tombstone(v->mv_data, v->mv_size);
 
     (void)k;
     e = mdb_cursor_del(c, 0);
