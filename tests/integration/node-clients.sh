@@ -10,6 +10,7 @@
 # automatically (CI stays offline from npm): without them the test is skipped
 # (77) with a line saying how to install them.  Without redis-server the
 # Redis half is skipped with a line saying so.
+: "${top_srcdir:?}"
 CLIENTS="$top_srcdir/tests/clients"
 for m in ioredis redis; do
     if [ ! -f "$CLIENTS/node_modules/$m/package.json" ]; then
