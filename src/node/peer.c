@@ -31,6 +31,7 @@ static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_on_request_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_flush(struct peer *p);
+static int peer_seal_pending(struct peer *p);
 static void peer_bulk_closed(struct peer *p);
 static void peer_bulk_kick(struct peer *p);
 static void peer_grant_initial(struct peer *p);
@@ -66,6 +67,22 @@ void peer_release(struct peer *p)
     }
 }
 
+/*
+ * What p was sent and the loop has not written yet, written now as far as
+ * the socket takes it: a handler that sends a message and then closes
+ * (an IDENT, then a refusal of the peer's settings read in the same pass)
+ * must not lose the message to the close.  Errors end here, unreported:
+ * the connection is closing.
+ */
+static void peer_send_last(struct peer *p)
+{
+    size_t sent;
+
+    if (!p->connecting && peer_seal_pending(p) == 0 && p->out.len > 0) {
+        (void)net_send_buf(p->fd, &p->out, &sent);
+    }
+}
+
 void peer_close(struct peer *p, const char *why)
 {
     struct server *n = p->node;
@@ -83,6 +100,7 @@ void peer_close(struct peer *p, const char *why)
     ev_io_stop(n->loop, &p->rio);
     ev_io_stop(n->loop, &p->wio);
     ev_timer_stop(n->loop, &p->timer);
+    peer_send_last(p);
     close(p->fd);
     p->dead = true;
     peer_hold(p); /* the requests' callbacks run with p still allocated */
