@@ -19,6 +19,8 @@
 #define FRAME_HEADER_BYTES 4
 /* Default frame maximum: the largest value (16 MiB) plus room for its key and version. */
 #define FRAME_MAX_DEFAULT (17u * 1024 * 1024)
+/* The smallest frame maximum a node accepts (frame-max): every node reads frames this large. */
+#define FRAME_MAX_MIN (64u * 1024)
 
 /*
  * Find one frame at the start of in[0..len).  Returns 1 with *body,

@@ -25,6 +25,12 @@
 #define PEER_READ_CHUNK (64 * 1024)
 /* Bytes sealing adds to a message: the frame header and the AEAD tag (PROTOCOL.md 5). */
 #define PEER_SEAL_OVERHEAD (FRAME_HEADER_BYTES + 16)
+/*
+ * The plaintext of a shared frame: within the smallest frame-max a node
+ * accepts, since a peer's own frame-max (the bound it reads frames by) may
+ * be smaller than ours and is not announced (PROTOCOL.md 5).
+ */
+#define PEER_SHARED_PLAIN_MAX (FRAME_MAX_MIN - (PEER_SEAL_OVERHEAD - FRAME_HEADER_BYTES))
 
 static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
@@ -170,7 +176,7 @@ static struct peer *peer_new(struct server *n, int fd, bool outbound)
     buf_init(&p->out, 0);
     buf_init(&p->msg, 0);
     buf_init(&p->queued, n->cfg.frame_max);
-    buf_init(&p->pending, n->cfg.frame_max - (PEER_SEAL_OVERHEAD - FRAME_HEADER_BYTES));
+    buf_init(&p->pending, PEER_SHARED_PLAIN_MAX);
     lanes_init(&p->lanes, n->cfg.peer_queue_max, n->cfg.peer_bulk_window);
     ev_io_init(&p->rio, peer_on_read, fd, EV_READ);
     ev_io_init(&p->wio, peer_on_write, fd, EV_WRITE);
@@ -329,10 +335,14 @@ static bool peer_queue_fits(struct peer *p, size_t queued, size_t len)
     return false;
 }
 
+/* peer_send_shared(): the message is over a shared frame and goes in a frame of its own. */
+#define PEER_SEND_ALONE 1
+
 /*
  * Encode m straight into the frame being filled for p (a peer that reads
  * several messages a frame), sealing that frame first when m does not fit
- * in what is left of it.  RK_ETOOBIG for a message over one frame or over
+ * in what is left of it.  PEER_SEND_ALONE for a message over a shared
+ * frame (PEER_SHARED_PLAIN_MAX), nothing done; RK_ETOOBIG over
  * peer-queue-max (the caller closes p).
  */
 static int peer_send_shared(struct peer *p, const struct msg *m)
@@ -345,6 +355,9 @@ static int peer_send_shared(struct peer *p, const struct msg *m)
         at = 0;
         rc = rc ? rc : msg_encode(m, &p->pending);
     }
+    if (rc == RK_ETOOBIG) {
+        return PEER_SEND_ALONE;
+    }
     if (rc != 0) {
         return rc;
     }
@@ -356,11 +369,42 @@ static int peer_send_shared(struct peer *p, const struct msg *m)
     return 0;
 }
 
-int peer_send(struct peer *p, const struct msg *m)
+/*
+ * Send m in a frame of its own: sealed after the pending shared frame once
+ * the channel is open, queued for the handshake before.  Closes p on
+ * failure.
+ */
+static int peer_send_alone(struct peer *p, const struct msg *m)
 {
     struct buf plain;
     uint8_t head[4];
     int rc;
+
+    buf_init(&plain, 0);
+    rc = msg_encode(m, &plain);
+    if (rc == 0 && !peer_queue_fits(p, peer_queued(p), plain.len)) {
+        buf_free(&plain);
+        peer_close(p, "queue_full");
+        return RK_ETOOBIG;
+    }
+    if (rc == 0 && channel_is_open(&p->ch)) {
+        rc = peer_seal_pending(p);
+        rc = rc ? rc : peer_seal(p, buf_data(&plain), plain.len);
+    } else if (rc == 0) {
+        bytes_put_be32(head, (uint32_t)plain.len);
+        rc = buf_append(&p->queued, head, sizeof(head));
+        rc = rc ? rc : buf_append(&p->queued, buf_data(&plain), plain.len);
+    }
+    buf_free(&plain);
+    if (rc != 0) {
+        peer_close(p, "send_failed");
+    }
+    return rc;
+}
+
+int peer_send(struct peer *p, const struct msg *m)
+{
+    int rc = PEER_SEND_ALONE;
 
     if (p->dead) {
         return RK_ECLOSED;
@@ -373,29 +417,14 @@ int peer_send(struct peer *p, const struct msg *m)
     }
     if (peer_shares_frames(p)) {
         rc = peer_send_shared(p, m);
-        if (rc != 0) {
+        if (rc < 0) {
             peer_close(p, rc == RK_ETOOBIG ? "queue_full" : "send_failed");
             return rc;
         }
-    } else {
-        buf_init(&plain, 0);
-        rc = msg_encode(m, &plain);
-        if (rc == 0 && !peer_queue_fits(p, peer_queued(p), plain.len)) {
-            buf_free(&plain);
-            peer_close(p, "queue_full");
-            return RK_ETOOBIG;
-        }
-        if (rc == 0 && channel_is_open(&p->ch)) {
-            rc = peer_seal_pending(p);
-            rc = rc ? rc : peer_seal(p, buf_data(&plain), plain.len);
-        } else if (rc == 0) {
-            bytes_put_be32(head, (uint32_t)plain.len);
-            rc = buf_append(&p->queued, head, sizeof(head));
-            rc = rc ? rc : buf_append(&p->queued, buf_data(&plain), plain.len);
-        }
-        buf_free(&plain);
+    }
+    if (rc == PEER_SEND_ALONE) {
+        rc = peer_send_alone(p, m);
         if (rc != 0) {
-            peer_close(p, "send_failed");
             return rc;
         }
     }

@@ -388,7 +388,7 @@ const struct settings_def settings_defs[] = {
      .kind = SETTINGS_SIZE,
      FIELD(frame_max),
      .def = SETTINGS_STR(SETTINGS_FRAME_MAX_DEFAULT_MB) "MB",
-     .min = 64 * KIB,
+     .min = FRAME_MAX_MIN,
      .max = GIB,
      .unit = "bytes",
      .doc = "largest node-to-node frame"},

@@ -11,8 +11,8 @@
 #     one a frame, every one decodable as a frame of one message;
 #   - both connections stay up (a PING after the answers gets its PONG);
 #   - replica writes that fill frames: three nodes, rf 3, frame-max 128 KiB,
-#     40 SETs of 30,000-byte values pipelined through n1 in one send (four
-#     fill a frame, so frames are sealed full and the next begins): every
+#     40 SETs of 30,000-byte values pipelined through n1 in one send (two
+#     fill a shared frame, so frames are sealed full and the next begins): every
 #     SET is acknowledged and n2 and n3 each come to hold every value, byte
 #     for byte, in their own copy (KGET R 1; w is 2, so within 60 s), with
 #     no peer connection closed.
