@@ -692,21 +692,23 @@ static int set_parse_expiry(struct pending *p, size_t *i, struct set_options *o)
 
 /*
  * Read SET's options, from argument 3 on, into o: NX, XX, GET and one of
- * EX, PX, EXAT, PXAT, KEEPTTL, in any order, case-insensitive; NX with XX,
- * an option given twice or an unknown one is "-ERR syntax error", as Redis
- * answers.  Replies with the error and returns false when they do not parse.
+ * EX, PX, EXAT, PXAT, KEEPTTL, in any order, case-insensitive; NX, XX or
+ * GET given twice counts once, as in Redis 7; NX with XX, a second expiry
+ * option or an unknown one is "-ERR syntax error", as Redis answers.
+ * Replies with the error and returns false when they do not parse.
  */
 static bool set_parse_options(struct pending *p, struct set_options *o)
 {
     *o = (struct set_options){.cond = STORE_COND_NONE, .expiry = STORE_EXPIRY_SET};
     for (size_t i = 3; i < p->cmd->argc; i++) {
         bool nx = resp_arg_is(p->cmd, i, "nx"), xx = resp_arg_is(p->cmd, i, "xx");
+        enum store_cond cond = nx ? STORE_COND_ABSENT : STORE_COND_PRESENT;
         int e;
-        if ((nx || xx) && o->cond == STORE_COND_NONE) {
-            o->cond = nx ? STORE_COND_ABSENT : STORE_COND_PRESENT;
+        if ((nx || xx) && (o->cond == STORE_COND_NONE || o->cond == cond)) {
+            o->cond = cond;
             continue;
         }
-        if (resp_arg_is(p->cmd, i, "get") && !o->get) {
+        if (resp_arg_is(p->cmd, i, "get")) {
             o->get = true;
             continue;
         }
