@@ -4104,7 +4104,7 @@ static int op_check(const struct store_op *op)
  * operation is checked first: on an error none is queued.  With atomic,
  * the operations form one group (group_ on the first).
  */
-static int submit_ops(struct store *s, struct store_op **ops, size_t n, bool atomic)
+static int submit_ops(struct store *s, struct store_op **ops, size_t n, bool atomic, bool wake)
 {
     bool callback = false;
 
@@ -4137,7 +4137,7 @@ static int submit_ops(struct store *s, struct store_op **ops, size_t n, bool ato
     if (s->wants_more) {
         pthread_cond_signal(&s->more);
     }
-    if (callback) {
+    if (callback && wake) {
         /* a waiter leads its own batch; a callback operation needs the writer thread */
         pthread_cond_signal(&s->work);
     }
@@ -4147,12 +4147,12 @@ static int submit_ops(struct store *s, struct store_op **ops, size_t n, bool ato
 
 int store_submit(struct store *s, struct store_op *op)
 {
-    return submit_ops(s, &op, 1, false);
+    return submit_ops(s, &op, 1, false, true);
 }
 
 int store_submit_list(struct store *s, struct store_op **ops, size_t n)
 {
-    return n == 0 ? 0 : submit_ops(s, ops, n, false);
+    return n == 0 ? 0 : submit_ops(s, ops, n, false, true);
 }
 
 size_t store_batch_max(const struct store *s)
@@ -4160,7 +4160,8 @@ size_t store_batch_max(const struct store *s)
     return s->cfg.batch_max;
 }
 
-int store_submit_atomic(struct store *s, struct store_op **ops, size_t n)
+/* Whether ops[0..n) may be one atomic group (store_submit_atomic()'s errors). */
+static int atomic_check(const struct store *s, struct store_op **ops, size_t n)
 {
     if (n > s->cfg.batch_max) {
         return RK_ETOOBIG;
@@ -4170,7 +4171,21 @@ int store_submit_atomic(struct store *s, struct store_op **ops, size_t n)
             return RK_EINVAL;
         }
     }
-    return n == 0 ? 0 : submit_ops(s, ops, n, n > 1);
+    return 0;
+}
+
+int store_submit_atomic(struct store *s, struct store_op **ops, size_t n)
+{
+    int rc = atomic_check(s, ops, n);
+
+    return rc != 0 || n == 0 ? rc : submit_ops(s, ops, n, n > 1, true);
+}
+
+int store_queue(struct store *s, struct store_op **ops, size_t n, bool atomic)
+{
+    int rc = atomic ? atomic_check(s, ops, n) : 0;
+
+    return rc != 0 || n == 0 ? rc : submit_ops(s, ops, n, atomic && n > 1, false);
 }
 
 int store_wait(struct store *s, struct store_op *op)
@@ -4213,12 +4228,14 @@ static bool queue_loggable(struct store *s)
 
 void store_run_ready(struct store *s)
 {
-    if (s->cfg.sync == STORE_SYNC_ALWAYS || read_locked(s)) {
-        return;
-    }
+    bool here = s->cfg.sync != STORE_SYNC_ALWAYS && !read_locked(s);
+
     pthread_mutex_lock(&s->mu);
-    if (!s->leading && !s->closing && s->queue_head != NULL && queue_loggable(s)) {
+    if (here && !s->leading && !s->closing && s->queue_head != NULL && queue_loggable(s)) {
         store_lead(s, true);
+    }
+    if (!s->leading && s->queue_head != NULL) {
+        pthread_cond_signal(&s->work); /* what store_queue() left, or what this thread cannot run */
     }
     pthread_mutex_unlock(&s->mu);
 }

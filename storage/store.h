@@ -489,6 +489,17 @@ int store_submit_list(struct store *s, struct store_op **ops, size_t n);
  */
 int store_submit_atomic(struct store *s, struct store_op **ops, size_t n);
 
+/*
+ * Queue ops[0..n) as store_submit_list() does (atomic: as
+ * store_submit_atomic()), without waking the writer thread: the caller
+ * runs store_run_ready() before its thread sleeps (the event loop's
+ * prepare step), which runs them in that thread or wakes the writer.  So
+ * the writes one event-loop iteration gathers from clients and peers share
+ * one batch, and the writer thread is not woken for a batch the loop runs
+ * itself.  Operations complete by callback (done set).
+ */
+int store_queue(struct store *s, struct store_op **ops, size_t n, bool atomic);
+
 /* Operations in one transaction at most (batch_max): the bound of an atomic group. */
 size_t store_batch_max(const struct store *s);
 
@@ -500,7 +511,9 @@ size_t store_batch_max(const struct store *s);
  * the caller may call right after.  Spares the hand-off to the writer
  * thread and back (two wake-ups) for a batch that takes a few
  * microseconds; anything else (a checkpoint, `sync always`) stays with the
- * writer thread.  Not while this thread holds a read of s.
+ * writer thread, which this call wakes when work is left queued (what
+ * store_queue() queued included).  Not while this thread holds a read of s
+ * (then it only wakes the writer).
  */
 void store_run_ready(struct store *s);
 

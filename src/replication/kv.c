@@ -359,7 +359,7 @@ static void kv_submit_plain(struct kv *kv)
     if (w == NULL) {
         kv->queue_tail = NULL;
     }
-    rc = store_submit_list(kv->store, kv->ops, n);
+    rc = store_queue(kv->store, kv->ops, n, false);
     if (rc != 0) {
         kv_fail(first, n, rc);
     }
@@ -380,12 +380,15 @@ void kv_flush(struct kv *kv)
             continue;
         }
         size_t n = kv_take(kv, &first);
-        int rc = store_submit_atomic(kv->store, kv->ops, n);
+        int rc = store_queue(kv->store, kv->ops, n, true);
         if (rc != 0) {
             kv_fail(first, n, rc);
         }
     }
-    /* a batch that only appends to the log runs here: no hand-off to the writer and back */
+    /*
+     * A batch that only appends to the log runs here, with what peers' requests queued in this
+     * iteration (store_queue()): no hand-off to the writer and back.  Anything else wakes it.
+     */
     store_run_ready(kv->store);
 }
 

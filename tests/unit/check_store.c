@@ -196,6 +196,90 @@ START_TEST(test_run_ready)
 }
 END_TEST
 
+/*
+ * store_queue() wakes nobody: the batch runs in store_run_ready()'s thread
+ * when it can (sync none: completed by the time it returns, its callback
+ * waiting for store_dispatch()), and otherwise store_run_ready() wakes the
+ * writer thread: from a thread holding a read, and under `sync always`,
+ * the writes complete through it (a writer never woken fails by the
+ * poll's timeout in wait_done()).  An atomic group over batch_max is
+ * refused as store_submit_atomic() refuses it.
+ */
+/* A store whose writer thread wakes only when signalled (no idle checkpoint timer). */
+static struct store *open_store_untimed(enum store_sync sync)
+{
+    struct store_config c;
+    struct store *s;
+    char err[256];
+
+    settings_for(&c, "d", "n1");
+    c.sync = sync;
+    c.batch_max = 4;
+    c.test_idle_checkpoint_ms = UINT64_MAX;
+    ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
+    usleep(50 * 1000); /* the writer thread reaches its wait (sooner only makes the test weaker) */
+    return s;
+}
+
+START_TEST(test_queue)
+{
+    struct store *s = open_store_untimed(STORE_SYNC_NONE);
+    struct store_op op, op2, *list[2] = {&op, &op2};
+    int done = 0;
+    char *v;
+
+    write_op(&op, "k", "1", &done);
+    write_op(&op2, "k2", "1", &done);
+    ck_assert_int_eq(store_queue(s, list, 2, true), 0);
+    store_run_ready(s); /* runs here: nothing left for the writer */
+    store_dispatch(s);
+    ck_assert_int_eq(done, 2);
+    sibling_deinit(&op.written);
+    sibling_deinit(&op2.written);
+
+    ck_assert_int_eq(store_read_hold(s), 0);
+    usleep(50 * 1000); /* the writer thread, woken by the batch above, waits again */
+    write_op(&op, "k", "2", &done);
+    ck_assert_int_eq(store_queue(s, list, 1, false), 0);
+    store_run_ready(s); /* holding a read: wakes the writer instead */
+    store_read_release(s);
+    wait_done(s, &done, 3);
+    ck_assert_int_eq(op.result, 0);
+    sibling_deinit(&op.written);
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "2");
+    free(v);
+    store_close(s);
+}
+END_TEST
+
+START_TEST(test_queue_always)
+{
+    struct store *s = open_store_untimed(STORE_SYNC_ALWAYS);
+    struct store_op op, *list[1] = {&op};
+    int done = 0;
+    char *v;
+    write_op(&op, "k", "1", &done);
+    ck_assert_int_eq(store_queue(s, list, 1, false), 0);
+    store_run_ready(s); /* fsyncs are the writer's: woken here */
+    wait_done(s, &done, 1);
+    ck_assert_int_eq(op.result, 0);
+    sibling_deinit(&op.written);
+    v = get_value(s, "k");
+    ck_assert_str_eq(v, "1");
+    free(v);
+    {
+        struct store_op many[5], *ml[5];
+        for (int i = 0; i < 5; i++) {
+            write_op(&many[i], "m", "1", &done);
+            ml[i] = &many[i];
+        }
+        ck_assert_int_eq(store_queue(s, ml, 5, true), RK_ETOOBIG);
+    }
+    store_close(s);
+}
+END_TEST
+
 START_TEST(test_write_reports_existed)
 {
     struct store *s = open_store("d", "n1");
@@ -1674,6 +1758,8 @@ static Suite *store_suite(void)
         {"read_raw", test_read_raw},
         {"read_hold", test_read_hold},
         {"run_ready", test_run_ready},
+        {"queue", test_queue},
+        {"queue_always", test_queue_always},
         {"identity_refused", test_identity_refused},
         {"unknown_format", test_unknown_format_refused},
         {"format_1_upgraded", test_format_1_upgraded},
