@@ -400,12 +400,16 @@ static bool status_final(uint32_t status)
     return status == MSG_KV_TOOBIG || status == MSG_KV_BADINPUT;
 }
 
-/* An answer's body as a msg_kv_answer; a transport failure or bad body as MSG_KV_FAILED. */
+/*
+ * An answer's body as a msg_kv_answer; a transport failure or bad body as
+ * MSG_KV_FAILED, a request over the member's frame (never sent, and never
+ * sendable: coord_answer_fn) as MSG_KV_TOOBIG, a refusal for good.
+ */
 static void answer_read(int result, const uint8_t *body, size_t len, struct msg_kv_answer *a)
 {
     if (result != 0 || msg_kv_answer_decode(body, len, a) != 0) {
         memset(a, 0, sizeof(*a));
-        a->status = MSG_KV_FAILED;
+        a->status = result == RK_EINVAL ? MSG_KV_TOOBIG : MSG_KV_FAILED;
     }
 }
 
@@ -654,11 +658,13 @@ static void forward_answer(void *dctx, int result, const uint8_t *body, size_t l
     q->outstanding--;
     answer_read(result, body, len, &a);
     rc = msg_kv_status_to_rk(a.status);
-    if (result != 0 && result != RK_ETIMEOUT && q->kind == COORD_READ && !q->completed) {
+    if (result != 0 && result != RK_ETIMEOUT && (q->kind == COORD_READ || result == RK_EINVAL) &&
+        !q->completed) {
         record_deinit(&q->merged); /* parts from that replica, if any, are dropped */
         q->fpart = (struct coord_part){0};
         if (forward_next(q, (size_t)call->idx + 1, false)) {
-            return; /* a read is safe to ask again elsewhere */
+            return; /* a read, or a write never sent (over that replica's frame), is safe to ask
+                       again elsewhere */
         }
     }
     if (result != 0) {
