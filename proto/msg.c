@@ -6,7 +6,7 @@
  * bounds and an example.  In short:
  *
  *   IDENT   [1, id str, rack str, version uint, peer_addr str, client_addr str,
- *            proto uint, cluster, instance uint]
+ *            proto uint, cluster, instance uint, frame_max uint]
  *   PING    [2, seq uint, sent_ms uint, generation uint, version uint]
  *   PONG    [3, seq uint, sent_ms uint]
  *   SYN     [4, epoch uint, digest uint, complete bool, [digest, ...]]
@@ -26,6 +26,8 @@
  * IDENT ends at client_addr, and decodes as proto 1 without cluster
  * settings.  Its instance was appended later within message set 2 (it
  * needs no new version: earlier nodes skip it); absent, it decodes as 0.
+ * Its frame_max (the largest frame the sender reads) was appended the same
+ * way within message set 3; absent, it decodes as 0, not announced.
  * PING's generation and version (the sender's heartbeat) were appended the
  * same way; absent, they decode as 0, and a PONG never carries them.
  *
@@ -79,6 +81,7 @@
 
 #include "addr.h"
 #include "error.h"
+#include "frame.h"
 #include "mp.h"
 
 /* Nesting a skipped trailing field may have: room for a list of maps of lists. */
@@ -91,10 +94,10 @@
 #define MSG_MEMBER_FIELDS 11
 #define MSG_DIGEST_FIELDS 3
 #define MSG_CLUSTER_FIELDS 3
-/* IDENT's fields in message-set version 1, and with those appended since: proto, cluster, instance.
- */
+/* IDENT's fields in message-set version 1, and with those appended since: proto, cluster,
+ * instance, frame_max. */
 #define MSG_IDENT_V1_FIELDS 5
-#define MSG_IDENT_FIELDS 8
+#define MSG_IDENT_FIELDS 9
 /*
  * The smallest encoding of a list item, for checking a list's count
  * against the bytes left.  An entry: fixarray head 1, id and rack 2 each
@@ -243,7 +246,8 @@ static bool msg_ident_valid(const struct msg_ident *id)
     return msg_name_valid(id->id, sizeof(id->id)) && msg_name_valid(id->rack, sizeof(id->rack)) &&
            msg_addr_valid(id->peer_addr, sizeof(id->peer_addr)) &&
            msg_addr_valid(id->client_addr, sizeof(id->client_addr)) && id->proto >= MSG_PROTO_V1 &&
-           (!id->has_cluster || msg_cluster_valid(&id->cluster));
+           (!id->has_cluster || msg_cluster_valid(&id->cluster)) &&
+           (id->frame_max == 0 || id->frame_max >= FRAME_MAX_MIN);
 }
 
 bool msg_member_valid(const struct msg_member *e)
@@ -316,7 +320,8 @@ static int msg_ident_encode(msgpack_packer *pk, const struct msg *m)
     if (msg_pack_cstr(pk, id->id) != 0 || msg_pack_cstr(pk, id->rack) != 0 ||
         msgpack_pack_uint32(pk, id->version) != 0 || msg_pack_cstr(pk, id->peer_addr) != 0 ||
         msg_pack_cstr(pk, id->client_addr) != 0 || msgpack_pack_uint32(pk, id->proto) != 0 ||
-        msg_cluster_encode(pk, id) != 0 || msgpack_pack_uint64(pk, id->instance) != 0) {
+        msg_cluster_encode(pk, id) != 0 || msgpack_pack_uint64(pk, id->instance) != 0 ||
+        msgpack_pack_uint32(pk, id->frame_max) != 0) {
         return RK_ENOMEM;
     }
     return 0;
@@ -676,7 +681,8 @@ static int msg_cluster_decode(struct mp_reader *r, struct msg_ident *id)
     return msg_skip_rest(r, n - MSG_CLUSTER_FIELDS);
 }
 
-/* The five fields of version 1, then proto, cluster and instance when the sender wrote them. */
+/* The five fields of version 1, then proto, cluster, instance and frame_max when the sender
+ * wrote them. */
 static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m)
 {
     struct msg_ident *id = &m->u.ident;
@@ -695,6 +701,9 @@ static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m)
     }
     if (present > MSG_IDENT_V1_FIELDS + 2) {
         mp_read_uint(r, &id->instance);
+    }
+    if (present > MSG_IDENT_V1_FIELDS + 3) {
+        msg_read_uint32(r, UINT32_MAX, &id->frame_max);
     }
     if (r->err != 0) {
         return r->err;

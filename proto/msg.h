@@ -86,6 +86,8 @@ struct msg_ident {
     bool has_cluster;      /* it announced cluster settings (absent: a version-1 node, a tool) */
     struct msg_cluster cluster;
     uint64_t instance; /* random per process of the sender; 0 when absent (an earlier node) */
+    /* the largest frame the sender reads (its frame-max), >= FRAME_MAX_MIN; 0 when absent */
+    uint32_t frame_max;
 };
 
 struct msg_ping {

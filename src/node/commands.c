@@ -19,6 +19,11 @@
  * reply is made, and an expired sibling is left out as if absent, while its
  * clock stays in the context KGET returns.  EXPIRE and PERSIST are writes
  * (new versions made from the key's live value, store.h STORE_EXPIRY_TOUCH).
+ *
+ * DEL, EXPIRE and PERSIST, like the conditional writes, are decided on what
+ * the key holds: by the store on a key of this node alone, else by the
+ * coordinator against a quorum read, written with the merged record's
+ * context (kv_write_reads()).
  */
 #include "commands.h"
 
@@ -512,8 +517,8 @@ static void write_reply(struct pending *p)
             resp_put_simple(client_reply(p), "OK");
         }
     } else if (replica_error(line, sizeof(line), p->first_error, p->err_answered, p->err_needed,
-                             true)) {
-        client_error(p, "%s", line);
+                             !p->err_read)) {
+        client_error(p, "%s", line); /* after a failed read (DEL, EXPIRE): nothing was written */
     } else if (p->first_error == RK_EMISMATCH && p->expiry == STORE_EXPIRY_TOUCH) {
         client_error(p, "CONFLICT the key has siblings: resolve them with KSET key value CONTEXT "
                         "before changing its expiry");
@@ -532,6 +537,7 @@ static void write_done(struct kv_write *w, void *ctx)
         p->first_error = w->result;
         p->err_answered = w->answered;
         p->err_needed = w->needed;
+        p->err_read = w->read_failed;
     }
     p->count += w->existed;
     if (--p->left == 0) {
@@ -876,6 +882,12 @@ static int cmd_mset(struct client *c, struct pending *p)
     return start_writes(c, p, 1, 2, false, NULL, true);
 }
 
+/*
+ * DEL key [key ...]: the number of keys that held a live value, each now a
+ * tombstone.  Under replication each key's delete is decided against a
+ * quorum read and its tombstone carries the merged context, so it
+ * supersedes the latest write even through a replica that missed it.
+ */
 static int cmd_del(struct client *c, struct pending *p)
 {
     if (!write_args_ok(c, p, 1, 1)) {
@@ -963,7 +975,8 @@ static int cmd_setex(struct client *c, struct pending *p)
  * EXPIRE key seconds, PEXPIRE key ms, EXPIREAT key unix-s, PEXPIREAT key
  * unix-ms: 1 when the key had a live value, now expiring then (a time
  * already past deletes it, as in Redis), 0 when it had none.  A new version
- * of the key's value, made where the key's write is coordinated.  Redis 7's
+ * of the key's live value, decided against a quorum read under replication
+ * (kv_write_reads()), so it supersedes the latest write.  Redis 7's
  * NX, XX, GT and LT are refused by name.
  */
 static int cmd_expire(struct client *c, struct pending *p)

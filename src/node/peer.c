@@ -28,7 +28,8 @@
 /*
  * The plaintext of a shared frame: within the smallest frame-max a node
  * accepts, since a peer's own frame-max (the bound it reads frames by) may
- * be smaller than ours and is not announced (PROTOCOL.md 5).
+ * be smaller than ours, and nodes before IDENT's frame_max do not announce
+ * it (PROTOCOL.md 5).
  */
 #define PEER_SHARED_PLAIN_MAX (FRAME_MAX_MIN - (PEER_SEAL_OVERHEAD - FRAME_HEADER_BYTES))
 
@@ -485,6 +486,7 @@ static void peer_opened(struct peer *p)
     m.u.ident.proto = MSG_PROTO_VERSION;
     m.u.ident.has_cluster = true;
     m.u.ident.instance = n->run_id;
+    m.u.ident.frame_max = (uint32_t)n->cfg.frame_max; /* at most 1 GiB (settings.c) */
     cluster_settings_from(&n->cfg, &m.u.ident.cluster);
     settings_addr_text(&n->cfg.listen, m.u.ident.peer_addr, sizeof(m.u.ident.peer_addr));
     settings_addr_text(&n->cfg.client, m.u.ident.client_addr, sizeof(m.u.ident.client_addr));

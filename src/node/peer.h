@@ -91,6 +91,7 @@ struct peer {
     struct request_table requests; /* peer requests sent on it, awaiting answers (rpc.h) */
     ev_timer request_w;            /* the earliest of their deadlines */
     struct rpc_answer *answers;    /* requests from it being served, answered later (rpc.c) */
+    bool over_frame_logged;        /* a message over the remote's frame-max was refused (rpc.c) */
 };
 
 /* Take over an accepted connection on the peer port. */

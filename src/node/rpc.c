@@ -67,7 +67,7 @@ const char *rpc_strerror(int err)
     case RK_ETOOBIG:
         return "too many requests outstanding to the member";
     case RK_EINVAL:
-        return "the request is larger than a frame";
+        return "the request is larger than a frame (this node's or the member's frame-max)";
     default:
         return rk_strerror(err);
     }
@@ -148,6 +148,8 @@ static enum metrics_request_outcome rpc_err_outcome(int err)
     case RK_ETOOBIG:
     case RK_ENOMEM:
         return METRICS_REQUEST_OVERLOADED;
+    case RK_EINVAL:
+        return METRICS_REQUEST_REFUSED; /* over a frame: never sent */
     default:
         return METRICS_REQUEST_CLOSED;
     }
@@ -187,6 +189,34 @@ static void rpc_call_end(void *ctx, int result, const struct request_reply *repl
 static bool rpc_fits(const struct server *n, size_t len)
 {
     return len + RPC_ENVELOPE_MAX <= n->cfg.frame_max;
+}
+
+/*
+ * Whether a REQUEST or RESPONSE (op) with a body of len bytes fits in a
+ * frame p's remote reads: its frame-max, which its IDENT announces (a node
+ * that does not: this node's bound alone).  A frame over it would make the
+ * remote close the connection, failing everything on it, and the same
+ * message sent again (a hint, a retry) would close the next one: it is
+ * refused here instead, alone, and the first on each connection is logged
+ * at warn with both sizes (PROTOCOL.md 5).
+ */
+static bool rpc_fits_peer(struct peer *p, uint32_t op, size_t len, const char *what)
+{
+    uint32_t max = p->remote.frame_max;
+
+    if (max == 0 || len + RPC_ENVELOPE_MAX <= max) {
+        return true;
+    }
+    if (!p->over_frame_logged) {
+        p->over_frame_logged = true;
+        LOG(LOG_WARN, "peer_message_over_frame",
+            "peer=%s remote_id=%s op=%s kind=%s message=%zu peer_frame_max=%u frame_max=%llu "
+            "hint=\"give every node a frame-max of at least the largest value-max + key-max + "
+            "64KB\"",
+            p->addr, p->remote.id, msg_op_name(op), what, len, max,
+            (unsigned long long)p->node->cfg.frame_max);
+    }
+    return false;
 }
 
 /* A member still in the cluster's story: not left, not removed. */
@@ -232,7 +262,7 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     uint64_t now = clock_mono_us();
     int rc = n->stopping ? RK_ECLOSED : rpc_link(n, id, &p);
 
-    if (rc == 0 && !rpc_fits(n, len)) {
+    if (rc == 0 && (!rpc_fits(n, len) || !rpc_fits_peer(p, op, len, "request"))) {
         rc = RK_EINVAL; /* sent, it would close the connection and fail every request on it */
     }
     if (rc != 0) {
@@ -377,7 +407,8 @@ static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
     buf_init(&body, 0);
     if (a->peer != NULL) {
         int rc = msg_kv_answer_encode(ans, &body);
-        if (rc == 0 && !rpc_fits(a->node, body.len)) {
+        if (rc == 0 &&
+            (!rpc_fits(a->node, body.len) || !rpc_fits_peer(a->peer, a->op, body.len, "answer"))) {
             rc = RK_ETOOBIG; /* a record over a frame: refused, the connection kept */
         }
         rpc_respond(a->peer, a->id, rc == 0 ? MSG_RESULT_OK : MSG_RESULT_FAILED,
@@ -471,6 +502,7 @@ struct rpc_coord_call {
     uint8_t *body;
     size_t len;
     uint64_t queued_us;
+    int refused; /* not 0: refused before sending (rpc_ask()'s RK_EINVAL), ended with it */
 };
 
 static void rpc_coord_done(void *ctx, int result, const struct request_reply *reply,
@@ -494,7 +526,9 @@ static int rpc_coord_wait(struct server *n, struct rpc_coord_call *c, const char
     if (n->coord_waiting_n >= RPC_COORD_WAITING_MAX || (c->body = malloc(len ? len : 1)) == NULL) {
         return RK_ETOOBIG;
     }
-    memcpy(c->body, body, len);
+    if (len > 0) {
+        memcpy(c->body, body, len);
+    }
     c->len = len;
     c->op = op;
     snprintf(c->id, sizeof(c->id), "%s", id);
@@ -520,9 +554,10 @@ void rpc_coord_send_waiting(struct server *n, bool fail_all)
     while (c != NULL) {
         struct rpc_coord_call *next = c->next;
         bool late = now - c->queued_us >= n->cfg.request_timeout_ms * 1000;
-        int rc = fail_all ? RK_ECLOSED
-                 : late   ? RK_ETIMEOUT
-                          : rpc_ask(n, c->id, c->op, c->body, c->len, rpc_coord_done, c);
+        int rc = fail_all     ? RK_ECLOSED
+                 : c->refused ? c->refused
+                 : late       ? RK_ETIMEOUT
+                              : rpc_ask(n, c->id, c->op, c->body, c->len, rpc_coord_done, c);
         if (rc == RK_ETOOBIG && !late && !fail_all) {
             c->next = NULL; /* still no room: keep its place */
             if (keep_tail != NULL) {
@@ -561,7 +596,15 @@ static int rpc_coord_ask(void *ctx, const char *id, uint32_t op, const uint8_t *
     *c = (struct rpc_coord_call){.node = n, .done = done, .dctx = dctx};
     rc = n->coord_waiting != NULL ? RK_ETOOBIG /* behind those already waiting */
                                   : rpc_ask(n, id, op, body, len, rpc_coord_done, c);
-    if (rc == RK_ETOOBIG) {
+    if (rc == RK_EINVAL) {
+        /*
+         * Over the member's frame (or this node's): it will never be sent.  It ends from the
+         * loop, as an answer would, with RK_EINVAL, so the coordinator counts the replica as
+         * not answering for this request alone and keeps no hint of it (coord.h).
+         */
+        c->refused = RK_EINVAL;
+        rc = rpc_coord_wait(n, c, id, op, NULL, 0);
+    } else if (rc == RK_ETOOBIG) {
         rc = rpc_coord_wait(n, c, id, op, body, len);
     }
     if (rc != 0) {

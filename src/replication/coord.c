@@ -422,12 +422,16 @@ static bool status_final(uint32_t status)
     return status == MSG_KV_TOOBIG || status == MSG_KV_BADINPUT;
 }
 
-/* An answer's body as a msg_kv_answer; a transport failure or bad body as MSG_KV_FAILED. */
+/*
+ * An answer's body as a msg_kv_answer; a transport failure or bad body as
+ * MSG_KV_FAILED, a request over the member's frame (never sent, and never
+ * sendable: coord_answer_fn) as MSG_KV_TOOBIG, a refusal for good.
+ */
 static void answer_read(int result, const uint8_t *body, size_t len, struct msg_kv_answer *a)
 {
     if (result != 0 || msg_kv_answer_decode(body, len, a) != 0) {
         memset(a, 0, sizeof(*a));
-        a->status = MSG_KV_FAILED;
+        a->status = result == RK_EINVAL ? MSG_KV_TOOBIG : MSG_KV_FAILED;
     }
 }
 
@@ -676,11 +680,13 @@ static void forward_answer(void *dctx, int result, const uint8_t *body, size_t l
     q->outstanding--;
     answer_read(result, body, len, &a);
     rc = msg_kv_status_to_rk(a.status);
-    if (result != 0 && result != RK_ETIMEOUT && q->kind == COORD_READ && !q->completed) {
+    if (result != 0 && result != RK_ETIMEOUT && (q->kind == COORD_READ || result == RK_EINVAL) &&
+        !q->completed) {
         record_deinit(&q->merged); /* parts from that replica, if any, are dropped */
         q->fpart = (struct coord_part){0};
         if (forward_next(q, (size_t)call->idx + 1, false)) {
-            return; /* a read is safe to ask again elsewhere */
+            return; /* a read, or a write never sent (over that replica's frame), is safe to ask
+                       again elsewhere */
         }
     }
     if (result != 0) {
@@ -1256,10 +1262,14 @@ bool coord_get(struct coord *co, struct kv_read *r)
 /* --- conditional writes -------------------------------------------------------------- */
 
 /*
- * A conditional write under replication (SET NX/XX/GET, GETSET, GETDEL):
- * a quorum read of the key (coord_get()'s, repair included), the decision
- * against the merged record, then a write whose context is that record's,
- * so it supersedes exactly what the read saw.  Both halves are ordinary
+ * A write decided on what the key holds, under replication (SET NX/XX/GET,
+ * GETSET, GETDEL, and DEL, EXPIRE, PERSIST: kv_write_reads()): a quorum
+ * read of the key (coord_get()'s, repair included), the decision against
+ * the merged record, then a write whose context is that record's, so it
+ * supersedes exactly what the read saw.  Decided on the coordinator's own
+ * copy, a DEL or an expiry change through a replica that missed the latest
+ * write would leave the new version beside that write (a sibling, or under
+ * lww the old value made newer) instead of over it.  Both halves are ordinary
  * requests, forwarded when this node is no replica of the key.  A write
  * refused for a stale context (RK_EMISMATCH: this key's coordinator wrote
  * it after the read, as a concurrent conditional write through the same
@@ -1277,7 +1287,10 @@ struct coord_cond {
     struct vclock context;          /* the merged record's context */
     uint8_t *old;                   /* want_old: the value read, malloc'd; NULL when none */
     size_t old_len;
-    unsigned tries; /* reads made */
+    uint8_t *value; /* an expiry change: the live value it rewrites, malloc'd */
+    size_t value_len;
+    bool expire_delete; /* an expiry change to a time already past: a delete */
+    unsigned tries;     /* reads made */
 };
 
 /* Reads one conditional write makes at most (a first one, then after each stale context). */
@@ -1294,6 +1307,7 @@ static void cond_free(struct coord_cond *cc)
         cc->next->prev = cc->prev;
     }
     free(cc->old);
+    free(cc->value);
     vclock_deinit(&cc->context);
     free(cc);
 }
@@ -1317,11 +1331,60 @@ static void cond_end(struct coord_cond *cc, int rc, unsigned answered, unsigned 
     w->done(w, w->ctx);
 }
 
+/* A copy of len bytes of p into *out (malloc'd, never NULL on success); RK_ENOMEM. */
+static int cond_copy(uint8_t **out, size_t *out_len, const uint8_t *p, size_t len)
+{
+    free(*out);
+    *out_len = 0;
+    if ((*out = malloc(len ? len : 1)) == NULL) {
+        return RK_ENOMEM;
+    }
+    if (len > 0) {
+        memcpy(*out, p, len);
+    }
+    *out_len = len;
+    return 0;
+}
+
+/*
+ * Decide an expiry change (EXPIRE, PERSIST: STORE_EXPIRY_TOUCH) against
+ * the merged record rec at now, as the store decides it on one node
+ * (store.c, op_write_version()): siblings are a conflict (RK_EMISMATCH);
+ * no live value, or PERSIST of one that does not expire, writes nothing;
+ * else the live value is rewritten with the new expiry, or deleted when
+ * that expiry has passed.  existed says whether it writes.
+ */
+static int cond_decide_expiry(struct coord_cond *cc, const struct record *rec, uint64_t now)
+{
+    struct kv_write *w = cc->w;
+    const struct sibling *one = NULL;
+    size_t live = 0;
+
+    for (size_t i = 0; i < rec->n; i++) {
+        if (!sibling_dead(&rec->s[i], now)) {
+            one = &rec->s[i];
+            live++;
+        }
+    }
+    if (live > 1) {
+        return RK_EMISMATCH;
+    }
+    w->skipped = one == NULL || (w->op.expire_ms == 0 && one->expire_ms == 0);
+    w->existed = !w->skipped;
+    cc->expire_delete = w->op.expire_ms != 0 && w->op.expire_ms <= now;
+    if (!w->skipped && !cc->expire_delete) {
+        return cond_copy(&cc->value, &cc->value_len, one->value, one->value_len);
+    }
+    return 0;
+}
+
 /*
  * Decide the client's write against the merged record rec, as the store
  * decides it on one node (store.c, op_write_decide(): a sibling expired by
  * this node's wall clock is left out), and take rec's context for the
- * write.  0 or RK_ENOMEM, RK_ETOOBIG.
+ * write.  A DEL (a delete with neither condition nor context) writes only
+ * over a live value, which it counts (existed), as Redis's DEL.  0 or
+ * RK_ENOMEM, RK_ETOOBIG, RK_EMISMATCH (an expiry change of siblings).
  */
 static int cond_decide(struct coord_cond *cc, const struct record *rec)
 {
@@ -1330,7 +1393,12 @@ static int cond_decide(struct coord_cond *cc, const struct record *rec)
     uint64_t now = clock_wall_ms();
     size_t visible = 0;
     bool present = false;
+    int rc;
 
+    if (w->op.expiry == STORE_EXPIRY_TOUCH) {
+        rc = cond_decide_expiry(cc, rec, now);
+        return rc ? rc : record_context(rec, &cc->context);
+    }
     for (size_t i = 0; i < rec->n; i++) {
         if (!sibling_expired(&rec->s[i], now)) {
             one = &rec->s[i];
@@ -1341,7 +1409,7 @@ static int cond_decide(struct coord_cond *cc, const struct record *rec)
     w->existed = present;
     w->conflict = w->op.want_old && visible > 1;
     w->skipped = w->conflict || (w->op.cond == STORE_COND_ABSENT && present) ||
-                 (w->op.cond == STORE_COND_PRESENT && !present);
+                 ((w->op.cond == STORE_COND_PRESENT || w->op.tombstone) && !present);
     free(cc->old);
     cc->old = NULL;
     cc->old_len = 0;
@@ -1389,9 +1457,16 @@ static void cond_read_done(struct kv_read *r, void *ctx)
         cond_end(cc, rc, r->answered, r->needed);
         return;
     }
-    kv_write_init(&cc->wr, w->op.key, w->op.key_len, w->op.value, w->op.value_len, w->op.tombstone,
-                  &cc->context, cond_write_done, cc);
-    kv_write_expiry(&cc->wr, w->op.expiry, w->op.expire_ms);
+    if (w->op.expiry == STORE_EXPIRY_TOUCH) {
+        /* the new version of the value read, as any write of it: no longer decided by a store */
+        kv_write_init(&cc->wr, w->op.key, w->op.key_len, cc->value, cc->value_len,
+                      cc->expire_delete, &cc->context, cond_write_done, cc);
+        kv_write_expiry(&cc->wr, STORE_EXPIRY_SET, cc->expire_delete ? 0 : w->op.expire_ms);
+    } else {
+        kv_write_init(&cc->wr, w->op.key, w->op.key_len, w->op.value, w->op.value_len,
+                      w->op.tombstone, &cc->context, cond_write_done, cc);
+        kv_write_expiry(&cc->wr, w->op.expiry, w->op.expire_ms);
+    }
     cc->wr.quorum = w->quorum;
     if (!req_begin(cc->co, NULL, &cc->wr, false)) {
         kv_local_write(cc->co->kv, &cc->wr);
@@ -1442,7 +1517,7 @@ static bool cond_begin(struct coord *co, struct kv_write *w)
 
 bool coord_write(struct coord *co, struct kv_write *w)
 {
-    if (w->op.cond != STORE_COND_NONE || w->op.want_old) {
+    if (kv_write_reads(w)) {
         return cond_begin(co, w);
     }
     return req_begin(co, NULL, w, false);

@@ -34,9 +34,13 @@
  * parts came from (a record that changed in between is sent again from
  * its first sibling, at most COORD_PART_RESTARTS_MAX times), and a read
  * repair sends a replica one REPLICA_WRITE per group of siblings that
- * fits.  A single sibling always fits: frame-max is at least value-max +
- * key-max + 64 KB (settings.c).  The client's reply, built here, is not
- * bounded by a frame.
+ * fits.  A single sibling always fits this node's frame: frame-max is at
+ * least value-max + key-max + 64 KB (settings.c).  It may not fit a peer
+ * whose frame-max is smaller (nodes of one cluster may differ): a request
+ * or an answer over the frame-max the peer announced is never sent (rpc.c),
+ * the request ends with RK_EINVAL and that replica counts as not answering
+ * for it alone, with no hint kept (one would be refused for ever).  The
+ * client's reply, built here, is not bounded by a frame.
  *
  * Failing.  Too few replicas reachable to try (fewer distinct nodes than
  * w or r, or too many down): RK_ENOREPLICAS with (reachable, needed).
@@ -68,7 +72,8 @@ struct coord;
 /*
  * How a peer request ended: result 0 with the answer's body (borrowed for
  * the call), or an error (RK_ETIMEOUT, RK_ECLOSED, RK_EIO for an answer
- * that is not a result 0) with no body.
+ * that is not a result 0, RK_EINVAL for a body over the member's frame,
+ * never sent and never sendable) with no body.
  */
 typedef void (*coord_answer_fn)(void *dctx, int result, const uint8_t *body, size_t len);
 

@@ -253,9 +253,10 @@ static void kv_start_one(struct kv *kv, struct kv_write *w)
     }
 }
 
-static bool kv_write_is_cond(const struct kv_write *w)
+bool kv_write_reads(const struct kv_write *w)
 {
-    return w->op.cond != STORE_COND_NONE || w->op.want_old;
+    return w->op.cond != STORE_COND_NONE || w->op.want_old ||
+           (w->op.tombstone && w->op.context == NULL) || w->op.expiry == STORE_EXPIRY_TOUCH;
 }
 
 static void kv_chain_start(struct kv *kv, struct kv_write *ws, size_t n);
@@ -300,8 +301,8 @@ int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n)
     if (kv->coord != NULL && !coord_all_local(kv->coord, ws, n)) {
         /* keys on other replicas: each its own quorum write, no atomicity across them */
         for (size_t i = 0; i < n; i++) {
-            if (kv_write_is_cond(&ws[i])) {
-                kv_chain_start(kv, ws, n); /* a condition depends on the writes before it */
+            if (kv_write_reads(&ws[i])) {
+                kv_chain_start(kv, ws, n); /* a decision depends on the writes before it */
                 return 0;
             }
         }

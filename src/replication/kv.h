@@ -165,6 +165,17 @@ void kv_write_cond(struct kv_write *w, enum store_cond cond, bool want_old);
 void kv_write_expiry(struct kv_write *w, enum store_expiry expiry, uint64_t expire_ms);
 
 /*
+ * Whether w is decided on what its key holds: a condition or want_old
+ * (kv_write_cond()), a delete with no context (DEL: it counts the live
+ * value it deletes), an expiry change (STORE_EXPIRY_TOUCH).  On a key of
+ * this node alone the store decides it in the write's transaction; under
+ * replication the coordinator decides it against a quorum read and writes
+ * with the merged record's context (coord.h), so a coordinator whose own
+ * copy missed a write still supersedes it.
+ */
+bool kv_write_reads(const struct kv_write *w);
+
+/*
  * Queue a write (kv_write_init()'s arguments) for the next kv_flush().
  * Returns 0, after which done is called exactly once from the event loop,
  * or at once RK_ETOOBIG for a key or value over the store's limits (and
@@ -192,9 +203,10 @@ int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n);
  * With a coordinator, the group is atomic when every key is this node's
  * alone; otherwise each write is its own quorum write (per-key quorum, no
  * atomicity or isolation across keys, as Redis Cluster refuses keys of
- * different slots in one command).  Such a group with a conditional write
- * in it runs one write after another, each started when the one before
- * completed, so a condition is decided on what the writes before it left.
+ * different slots in one command).  Such a group with a write decided on
+ * what its key holds (kv_write_reads()) runs one write after another, each
+ * started when the one before completed, so it is decided on what the
+ * writes before it left.
  */
 
 /*

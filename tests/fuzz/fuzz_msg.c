@@ -43,7 +43,8 @@ static bool fuzz_ident_equal(const struct msg_ident *a, const struct msg_ident *
 {
     return strcmp(a->id, b->id) == 0 && strcmp(a->rack, b->rack) == 0 && a->version == b->version &&
            strcmp(a->peer_addr, b->peer_addr) == 0 && strcmp(a->client_addr, b->client_addr) == 0 &&
-           a->proto == b->proto && fuzz_cluster_equal(a, b);
+           a->proto == b->proto && a->instance == b->instance && a->frame_max == b->frame_max &&
+           fuzz_cluster_equal(a, b);
 }
 
 static bool fuzz_member_equal(const struct msg_member *a, const struct msg_member *b)

@@ -126,6 +126,7 @@ static struct msg ident_example(void)
         m.u.ident.cluster.ring_seed[i] = (uint8_t)i;
     }
     m.u.ident.instance = 0x0102030405060708ull;
+    m.u.ident.frame_max = 17u * 1024 * 1024;
     return m;
 }
 
@@ -155,12 +156,20 @@ static void ident_v2_bytes(struct bytes *b)
     add_hex(b, ident_example_cluster);
 }
 
-/* The IDENT of ident_example(), by hand (PROTOCOL.md section 7.1's example). */
-static void ident_example_bytes(struct bytes *b)
+/* The IDENT of ident_example() as a node of message set 3 before `frame_max` sent it. */
+static void ident_v3_bytes(struct bytes *b)
 {
     ident_v2_bytes(b);
     b->p[0] = 0x99;
     add_hex(b, "cf 01 02 03 04 05 06 07 08");
+}
+
+/* The IDENT of ident_example(), by hand (PROTOCOL.md section 7.1's example). */
+static void ident_example_bytes(struct bytes *b)
+{
+    ident_v3_bytes(b);
+    b->p[0] = 0x9a;
+    add_hex(b, "ce 01 10 00 00");
 }
 
 static void assert_member_eq(const struct msg_member *a, const struct msg_member *b)
@@ -220,6 +229,7 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ck_assert_uint_eq(a->u.ident.proto, b->u.ident.proto);
         ck_assert_int_eq(a->u.ident.has_cluster, b->u.ident.has_cluster);
         ck_assert(a->u.ident.instance == b->u.ident.instance);
+        ck_assert_uint_eq(a->u.ident.frame_max, b->u.ident.frame_max);
         if (a->u.ident.has_cluster) {
             ck_assert_uint_eq(a->u.ident.cluster.rf, b->u.ident.cluster.rf);
             ck_assert_str_eq(a->u.ident.cluster.conflicts, b->u.ident.cluster.conflicts);
@@ -277,7 +287,8 @@ START_TEST(test_ident_golden)
     m.u.ident.proto = 300;
     m.u.ident.has_cluster = false;
     m.u.ident.instance = 7;
-    unhex(&want, "99 01 d9 28");
+    m.u.ident.frame_max = 64 * 1024;
+    unhex(&want, "9a 01 d9 28");
     for (int i = 0; i < 40; i++) {
         add_text(&want, "a");
     }
@@ -287,14 +298,15 @@ START_TEST(test_ident_golden)
     add_text(&want, "[::1]:1");
     add_hex(&want, "ae");
     add_text(&want, "127.0.0.1:7370");
-    add_hex(&want, "cd 01 2c c0 07");
+    add_hex(&want, "cd 01 2c c0 07 ce 00 01 00 00");
     assert_golden(&m, &want);
     /* rf 200 takes uint8, "lww" a fixstr. */
     m.u.ident.has_cluster = true;
     m.u.ident.cluster.rf = 200;
     strcpy(m.u.ident.cluster.conflicts, "lww");
-    want.len -= 2;
-    add_hex(&want, "93 cc c8 a3 6c 77 77 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 07");
+    want.len -= 7;
+    add_hex(&want, "93 cc c8 a3 6c 77 77 c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 07 "
+                   "ce 00 01 00 00");
     assert_golden(&m, &want);
 }
 END_TEST
@@ -582,13 +594,61 @@ START_TEST(test_ident_without_instance)
     ck_assert_uint_eq(m.u.ident.proto, 2);
     ck_assert(m.u.ident.has_cluster);
     ck_assert(m.u.ident.instance == 0);
-    ident_example_bytes(&b);
+    ident_v3_bytes(&b);
     ck_assert_int_eq(decode(&b, &m), 0);
     ck_assert(m.u.ident.instance == 0x0102030405060708ull);
     /* instance must be an unsigned integer */
     b.len -= 9;
     add_hex(&b, "a1 37");
     ck_assert_int_eq(decode(&b, &m), RK_ESYNTAX);
+}
+END_TEST
+
+/*
+ * An IDENT of message set 3 from before `frame_max` (8 fields) decodes with
+ * frame_max 0 (not announced); one that carries it needs an unsigned
+ * integer of at least FRAME_MAX_MIN (64 KiB) that fits 32 bits.
+ */
+START_TEST(test_ident_frame_max)
+{
+    static const struct {
+        const char *hex;
+        int rc;
+        uint32_t frame_max;
+    } cases[] = {
+        {"ce 01 10 00 00", 0, 17u * 1024 * 1024},
+        {"ce 00 01 00 00", 0, 64u * 1024},             /* FRAME_MAX_MIN */
+        {"00", 0, 0},                                  /* announced as not known: as absent */
+        {"cd ff ff", RK_ESYNTAX, 0},                   /* under FRAME_MAX_MIN */
+        {"ce ff ff ff ff", 0, 0xffffffffu},            /* the largest */
+        {"cf 00 00 00 01 00 00 00 00", RK_ETOOBIG, 0}, /* over 32 bits */
+        {"a1 37", RK_ESYNTAX, 0},                      /* not an unsigned integer */
+        {"ff", RK_ESYNTAX, 0},                         /* negative */
+    };
+    struct msg m;
+    struct bytes b;
+
+    ident_v3_bytes(&b);
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.ident.frame_max, 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ident_v3_bytes(&b);
+        b.p[0] = 0x9a;
+        add_hex(&b, cases[i].hex);
+        ck_assert_msg(decode(&b, &m) == cases[i].rc, "case %zu", i);
+        if (cases[i].rc == 0) {
+            ck_assert_uint_eq(m.u.ident.frame_max, cases[i].frame_max);
+        }
+    }
+    /* a node never announces a frame-max under FRAME_MAX_MIN */
+    m = ident_example();
+    m.u.ident.frame_max = 1000;
+    {
+        struct buf out;
+        buf_init(&out, 0);
+        ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
+        buf_free(&out);
+    }
 }
 END_TEST
 
@@ -606,7 +666,7 @@ START_TEST(test_trailing_fields_accepted)
     ck_assert(m.u.ping.seq == 7 && m.u.ping.sent_ms == 1000);
     ck_assert(m.u.ping.generation == 1 && m.u.ping.version == 300);
     ident_example_bytes(&b);
-    b.p[0] = 0x9a;
+    b.p[0] = 0x9b;
     add_hex(&b, "cb 40 09 21 fb 54 44 2d 18"); /* a float64 */
     ck_assert_int_eq(decode(&b, &m), 0);
     ck_assert_str_eq(m.u.ident.client_addr, "127.0.0.1:7370");
@@ -2187,6 +2247,7 @@ static Suite *msg_suite(void)
         {"encode_appends", test_encode_appends},
         {"trailing_fields_accepted", test_trailing_fields_accepted},
         {"ident_without_instance", test_ident_without_instance},
+        {"ident_frame_max", test_ident_frame_max},
         {"fields_max", test_fields_max},
         {"unknown_type", test_unknown_type},
         {"frame_next", test_frame_next},
