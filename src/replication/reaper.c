@@ -448,16 +448,18 @@ static void reaper_phase_step(struct reaper *rp)
  * (REAPER_MISSING), no answer, a record of tombstones only (and values
  * expired by this node's wall clock) ours descends (REAPER_COLLECT), or
  * anything else (REAPER_LIVE).  *lacks: v is dead and does not descend
- * ours (no record, or tombstones without some of ours).
+ * ours (no record, or tombstones without some of ours); *covers: v is dead
+ * and descends ours.
  */
 static enum reaper_verdict reaper_judge_view(const struct reaper_job *j, const struct coord_view *v,
-                                             bool *lacks)
+                                             bool *lacks, bool *covers)
 {
     struct record r;
     struct vclock theirs;
     enum reaper_verdict verdict = REAPER_LIVE;
 
     *lacks = v->status == RK_ENOTFOUND;
+    *covers = false;
     if (v->status == RK_ENOTFOUND) {
         return REAPER_MISSING;
     }
@@ -468,7 +470,8 @@ static enum reaper_verdict reaper_judge_view(const struct reaper_job *j, const s
     vclock_init(&theirs);
     if (record_decode(v->record, v->record_len, &r) == 0 && record_all_dead(&r, clock_wall_ms()) &&
         record_context(&r, &theirs) == 0) {
-        *lacks = !vclock_descends(&theirs, &j->ours);
+        *covers = vclock_descends(&theirs, &j->ours);
+        *lacks = !*covers;
         verdict = vclock_descends(&j->ours, &theirs) ? REAPER_COLLECT : REAPER_LIVE;
     }
     vclock_deinit(&theirs);
@@ -499,24 +502,26 @@ static void reaper_inspected(void *ctx, const struct coord_view *views, size_t n
     struct reaper_job *j = ctx;
     struct reaper *rp = j->rp;
     const struct coord_view *first = NULL;
-    bool first_here;
+    bool first_here, replica = false, covered = true;
 
-    for (size_t i = 0; i < n && first == NULL; i++) {
-        first = views[i].role == PREFLIST_PRIMARY ? &views[i] : NULL;
+    for (size_t i = 0; i < n; i++) {
+        first = first == NULL && views[i].role == PREFLIST_PRIMARY ? &views[i] : first;
+        replica = replica || strcmp(views[i].id, rp->self) == 0;
     }
     first_here = first != NULL && strcmp(first->id, rp->self) == 0;
     j->verdict = REAPER_COLLECT;
     for (size_t i = 0; i < n; i++) {
-        bool lacks;
+        bool lacks, covers;
         enum reaper_verdict v;
         if (strcmp(views[i].id, rp->self) == 0) {
             continue; /* the delete compares the local copy itself */
         }
-        v = reaper_judge_view(j, &views[i], &lacks);
+        v = reaper_judge_view(j, &views[i], &lacks, &covers);
+        covered = covered && covers;
         /*
          * A replica without this tombstone is given it: by the first
-         * replica to any replica, by the others to the first alone (which
-         * then gives it on and collects it everywhere).
+         * replica to any replica, by any other node to the first alone
+         * (which then gives it on and collects it everywhere).
          */
         if (lacks && !rp->stopped && (first_here || &views[i] == first)) {
             reaper_give(j, views[i].id);
@@ -526,7 +531,16 @@ static void reaper_inspected(void *ctx, const struct coord_view *views, size_t n
         }
         reaper_keep(j, v);
     }
-    if (first == NULL || (!first_here && j->verdict == REAPER_COLLECT)) {
+    if (!replica) {
+        /*
+         * No longer a replica of the key (the ring changed): this copy goes
+         * once every replica holds a tombstone that descends it, so that
+         * it is of no use any more.
+         */
+        j->verdict = covered                        ? REAPER_COLLECT
+                     : j->verdict == REAPER_COLLECT ? REAPER_DEFERRED
+                                                    : j->verdict;
+    } else if (first == NULL || (!first_here && j->verdict == REAPER_COLLECT)) {
         j->verdict = REAPER_DEFERRED;
     }
     reaper_phase_step(rp);

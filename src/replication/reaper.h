@@ -42,6 +42,11 @@
  * first replica that never received the delete comes to hold it and to
  * collect it.
  *
+ * A node that is no longer a replica of the key (the ring changed since
+ * it took the tombstone) deletes its copy once every replica holds a
+ * tombstone that descends it, and no member holds a hint of the key; until
+ * then it gives its copy to a first replica without one, as above.
+ *
  * Why this converges: only the first replica deletes, and its own copy
  * goes last, so while any replica still holds the tombstone the first one
  * does too.  When step 3 or 4 stops half way (a replica changed, or did
