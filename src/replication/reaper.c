@@ -520,10 +520,11 @@ static void reaper_inspected(void *ctx, const struct coord_view *views, size_t n
         covered = covered && covers;
         /*
          * A replica without this tombstone is given it: by the first
-         * replica to any replica, by any other node to the first alone
-         * (which then gives it on and collects it everywhere).
+         * replica to any replica whose copy keeps the key (one with an
+         * older tombstone goes as it is), by any other node to the first
+         * alone (which then gives it on and collects it everywhere).
          */
-        if (lacks && !rp->stopped && (first_here || &views[i] == first)) {
+        if (lacks && !rp->stopped && (first_here ? v != REAPER_COLLECT : &views[i] == first)) {
             reaper_give(j, views[i].id);
         }
         if (v == REAPER_COLLECT && first_here) {
