@@ -19,7 +19,13 @@
 #      up.  Past the grace all three keep the tombstones for as long as n4
 #      does not answer; n4 continued delivers its hints, yet n3's own copy
 #      of every b key is no value (KGET R 1 through n3) and every key reads
-#      absent through every node; then every copy is collected.
+#      absent through every node; then every copy is collected;
+#   3. a replica that lost its data: c keys deleted with every node up, some
+#      of them with n3 for first replica; n3 stopped, its data directory
+#      wiped, restarted empty.  Every copy is still collected, the first
+#      replica giving its tombstone to n3 or, n3 being first, the others
+#      giving it theirs; and n3 held each before it went (it deleted a copy
+#      of each).
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -39,6 +45,12 @@ replicas() {
     "$RINGKV" -H "$(it_addr n1):$(it_var n1 CLIENT)" -t 5 preflist --json "$1" | python3 -c '
 import json, sys
 print(" ".join(sorted(n["node"] for n in json.load(sys.stdin)["replicas"] if n["role"] != "fallback")))'
+}
+# primary KEY: the id of the key's first replica in the ring n1 has
+primary() {
+    "$RINGKV" -H "$(it_addr n1):$(it_var n1 CLIENT)" -t 5 preflist --json "$1" | python3 -c '
+import json, sys
+print([n["node"] for n in json.load(sys.stdin)["replicas"] if n["role"] == "primary"][0])'
 }
 # absent KEY NODES...: KEY reads absent through every node given
 absent() {
@@ -151,4 +163,48 @@ for k in $keys; do
     absent "$k" n1 n2 n3 n4 || it_fail "$k reads as present after the collection"
 done
 it_log "n4 delivered its hints: nothing resurrected, the $n_keys tombstones collected"
+
+# 3. a replica that lost its data, the first replica of some of the keys
+keys=""
+first3=0
+other=0
+i=0
+while [ $i -lt $CANDIDATES ]; do
+    p=$(primary "c$i")
+    if [ "$p" = n3 ] && [ $first3 -lt 4 ]; then
+        keys="$keys c$i"
+        first3=$((first3 + 1))
+    elif [ "$p" != n3 ] && [ $other -lt 4 ]; then
+        keys="$keys c$i"
+        other=$((other + 1))
+    fi
+    i=$((i + 1))
+done
+[ $first3 -gt 0 ] && [ $other -gt 0 ] ||
+    it_fail "of $CANDIDATES c keys, $first3 have n3 for first replica and $other another node"
+n_keys=$(echo $keys | wc -w)
+for k in $keys; do
+    it_expect_eq "SET $k" "$(it_cli n1 SET "$k" v)" OK
+    it_expect_eq "DEL $k" "$(it_cli n1 DEL "$k")" 1
+done
+for n in n2 n3; do
+    it_wait field_eq $n cluster ringkv_tombstones_held "$n_keys" ||
+        it_fail "$n holds $(held $n) tombstones, not the $n_keys deleted"
+done
+it_stop n3 TERM
+rm -rf "$IT_DIR/n3.data"
+it_node n3 --rack r3 --seeds "$(it_addr n1):$(it_var n1 PEER)" --tombstone-grace ${GRACE}s
+it_wait_ping n3
+IT_WAIT=$(it_rounds_s 80) it_wait it_ask converged 4 $(it_ports 4) || it_fail "wiped n3 did not rejoin"
+for n in n1 n2 n3 n4; do
+    IT_WAIT=$WAIT_GC it_wait field_eq $n cluster ringkv_tombstones_held 0 ||
+        it_fail "$n still holds $(held $n) tombstones with n3 wiped"
+done
+got=$(info_field n3 persistence ringkv_tombstones_collected)
+[ "${got:-0}" -ge "$n_keys" ] ||
+    it_fail "the wiped n3 deleted $got tombstones, not one of each of the $n_keys keys"
+for k in $keys; do
+    absent "$k" n1 n2 n3 n4 || it_fail "$k reads as present after the collection"
+done
+it_log "n3 wiped: its $n_keys tombstones ($first3 as first replica) given back and collected"
 it_pass "tombstones kept while a replica lacks them or a node holds a hint, then collected"
