@@ -169,6 +169,8 @@ static const char *const msg_op_names[MSG_OP_MAX + 1] = {
     [MSG_OP_REPLICA_WRITE] = "replica_write",
     [MSG_OP_REPLICA_READ] = "replica_read",
     [MSG_OP_FORWARD] = "forward",
+    [MSG_OP_HINTS_HELD] = "hints_held",
+    [MSG_OP_REPLICA_REAP] = "replica_reap",
 };
 
 static const struct msg_kind *msg_kind_find(uint64_t type)

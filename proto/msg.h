@@ -193,7 +193,9 @@ enum msg_op {
     MSG_OP_REPLICA_WRITE = 2, /* merge a version into a key (msg_kv.h) */
     MSG_OP_REPLICA_READ = 3,  /* a key's record (msg_kv.h) */
     MSG_OP_FORWARD = 4,       /* a client's read or write for a replica to coordinate (msg_kv.h) */
-    MSG_OP_MAX = 4,
+    MSG_OP_HINTS_HELD = 5,    /* whether the member holds a hint of a key (msg_kv.h) */
+    MSG_OP_REPLICA_REAP = 6,  /* delete a key's tombstone if unchanged (msg_kv.h) */
+    MSG_OP_MAX = 6,
 };
 
 enum msg_result {

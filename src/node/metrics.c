@@ -206,6 +206,20 @@ static void info_cpu(struct server *n, struct buf *out)
 
 static const char *const sync_names[] = {"always", "batch", "none"};
 
+/*
+ * Tombstones this node deleted after tombstone-grace: by its collector, and
+ * at the request of a key's first replica (reaper.h).
+ */
+static uint64_t tombstones_collected(struct server *n)
+{
+    struct reaper_stats rs = {0};
+
+    if (n->reaper != NULL) {
+        reaper_get_stats(n->reaper, &rs);
+    }
+    return collect_count(n->collect) + rs.reaped;
+}
+
 static void info_persistence(struct server *n, struct buf *out)
 {
     struct store_stats st;
@@ -225,7 +239,7 @@ static void info_persistence(struct server *n, struct buf *out)
                (unsigned long long)st.syncs, (unsigned long long)st.ops,
                (unsigned long long)st.ops_failed, (unsigned long long)st.enospc,
                (unsigned long long)st.disk_failures, st.disk_failed ? 1 : 0,
-               (unsigned long long)collect_count(n->collect), (unsigned long long)st.checkpoints,
+               (unsigned long long)tombstones_collected(n), (unsigned long long)st.checkpoints,
                (unsigned long long)st.logged, (unsigned long long)st.overlay_keys,
                (unsigned long long)st.wal_bytes, (unsigned long long)st.checkpoint_ms);
 }
@@ -284,10 +298,14 @@ static void metrics_info_tombstones(struct server *n, struct buf *out)
     buf_printf(out,
                "ringkv_tombstones:%llu\r\nringkv_tombstones_checked:%llu\r\n"
                "ringkv_tombstones_kept_unanswered:%llu\r\nringkv_tombstones_kept_live:%llu\r\n"
-               "ringkv_tombstones_kept_hints:%llu\r\nringkv_tombstones_kept_changed:%llu\r\n",
+               "ringkv_tombstones_kept_hints:%llu\r\nringkv_tombstones_kept_changed:%llu\r\n"
+               "ringkv_tombstones_kept_missing:%llu\r\nringkv_tombstones_deferred:%llu\r\n"
+               "ringkv_tombstones_given:%llu\r\nringkv_tombstones_reaped:%llu\r\n",
                (unsigned long long)collect_tombstones(n->collect), (unsigned long long)rs.checked,
                (unsigned long long)rs.kept_unanswered, (unsigned long long)rs.kept_live,
-               (unsigned long long)rs.kept_hints, (unsigned long long)rs.kept_changed);
+               (unsigned long long)rs.kept_hints, (unsigned long long)rs.kept_changed,
+               (unsigned long long)rs.kept_missing, (unsigned long long)rs.deferred,
+               (unsigned long long)rs.given, (unsigned long long)rs.reaped);
 }
 
 /* The coordinator's counters and the hints this node keeps, in INFO's Cluster section. */
@@ -588,7 +606,7 @@ static void prom_store(struct server *n, struct buf *out)
     prom_counter(out, "ringkv_store_full_errors_total", "Writes refused for lack of space.",
                  st.enospc);
     prom_counter(out, "ringkv_tombstones_collected_total",
-                 "Tombstones collected after tombstone-grace.", collect_count(n->collect));
+                 "Tombstones collected after tombstone-grace.", tombstones_collected(n));
     prom_gauge(out, "ringkv_tombstones",
                "Records of tombstones only held, as of the last collection pass.",
                collect_tombstones(n->collect));

@@ -24,6 +24,7 @@
 #include "membership.h"
 #include "msg_kv.h"
 #include "peer.h"
+#include "reaper.h"
 #include "server.h"
 
 /*
@@ -350,6 +351,11 @@ static int rpc_serve_status(struct server *n, const uint8_t *body, size_t len, s
     return msg_status_view_encode(&v, out);
 }
 
+static int rpc_serve_hints_held(struct server *n, const uint8_t *body, size_t len, struct buf *out)
+{
+    return reaper_serve_hints(n->reaper, body, len, out);
+}
+
 struct rpc_op {
     uint32_t op;
     int (*serve)(struct server *n, const uint8_t *body, size_t len, struct buf *out);
@@ -357,6 +363,7 @@ struct rpc_op {
 
 static const struct rpc_op rpc_ops[] = {
     {MSG_OP_STATUS, rpc_serve_status},
+    {MSG_OP_HINTS_HELD, rpc_serve_hints_held},
 };
 
 static const struct rpc_op *rpc_op_find(uint32_t op)
@@ -426,7 +433,7 @@ static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *
     int rc;
 
     if (q->code != MSG_OP_REPLICA_WRITE && q->code != MSG_OP_REPLICA_READ &&
-        q->code != MSG_OP_FORWARD) {
+        q->code != MSG_OP_FORWARD && q->code != MSG_OP_REPLICA_REAP) {
         free(a);
         return false;
     }
@@ -440,7 +447,9 @@ static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *
         p->answers->prev = a;
     }
     p->answers = a;
-    rc = coord_serve(p->node->coord, q->code, q->body, q->body_len, rpc_served, a);
+    rc = q->code == MSG_OP_REPLICA_REAP
+             ? reaper_serve_reap(p->node->reaper, q->body, q->body_len, rpc_served, a)
+             : coord_serve(p->node->coord, q->code, q->body, q->body_len, rpc_served, a);
     if (rc != 0) {
         rpc_answer_unlink(a);
         free(a);

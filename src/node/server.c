@@ -479,7 +479,9 @@ static int server_open(struct server *n, char *err, size_t err_len)
     }
     rc = rc ? rc : server_open_gossip(n, err, err_len);
     rc = rc ? rc : server_open_coord(n, err, err_len);
-    if (rc == 0 && (reaper_create(&n->reaper, n->coord, n->store, n->cfg.id) != 0 ||
+    struct coord_hooks hooks;
+    rpc_coord_hooks(n, &hooks);
+    if (rc == 0 && (reaper_create(&n->reaper, n->coord, n->store, &hooks, n->cfg.id) != 0 ||
                     collect_create(&n->collect, n->loop, n->store, n->cfg.tombstone_grace_ms,
                                    server_may_collect, n->reaper, n) != 0)) {
         snprintf(err, err_len, "out of memory");

@@ -1,7 +1,8 @@
 /*
  * fuzz_msg_kv.c - fuzz target for the bodies of the data operations of
  * peer requests (proto/msg_kv.c): what a replica reads from a coordinator
- * (REPLICA_WRITE, REPLICA_READ, FORWARD) and what a coordinator reads back
+ * (REPLICA_WRITE, REPLICA_READ, FORWARD; REPLICA_REAP and HINTS_HELD carry the
+ * bodies of the first two) and what a coordinator reads back
  * (the answer).  The first byte picks the decoder; the rest is the body.
  *
  * Beyond "no crash": whatever decodes must encode, and the encoding must

@@ -1,6 +1,6 @@
 /*
  * check_msg_kv.c - unit tests of the data operations' bodies
- * (proto/msg_kv.c, PROTOCOL.md section 7.15).
+ * (proto/msg_kv.c, PROTOCOL.md sections 7.15 and 7.16).
  *
  * Expected bytes are written out by hand from PROTOCOL.md and the msgpack
  * specification, never produced by the encoder under test.
@@ -162,6 +162,39 @@ START_TEST(test_answer_golden)
     ck_assert_uint_eq(back.answered, 1);
     ck_assert_uint_eq(back.needed, 2);
     ck_assert_int_eq(msg_kv_status_to_rk(back.status), RK_ETRYAGAIN);
+    buf_free(&out);
+}
+END_TEST
+
+/*
+ * Section 7.16: HINTS_HELD and REPLICA_REAP carry the bodies of REPLICA_READ
+ * and REPLICA_WRITE, and answer in the data operations' form, flag set.
+ */
+START_TEST(test_reap_golden)
+{
+    struct msg_replica_write w = {.key = (const uint8_t *)"k",
+                                  .key_len = 1,
+                                  .record = (const uint8_t *)"\x01\x00",
+                                  .record_len = 2},
+                             wback;
+    struct msg_kv_answer held = {.status = MSG_KV_OK, .flag = true}, aback;
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_replica_write_encode(&w, &out), 0);
+    assert_bytes(&out, "93c4016bc4020100c0");
+    unhex(&b, "93c4016bc4020100c0");
+    ck_assert_int_eq(msg_replica_write_decode(b.p, b.len, &wback), 0);
+    ck_assert_uint_eq(wback.record_len, 2);
+    ck_assert_int_eq(wback.hint[0], '\0');
+    buf_clear(&out);
+    ck_assert_int_eq(msg_kv_answer_encode(&held, &out), 0);
+    assert_bytes(&out, "95000000c0c3");
+    unhex(&b, "95000000c0c2");
+    ck_assert_int_eq(msg_kv_answer_decode(b.p, b.len, &aback), 0);
+    ck_assert_uint_eq(aback.status, MSG_KV_OK);
+    ck_assert(!aback.flag);
     buf_free(&out);
 }
 END_TEST
@@ -386,6 +419,7 @@ static Suite *msg_kv_suite(void)
         {"forward_expiry_golden", test_forward_expiry_golden},
         {"answer_golden", test_answer_golden},
         {"answer_part_golden", test_answer_part_golden},
+        {"reap_golden", test_reap_golden},
         {"write_hint_round_trip", test_write_hint_round_trip},
         {"future_fields_skipped", test_future_fields_skipped},
         {"bad_bodies_refused", test_bad_bodies_refused},

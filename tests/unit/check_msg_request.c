@@ -84,6 +84,10 @@ START_TEST(test_request_golden)
     ck_assert_str_eq(msg_type_name(MSG_REQUEST), "request");
     ck_assert_str_eq(msg_type_name(MSG_RESPONSE), "response");
     ck_assert_str_eq(msg_op_name(MSG_OP_STATUS), "status");
+    ck_assert_int_eq(MSG_OP_HINTS_HELD, 5); /* PROTOCOL.md 7.14's table */
+    ck_assert_int_eq(MSG_OP_REPLICA_REAP, 6);
+    ck_assert_str_eq(msg_op_name(MSG_OP_HINTS_HELD), "hints_held");
+    ck_assert_str_eq(msg_op_name(MSG_OP_REPLICA_REAP), "replica_reap");
     ck_assert_str_eq(msg_op_name(0), "unknown");
     ck_assert_str_eq(msg_op_name(MSG_OP_MAX + 1), "unknown");
 }
