@@ -33,9 +33,10 @@
  *
  * A start pass (client_start_ready()) goes front to back from the first
  * entry not started, skipping data commands that wait; its checks cost a
- * few hashed bits per key (struct start_filter), and a key the filters may
- * hold is compared one by one, for at most CLIENT_CONFLICT_SCAN entries
- * and keys a pass, past which such a command waits.  The reads started by
+ * few hashed bits per key (struct start_filter).  A read whose key the
+ * filters may hold waits; a write's keys are then compared one by one,
+ * for at most CLIENT_CONFLICT_SCAN entries and keys a pass, past which it
+ * waits.  The reads started by
  * one pass read one snapshot (kv_read_hold()).  A connection whose
  * commands finish is passed over once per event-loop iteration, in the
  * ev_prepare step below, not once per finished command.
@@ -93,6 +94,7 @@
 
 static void client_process(struct client *c);
 static void client_flush(struct client *c);
+static void client_take_replies(struct client *c);
 
 /* --- pending entries -------------------------------------------------------- */
 
@@ -541,6 +543,8 @@ void client_finish(struct pending *p)
     }
     client_account(p);
     if (!c->dead) {
+        /* the replies done now leave the entries, so the next one's reply goes straight out */
+        client_take_replies(c);
         client_queue_process(c);
     }
     client_leave(c);
@@ -637,6 +641,22 @@ static bool flags_conflict(unsigned qf, unsigned pf)
     return ((qf & CMD_WRITE) && (pf & CMD_READ)) || ((qf & CMD_READ) && (pf & CMD_WRITE));
 }
 
+/* commands_flags(p), resolved once. */
+static unsigned pending_flags(struct pending *p)
+{
+    if (!p->order_known) {
+        size_t first, last, step;
+        p->order_flags = commands_flags(p);
+        p->order_data = 0;
+        if (p->cmd != NULL && !p->cmd->too_big && !(p->order_flags & CMD_ADMIN) &&
+            pending_keys(p, &first, &last, &step)) {
+            p->order_data = p->order_flags & (CMD_READ | CMD_WRITE);
+        }
+        p->order_known = true;
+    }
+    return p->order_flags;
+}
+
 /*
  * The flags (CMD_READ, CMD_WRITE or both) of p when it is a data command
  * that may start past a waiting one, or be passed by a later one: a read
@@ -646,14 +666,8 @@ static bool flags_conflict(unsigned qf, unsigned pf)
  */
 static unsigned pending_data_flags(struct client *c, struct pending *p)
 {
-    unsigned flags = commands_flags(p);
-    size_t first, last, step;
-
-    if (p->cmd == NULL || p->cmd->too_big || (flags & CMD_ADMIN) ||
-        !pending_keys(p, &first, &last, &step) || txn_queues(c, p->command)) {
-        return 0;
-    }
-    return flags & (CMD_READ | CMD_WRITE);
+    (void)pending_flags(p);
+    return p->order_data != 0 && !txn_queues(c, p->command) ? p->order_data : 0;
 }
 
 /*
@@ -666,14 +680,14 @@ static unsigned pending_data_flags(struct client *c, struct pending *p)
  */
 static bool client_must_wait(struct client *c, struct pending *p)
 {
-    unsigned flags = commands_flags(p) & (CMD_READ | CMD_WRITE);
+    unsigned flags = pending_flags(p) & (CMD_READ | CMD_WRITE);
     size_t budget = CLIENT_CONFLICT_SCAN;
 
     if (flags == 0 || c->n_in_flight == 0 || txn_queues(c, p->command)) {
         return false; /* a command queued inside MULTI touches nothing until EXEC */
     }
     for (struct pending *q = c->head; q != NULL && q != p; q = q->next) {
-        unsigned qf = q->in_flight ? commands_flags(q) & (CMD_READ | CMD_WRITE) : 0;
+        unsigned qf = q->in_flight ? pending_flags(q) & (CMD_READ | CMD_WRITE) : 0;
         if (flags_conflict(qf, flags) && pending_overlap(q, p, &budget)) {
             return true;
         }
@@ -696,7 +710,7 @@ static bool client_conflicts(struct client *c, struct pending *p, unsigned pf, s
         }
         (*budget)--;
         if (q->in_flight) {
-            unsigned qf = commands_flags(q) & (CMD_READ | CMD_WRITE);
+            unsigned qf = pending_flags(q) & (CMD_READ | CMD_WRITE);
             if (flags_conflict(qf, pf) && pending_overlap(q, p, budget)) {
                 return true;
             }
@@ -737,6 +751,19 @@ static uint64_t key_hash(const struct resp_arg *k)
     return h;
 }
 
+/* The hash of p's key at argument i; the first key's is kept. */
+static uint64_t pending_key_hash(struct pending *p, size_t i, size_t first)
+{
+    if (i != first) {
+        return key_hash(&p->cmd->argv[i]);
+    }
+    if (!p->hash_known) {
+        p->order_hash = key_hash(&p->cmd->argv[i]);
+        p->hash_known = true;
+    }
+    return p->order_hash;
+}
+
 static void filter_set(uint64_t *bits, uint64_t h)
 {
     size_t a = (size_t)(h % CLIENT_FILTER_BITS), b = (size_t)((h >> 32) % CLIENT_FILTER_BITS);
@@ -763,7 +790,7 @@ static void filter_add_in_flight(struct start_filter *f, struct pending *p, unsi
         return;
     }
     for (size_t i = first; i <= last; i += step) {
-        uint64_t h = key_hash(&p->cmd->argv[i]);
+        uint64_t h = pending_key_hash(p, i, first);
         if (pf & CMD_WRITE) {
             filter_set(f->writing, h);
         }
@@ -781,16 +808,18 @@ static void filter_add_waiting(struct start_filter *f, struct pending *p, unsign
     f->waiting_write |= (pf & CMD_WRITE) != 0;
     if (pending_keys(p, &first, &last, &step)) {
         for (size_t i = first; i <= last; i += step) {
-            filter_set(f->waiting, key_hash(&p->cmd->argv[i]));
+            filter_set(f->waiting, pending_key_hash(p, i, first));
         }
     }
 }
 
 /*
  * Whether p, a data command of flags pf, must wait; passing: an earlier
- * command has not started.  The filters answer no conflict at once;
- * otherwise client_conflicts() decides, while *budget lasts, and past it
- * p waits.
+ * command has not started.  The filters answer no conflict at once.  A
+ * read they may conflict with waits: a false hit only delays it to a later
+ * pass.  A write is compared one by one (client_conflicts()), while
+ * *budget lasts, and past it waits: a write that waits holds back every
+ * later write.
  */
 static bool client_data_waits(struct client *c, struct pending *p, unsigned pf,
                               const struct start_filter *f, bool passing, size_t *budget)
@@ -803,12 +832,12 @@ static bool client_data_waits(struct client *c, struct pending *p, unsigned pf,
     }
     (void)pending_keys(p, &first, &last, &step);
     for (size_t i = first; i <= last && !maybe; i += step) {
-        uint64_t h = key_hash(&p->cmd->argv[i]);
+        uint64_t h = pending_key_hash(p, i, first);
         maybe = ((pf & CMD_READ) && filter_has(f->writing, h)) ||
                 ((pf & CMD_WRITE) && filter_has(f->reading, h)) ||
                 (passing && filter_has(f->waiting, h));
     }
-    return maybe && client_conflicts(c, p, pf, budget);
+    return maybe && (!(pf & CMD_WRITE) || client_conflicts(c, p, pf, budget));
 }
 
 /* After QUIT: drop every command after it, none of which has started. */
@@ -832,7 +861,7 @@ static void filter_init(struct client *c, struct start_filter *f)
     memset(f, 0, sizeof(*f));
     for (struct pending *q = c->head; q != NULL && seen < c->n_in_flight; q = q->next) {
         if (q->in_flight) {
-            filter_add_in_flight(f, q, commands_flags(q) & (CMD_READ | CMD_WRITE));
+            filter_add_in_flight(f, q, pending_flags(q) & (CMD_READ | CMD_WRITE));
             seen++;
         }
     }
@@ -876,7 +905,7 @@ static void client_start_ready(struct client *c)
             continue;
         }
         /* one read snapshot for the reads started together; none for blind writes, admin verbs */
-        if (!held && (commands_flags(p) & CMD_READ)) {
+        if (!held && (pending_flags(p) & CMD_READ)) {
             (void)kv_read_hold(c->node->kv);
             held = true;
         }
@@ -889,7 +918,7 @@ static void client_start_ready(struct client *c)
         if (c->quit) {
             client_drop_after(c, p);
         } else if (!c->dead && p->in_flight) {
-            filter_add_in_flight(&f, p, commands_flags(p) & (CMD_READ | CMD_WRITE));
+            filter_add_in_flight(&f, p, pending_flags(p) & (CMD_READ | CMD_WRITE));
         }
     }
     if (held) {

@@ -82,6 +82,11 @@ struct pending {
     /* a command EXEC runs (txn.h): outside the pipeline, its completion goes to the EXEC */
     struct txn_exec *txn;
     bool writes_borrowed; /* writes are slots of the EXEC's group, not p's own */
+    /* client.c's start passes: commands_flags() and the data flags once resolved, the first
+       key's hash once computed */
+    bool order_known, hash_known;
+    unsigned order_flags, order_data;
+    uint64_t order_hash;
 };
 
 struct client {
