@@ -914,6 +914,9 @@ static void client_start_ready(struct client *c)
         } else {
             c->next_start = next;
         }
+        if (c->head != p && c->head->done) {
+            client_take_replies(c); /* when p becomes first, its reply goes straight out */
+        }
         client_start(c, p);
         if (c->quit) {
             client_drop_after(c, p);
