@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """alt_pipeline.py - the alternating pipeline of bench_node.sh.
 
-    alt_pipeline.py PORT [--conns N] [--pairs P] [--runs R] [--value BYTES]
+    alt_pipeline.py PORT [--host ADDR] [--conns N] [--pairs P] [--runs R] [--value BYTES]
 
 N connections (default 50), opened before the clock starts, each send one
 pipeline of P pairs (default 200) `SET k v` / `GET k` at once, k distinct
@@ -31,7 +31,7 @@ def bulk(b):
 def one_run(port, run, args):
     conns = []
     for i in range(args.conns):
-        s = socket.create_connection(("127.0.0.1", port))
+        s = socket.create_connection((args.host, port))
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         req, want = [], []
@@ -85,6 +85,7 @@ def one_run(port, run, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("port", type=int)
+    ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--runs", type=int, default=5)
