@@ -29,7 +29,8 @@ waiting command, read from INFO's ringkv_client_started_past_wait:
     of its key does not overtake it);
   - a connection's writes are seen in their order by another connection
     reading meanwhile, even when a read of the writer waits between them.
-Prints `ok passed=<n> ...` or the first failure, and exits 1 on one.
+R rounds of the patterns, M pipelines of the writer.  Prints `ok
+passed=<n> ...` or the first failure, and exits 1 on one.
 
 mset: one connection writes M MSETs of K keys (every value of MSET i is
 i) while another reads the K keys with MGET over and over: an MGET must
