@@ -3,13 +3,45 @@
  * limits (client.h).
  *
  * The pipeline.  Parsed commands queue in arrival order as `pending`
- * entries.  Starting goes front to back and stops at the first command
- * that must wait: a read (CMD_READ) waits while an earlier write of this
- * connection to one of its keys is in flight, a write (CMD_WRITE) while an
- * earlier read of one of its keys is; a keyless read (DBSIZE) conflicts
- * with every key.  Reads never wait for reads, nor writes for writes (kv
- * applies one connection's writes in order), and other commands wait for
- * nothing.  Flushing goes front to back too: the first entries whose
+ * entries, and their replies leave in that order whatever order their work
+ * finishes in (a write's reply only once it committed).  What may start:
+ *
+ *  - Against work in flight: a read (CMD_READ) waits while an earlier
+ *    write of this connection to one of its keys is in flight, a write
+ *    (CMD_WRITE) while an earlier read of one of its keys is; a command
+ *    that does both (GETSET, SET NX, EXEC) waits for either; a keyless one
+ *    (DBSIZE, SCAN, EXEC) conflicts with every key.  Reads never wait for
+ *    reads in flight, nor writes for writes (kv applies one connection's
+ *    writes in the order they start).
+ *  - Past a command that waits (not started): only a data command, one
+ *    that reads or writes named keys (GET, MGET, SET, DEL, KSET ...), not
+ *    an admin verb and not queued inside MULTI, and only past data
+ *    commands: a read or write never passes one sharing a key with it,
+ *    and a write never passes a write.  So one connection's writes start,
+ *    apply and are seen by others in command order; a read sees every
+ *    earlier write of its connection to its keys (it never passes one, and
+ *    waits for the commit of one in flight) and no later one (a later
+ *    write of its keys never passes it); and a read of other keys need not
+ *    wait for an earlier read's fsync: SET a, GET a, SET b, GET b starts
+ *    both SETs at once, one commit for the pair.  A read that starts past
+ *    a waiting one reads the state of its own start, as if it had been
+ *    sent first: the two may see another connection's writes of their
+ *    different keys in different states.
+ *  - Nothing passes any other command (QUIT, MULTI, EXEC, AUTH, admin
+ *    verbs, keyless reads): one that cannot start ends the pass, and it
+ *    starts only once everything before it has.
+ *
+ * A start pass (client_start_ready()) goes front to back from the first
+ * entry not started, skipping data commands that wait; its checks cost a
+ * few hashed bits per key (struct start_filter).  A read whose key the
+ * filters may hold waits; a write's keys are then compared one by one,
+ * for at most CLIENT_CONFLICT_SCAN entries and keys a pass, past which it
+ * waits.  The reads started by
+ * one pass read one snapshot (kv_read_hold()).  A connection whose
+ * commands finish is passed over once per event-loop iteration, in the
+ * ev_prepare step below, not once per finished command.
+ *
+ * Replies.  Flushing goes front to back: the first entries whose
  * replies are complete are appended to the output.  A reply written while
  * its entry is first goes straight to the output; otherwise it waits in
  * the entry's own buffer, moved to the output when the entry becomes
@@ -56,11 +88,13 @@
 /* Output at which a connection is written at once, not at the end of the iteration: a
  * socket buffer's worth, so a large reply starts moving without waiting for others. */
 #define CLIENT_FLUSH_NOW (64 * 1024)
-/* Key comparisons one ordering check makes at most; past it the command just waits. */
+/* Entries visited and key comparisons of one ordering check (or, for data commands, of one
+ * start pass) at most; past it the command just waits. */
 #define CLIENT_CONFLICT_SCAN 4096
 
 static void client_process(struct client *c);
 static void client_flush(struct client *c);
+static void client_take_replies(struct client *c);
 
 /* --- pending entries -------------------------------------------------------- */
 
@@ -215,6 +249,37 @@ static void client_unqueue_flush(struct client *c)
     c->flush_queued = false;
 }
 
+/*
+ * Process c (parse, start, reply) in this iteration's ev_prepare step:
+ * every command of c that finished in the iteration is handled by one
+ * pass, not one pass per completion.
+ */
+static void client_queue_process(struct client *c)
+{
+    struct server *n = c->node;
+
+    if (!c->process_queued) {
+        c->process_queued = true;
+        c->process_next = n->to_process;
+        n->to_process = c;
+    }
+}
+
+/* Take c off the node's list of connections to process. */
+static void client_unqueue_process(struct client *c)
+{
+    struct client **at = &c->node->to_process;
+
+    if (!c->process_queued) {
+        return;
+    }
+    while (*at != c) {
+        at = &(*at)->process_next;
+    }
+    *at = c->process_next;
+    c->process_queued = false;
+}
+
 static void client_unlink(struct client *c)
 {
     struct server *n = c->node;
@@ -247,6 +312,7 @@ void client_close(struct client *c, const char *why)
     c->dead = true;
     client_unlink(c);
     client_unqueue_flush(c);
+    client_unqueue_process(c);
     txn_discard(c); /* a transaction not yet EXECuted applies nothing */
     /* keep only entries with operations in flight: kv still borrows them */
     while ((p = c->head) != NULL) {
@@ -281,8 +347,13 @@ static void client_leave(struct client *c)
 
 static void client_on_read(struct ev_loop *loop, ev_io *w, int revents);
 /*
- * Before the loop sleeps: hand this iteration's writes to the store in one
- * submission, then write each connection's gathered replies.
+ * Before the loop sleeps: move on each connection whose commands finished
+ * in this iteration (one pass each: its replies taken, what they held back
+ * started), hand this iteration's writes to the store in one submission,
+ * then write each connection's gathered replies.  Handing writes over can
+ * finish commands at once (a refused submission; every operation in the
+ * shuffle test mode), so it goes round until no connection is left to
+ * process.
  */
 static void client_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 {
@@ -291,10 +362,19 @@ static void client_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
     (void)loop;
     (void)revents;
-    kv_flush(n->kv);
-    if (n->coord_waiting != NULL) {
-        rpc_coord_send_waiting(n, false); /* answers made room for the coordinator's requests */
-    }
+    do {
+        while ((c = n->to_process) != NULL) {
+            n->to_process = c->process_next;
+            c->process_queued = false;
+            client_enter(c);
+            client_process(c);
+            client_leave(c);
+        }
+        kv_flush(n->kv);
+        if (n->coord_waiting != NULL) {
+            rpc_coord_send_waiting(n, false); /* answers made room for the coordinator's requests */
+        }
+    } while (n->to_process != NULL);
     while ((c = n->to_flush) != NULL) {
         n->to_flush = c->flush_next;
         c->flush_queued = false;
@@ -463,7 +543,9 @@ void client_finish(struct pending *p)
     }
     client_account(p);
     if (!c->dead) {
-        client_process(c);
+        /* the replies done now leave the entries, so the next one's reply goes straight out */
+        client_take_replies(c);
+        client_queue_process(c);
     }
     client_leave(c);
 }
@@ -553,29 +635,209 @@ static bool pending_overlap(const struct pending *a, const struct pending *b, si
     return false;
 }
 
+/* Whether an operation of flags qf orders against a later one of flags pf: a read and a write. */
+static bool flags_conflict(unsigned qf, unsigned pf)
+{
+    return ((qf & CMD_WRITE) && (pf & CMD_READ)) || ((qf & CMD_READ) && (pf & CMD_WRITE));
+}
+
+/* commands_flags(p), resolved once. */
+static unsigned pending_flags(struct pending *p)
+{
+    if (!p->order_known) {
+        size_t first, last, step;
+        p->order_flags = commands_flags(p);
+        p->order_data = 0;
+        if (p->cmd != NULL && !p->cmd->too_big && !(p->order_flags & CMD_ADMIN) &&
+            pending_keys(p, &first, &last, &step)) {
+            p->order_data = p->order_flags & (CMD_READ | CMD_WRITE);
+        }
+        p->order_known = true;
+    }
+    return p->order_flags;
+}
+
 /*
- * Whether p must wait for an earlier command of its connection: a read for
- * a write in flight to one of its keys, a write for a read in flight of
- * one of its keys.  Every entry before p has started (starting is in
- * order), so the ones in flight are the ones not done.
+ * The flags (CMD_READ, CMD_WRITE or both) of p when it is a data command
+ * that may start past a waiting one, or be passed by a later one: a read
+ * or write of named keys, not an admin verb, not queued inside MULTI.  0
+ * for everything else (keyless reads such as DBSIZE or SCAN, EXEC,
+ * MULTI, AUTH, QUIT, ...), which never starts past a waiting command.
+ */
+static unsigned pending_data_flags(struct client *c, struct pending *p)
+{
+    (void)pending_flags(p);
+    return p->order_data != 0 && !txn_queues(c, p->command) ? p->order_data : 0;
+}
+
+/*
+ * Whether p, a command that starts only in order, must wait for an earlier
+ * command of its connection in flight: a read for a write in flight to one
+ * of its keys, a write for a read in flight of one of its keys (EXEC reads
+ * and writes: it waits for every data command, and one EXEC for another).
+ * Every entry before p has started, so the ones in flight are the ones not
+ * done.
  */
 static bool client_must_wait(struct client *c, struct pending *p)
 {
-    unsigned flags = commands_flags(p) & (CMD_READ | CMD_WRITE);
+    unsigned flags = pending_flags(p) & (CMD_READ | CMD_WRITE);
     size_t budget = CLIENT_CONFLICT_SCAN;
 
     if (flags == 0 || c->n_in_flight == 0 || txn_queues(c, p->command)) {
         return false; /* a command queued inside MULTI touches nothing until EXEC */
     }
     for (struct pending *q = c->head; q != NULL && q != p; q = q->next) {
-        unsigned qf = q->in_flight ? commands_flags(q) & (CMD_READ | CMD_WRITE) : 0;
-        /* EXEC reads and writes: it waits for every data command, and one EXEC for another */
-        bool both = flags == (CMD_READ | CMD_WRITE);
-        if (qf != 0 && (qf != flags || both) && pending_overlap(q, p, &budget)) {
+        unsigned qf = q->in_flight ? pending_flags(q) & (CMD_READ | CMD_WRITE) : 0;
+        if (flags_conflict(qf, flags) && pending_overlap(q, p, &budget)) {
             return true;
         }
     }
     return false;
+}
+
+/*
+ * Whether p, a data command of flags pf, must wait, compared one by one
+ * with every earlier entry: for a command in flight as client_must_wait()
+ * does; and it never passes an earlier command not started that is not a
+ * data command, shares a key with it, or (p being a write) writes.  True
+ * too once *budget (entries visited, key comparisons) is spent.
+ */
+static bool client_conflicts(struct client *c, struct pending *p, unsigned pf, size_t *budget)
+{
+    for (struct pending *q = c->head; q != NULL && q != p; q = q->next) {
+        if (*budget == 0) {
+            return true;
+        }
+        (*budget)--;
+        if (q->in_flight) {
+            unsigned qf = pending_flags(q) & (CMD_READ | CMD_WRITE);
+            if (flags_conflict(qf, pf) && pending_overlap(q, p, budget)) {
+                return true;
+            }
+        } else if (!q->started && !q->done) {
+            unsigned qf = pending_data_flags(c, q);
+            if (qf == 0 || ((qf & CMD_WRITE) && (pf & CMD_WRITE)) ||
+                pending_overlap(q, p, budget)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/*
+ * One start pass's summary of the keys that may hold a data command back,
+ * as filters (two bits of a key's hash each, so a key missing from a
+ * filter is certainly absent and one present is checked one by one):
+ * keys of the writes and of the reads in flight, keys of the commands
+ * skipped so far because they wait.  A keyless command in flight (EXEC,
+ * DBSIZE) touches every key.
+ */
+#define CLIENT_FILTER_BITS 16384
+struct start_filter {
+    uint64_t writing[CLIENT_FILTER_BITS / 64], reading[CLIENT_FILTER_BITS / 64];
+    uint64_t waiting[CLIENT_FILTER_BITS / 64];
+    bool writing_all, reading_all;
+    bool waiting_write; /* a write was skipped: no later write may start */
+};
+
+static uint64_t key_hash(const struct resp_arg *k)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+    for (size_t i = 0; i < k->len; i++) {
+        h = (h ^ ((const uint8_t *)k->p)[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+/* The hash of p's key at argument i; the first key's is kept. */
+static uint64_t pending_key_hash(struct pending *p, size_t i, size_t first)
+{
+    if (i != first) {
+        return key_hash(&p->cmd->argv[i]);
+    }
+    if (!p->hash_known) {
+        p->order_hash = key_hash(&p->cmd->argv[i]);
+        p->hash_known = true;
+    }
+    return p->order_hash;
+}
+
+static void filter_set(uint64_t *bits, uint64_t h)
+{
+    size_t a = (size_t)(h % CLIENT_FILTER_BITS), b = (size_t)((h >> 32) % CLIENT_FILTER_BITS);
+
+    bits[a / 64] |= 1ULL << (a % 64);
+    bits[b / 64] |= 1ULL << (b % 64);
+}
+
+static bool filter_has(const uint64_t *bits, uint64_t h)
+{
+    size_t a = (size_t)(h % CLIENT_FILTER_BITS), b = (size_t)((h >> 32) % CLIENT_FILTER_BITS);
+
+    return (bits[a / 64] >> (a % 64) & 1) && (bits[b / 64] >> (b % 64) & 1);
+}
+
+/* Add p, of flags pf (CMD_READ, CMD_WRITE), to the filters of the commands in flight. */
+static void filter_add_in_flight(struct start_filter *f, struct pending *p, unsigned pf)
+{
+    size_t first, last, step;
+
+    if (!pending_keys(p, &first, &last, &step)) {
+        f->writing_all |= (pf & CMD_WRITE) != 0;
+        f->reading_all |= (pf & CMD_READ) != 0;
+        return;
+    }
+    for (size_t i = first; i <= last; i += step) {
+        uint64_t h = pending_key_hash(p, i, first);
+        if (pf & CMD_WRITE) {
+            filter_set(f->writing, h);
+        }
+        if (pf & CMD_READ) {
+            filter_set(f->reading, h);
+        }
+    }
+}
+
+/* Add p, a data command of flags pf that waits, to the filter of the commands skipped. */
+static void filter_add_waiting(struct start_filter *f, struct pending *p, unsigned pf)
+{
+    size_t first, last, step;
+
+    f->waiting_write |= (pf & CMD_WRITE) != 0;
+    if (pending_keys(p, &first, &last, &step)) {
+        for (size_t i = first; i <= last; i += step) {
+            filter_set(f->waiting, pending_key_hash(p, i, first));
+        }
+    }
+}
+
+/*
+ * Whether p, a data command of flags pf, must wait; passing: an earlier
+ * command has not started.  The filters answer no conflict at once.  A
+ * read they may conflict with waits: a false hit only delays it to a later
+ * pass.  A write is compared one by one (client_conflicts()), while
+ * *budget lasts, and past it waits: a write that waits holds back every
+ * later write.
+ */
+static bool client_data_waits(struct client *c, struct pending *p, unsigned pf,
+                              const struct start_filter *f, bool passing, size_t *budget)
+{
+    size_t first, last, step;
+    bool maybe = ((pf & CMD_READ) && f->writing_all) || ((pf & CMD_WRITE) && f->reading_all);
+
+    if (passing && (pf & CMD_WRITE) && f->waiting_write) {
+        return true; /* a connection's writes are applied in order */
+    }
+    (void)pending_keys(p, &first, &last, &step);
+    for (size_t i = first; i <= last && !maybe; i += step) {
+        uint64_t h = pending_key_hash(p, i, first);
+        maybe = ((pf & CMD_READ) && filter_has(f->writing, h)) ||
+                ((pf & CMD_WRITE) && filter_has(f->reading, h)) ||
+                (passing && filter_has(f->waiting, h));
+    }
+    return maybe && (!(pf & CMD_WRITE) || client_conflicts(c, p, pf, budget));
 }
 
 /* After QUIT: drop every command after it, none of which has started. */
@@ -591,31 +853,75 @@ static void client_drop_after(struct client *c, struct pending *p)
     c->next_start = NULL;
 }
 
-/* Start every command the ordering rule allows. */
+/* The filters of the commands in flight, from every entry in flight. */
+static void filter_init(struct client *c, struct start_filter *f)
+{
+    size_t seen = 0;
+
+    memset(f, 0, sizeof(*f));
+    for (struct pending *q = c->head; q != NULL && seen < c->n_in_flight; q = q->next) {
+        if (q->in_flight) {
+            filter_add_in_flight(f, q, pending_flags(q) & (CMD_READ | CMD_WRITE));
+            seen++;
+        }
+    }
+}
+
+/*
+ * Start every command the ordering rules allow (the header comment), front
+ * to back: a data command that must wait is skipped, and later data
+ * commands may start past it; any other command that cannot start ends
+ * the pass, as nothing may pass it.
+ */
 static void client_start_ready(struct client *c)
 {
-    bool held = false;
+    struct start_filter f;
+    size_t budget = CLIENT_CONFLICT_SCAN;
+    bool held = false, passing = false;
+    struct pending *p, *next;
 
+    while (c->next_start != NULL && (c->next_start->started || c->next_start->done)) {
+        c->next_start = c->next_start->next; /* started past a wait, or a parser's error reply */
+    }
+    if (c->next_start == NULL || c->dead || c->quit) {
+        return;
+    }
+    filter_init(c, &f);
     /* one clock read for the commands started together; each is timed to its reply */
     c->batch_ns = clock_mono_ns();
-    while (c->next_start != NULL && !c->dead && !c->quit) {
-        struct pending *p = c->next_start;
-        if (p->done) {
-            c->next_start = p->next; /* an error reply queued by the parser */
+    for (p = c->next_start; p != NULL && !c->dead && !c->quit; p = next) {
+        unsigned pf;
+        next = p->next;
+        if (p->started || p->done) {
             continue;
         }
-        if (client_must_wait(c, p)) {
+        pf = pending_data_flags(c, p);
+        if (pf == 0 && (passing || client_must_wait(c, p))) {
             break;
         }
+        if (pf != 0 && client_data_waits(c, p, pf, &f, passing, &budget)) {
+            filter_add_waiting(&f, p, pf);
+            passing = true;
+            continue;
+        }
         /* one read snapshot for the reads started together; none for blind writes, admin verbs */
-        if (!held && (commands_flags(p) & CMD_READ)) {
+        if (!held && (pending_flags(p) & CMD_READ)) {
             (void)kv_read_hold(c->node->kv);
             held = true;
         }
-        c->next_start = p->next;
+        if (passing) {
+            c->node->metrics.client_started_past_wait++;
+        } else {
+            c->next_start = next;
+        }
+        if (c->head != p && c->head->done) {
+            client_take_replies(c); /* when p becomes first, its reply goes straight out */
+        }
         client_start(c, p);
         if (c->quit) {
             client_drop_after(c, p);
+        } else if (!c->dead && p->in_flight) {
+            filter_add_in_flight(&f, p, pending_flags(p) & (CMD_READ | CMD_WRITE));
         }
     }
     if (held) {

@@ -1,15 +1,19 @@
 /*
  * client.h - connections on the client (RESP) port.
  *
- * A connection reads requests, parses them (proto/resp.h), starts them in
- * order and writes the replies back in that same order, whatever order
- * their work finishes in.  Reads and writes are asynchronous (kv.h) and
- * run concurrently, except that a read waits for this connection's
- * earlier writes of its keys to complete (it reads its own writes) and a
- * write waits for this connection's earlier reads of its keys (it never
- * overtakes them).  Replies are gathered and written once per event-loop
- * iteration, and the writes of an iteration, from every connection, reach
- * the store in one submission (client_loop_start()).
+ * A connection reads requests, parses them (proto/resp.h), starts them
+ * and writes the replies back in command order, whatever order their work
+ * finishes in.  Reads and writes are asynchronous (kv.h) and run
+ * concurrently, except that a read waits for this connection's earlier
+ * writes of its keys to complete (it reads its own writes) and a write
+ * waits for this connection's earlier reads of its keys (it never
+ * overtakes them).  A read or write of named keys may start past earlier
+ * ones that wait, when it shares no key with them and is not a write
+ * passing a write (one connection's writes apply in order); every other
+ * command starts only after all before it (client.c states the rules).
+ * Replies are gathered and written once per event-loop iteration, and the
+ * writes of an iteration, from every connection, reach the store in one
+ * submission (client_loop_start()).
  *
  * Limits, all settings (settings.h): a connection beyond maxclients gets
  * Redis's error and is closed; more than pipeline-max queued commands
@@ -79,6 +83,11 @@ struct pending {
     /* a command EXEC runs (txn.h): outside the pipeline, its completion goes to the EXEC */
     struct txn_exec *txn;
     bool writes_borrowed; /* writes are slots of the EXEC's group, not p's own */
+    /* client.c's start passes: commands_flags() and the data flags once resolved, the first
+       key's hash once computed */
+    bool order_known, hash_known;
+    unsigned order_flags, order_data;
+    uint64_t order_hash;
 };
 
 struct client {
@@ -99,10 +108,12 @@ struct client {
     bool quit;         /* QUIT ran: nothing after it runs */
     bool flush_queued; /* on the node's list of connections to flush */
     struct client *flush_next;
+    bool process_queued; /* on the node's list of connections to process (client_finish()) */
+    struct client *process_next;
     char addr[NET_ADDR_TEXT];
     char name[CLIENT_NAME_MAX + 1];
     struct pending *head, *tail;
-    struct pending *next_start; /* first pending not started */
+    struct pending *next_start; /* every pending before it has started (or is done) */
     size_t n_pending;
     size_t n_in_flight; /* entries in_flight */
     uint64_t created_ms, last_ms;
@@ -119,9 +130,11 @@ void client_accept(struct server *n, int fd, const struct sockaddr_storage *addr
 
 /*
  * Set up the node's per-iteration step (an ev_prepare watcher, run before
- * the event loop sleeps): hand the writes queued in this iteration to the
- * store in one submission (kv_flush()), then write every connection's
- * gathered replies, one send per connection.
+ * the event loop sleeps): move on the connections whose commands finished
+ * in this iteration (their replies taken, what waited for them started),
+ * hand the writes queued in this iteration to the store in one submission
+ * (kv_flush()), then write every connection's gathered replies, one send
+ * per connection.
  */
 void client_loop_start(struct server *n);
 
@@ -145,7 +158,8 @@ void client_error(struct pending *p, const char *fmt, ...) __attribute__((format
 /* QUIT: reply, then run nothing after it and close once the replies are written. */
 void client_quit(struct pending *p);
 
-/* An asynchronous command wrote its reply: complete it and move the connection on. */
+/* An asynchronous command wrote its reply: complete it; the connection moves on (its reply
+ * taken, what waited for it started) in this iteration's ev_prepare step. */
 void client_finish(struct pending *p);
 
 /*

@@ -248,21 +248,22 @@ static void info_stats(struct server *n, struct buf *out)
 {
     const struct metrics *m = &n->metrics;
 
-    buf_printf(out,
-               "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
-               "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
-               "rejected_connections:%llu\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
-               "ringkv_protocol_errors:%llu\r\nringkv_limit_errors:%llu\r\n"
-               "ringkv_client_timeouts:%llu\r\nringkv_accept_errors:%llu\r\n"
-               "ringkv_auth_failures:%llu\r\nringkv_auth_throttled:%llu\r\n\r\n",
-               (unsigned long long)m->connections_received,
-               (unsigned long long)m->commands_processed, (unsigned long long)m->net_input_bytes,
-               (unsigned long long)m->net_output_bytes, (unsigned long long)m->connections_rejected,
-               (unsigned long long)m->keyspace_hits, (unsigned long long)m->keyspace_misses,
-               (unsigned long long)m->client_protocol_errors,
-               (unsigned long long)m->client_limit_errors, (unsigned long long)m->client_timeouts,
-               (unsigned long long)m->accept_errors, (unsigned long long)m->auth_failures,
-               (unsigned long long)m->auth_throttled);
+    buf_printf(
+        out,
+        "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
+        "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\n"
+        "rejected_connections:%llu\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
+        "ringkv_protocol_errors:%llu\r\nringkv_limit_errors:%llu\r\n"
+        "ringkv_client_timeouts:%llu\r\nringkv_accept_errors:%llu\r\n"
+        "ringkv_auth_failures:%llu\r\nringkv_auth_throttled:%llu\r\n"
+        "ringkv_client_started_past_wait:%llu\r\n\r\n",
+        (unsigned long long)m->connections_received, (unsigned long long)m->commands_processed,
+        (unsigned long long)m->net_input_bytes, (unsigned long long)m->net_output_bytes,
+        (unsigned long long)m->connections_rejected, (unsigned long long)m->keyspace_hits,
+        (unsigned long long)m->keyspace_misses, (unsigned long long)m->client_protocol_errors,
+        (unsigned long long)m->client_limit_errors, (unsigned long long)m->client_timeouts,
+        (unsigned long long)m->accept_errors, (unsigned long long)m->auth_failures,
+        (unsigned long long)m->auth_throttled, (unsigned long long)m->client_started_past_wait);
 }
 
 static void info_keyspace(struct server *n, struct buf *out)
@@ -631,6 +632,9 @@ static void prom_clients(struct server *n, struct buf *out)
     prom_counter(out, "ringkv_client_limit_errors_total", "Client requests over a limit.",
                  m->client_limit_errors);
     prom_counter(out, "ringkv_client_timeouts_total", "Idle clients closed.", m->client_timeouts);
+    prom_counter(out, "ringkv_client_started_past_wait_total",
+                 "Commands started while an earlier command of their connection waited.",
+                 m->client_started_past_wait);
     prom_counter(out, "ringkv_auth_failures_total", "Wrong passwords given to AUTH.",
                  m->auth_failures);
     prom_counter(out, "ringkv_auth_throttled_total",

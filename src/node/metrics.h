@@ -89,6 +89,7 @@ struct metrics {
     uint64_t client_protocol_errors;
     uint64_t client_limit_errors; /* key/value/buffer limits broken */
     uint64_t client_timeouts;
+    uint64_t client_started_past_wait; /* commands started while an earlier one waited */
     uint64_t commands_processed;
     uint64_t keyspace_hits, keyspace_misses;
     uint64_t net_input_bytes, net_output_bytes;

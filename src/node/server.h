@@ -124,6 +124,7 @@ struct server {
 
     ev_prepare client_prepare_w; /* client.c: the per-iteration submit and flush */
     struct client *to_flush;     /* connections with replies to write, via flush_next */
+    struct client *to_process;   /* connections with commands finished, via process_next */
     struct client *clients;      /* doubly linked, newest first */
     uint64_t n_clients;
     uint64_t next_client_id;

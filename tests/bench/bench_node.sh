@@ -3,7 +3,7 @@
 # redis-server with its append-only file, and raw LMDB (tests/bench/bench_lmdb)
 # doing the node's writes without the node.
 #
-#   tests/bench/bench_node.sh [-n REQUESTS]     (from a build tree; make bench runs it)
+#   tests/bench/bench_node.sh [-n REQUESTS] [--alt]  (from a build tree; make bench runs it)
 #
 # Every figure is `redis-benchmark -c 50 -d 100 -r 100000` (REQUESTS requests
 # at -P 16, default 200000, half as many at -P 1), each bounded by
@@ -33,6 +33,15 @@
 #                              fdatasync every 10 ms leaves the same appends
 #                              bound by memory copies, millions a second: no
 #                              limit for `sync batch` worth printing)
+# The alternating pipeline (tests/bench/alt_pipeline.py, a one-thread
+# client): 50 connections, opened before the clock starts, each send one
+# pipeline of 200 pairs `SET k v` / `GET k` (100-byte values, fresh keys)
+# at once; every reply is checked; the median of BENCH_ALT_RUNS runs
+# (default 5) is printed as seconds and commands/s, against ringkvd
+# `sync always` and Redis `always` (a GET must see its SET, and a SET's
+# reply waits for its fsync), and against `sync batch` and Redis
+# `everysec`, each measured on the servers of the runs above.  --alt runs
+# only these, on fresh servers.
 # The writes per commit (a commit: one log record or LMDB transaction) and
 # the log bytes per write come from the node's INFO counters read before and
 # after its SET runs (ringkv_store_writes, _commits, _log_bytes).  The node
@@ -51,8 +60,17 @@
 set -eu
 
 N=200000
-[ "${1:-}" = "-n" ] && N=$2
+ONLY_ALT=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    -n) N=$2; shift 2 ;;
+    --alt) ONLY_ALT=1; shift ;;
+    *) echo "usage: bench_node.sh [-n REQUESTS] [--alt]"; exit 1 ;;
+    esac
+done
 N1=$((N / 2))
+ALT_RUNS=${BENCH_ALT_RUNS:-5}
+ALTP="$(cd "$(dirname "$0")" && pwd)/alt_pipeline.py"
 NS=${BENCH_STRACE_REQUESTS:-20000}
 RUN_SECONDS=${BENCH_RUN_SECONDS:-120}
 KEYS=100000
@@ -66,8 +84,10 @@ for tool in redis-benchmark redis-server redis-cli python3 timeout; do
     command -v "$tool" > /dev/null || { echo "bench_node: $tool not found: run cluster-scripts/install-deps"; exit 1; }
 done
 [ -x "$RINGKVD" ] || { echo "bench_node: build ringkvd first ($RINGKVD)"; exit 1; }
-[ -x "$LMDB" ] || { echo "bench_node: build the raw-LMDB peer first: make bench-build ($LMDB)"; exit 1; }
-[ -x "$LOGB" ] || { echo "bench_node: build the append-only-file peer first: make bench-build ($LOGB)"; exit 1; }
+if [ "$ONLY_ALT" = 0 ]; then
+    [ -x "$LMDB" ] || { echo "bench_node: build the raw-LMDB peer first: make bench-build ($LMDB)"; exit 1; }
+    [ -x "$LOGB" ] || { echo "bench_node: build the append-only-file peer first: make bench-build ($LOGB)"; exit 1; }
+fi
 HAVE_STRACE=1
 command -v strace > /dev/null || HAVE_STRACE=0
 
@@ -260,13 +280,63 @@ logf() {
     printf '  %-26s %10.0f records/s  (%s bytes, %s per write, %s)\n' "$1" "${rps:-0}" "$2" "$3" "$4"
 }
 
+# alt NAME: the alternating pipeline against PORT; records NAME.rps (commands/s at the
+# median) and NAME.s (the median's seconds), prints a progress line.
+alt() {
+    out=$(timeout "$RUN_SECONDS" python3 "$ALTP" "$PORT" --conns 50 --pairs 200 --runs "$ALT_RUNS") ||
+        { echo "  $1: $out"; out=""; }
+    rps=$(echo "$out" | sed -n 's/.*rate=\([0-9]*\).*/\1/p')
+    put "$1.rps" "${rps:-0}"
+    put "$1.s" "$(echo "$out" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')"
+    printf '  %-26s %10.0f cmd/s  median %s s of %s\n' "$1" "${rps:-0}" "$(get "$1.s")" \
+        "$(echo "$out" | sed -n 's/.*runs=\([0-9.,]*\).*/\1/p')"
+}
+
 round() { awk -v x="$1" 'BEGIN { r = int(x + 0.5); print (r < 1 ? 1 : r) }'; }
+
+# row FIGURE RINGKV_KEY PEER_LABEL PEER_KEY GOAL: one line of the table.
+row() {
+    awk -v f="$1" -v a="$(get "$2")" -v pl="$3" -v b="$(get "$4")" -v g="$5" 'BEGIN {
+        r = b > 0 ? a / b : 0
+        verdict = g ~ /^[0-9.]+$/ ? (r >= g ? "met" : "missed") : "-"
+        printf "%-28s %10.0f  %-30s %10.0f %6.2fx  %-8s %s\n", f, a, pl, b, r,
+               (g ~ /^[0-9.]+$/ ? ">= " g "x" : g), verdict }'
+}
+
+alt_rows() {
+    row "SET/GET pipeline sync always" always.alt.rps "redis always" redis-always.alt.rps 0.5
+    row "SET/GET pipeline sync batch" batch.alt.rps "redis everysec" everysec.alt.rps ref
+    echo "(SET/GET pipeline: 50 connections x 200 pairs, one pipeline each, median of $ALT_RUNS:" \
+        "ringkv always $(get always.alt.s) s, redis always $(get redis-always.alt.s) s;" \
+        "ringkv batch $(get batch.alt.s) s, redis everysec $(get everysec.alt.s) s)"
+}
 
 START=$(date +%s)
 "$RINGKV" keygen "$DIR/key" > /dev/null
 : > "$DIR/results"
 echo "bench_node: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), redis-server" \
     "$(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), data in $DIR ($(stat -f -c %T "$DIR"))"
+
+if [ "$ONLY_ALT" = 1 ]; then
+    echo "bench_node: the alternating pipeline only (--alt), fresh servers"
+    start_ringkv always
+    alt always.alt
+    stop
+    start_redis always
+    alt redis-always.alt
+    stop
+    start_ringkv batch
+    alt batch.alt
+    stop
+    start_redis everysec
+    alt everysec.alt
+    stop
+    echo
+    printf '%-28s %10s  %-30s %10s %7s  %-8s %s\n' figure "ringkv/s" peer "peer/s" ratio goal result
+    alt_rows
+    echo "bench_node: $(($(date +%s) - START)) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 echo "bench_node: redis-benchmark -c 50 -d 100 -r $KEYS, -n $N at -P 16, -n $N1 at -P 1"
 
 start_ringkv batch
@@ -278,6 +348,7 @@ strace_run batch.set16 set 16
 strace_run batch.get16 get 16
 strace_run batch.set1 set 1
 strace_run batch.get1 get 1
+alt batch.alt
 stop
 
 start_ringkv batch --sync-interval 1s
@@ -292,15 +363,18 @@ bench everysec.set1 set 1 "$N1"
 bench everysec.get1 get 1 "$N1"
 strace_run everysec.set16 set 16
 strace_run everysec.set1 set 1
+alt everysec.alt
 stop
 
 start_ringkv always
 bench_writes always.set16 16 "$N"
 strace_run always.set16 set 16
+alt always.alt
 stop
 
 start_redis always
 bench redis-always.set16 set 16 "$N"
+alt redis-always.alt
 stop
 
 lmdb lmdb-sync "$(round "$(get always.set16.wpc)")" sync
@@ -308,15 +382,6 @@ lmdb lmdb-batch "$(round "$(get batch.set16.wpc)")" batch10
 lmdb lmdb-nosync "$(round "$(get batch.set16.wpc)")" nosync
 lmdb lmdb-writemap "$(round "$(get batch.set16.wpc)")" writemap-batch10 10
 logf log-sync "$(get always.set16.bpw)" "$(round "$(get always.set16.wpc)")" sync
-
-# row FIGURE RINGKV_KEY PEER_LABEL PEER_KEY GOAL: one line of the table.
-row() {
-    awk -v f="$1" -v a="$(get "$2")" -v pl="$3" -v b="$(get "$4")" -v g="$5" 'BEGIN {
-        r = b > 0 ? a / b : 0
-        verdict = g ~ /^[0-9.]+$/ ? (r >= g ? "met" : "missed") : "-"
-        printf "%-28s %10.0f  %-30s %10.0f %6.2fx  %-8s %s\n", f, a, pl, b, r,
-               (g ~ /^[0-9.]+$/ ? ">= " g "x" : g), verdict }'
-}
 
 echo
 printf '%-28s %10s  %-30s %10s %7s  %-8s %s\n' figure "ringkv/s" peer "peer/s" ratio goal result
@@ -335,6 +400,7 @@ row "SET -P1 sync batch" batch.set1.rps "redis everysec" everysec.set1.rps 0.8
 row "  with its checkpoint" batch.set1.rps_ckpt "redis everysec" everysec.set1.rps ref
 row "SET -P1 batch interval 1s" batch1s.set1.rps "redis everysec" everysec.set1.rps ref
 row "GET -P1" batch.get1.rps "redis" everysec.get1.rps 0.8
+alt_rows
 
 echo
 echo "writes per commit: sync batch $(get batch.set16.wpc) at -P16, $(get batch.set1.wpc) at -P1;" \

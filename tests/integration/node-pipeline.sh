@@ -2,8 +2,10 @@
 # Pipelines on one node (rf 1): replies in command order, a read sees its
 # connection's earlier writes and never a later one, checked against a
 # model on a node whose data operations complete in a shuffled order
-# (kv-shuffle-seed); MSET all or nothing for a concurrent reader; nothing
-# after QUIT runs; and a pipeline's writes answered in few sends.
+# (kv-shuffle-seed); data commands start past a waiting one only as the
+# rules allow (counted by INFO), a connection's writes seen in order by
+# another; MSET all or nothing for a concurrent reader; nothing after QUIT
+# runs; and a pipeline's writes answered in few sends.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
@@ -16,6 +18,9 @@ for seed in $IT_SEED 7; do
     out=$(python3 "$PIPE" "$(it_var s$seed CLIENT)" order "$seed" --conns 4 --rounds 150) ||
         it_fail "shuffled pipeline (seed $seed): $out"
     it_log "shuffled completions, seed $seed: $out"
+    out=$(python3 "$PIPE" "$(it_var s$seed CLIENT)" passing "$seed" --rounds 20 --msets 150) ||
+        it_fail "starting past waiting commands (seed $seed): $out"
+    it_log "started past waiting commands, seed $seed: $out"
     it_stop s$seed
 done
 
@@ -23,6 +28,9 @@ it_node n1 --rf 1 --r 1 --w 1
 it_wait_ping n1
 out=$(python3 "$PIPE" "$N1_CLIENT" order "$IT_SEED" --conns 4 --rounds 150) ||
     it_fail "pipeline: $out"
+out=$(python3 "$PIPE" "$N1_CLIENT" passing "$IT_SEED" --rounds 20 --msets 150) ||
+    it_fail "starting past waiting commands: $out"
+it_log "started past waiting commands: $out"
 
 # MSET: another client never sees half of one.
 out=$(python3 "$PIPE" "$N1_CLIENT" mset --msets 50 --keys 64) || it_fail "MSET: $out"

@@ -3,6 +3,7 @@
 
     pipeline.py PORT order SEED [--conns N] [--rounds R]
     pipeline.py PORT mset [--msets M] [--keys K]
+    pipeline.py PORT passing SEED [--rounds R] [--msets M]
 
 order: N connections each send R pipelines of random SET, GET, MGET, DEL,
 EXISTS, MSET and KGET on a few keys of their own, and every reply must be
@@ -12,6 +13,24 @@ connection and no later one.  Against a node started with
 --kv-shuffle-seed, whose data operations complete in a shuffled order,
 this checks the pipeline's ordering rules.  Prints `ok checked=<replies>`
 or the first difference, and exits 1 on a difference.
+
+passing: against a node started with --kv-shuffle-seed (every data
+operation completes only at the end of the event-loop pass, in a
+shuffled order, so a command behind a waiting one is certainly started
+in the same pass as it, or not at all), the rules for starting past a
+waiting command, read from INFO's ringkv_client_started_past_wait:
+  - reads and writes of other keys start past a read that waits for its
+    key's write (SET a, GET a, GET b: GET b starts past GET a);
+  - nothing starts past a command that is not a plain data command
+    (PING, DBSIZE, MULTI), a read never passes a waiting read or write of
+    its key, a write never passes a waiting write nor a read of its key;
+  - every reply is the one Redis gives running the commands one at a
+    time (a read after a write of its key sees it, a write after a read
+    of its key does not overtake it);
+  - a connection's writes are seen in their order by another connection
+    reading meanwhile, even when a read of the writer waits between them.
+R rounds of the patterns, M pipelines of the writer.  Prints `ok
+passed=<n> ...` or the first failure, and exits 1 on one.
 
 mset: one connection writes M MSETs of K keys (every value of MSET i is
 i) while another reads the K keys with MGET over and over: an MGET must
@@ -166,6 +185,143 @@ def order(args):
     return 0
 
 
+def started_past_wait(conn):
+    """INFO's count of commands started while an earlier one waited."""
+    text = conn.pipeline([["INFO", "stats"]])[0].decode()
+    for line in text.split("\r\n"):
+        if line.startswith("ringkv_client_started_past_wait:"):
+            return int(line.split(":", 1)[1])
+    raise AssertionError("INFO stats has no ringkv_client_started_past_wait")
+
+
+ANY = object()
+
+
+def expected(db, cmds):
+    """Redis's replies to cmds run one at a time on db, MULTI/EXEC included."""
+    out, queued = [], None
+    for c in cmds:
+        c = [c[0]] + [x.encode() if isinstance(x, str) else x for x in c[1:]]
+        if c[0] == "MULTI":
+            queued = []
+            out.append(("+", "OK"))
+        elif c[0] == "EXEC":
+            out.append([model_run(db, q) for q in queued])
+            queued = None
+        elif queued is not None:
+            queued.append(c)
+            out.append(("+", "QUEUED"))
+        elif c[0] == "PING":
+            out.append(("+", "PONG"))
+        elif c[0] == "DBSIZE":
+            out.append(ANY)
+        else:
+            out.append(model_run(db, c))
+    return out
+
+
+def run_checked(conn, db, cmds, what):
+    """Run cmds as one pipeline; every reply must be the model's."""
+    got = conn.pipeline(cmds)
+    for c, g, want in zip(cmds, got, expected(db, cmds)):
+        if want is not ANY and normalise(c, g) != want:
+            raise AssertionError("%s: %r answered %r, expected %r" % (what, c, g, want))
+
+
+def passing(args):
+    info = Conn(args.port)
+    conn = Conn(args.port)
+    db = {}
+    p = b"pass%d:" % args.seed
+    a, b, c = p + b"a", p + b"b", p + b"c"
+    rounds = args.rounds
+
+    # Each may start past a waiting command (the most it adds per pipeline).
+    allowed = [
+        ([["SET", a, "1"], ["GET", a], ["GET", b]], 1),
+        ([["SET", a, "2"], ["GET", a], ["SET", b, "2"], ["GET", b]], 1),
+        ([["SET", a, "3"], ["GET", a], ["MGET", b, c], ["EXISTS", c], ["SET", c, "3"]], 2),
+        ([["SET", a, "4"], ["GET", a], ["SET", b, "4"], ["GET", b], ["SET", c, "4"],
+          ["GET", c], ["KGET", a]], 2),
+        # a read passes a write that waits for the read of its key in flight
+        ([["GET", b], ["SET", b, "5"], ["GET", c]], 1),
+    ]
+    # Nothing may start past the waiting ones.
+    refused = [
+        [["SET", a, "6"], ["GET", a], ["PING"], ["GET", b]],
+        [["SET", a, "7"], ["GET", a], ["DBSIZE"], ["GET", b]],
+        [["SET", a, "8"], ["GET", a], ["MULTI"], ["GET", b], ["EXEC"]],
+        # a read never passes a waiting read of its key
+        [["SET", a, "9"], ["MGET", a, b], ["GET", b]],
+        # a write never passes a waiting read of its key
+        [["SET", a, "10"], ["GET", a], ["SET", a, "11"]],
+        [["SET", a, "12"], ["GET", a], ["DEL", b, a], ["GET", b]],
+        # nor a waiting write
+        [["GET", b], ["SET", b, "13"], ["SET", c, "13"], ["GET", c]],
+    ]
+    try:
+        before = started_past_wait(info)
+        for r in range(rounds):
+            for cmds, _ in allowed:
+                run_checked(conn, db, cmds, "round %d" % r)
+        passed = started_past_wait(info) - before
+        most = rounds * sum(n for _, n in allowed)
+        if passed < 1 or passed > most:
+            print("%d commands started past a waiting one in %d rounds (expected 1 to %d)"
+                  % (passed, rounds, most))
+            return 1
+        before = started_past_wait(info)
+        for r in range(rounds):
+            for cmds in refused:
+                run_checked(conn, db, cmds, "round %d" % r)
+        refused_passed = started_past_wait(info) - before
+        if refused_passed != 0:
+            print("%d commands started past one they may not pass" % refused_passed)
+            return 1
+    except AssertionError as e:
+        print(e)
+        return 1
+
+    # A writer whose reads wait between its writes; a reader sees the writes in order.
+    keys = [p + b"w0", p + b"w1", p + b"w2"]
+    stop = threading.Event()
+    bad, reads = [], [0]
+
+    def reader():
+        r = Conn(args.port)
+        while not stop.is_set() and not bad:
+            seen = []
+            for k in reversed(keys):  # the last written first: each later read sees more
+                v = r.pipeline([["GET", k]])[0]
+                seen.append(float(v) if v is not None else 0.0)
+            reads[0] += 1
+            if not seen[0] <= seen[1] <= seen[2]:
+                bad.append(dict(zip([k.decode() for k in reversed(keys)], seen)))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    writer = Conn(args.port)
+    wdb = {}
+    try:
+        for i in range(1, args.msets + 1):
+            # SET w0 i waits for GET w0, which waits for the commit of SET w0 i-0.5: the
+            # writes after it must wait too, while the reads of other keys need not
+            v = b"%d" % i
+            run_checked(writer, wdb, [["GET", keys[0]], ["SET", keys[0], b"%d.5" % (i - 1)],
+                                      ["GET", keys[0]], ["GET", p + b"x"], ["SET", keys[0], v],
+                                      ["SET", keys[1], v], ["GET", keys[1]], ["SET", keys[2], v],
+                                      ["GET", keys[0]]], "writer %d" % i)
+    except AssertionError as e:
+        bad.append(str(e))
+    stop.set()
+    t.join()
+    if bad:
+        print("writes seen out of order: %r" % (bad[0],))
+        return 1
+    print("ok passed=%d refused=0 ordered_reads=%d" % (passed, reads[0]))
+    return 0
+
+
 def mset(args):
     keys = [b"atomic:%d" % i for i in range(args.keys)]
     stop = threading.Event()
@@ -206,14 +362,14 @@ def mset(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("port", type=int)
-    ap.add_argument("mode", choices=["order", "mset"])
+    ap.add_argument("mode", choices=["order", "mset", "passing"])
     ap.add_argument("seed", type=int, nargs="?", default=1)
     ap.add_argument("--conns", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--msets", type=int, default=50)
     ap.add_argument("--keys", type=int, default=64)
     args = ap.parse_args()
-    sys.exit(order(args) if args.mode == "order" else mset(args))
+    sys.exit({"order": order, "mset": mset, "passing": passing}[args.mode](args))
 
 
 if __name__ == "__main__":
