@@ -374,7 +374,8 @@ static void client_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
         if (n->coord_waiting != NULL) {
             rpc_coord_send_waiting(n, false); /* answers made room for the coordinator's requests */
         }
-    } while (n->to_process != NULL);
+        /* a request refused there completes now, and its caller may start a write */
+    } while (n->to_process != NULL || kv_queued(n->kv));
     while ((c = n->to_flush) != NULL) {
         n->to_flush = c->flush_next;
         c->flush_queued = false;

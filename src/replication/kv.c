@@ -368,6 +368,11 @@ static void kv_submit_plain(struct kv *kv)
 
 static void kv_shuffle_flush(struct kv *kv);
 
+bool kv_queued(const struct kv *kv)
+{
+    return kv->queue_head != NULL || kv->n_events > 0;
+}
+
 void kv_flush(struct kv *kv)
 {
     if (kv->rng != 0) {

@@ -210,14 +210,20 @@ int kv_write_atomic(struct kv *kv, struct kv_write *ws, size_t n);
  */
 
 /*
- * Hand every queued write to the store: plain writes in one
- * store_submit_list(), each atomic group in its own store_submit_atomic(),
- * in queue order.  A submission the store refuses (RK_ECLOSED when it is
- * closing) completes its writes with that error, here.  In the shuffle
- * mode, run every deferred operation, in a shuffled order, until none is
- * left.  From the event loop, once per iteration (before it sleeps).
+ * Hand every queued write to the store: plain writes in one store_queue()
+ * list, each atomic group in its own, in queue order, then
+ * store_run_ready() (the batch runs here, or the writer is woken).  A
+ * submission the store refuses (RK_ECLOSED when it is closing) completes
+ * its writes with that error, here.  In the shuffle mode, run every
+ * deferred operation, in a shuffled order, until none is left.  From the
+ * event loop, once per iteration (before it sleeps), and again while
+ * kv_queued().
  */
 void kv_flush(struct kv *kv);
+
+/* Whether operations wait for kv_flush(): writes started since the last one (and in the
+ * shuffle mode, deferred reads). */
+bool kv_queued(const struct kv *kv);
 
 /* --- for the coordinator (coord.h) ------------------------------------------------ */
 
