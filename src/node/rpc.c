@@ -409,19 +409,23 @@ static void rpc_respond(struct peer *p, uint64_t id, uint32_t result, const stru
 static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
 {
     struct rpc_answer *a = ctx;
-    struct buf body;
+    struct buf *body = &a->node->answer_buf; /* rpc_respond() copies it into the peer's frame */
 
-    buf_init(&body, 0);
     if (a->peer != NULL) {
-        int rc = msg_kv_answer_encode(ans, &body);
-        if (rc == 0 &&
-            (!rpc_fits(a->node, body.len) || !rpc_fits_peer(a->peer, a->op, body.len, "answer"))) {
+        int rc;
+        buf_clear(body);
+        rc = msg_kv_answer_encode(ans, body);
+        if (rc == 0 && (!rpc_fits(a->node, body->len) ||
+                        !rpc_fits_peer(a->peer, a->op, body->len, "answer"))) {
             rc = RK_ETOOBIG; /* a record over a frame: refused, the connection kept */
         }
         rpc_respond(a->peer, a->id, rc == 0 ? MSG_RESULT_OK : MSG_RESULT_FAILED,
-                    rc == 0 ? &body : NULL);
+                    rc == 0 ? body : NULL);
+        if (body->cap > 1024 * 1024) {
+            buf_free(body); /* a large record's answer does not stay allocated */
+            buf_init(body, 0);
+        }
     }
-    buf_free(&body);
     rpc_answer_unlink(a);
     free(a);
 }

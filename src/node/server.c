@@ -507,6 +507,7 @@ int server_create(struct server **out, const struct settings *cfg, char *err, si
         return RK_ENOMEM;
     }
     n->cfg = *cfg;
+    buf_init(&n->answer_buf, 0);
     for (size_t i = 0; i < SERVER_LISTENERS; i++) {
         n->listeners[i].fd = -1;
     }
@@ -611,5 +612,6 @@ void server_destroy(struct server *n)
     reaper_destroy(n->reaper); /* after its inspections (coord) and deletes (store) ended */
     kv_destroy(n->kv);
     channel_key_free(n->key);
+    buf_free(&n->answer_buf);
     free(n);
 }

@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 
 #include "auth.h"
+#include "buf.h"
 #include "channel.h"
 #include "log.h"
 #include "cluster_settings.h"
@@ -104,6 +105,7 @@ struct server {
     struct coord *coord;   /* the coordinator behind kv (coord.h) */
     struct rpc_coord_call *coord_waiting, *coord_waiting_tail; /* waiting for room (rpc.c) */
     size_t coord_waiting_n;
+    struct buf answer_buf;   /* a data operation's answer being encoded (rpc.c), kept for reuse */
     struct collect *collect; /* local tombstone collection (collect.h) */
     struct reaper *reaper;   /* its check with the other replicas (reaper.h) */
     int exit_code;           /* what server_run() returns */

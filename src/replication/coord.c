@@ -91,7 +91,7 @@ struct coord_req {
  * request is 5.5 KiB, past the allocator's per-thread caches, and one of each
  * per write made the allocator a fifth of the replicated write's CPU time.
  */
-#define COORD_SPARE_MAX 64
+#define COORD_SPARE_MAX 512
 
 struct coord {
     struct kv *kv;
