@@ -244,6 +244,29 @@ it_cli() {
     redis-cli -e -h "$(it_addr "$id")" -p "$(it_var "$id" CLIENT)" "$@"
 }
 
+# it_info_field ID NAME: the value of NAME in node ID's INFO cluster section.
+it_info_field() { it_cli "$1" INFO cluster | tr -d '\r' | sed -n "s/^$2://p"; }
+
+# it_hints_total ID...: the hints those nodes hold, summed.
+it_hints_total() {
+    _it_hints=0
+    for _it_node in "$@"; do
+        _it_hints=$((_it_hints + $(it_info_field "$_it_node" ringkv_hints)))
+    done
+    echo "$_it_hints"
+}
+
+# it_wait_no_hints WHAT ID...: until those nodes hold no hint (60 s), else fail saying WHAT.
+it_wait_no_hints() {
+    _it_what=$1
+    shift
+    _it_deadline=$(($(date +%s) + 60))
+    while [ "$(it_hints_total "$@")" -ne 0 ]; do
+        [ "$(date +%s)" -lt "$_it_deadline" ] || it_fail "$_it_what: hints left: $(it_hints_total "$@")"
+        sleep 0.2
+    done
+}
+
 it_wait_ping() {
     it_wait it_cli "$1" PING || it_fail "$1 does not answer PING (log: $IT_DIR/$1.log)"
 }

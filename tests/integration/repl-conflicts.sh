@@ -17,19 +17,8 @@ it_setup
 it_key
 it_net
 
-info_field() { it_cli "$1" INFO cluster | tr -d '\r' | sed -n "s/^$2://p"; }
-hints_total() {
-    t=0
-    for n in n1 n2 n3; do t=$((t + $(info_field $n ringkv_hints))); done
-    echo $t
-}
-wait_no_hints() {
-    deadline=$(($(date +%s) + 60))
-    while [ "$(hints_total)" -ne 0 ]; do
-        [ "$(date +%s)" -lt "$deadline" ] || it_fail "hints left: $(hints_total)"
-        sleep 0.2
-    done
-}
+hints_total() { it_hints_total n1 n2 n3; }
+wait_no_hints() { it_wait_no_hints "hints" n1 n2 n3; }
 # digests KEY: each replica's value digest, one line each (RINGKV REPLICAS)
 digests() {
     it_cli n1 RINGKV REPLICAS "$1" | tr -d '\r' |

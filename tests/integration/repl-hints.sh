@@ -18,12 +18,8 @@ it_key
 it_net
 
 KEYS=40
-info_field() { it_cli "$1" INFO cluster | tr -d '\r' | sed -n "s/^$2://p"; }
-hints_total() {
-    t=0
-    for n in n1 n2 n3 n4; do t=$((t + $(info_field $n ringkv_hints))); done
-    echo $t
-}
+info_field() { it_info_field "$@"; }
+hints_total() { it_hints_total n1 n2 n3 n4; }
 # sees_down NODE ID: NODE's failure detector has ID down
 sees_down() { it_ask state down "$2" "$(it_addr "$1"):$(it_var "$1" CLIENT)"; }
 

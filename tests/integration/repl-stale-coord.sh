@@ -25,19 +25,8 @@ DOWN_S=$(it_rounds_s $((IT_DOWN_ROUNDS * 2)))
 # slows its detector's first finding (8.4 s for n1 on a loaded machine): twice the bound.
 BACK_S=$((DOWN_S * 2))
 
-info_field() { it_cli "$1" INFO cluster | tr -d '\r' | sed -n "s/^$2://p"; }
-hints_total() {
-    t=0
-    for n in n1 n2 n3; do t=$((t + $(info_field $n ringkv_hints))); done
-    echo $t
-}
-wait_no_hints() {
-    deadline=$(($(date +%s) + 60))
-    while [ "$(hints_total)" -ne 0 ]; do
-        [ "$(date +%s)" -lt "$deadline" ] || it_fail "$1: hints left: $(hints_total)"
-        sleep 0.2
-    done
-}
+hints_total() { it_hints_total n1 n2 n3; }
+wait_no_hints() { it_wait_no_hints "$1" n1 n2 n3; }
 # json_get EXPR: the Python expression EXPR over the JSON document on stdin (j).
 json_get() { python3 -c 'import json, sys; j = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 # replicas KEY: `ringkv replicas --json KEY` through n2
