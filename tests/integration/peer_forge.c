@@ -19,7 +19,8 @@
  *   read=MS          for MS ms print every message ("msg type=T id=I code=C")
  *                    but our PINGs' PONGs, with a PING every FORGE_BEAT_MS;
  *                    with FORGE_BODIES in the environment, a REQUEST's or
- *                    RESPONSE's line ends " body=HEX" (its first 64 bytes)
+ *                    RESPONSE's line ends " body=HEX" (its first 64 bytes;
+ *                    FORGE_BODIES=all: the whole body)
  *   answer=MS,N      for MS ms answer every REQUEST with result 0 and a
  *                    STATUS view, N times each (N 0: read and ignore them)
  *   sleep=MS         wait without reading
@@ -180,11 +181,12 @@ static int forge_print(struct forge *f, const struct msg *m, int copies)
     printf("msg type=%d id=%llu code=%u", (int)m->type, (unsigned long long)m->u.request.id,
            m->u.request.code);
     if (getenv("FORGE_BODIES") != NULL && m->u.request.body != NULL) {
+        size_t shown = strcmp(getenv("FORGE_BODIES"), "all") == 0 ? m->u.request.body_len : 64;
         printf(" body=");
-        for (size_t i = 0; i < m->u.request.body_len && i < 64; i++) {
+        for (size_t i = 0; i < m->u.request.body_len && i < shown; i++) {
             printf("%02x", m->u.request.body[i]);
         }
-        if (m->u.request.body_len > 64) {
+        if (m->u.request.body_len > shown) {
             printf("...(%zu bytes)", m->u.request.body_len);
         }
     }
