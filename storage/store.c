@@ -330,6 +330,7 @@ struct store {
     bool leading;    /* a thread holds the writer role: runs a batch */
     bool wants_more; /* the leader waits for more work before committing */
     size_t queue_len;
+    size_t running_n; /* operations of batch_ops the leader runs and has not completed */
     pthread_t writer;
     bool writer_started;
     pthread_t syncer; /* sync batch: fsyncs every batch_ms beside the writers */
@@ -3905,6 +3906,7 @@ static void store_lead(struct store *s, bool inline_)
     s->leading = true;
     store_delay_commit(s);
     n = queue_take(s, ops);
+    s->running_n = n;
     /*
      * The recent size decays by an eighth a batch, rounded up so that it
      * reaches 0: a drop in load ends the delay soon, and a lone write after
@@ -3917,6 +3919,7 @@ static void store_lead(struct store *s, bool inline_)
     batch_run(s, ops, n);
     pthread_mutex_lock(&s->mu);
     batch_complete(s, ops, n);
+    s->running_n = 0;
     s->ckpt_due = s->ov.bytes >= STORE_CKPT_OVERLAY_BYTES || s->wal_len >= STORE_CKPT_WAL_BYTES;
     if (s->ckpt_due && !inline_) {
         pthread_mutex_unlock(&s->mu);
@@ -4186,6 +4189,27 @@ int store_queue(struct store *s, struct store_op **ops, size_t n, bool atomic)
     int rc = atomic ? atomic_check(s, ops, n) : 0;
 
     return rc != 0 || n == 0 ? rc : submit_ops(s, ops, n, atomic && n > 1, false);
+}
+
+static bool op_hint_of(const struct store_op *op, const uint8_t *key, size_t len)
+{
+    return op->type == STORE_OP_HINT_PUT && op->key_len == len &&
+           (len == 0 || memcmp(op->key, key, len) == 0);
+}
+
+bool store_hint_queued(struct store *s, const uint8_t *key, size_t len)
+{
+    bool queued = false;
+
+    pthread_mutex_lock(&s->mu);
+    for (struct store_op *op = s->queue_head; op != NULL && !queued; op = op->next_) {
+        queued = op_hint_of(op, key, len);
+    }
+    for (size_t i = 0; s->leading && i < s->running_n && !queued; i++) {
+        queued = op_hint_of(s->batch_ops[i], key, len);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return queued;
 }
 
 int store_wait(struct store *s, struct store_op *op)

@@ -279,6 +279,13 @@ int store_hint_parse(const uint8_t *v, size_t len, struct store_hint *h,
 int store_hint_scan(struct store *s, const char *target, struct store_cursor *cur, size_t max_items,
                     store_hint_fn fn, void *ctx);
 
+/*
+ * Whether a hint of key is submitted (store_submit(), store_queue()) and
+ * not yet stored: queued, or in the batch being committed.  Such a hint is
+ * not in the hints table yet, so store_hint_scan() does not see it.
+ */
+bool store_hint_queued(struct store *s, const uint8_t *key, size_t len);
+
 typedef int (*store_hint_target_fn)(void *ctx, const char *target, uint64_t count);
 
 /*

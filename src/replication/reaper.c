@@ -202,6 +202,9 @@ bool reaper_hint_held(struct store *store, const uint8_t *key, size_t len)
     bool held = false;
     int rc;
 
+    if (store_hint_queued(store, key, len)) {
+        return true; /* taken, and about to be stored */
+    }
     store_get_stats(store, &st);
     if (st.hints == 0) {
         return false;

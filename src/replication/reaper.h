@@ -152,9 +152,10 @@ int reaper_hints_for_key(struct store *store, const char *target, const uint8_t 
                          size_t max_scan, uint64_t *count);
 
 /*
- * Whether store holds a hint of key for any target, or cannot tell (more
- * than REAPER_HINT_TARGETS_MAX targets, more than REAPER_HINT_SCAN_MAX
- * hints of one, a read error): true in both cases.
+ * Whether store holds a hint of key for any target (one submitted and not
+ * yet stored included: store_hint_queued()), or cannot tell (more than
+ * REAPER_HINT_TARGETS_MAX targets, more than REAPER_HINT_SCAN_MAX hints of
+ * one, a read error): true in both cases.
  */
 bool reaper_hint_held(struct store *store, const uint8_t *key, size_t len);
 
