@@ -607,6 +607,23 @@ static void reaper_served_done(struct store_op *op, void *ctx)
     free(s);
 }
 
+/*
+ * Whether an encoded record holds tombstones only (values expired by this
+ * node's wall clock count as dead): a record asked to be deleted that this
+ * node would still serve a value of is kept, whatever the asking node's
+ * clock said.
+ */
+static bool reaper_record_dead(const uint8_t *rec, size_t len)
+{
+    struct record r;
+    bool dead;
+
+    record_init(&r);
+    dead = record_decode(rec, len, &r) == 0 && r.n > 0 && record_all_dead(&r, clock_wall_ms());
+    record_deinit(&r);
+    return dead;
+}
+
 int reaper_serve_reap(struct reaper *rp, const uint8_t *body, size_t len, reaper_served_fn done,
                       void *ctx)
 {
@@ -621,7 +638,8 @@ int reaper_serve_reap(struct reaper *rp, const uint8_t *body, size_t len, reaper
     if (m.hint[0] != '\0') {
         return RK_ESYNTAX;
     }
-    if (rp->stopped || reaper_hint_held(rp->store, m.key, m.key_len)) {
+    if (rp->stopped || !reaper_record_dead(m.record, m.record_len) ||
+        reaper_hint_held(rp->store, m.key, m.key_len)) {
         done(ctx, &a); /* kept: flag false */
         return 0;
     }

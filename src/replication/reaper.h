@@ -164,8 +164,9 @@ typedef void (*reaper_served_fn)(void *ctx, const struct msg_kv_answer *a);
 
 /*
  * Serve MSG_OP_REPLICA_REAP (body: a REPLICA_WRITE body without hint):
- * delete the key when its record is byte for byte the one given and this
- * node holds no hint of it.  0: done runs exactly once, perhaps before
+ * delete the key when its record is byte for byte the one given, that
+ * record is dead by this node's wall clock (tombstones, values expired) and
+ * this node holds no hint of it.  0: done runs exactly once, perhaps before
  * this returns, with status ok and flag true when deleted; RK_ESYNTAX or
  * RK_ETOOBIG for a body that does not decode, RK_ENOMEM, a store error
  * (done never runs).
