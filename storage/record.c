@@ -510,6 +510,19 @@ static int record_write_clock(const struct record *r, const char *actor, uint64_
     int err;
 
     top.counter = c > top.counter ? c : top.counter;
+    if (top.counter == 0 && hlc > 1) {
+        /*
+         * No counter of actor in sight: its copy of the key may have been
+         * collected while another replica still holds a version (a
+         * tombstone) that counted actor's earlier writes of it.  Counting
+         * from 1 again would hand out a pair that version already covers,
+         * and the write would be dropped as older.  So the first counter
+         * is the write's hlc: every counter actor hands out is at most its
+         * write's hlc, which strictly increases, so it is above any
+         * counter actor gave the key before.
+         */
+        top.counter = hlc - 1;
+    }
     if (top.counter > vclock_get(base, actor)) {
         top.id_len = (uint8_t)strlen(actor);
         memcpy(top.id, actor, top.id_len + 1u);

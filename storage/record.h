@@ -148,7 +148,11 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
  * clock is context (or, when context is NULL, the record's own context: a
  * blind write supersedes everything it can see) with actor's counter raised
  * above every counter of actor in r or context, so the new version descends
- * from all it supersedes and from every earlier write actor counted.
+ * from all it supersedes and from every earlier write actor counted; with no
+ * counter of actor in either, it starts at hlc, not 1 (actor's counters are
+ * then each at most their write's hlc, which only grows: a key whose copy
+ * here was collected while another replica kept actor's tombstone is never
+ * counted from 1 again under it).
  * Siblings the context did not see stay, as siblings.  hlc is the write's
  * timestamp (from hlc_now()), raised when needed above the stamp of every
  * sibling the new version supersedes, so that it never loses to them under

@@ -219,7 +219,7 @@ START_TEST(test_full_context_replaces)
         record_write_local(&r, "c", "c", 20, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         0);
     ck_assert_uint_eq(r.n, 1);
-    ck_assert(has_clock(&r, "z", "a:1 b:1 c:1"));
+    ck_assert(has_clock(&r, "z", "a:1 b:1 c:20")); /* c's first counter: the hlc */
     ck_assert_uint_eq(out.hlc, 20);
     ck_assert_str_eq(out.node, "c");
     ck_assert_int_eq(vclock_compare(&out.clock, &r.s[0].clock), VCLOCK_EQUAL);
@@ -331,14 +331,15 @@ START_TEST(test_wiped_node_write_kept)
         ck_assert_int_eq(record_apply(&replica, &y, modes[m], CAP_WIDE, &changed), 0);
         ck_assert_msg(changed, "mode %zu: the wiped node's write was dropped", m);
         ck_assert_str_eq(y.node, "n1");
-        ck_assert_uint_eq(vclock_get(&y.clock, "n1.b"), 1);
+        ck_assert_uint_eq(vclock_get(&y.clock, "n1.b"), 20);
         ck_assert_uint_eq(vclock_get(&y.clock, "n1"), 0);
         ck_assert_int_ge(find_value(&replica, "y"), 0);
         ck_assert_uint_eq(replica.n, modes[m] == RECORD_SIBLINGS ? 2 : 1);
         ck_assert_int_eq(find_value(&replica, "x") >= 0, modes[m] == RECORD_SIBLINGS);
         /*
-         * Under the node id both lives hand out n1:1, and in siblings mode
-         * the replica drops y (LWW compares stamps, not clocks, and takes y).
+         * Under the node id alone both lives count under n1; each starts the
+         * key's counter at its write's hlc, so the later life's y (n1:20)
+         * supersedes x (n1:10) instead of repeating n1:1, in both modes.
          */
         record_deinit(&replica);
         record_deinit(&wiped);
@@ -351,7 +352,9 @@ START_TEST(test_wiped_node_write_kept)
             record_write_local(&wiped, "n1", "n1", 20, NULL, false, "y", 1, modes[m], CAP_WIDE, &y),
             0);
         ck_assert_int_eq(record_apply(&replica, &y, modes[m], CAP_WIDE, &changed), 0);
-        ck_assert(changed == (modes[m] == RECORD_LWW));
+        ck_assert(changed);
+        ck_assert_uint_eq(replica.n, 1);
+        ck_assert_int_ge(find_value(&replica, "y"), 0);
         record_deinit(&replica);
         record_deinit(&wiped);
         sibling_deinit(&x);
@@ -378,16 +381,16 @@ START_TEST(test_context_bound_on_actor)
     ck_assert_int_eq(record_write_local(&r, "n1", "n1.b", 20, NULL, false, "v", 1, RECORD_SIBLINGS,
                                         CAP_WIDE, &out),
                      0);
-    ck_assert(has_clock(&r, "v", "n1:3 n1.b:1"));
-    clock_parse(&ctx, "n1:3 n1.b:2");
+    ck_assert(has_clock(&r, "v", "n1:3 n1.b:20"));
+    clock_parse(&ctx, "n1:3 n1.b:21");
     ck_assert_int_eq(record_write_local(&r, "n1", "n1.b", 21, &ctx, false, "w", 1, RECORD_SIBLINGS,
                                         CAP_WIDE, &out),
                      RK_ECONTEXT);
-    clock_parse(&ctx, "n1:3 n1.b:1");
+    clock_parse(&ctx, "n1:3 n1.b:20");
     ck_assert_int_eq(record_write_local(&r, "n1", "n1.b", 22, &ctx, false, "w", 1, RECORD_SIBLINGS,
                                         CAP_WIDE, &out),
                      0);
-    ck_assert(has_clock(&r, "w", "n1:3 n1.b:2"));
+    ck_assert(has_clock(&r, "w", "n1:3 n1.b:21"));
     ck_assert_uint_eq(r.n, 1);
     /* a bad actor id is refused like a bad node id */
     ck_assert_int_eq(record_write_local(&r, "n1", "n1 b", 23, NULL, false, "w", 1, RECORD_SIBLINGS,
@@ -414,7 +417,7 @@ START_TEST(test_lww_write_beats_replaced)
     ck_assert_int_eq(
         record_write_local(&r, "a", "a", 20, NULL, false, "new", 3, RECORD_LWW, CAP_WIDE, &out), 0);
     ck_assert_uint_eq(r.n, 1);
-    ck_assert(has_clock(&r, "new", "a:1 b:1"));
+    ck_assert(has_clock(&r, "new", "a:20 b:1"));
     ck_assert_uint_eq(out.hlc, 5001);
     ck_assert_uint_eq(r.s[0].hlc, 5001);
     ck_assert_uint_eq(r.s[0].clock.e[0].stamp, 5001); /* a's entry carries the write's stamp */
@@ -472,7 +475,7 @@ START_TEST(test_stale_context_same_node_refused)
         record_write_local(&r, "b", "b", 21, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         0);
     ck_assert_uint_eq(r.n, 2);
-    ck_assert(has_clock(&r, "z", "b:1"));
+    ck_assert(has_clock(&r, "z", "b:21"));
     sibling_deinit(&out);
     vclock_deinit(&ctx);
     record_deinit(&r);
@@ -498,7 +501,7 @@ START_TEST(test_blind_write_supersedes)
         record_write_local(&r, "d", "d", 20, NULL, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         0);
     ck_assert_uint_eq(r.n, 1);
-    ck_assert(has_clock(&r, "w", "a:1 b:1 c:1 d:1"));
+    ck_assert(has_clock(&r, "w", "a:1 b:1 c:1 d:20"));
     sibling_deinit(&out);
     record_deinit(&r);
 }
@@ -533,7 +536,7 @@ START_TEST(test_write_without_out_same_record)
         ck_assert(same_bytes(&a, &b));
         apply(&a, "c:1", 30, "c", "y", modes[m], CAP_WIDE, NULL);
         apply(&b, "c:1", 30, "c", "y", modes[m], CAP_WIDE, NULL);
-        clock_parse(&ctx, "a:1 b:1");
+        clock_parse(&ctx, "a:20 b:1"); /* a's first write counted from its hlc, 20 */
         ck_assert_int_eq(
             record_write_local(&a, "a", "a", 40, &ctx, false, "v2", 2, modes[m], CAP_WIDE, &out),
             0);
@@ -573,23 +576,23 @@ START_TEST(test_local_writes_raise_counter)
         ck_assert_int_eq(record_write_local(&r, "a", "a", 100 + i, NULL, false, "v", 1,
                                             RECORD_SIBLINGS, CAP_WIDE, &out),
                          0);
-        ck_assert_uint_eq(vclock_get(&out.clock, "a"), i);
+        ck_assert_uint_eq(vclock_get(&out.clock, "a"), 100 + i); /* from the first write's hlc */
         ck_assert_uint_eq(out.clock.e[0].stamp, 100 + i);
         ck_assert_uint_eq(r.n, 1);
     }
     /*
-     * A sibling a:7 c:1 that the context b:1 did not see stays (its c:1 keeps
-     * it concurrent), and the new write counts past a's 7, not from the
-     * context's 0: a's counter never repeats.
+     * A sibling a:107 c:1 that the context b:1 did not see stays (its c:1
+     * keeps it concurrent), and the new write counts past a's 107, not from
+     * the context's 0: a's counter never repeats.
      */
-    apply(&r, "a:7 c:1", 200, "c", "other", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&r, "a:107 c:1", 200, "c", "other", RECORD_SIBLINGS, CAP_WIDE, NULL);
     clock_parse(&ctx, "b:1");
     ck_assert_int_eq(
         record_write_local(&r, "a", "a", 300, &ctx, false, "w", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
         0);
-    ck_assert_uint_eq(vclock_get(&out.clock, "a"), 8);
+    ck_assert_uint_eq(vclock_get(&out.clock, "a"), 108);
     ck_assert_uint_eq(r.n, 2);
-    ck_assert(has_clock(&r, "other", "a:7 c:1"));
+    ck_assert(has_clock(&r, "other", "a:107 c:1"));
     sibling_deinit(&out);
     vclock_deinit(&ctx);
     record_deinit(&r);
