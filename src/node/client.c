@@ -9,7 +9,9 @@
  *  - Against work in flight: a read (CMD_READ) waits while an earlier
  *    write of this connection to one of its keys is in flight, a write
  *    (CMD_WRITE) while an earlier read of one of its keys is; a command
- *    that does both (GETSET, SET NX, EXEC) waits for either; a keyless one
+ *    that does both (GETSET, SET NX, EXEC; and under replication DEL,
+ *    EXPIRE and PERSIST, decided against a quorum read of their keys:
+ *    commands_flags()) waits for either; a keyless one
  *    (DBSIZE, SCAN, EXEC) conflicts with every key.  Reads never wait for
  *    reads in flight, nor writes for writes (kv applies one connection's
  *    writes in the order they start).
