@@ -2426,7 +2426,7 @@ const struct command commands[] = {
     {"ping", -1, 0, cmd_ping, 0, 0, 0, "PONG, or the argument"},
     {"echo", 2, 0, cmd_echo, 0, 0, 0, "the argument"},
     {"time", 1, 0, cmd_time, 0, 0, 0, "the node's wall clock: seconds, microseconds"},
-    {"hello", -1, CMD_NOAUTH, cmd_hello, 0, 0, 0, "handshake, choose RESP2 or RESP3"},
+    {"hello", -1, CMD_NOAUTH | CMD_PROTO, cmd_hello, 0, 0, 0, "handshake, choose RESP2 or RESP3"},
     {"auth", -2, CMD_NOAUTH, cmd_auth, 0, 0, 0, "authenticate with requirepass"},
     {"quit", 1, CMD_NOAUTH, cmd_quit, 0, 0, 0, "close the connection"},
     {"select", 2, 0, cmd_select, 0, 0, 0, "database 0 is the only one"},

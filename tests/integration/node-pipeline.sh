@@ -21,6 +21,14 @@ for seed in $IT_SEED 7; do
     out=$(python3 "$PIPE" "$(it_var s$seed CLIENT)" passing "$seed" --rounds 20 --msets 150) ||
         it_fail "starting past waiting commands (seed $seed): $out"
     it_log "started past waiting commands, seed $seed: $out"
+    # HELLO 3 after reads still in flight: their replies stay RESP2 (nil as $-1), the
+    # reads after it answer RESP3 (nil as _)
+    out=$(python3 "$top_srcdir/tests/integration/rawsock.py" "$(it_var s$seed CLIENT)" --wait 1 \
+        'GET h0\r\nMGET h0 h0\r\nHELLO 3\r\nGET h0\r\nMGET h0\r\n')
+    case $out in
+    "reply=b'\$-1\\r\\n*2\\r\\n\$-1\\r\\n\$-1\\r\\n%"*"\\r\\n_\\r\\n*1\\r\\n_\\r\\n' closed=no") ;;
+    *) it_fail "HELLO 3 behind reads in flight (seed $seed): $out" ;;
+    esac
     it_stop s$seed
 done
 
