@@ -288,7 +288,7 @@ void txn_sub_done(struct pending *p)
     struct txn_exec *t = p->txn;
     struct pending *exec = t->p;
 
-    if (t->writes_held && txn_sub_reads(p) && --t->reads_left == 0) {
+    if (txn_sub_reads(p) && t->reads_left > 0 && --t->reads_left == 0 && t->writes_held) {
         t->writes_held = false;
         txn_exec_submit(t); /* p's own count keeps t alive through writes refused at once */
     }
