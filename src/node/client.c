@@ -9,7 +9,9 @@
  *  - Against work in flight: a read (CMD_READ) waits while an earlier
  *    write of this connection to one of its keys is in flight, a write
  *    (CMD_WRITE) while an earlier read of one of its keys is; a command
- *    that does both (GETSET, SET NX, EXEC) waits for either; a keyless one
+ *    that does both (GETSET, SET NX, EXEC; and under replication DEL,
+ *    EXPIRE and PERSIST, decided against a quorum read of their keys:
+ *    commands_flags()) waits for either; a keyless one
  *    (DBSIZE, SCAN, EXEC) conflicts with every key.  Reads never wait for
  *    reads in flight, nor writes for writes (kv applies one connection's
  *    writes in the order they start).
@@ -29,7 +31,9 @@
  *    different keys in different states.
  *  - Nothing passes any other command (QUIT, MULTI, EXEC, AUTH, admin
  *    verbs, keyless reads): one that cannot start ends the pass, and it
- *    starts only once everything before it has.
+ *    starts only once everything before it has; HELLO only once every
+ *    reply before it is complete, since the replies of commands in flight
+ *    are written when they finish, in the connection's protocol then.
  *
  * A start pass (client_start_ready()) goes front to back from the first
  * entry not started, skipping data commands that wait; its checks cost a
@@ -675,7 +679,8 @@ static unsigned pending_data_flags(struct client *c, struct pending *p)
  * Whether p, a command that starts only in order, must wait for an earlier
  * command of its connection in flight: a read for a write in flight to one
  * of its keys, a write for a read in flight of one of its keys (EXEC reads
- * and writes: it waits for every data command, and one EXEC for another).
+ * and writes: it waits for every data command, and one EXEC for another);
+ * HELLO, which changes the protocol replies are written in, for every one.
  * Every entry before p has started, so the ones in flight are the ones not
  * done.
  */
@@ -684,6 +689,9 @@ static bool client_must_wait(struct client *c, struct pending *p)
     unsigned flags = pending_flags(p) & (CMD_READ | CMD_WRITE);
     size_t budget = CLIENT_CONFLICT_SCAN;
 
+    if ((pending_flags(p) & CMD_PROTO) && c->n_in_flight > 0 && !txn_queues(c, p->command)) {
+        return true; /* HELLO: the replies before it are written in the protocol they had */
+    }
     if (flags == 0 || c->n_in_flight == 0 || txn_queues(c, p->command)) {
         return false; /* a command queued inside MULTI touches nothing until EXEC */
     }

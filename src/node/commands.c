@@ -2403,7 +2403,7 @@ const struct command commands[] = {
      "set a key to a value [NX|XX] [GET] [EX|PX|EXAT|PXAT t|KEEPTTL]"},
     {"getset", 3, CMD_READ | CMD_WRITE, cmd_getset, 1, 1, 1, "set a key; its old value"},
     {"getdel", 2, CMD_READ | CMD_WRITE, cmd_getdel, 1, 1, 1, "delete a key; its old value"},
-    {"del", -2, CMD_WRITE, cmd_del, 1, -1, 1, "delete keys; the number that existed"},
+    {"del", -2, CMD_WRITE | CMD_DECIDED, cmd_del, 1, -1, 1, "delete keys; the number that existed"},
     {"exists", -2, CMD_READ, cmd_exists, 1, -1, 1, "how many of the keys exist"},
     {"mget", -2, CMD_READ, cmd_mget, 1, -1, 1, "the values of several keys"},
     {"mset", -3, CMD_WRITE, cmd_mset, 1, -1, 2, "set several keys"},
@@ -2412,17 +2412,21 @@ const struct command commands[] = {
     /* expiry: an absolute wall-clock time in the version (record.h) */
     {"setex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in seconds"},
     {"psetex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in milliseconds"},
-    {"expire", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key in seconds; 1 if it exists"},
-    {"pexpire", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key in milliseconds"},
-    {"expireat", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key at a Unix time (seconds)"},
-    {"pexpireat", -3, CMD_WRITE, cmd_expire, 1, 1, 1, "expire a key at a Unix time (ms)"},
-    {"persist", 2, CMD_WRITE, cmd_persist, 1, 1, 1, "remove a key's expiry; 1 if it had one"},
+    {"expire", -3, CMD_WRITE | CMD_DECIDED, cmd_expire, 1, 1, 1,
+     "expire a key in seconds; 1 if it exists"},
+    {"pexpire", -3, CMD_WRITE | CMD_DECIDED, cmd_expire, 1, 1, 1, "expire a key in milliseconds"},
+    {"expireat", -3, CMD_WRITE | CMD_DECIDED, cmd_expire, 1, 1, 1,
+     "expire a key at a Unix time (seconds)"},
+    {"pexpireat", -3, CMD_WRITE | CMD_DECIDED, cmd_expire, 1, 1, 1,
+     "expire a key at a Unix time (ms)"},
+    {"persist", 2, CMD_WRITE | CMD_DECIDED, cmd_persist, 1, 1, 1,
+     "remove a key's expiry; 1 if it had one"},
     {"ttl", 2, CMD_READ, cmd_ttl, 1, 1, 1, "seconds left before a key expires; -1 none, -2 absent"},
     {"pttl", 2, CMD_READ, cmd_ttl, 1, 1, 1, "ms left before a key expires; -1 none, -2 absent"},
     {"ping", -1, 0, cmd_ping, 0, 0, 0, "PONG, or the argument"},
     {"echo", 2, 0, cmd_echo, 0, 0, 0, "the argument"},
     {"time", 1, 0, cmd_time, 0, 0, 0, "the node's wall clock: seconds, microseconds"},
-    {"hello", -1, CMD_NOAUTH, cmd_hello, 0, 0, 0, "handshake, choose RESP2 or RESP3"},
+    {"hello", -1, CMD_NOAUTH | CMD_PROTO, cmd_hello, 0, 0, 0, "handshake, choose RESP2 or RESP3"},
     {"auth", -2, CMD_NOAUTH, cmd_auth, 0, 0, 0, "authenticate with requirepass"},
     {"quit", 1, CMD_NOAUTH, cmd_quit, 0, 0, 0, "close the connection"},
     {"select", 2, 0, cmd_select, 0, 0, 0, "database 0 is the only one"},
@@ -2485,13 +2489,21 @@ static bool set_reads(const struct pending *p)
 
 unsigned commands_flags(struct pending *p)
 {
+    unsigned flags;
+
     if (p->command == NULL && p->cmd != NULL && p->cmd->argc > 0) {
         p->command = commands_find(arg_str(p, 0), p->cmd->argv[0].len, &p->index);
     }
     if (p->command == NULL) {
         return 0;
     }
-    return p->command->flags | (set_reads(p) ? CMD_READ : 0);
+    flags = p->command->flags | (set_reads(p) ? CMD_READ : 0);
+    /* under replication DEL, EXPIRE and PERSIST read their key first (a quorum read): one
+       started before the connection's earlier write of that key completed would miss it */
+    if ((flags & CMD_DECIDED) && p->c != NULL && p->c->node->cfg.rf > 1) {
+        flags |= CMD_READ;
+    }
+    return flags;
 }
 
 static void unknown_command(struct pending *p)

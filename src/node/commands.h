@@ -24,6 +24,12 @@ enum command_flags {
     CMD_READ = 1 << 1,   /* reads data */
     CMD_ADMIN = 1 << 2,  /* from loopback only, unless admin-from any */
     CMD_NOAUTH = 1 << 3, /* allowed before AUTH */
+    /* a write decided on what its key holds (DEL, EXPIRE, PERSIST): under replication a quorum
+       read decides it, so to the pipeline's order (client.c) it is a read too */
+    CMD_DECIDED = 1 << 4,
+    /* changes how the connection's replies are encoded (HELLO): starts only once every reply
+       before it is complete, so those keep the protocol they were asked in */
+    CMD_PROTO = 1 << 5,
 };
 
 enum { CMD_DONE = 0, CMD_ASYNC = 1 };

@@ -17,9 +17,11 @@
  * the data commands see p->txn: a write takes its slots in the EXEC's
  * group (txn_take_writes()) and is recorded (txn_note_write()) instead of
  * being queued to kv, and a read of a key an earlier write of the EXEC set
- * answers from that write (txn_read_own()).  Once all have run, the group
- * goes to kv in one kv_write_atomic(); its writes complete together, after
- * the commit, and the last completion writes EXEC's array of replies.
+ * answers from that write (txn_read_own()).  Once all have run, and the
+ * reads among them still in flight (replication) have completed, so none
+ * sees a write queued after it, the group goes to kv in one
+ * kv_write_atomic(); its writes complete together, after the commit, and
+ * the last completion writes EXEC's array of replies.
  *
  * The EXEC entry itself is a read and a write (CMD_READ | CMD_WRITE) to the
  * pipeline's ordering rule (client.c): it starts after every earlier data
@@ -59,7 +61,9 @@ struct txn_exec {
     struct pending *p; /* the EXEC entry */
     struct pending **subs;
     size_t n;
-    size_t left; /* sub-entries not done, plus one while they are being started */
+    size_t left;       /* sub-entries not done, plus one while they are being started */
+    size_t reads_left; /* reads in flight: the writes wait for them (txn_exec_run()) */
+    bool writes_held;  /* the group waits for reads_left to reach 0 */
     struct kv_write *writes;
     size_t n_writes, cap_writes;
     struct txn_own *own; /* cap_writes entries, n_own used */
@@ -270,11 +274,24 @@ static void txn_exec_reply(struct txn_exec *t)
     txn_exec_free(t);
 }
 
+static void txn_exec_submit(struct txn_exec *t);
+
+/* Whether sub-entry p only reads (GET, MGET, TTL ...): its reply is of the data before the
+ * EXEC's writes. */
+static bool txn_sub_reads(const struct pending *p)
+{
+    return p->command != NULL && (p->command->flags & CMD_READ) && !(p->command->flags & CMD_WRITE);
+}
+
 void txn_sub_done(struct pending *p)
 {
     struct txn_exec *t = p->txn;
     struct pending *exec = t->p;
 
+    if (txn_sub_reads(p) && t->reads_left > 0 && --t->reads_left == 0 && t->writes_held) {
+        t->writes_held = false;
+        txn_exec_submit(t); /* p's own count keeps t alive through writes refused at once */
+    }
     if (--t->left == 0) {
         txn_exec_reply(t);
         client_finish(exec);
@@ -311,26 +328,43 @@ static struct txn_exec *txn_exec_new(struct client *c, struct pending *p, struct
 }
 
 /*
- * Run every queued command, then hand the writes to kv as one atomic
- * group.  When kv refuses the group at once, its writes complete here with
- * that error, so every write command of the EXEC answers it and none applied.
+ * Hand the writes to kv as one atomic group.  When kv refuses the group at
+ * once, its writes complete here with that error, so every write command of
+ * the EXEC answers it and none applied.
  */
-static int txn_exec_run(struct txn_exec *t)
+static void txn_exec_submit(struct txn_exec *t)
 {
     int rc;
 
-    t->left = t->n + 1;
-    for (size_t i = 0; i < t->n; i++) {
-        if (client_sub_start(t->subs[i]) == CMD_DONE) {
-            t->left--;
-        }
-    }
     if (t->n_writes > 0 && (rc = kv_write_atomic(t->c->node->kv, t->writes, t->n_writes)) != 0) {
         for (size_t i = 0; i < t->n_writes; i++) {
             t->writes[i].result = rc;
             t->writes[i].existed = false;
             t->writes[i].done(&t->writes[i], t->writes[i].ctx);
         }
+    }
+}
+
+/*
+ * Run every queued command, then hand the writes to kv as one atomic
+ * group: at once, or, while reads of the EXEC are still in flight
+ * (replication), once the last of them completed, so a read never sees a
+ * write queued after it in the same EXEC.
+ */
+static int txn_exec_run(struct txn_exec *t)
+{
+    t->left = t->n + 1;
+    for (size_t i = 0; i < t->n; i++) {
+        if (client_sub_start(t->subs[i]) == CMD_DONE) {
+            t->left--;
+        } else if (txn_sub_reads(t->subs[i])) {
+            t->reads_left++;
+        }
+    }
+    if (t->reads_left > 0 && t->n_writes > 0) {
+        t->writes_held = true;
+    } else {
+        txn_exec_submit(t);
     }
     if (--t->left > 0) {
         return CMD_ASYNC;

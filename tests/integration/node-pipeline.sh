@@ -21,6 +21,30 @@ for seed in $IT_SEED 7; do
     out=$(python3 "$PIPE" "$(it_var s$seed CLIENT)" passing "$seed" --rounds 20 --msets 150) ||
         it_fail "starting past waiting commands (seed $seed): $out"
     it_log "started past waiting commands, seed $seed: $out"
+    # HELLO 3 after reads still in flight: their replies stay RESP2 (nil as $-1), the
+    # reads after it answer RESP3 (nil as _)
+    out=$(python3 "$top_srcdir/tests/integration/rawsock.py" "$(it_var s$seed CLIENT)" --wait 1 \
+        'GET h0\r\nMGET h0 h0\r\nHELLO 3\r\nGET h0\r\nMGET h0\r\n')
+    case $out in
+    "reply=b'\$-1\\r\\n*2\\r\\n\$-1\\r\\n\$-1\\r\\n%"*"\\r\\n_\\r\\n*1\\r\\n_\\r\\n' closed=no") ;;
+    *) it_fail "HELLO 3 behind reads in flight (seed $seed): $out" ;;
+    esac
+    # inside EXEC a read (completing late) answers the data before the EXEC's later writes
+    out=$(python3 - "$(it_var s$seed CLIENT)" << 'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+want = b"+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n$2\r\nv0\r\n+OK\r\n"
+bad = 0
+for i in range(20):
+    s.sendall(b"SET x%d v0\r\nMULTI\r\nGET x%d\r\nSET x%d v1\r\nEXEC\r\n" % (i, i, i))
+    got = b""
+    while len(got) < len(want) and not (got.endswith(b"+OK\r\n") and got.count(b"\r\n") >= 8):
+        got += s.recv(4096)
+    bad += got != want
+print("bad=%d" % bad)
+PY
+)
+    it_expect_eq "MULTI, GET x, SET x, EXEC: GET answers the value before the SET (seed $seed)" "$out" bad=0
     it_stop s$seed
 done
 
