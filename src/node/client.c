@@ -40,7 +40,9 @@
  * few hashed bits per key (struct start_filter).  A read whose key the
  * filters may hold waits; a write's keys are then compared one by one,
  * for at most CLIENT_CONFLICT_SCAN entries and keys a pass, past which it
- * waits.  The reads started by
+ * waits; and a pass that has looked at CLIENT_PASS_IDLE_MAX entries in a row
+ * past a waiting one without starting any stops there, so a pipeline whose
+ * every command waits costs each pass a bounded walk.  The reads started by
  * one pass read one snapshot (kv_read_hold()).  A connection whose
  * commands finish is passed over once per event-loop iteration, in the
  * ev_prepare step below, not once per finished command.
@@ -95,6 +97,12 @@
 /* Entries visited and key comparisons of one ordering check (or, for data commands, of one
  * start pass) at most; past it the command just waits. */
 #define CLIENT_CONFLICT_SCAN 4096
+/*
+ * Entries one start pass looks at in a row, past a waiting one, without starting any: then
+ * it stops (the rest start in a later pass).  A pipeline whose every command waits (one key
+ * written and read in turn) would otherwise be walked whole at every pass: quadratic.
+ */
+#define CLIENT_PASS_IDLE_MAX 64
 
 static void client_process(struct client *c);
 static void client_flush(struct client *c);
@@ -885,7 +893,7 @@ static void filter_init(struct client *c, struct start_filter *f)
 static void client_start_ready(struct client *c)
 {
     struct start_filter f;
-    size_t budget = CLIENT_CONFLICT_SCAN;
+    size_t budget = CLIENT_CONFLICT_SCAN, idle = 0;
     bool held = false, passing = false;
     struct pending *p, *next;
 
@@ -901,6 +909,9 @@ static void client_start_ready(struct client *c)
     for (p = c->next_start; p != NULL && !c->dead && !c->quit; p = next) {
         unsigned pf;
         next = p->next;
+        if (passing && ++idle > CLIENT_PASS_IDLE_MAX) {
+            break;
+        }
         if (p->started || p->done) {
             continue;
         }
@@ -913,6 +924,7 @@ static void client_start_ready(struct client *c)
             passing = true;
             continue;
         }
+        idle = 0;
         /* one read snapshot for the reads started together; none for blind writes, admin verbs */
         if (!held && (pending_flags(p) & CMD_READ)) {
             (void)kv_read_hold(c->node->kv);
