@@ -1413,14 +1413,9 @@ static int cond_decide(struct coord_cond *cc, const struct record *rec)
     free(cc->old);
     cc->old = NULL;
     cc->old_len = 0;
-    if (w->op.want_old && present && !w->conflict) {
-        if ((cc->old = malloc(one->value_len ? one->value_len : 1)) == NULL) {
-            return RK_ENOMEM;
-        }
-        if (one->value_len > 0) {
-            memcpy(cc->old, one->value, one->value_len);
-        }
-        cc->old_len = one->value_len;
+    if (w->op.want_old && present && !w->conflict &&
+        (rc = cond_copy(&cc->old, &cc->old_len, one->value, one->value_len)) != 0) {
+        return rc;
     }
     return record_context(rec, &cc->context);
 }
@@ -1802,8 +1797,7 @@ int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
 
 /* --- delivering hints ---------------------------------------------------------------- */
 
-/* Targets looked at per round, and hints sent per target per round: the delivery rate's bound. */
-#define COORD_HINT_TARGETS_MAX 64
+/* Hints sent per target per round (with COORD_HINT_TARGETS_MAX): the delivery rate's bound. */
 #define COORD_HINTS_PER_ROUND 256
 
 /* One hint on its way to its replica (or, its target gone from the ring, to the key's replicas). */
@@ -1820,18 +1814,13 @@ struct coord_delivery {
     struct store_op del;    /* the hint's deletion, once every answer said ok */
 };
 
-struct coord_targets {
-    char id[COORD_HINT_TARGETS_MAX][RING_NAME_MAX + 1];
-    size_t n;
-};
-
-static int coord_collect_target(void *ctx, const char *target, uint64_t count)
+int coord_collect_target(void *ctx, const char *target, uint64_t count)
 {
     struct coord_targets *t = ctx;
 
     (void)count;
     if (t->n == COORD_HINT_TARGETS_MAX) {
-        return 1; /* the rest next round */
+        return 1;
     }
     snprintf(t->id[t->n++], sizeof(t->id[0]), "%s", target);
     return 0;
@@ -1983,7 +1972,7 @@ void coord_deliver_hints(struct coord *co)
     if (co->deliveries > 0) {
         return; /* one round at a time: the last one's hints are still on their way */
     }
-    (void)store_hint_targets(co->store, coord_collect_target, &t);
+    (void)store_hint_targets(co->store, coord_collect_target, &t); /* the rest next round */
     for (size_t i = 0; i < t.n; i++) {
         const struct ring *ring = co->hooks.ring(co->hooks.ctx);
         struct store_cursor cur;

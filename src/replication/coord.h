@@ -181,6 +181,18 @@ void coord_get_stats(const struct coord *co, struct coord_stats *st);
  */
 void coord_deliver_hints(struct coord *co);
 
+/* Hint targets one round (or one reaper check) looks at, at most. */
+#define COORD_HINT_TARGETS_MAX 64
+
+/* The hint targets store_hint_targets() names, up to COORD_HINT_TARGETS_MAX. */
+struct coord_targets {
+    char id[COORD_HINT_TARGETS_MAX][RING_NAME_MAX + 1];
+    size_t n;
+};
+
+/* store_hint_targets()'s callback filling a struct coord_targets (ctx): 1 (stop) once full. */
+int coord_collect_target(void *ctx, const char *target, uint64_t count);
+
 /* What one replica of a key holds, as coord_inspect() found it. */
 struct coord_view {
     char id[RING_NAME_MAX + 1];

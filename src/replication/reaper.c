@@ -178,27 +178,10 @@ int reaper_hints_for_key(struct store *store, const char *target, const uint8_t 
     return rc;
 }
 
-struct hint_targets {
-    char ids[REAPER_HINT_TARGETS_MAX][RING_NAME_MAX + 1];
-    size_t n;
-};
-
-static int hint_target_visit(void *ctx, const char *target, uint64_t count)
-{
-    struct hint_targets *t = ctx;
-
-    (void)count;
-    if (t->n >= REAPER_HINT_TARGETS_MAX) {
-        return 1;
-    }
-    snprintf(t->ids[t->n++], RING_NAME_MAX + 1, "%s", target);
-    return 0;
-}
-
 bool reaper_hint_held(struct store *store, const uint8_t *key, size_t len)
 {
     struct store_stats st;
-    struct hint_targets *t;
+    struct coord_targets *t;
     bool held = false;
     int rc;
 
@@ -212,13 +195,12 @@ bool reaper_hint_held(struct store *store, const uint8_t *key, size_t len)
     if ((t = calloc(1, sizeof(*t))) == NULL) {
         return true;
     }
-    rc = store_hint_targets(store, hint_target_visit, t);
+    rc = store_hint_targets(store, coord_collect_target, t);
     held = rc != 0; /* more targets than looked at, or the read failed: cannot tell */
     for (size_t i = 0; !held && i < t->n; i++) {
         uint64_t count = 0;
-        held =
-            reaper_hints_for_key(store, t->ids[i], key, len, REAPER_HINT_SCAN_MAX, &count) != 0 ||
-            count > 0;
+        held = reaper_hints_for_key(store, t->id[i], key, len, REAPER_HINT_SCAN_MAX, &count) != 0 ||
+               count > 0;
     }
     free(t);
     return held;

@@ -83,7 +83,7 @@
  */
 #define REAPER_HINT_SCAN_MAX 256
 /* Hint targets looked at for a key at most: more count as holding a hint of every key. */
-#define REAPER_HINT_TARGETS_MAX 64
+#define REAPER_HINT_TARGETS_MAX COORD_HINT_TARGETS_MAX
 
 /* A tombstone to check: the key and its record as read, encoded (record.h). */
 struct reaper_key {
