@@ -1366,6 +1366,9 @@ static int cond_decide_expiry(struct coord_cond *cc, const struct record *rec, u
             live++;
         }
     }
+    free(cc->value); /* a read again after a stale context decides afresh */
+    cc->value = NULL;
+    cc->value_len = 0;
     if (live > 1) {
         return RK_EMISMATCH;
     }
