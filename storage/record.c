@@ -987,21 +987,31 @@ int record_decode(const uint8_t *buf, size_t len, struct record *r)
     size_t n, used, pos = RECORD_HEAD_BYTES;
     int err;
 
-    record_deinit(r);
+    for (size_t i = 0; i < r->n; i++) {
+        sibling_deinit(&r->s[i]);
+    }
+    r->n = 0;
     err = record_decode_head(buf, len, &n);
     if (err != 0) {
+        record_deinit(r);
         return err;
     }
     /*
-     * calloc's zeroed siblings are initialised ones (record.h, vclock.h).  At
-     * least RECORD_CAP_MIN, as record_reserve() would grow it to: a write
-     * applied to the decoded record then needs no realloc.
+     * Zeroed siblings are initialised ones (record.h, vclock.h).  At least
+     * RECORD_CAP_MIN, as record_reserve() would grow it to: a write applied
+     * to the decoded record then needs no realloc.  An array r already has
+     * is used again when it is large enough (a record decoded over and over).
      */
-    r->cap = n < RECORD_CAP_MIN ? RECORD_CAP_MIN : n;
-    r->s = calloc(r->cap, sizeof(*r->s));
-    if (r->s == NULL) {
-        r->cap = 0;
-        return RK_ENOMEM;
+    if (r->s != NULL && r->cap >= n && r->cap >= RECORD_CAP_MIN) {
+        memset(r->s, 0, r->cap * sizeof(*r->s));
+    } else {
+        free(r->s);
+        r->cap = n < RECORD_CAP_MIN ? RECORD_CAP_MIN : n;
+        r->s = calloc(r->cap, sizeof(*r->s));
+        if (r->s == NULL) {
+            r->cap = 0;
+            return RK_ENOMEM;
+        }
     }
     for (size_t i = 0; i < n; i++) {
         err = sibling_decode(&buf[pos], len - pos, &used, &r->s[i]);

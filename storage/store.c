@@ -3691,16 +3691,22 @@ static bool batch_run_deletions(struct store *s, struct store_op **ops, size_t n
  */
 static void batch_run(struct store *s, struct store_op **ops, size_t n)
 {
-    struct store_cursor *saved = calloc(n, sizeof(*saved));
+    struct store_cursor *saved = NULL;
     uint64_t seq0 = s->hint_seq;
-    bool deletions_only = true;
+    bool deletions_only = true, cursors = false;
     size_t half;
     int rc;
 
     for (size_t i = 0; i < n; i++) {
         deletions_only = deletions_only && op_is_deletion(ops[i]);
-        if (saved != NULL && ops[i]->cursor != NULL) {
-            saved[i] = *ops[i]->cursor;
+        cursors = cursors || ops[i]->cursor != NULL;
+    }
+    /* cursors to restore on a retry: only range operations have one (a cursor is over 500 bytes) */
+    if (cursors && (saved = calloc(n, sizeof(*saved))) != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            if (ops[i]->cursor != NULL) {
+                saved[i] = *ops[i]->cursor;
+            }
         }
     }
     for (;;) {

@@ -89,7 +89,8 @@ struct peer {
     peer_bulk_fn bulk_ready;   /* the bulk producer waiting for room; NULL when none */
     void *bulk_arg;
     struct request_table requests; /* peer requests sent on it, awaiting answers (rpc.h) */
-    ev_timer request_w;            /* the earliest of their deadlines */
+    ev_timer request_w;            /* fires at or before the earliest of their deadlines */
+    uint64_t request_w_at;         /* when request_w fires while active (monotonic us) */
     struct rpc_answer *answers;    /* requests from it being served, answered later (rpc.c) */
     bool over_frame_logged;        /* a message over the remote's frame-max was refused (rpc.c) */
 };

@@ -92,19 +92,45 @@ const char *rpc_result_text(uint32_t result)
 
 /* --- the timer ------------------------------------------------------------------ */
 
+/*
+ * The timer: it fires at or before the earliest deadline of p's table.  A
+ * request added with an earlier deadline than the armed one brings it
+ * forward; an answer never moves it (a timer that finds nothing due re-arms
+ * itself for what is left), so the table is scanned once per firing, not
+ * once per answer.
+ */
+static void rpc_timer_at(struct peer *p, uint64_t deadline)
+{
+    struct ev_loop *loop = p->node->loop;
+    uint64_t now = clock_mono_us();
+
+    ev_timer_stop(loop, &p->request_w);
+    p->request_w_at = deadline;
+    ev_timer_set(&p->request_w, deadline > now ? (double)(deadline - now) / 1e6 : 0., 0.);
+    ev_timer_start(loop, &p->request_w);
+}
+
 /* Arm p's timer for the earliest deadline of its table, or stop it when none is left. */
 static void rpc_arm(struct peer *p)
 {
-    struct ev_loop *loop = p->node->loop;
-    uint64_t deadline, now;
+    uint64_t deadline;
 
-    ev_timer_stop(loop, &p->request_w);
     if (p->dead || !request_next_deadline(&p->requests, &deadline)) {
+        ev_timer_stop(p->node->loop, &p->request_w);
         return;
     }
-    now = clock_mono_us();
-    ev_timer_set(&p->request_w, deadline > now ? (double)(deadline - now) / 1e6 : 0., 0.);
-    ev_timer_start(loop, &p->request_w);
+    rpc_timer_at(p, deadline);
+}
+
+/* A request with this deadline was added: bring the timer forward when it is earlier. */
+static void rpc_arm_for(struct peer *p, uint64_t deadline)
+{
+    if (p->dead) {
+        return;
+    }
+    if (!ev_is_active(&p->request_w) || deadline < p->request_w_at) {
+        rpc_timer_at(p, deadline);
+    }
 }
 
 void rpc_peer_init(struct peer *p)
@@ -290,8 +316,9 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
         /* if the close failed it already, this finds nothing */
         request_fail(&p->requests, m.u.request.id, rc == RK_EMISMATCH ? rc : RK_ECLOSED,
                      clock_mono_us());
+    } else {
+        rpc_arm_for(p, now + n->cfg.request_timeout_ms * 1000); /* request_add's deadline */
     }
-    rpc_arm(p);
     peer_release(p);
     return 0;
 }
@@ -304,8 +331,7 @@ void rpc_on_response(struct peer *p, const struct msg *m)
 
     switch (request_complete(&p->requests, r->id, clock_mono_us(), &reply)) {
     case REQUEST_DELIVERED:
-        rpc_arm(p);
-        break;
+        break; /* the timer stays: when it fires early it re-arms for what is left */
     case REQUEST_LATE:
         counts->late++;
         LOG(LOG_DEBUG, "peer_response_late", "peer=%s remote_id=%s id=%llu", p->addr, p->remote.id,

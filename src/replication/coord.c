@@ -92,6 +92,14 @@ struct coord_req {
  * per write made the allocator a fifth of the replicated write's CPU time.
  */
 #define COORD_SPARE_MAX 512
+/*
+ * A spare served request keeps its body's buffer and its record's sibling
+ * array when they are at most this large (4 KiB and 4 siblings a spare:
+ * about 2.5 MiB for all of them), so a replica write decodes into memory it
+ * already has.
+ */
+#define COORD_SPARE_BODY_MAX 4096
+#define COORD_SPARE_SIBLINGS 4
 
 struct coord {
     struct kv *kv;
@@ -1528,7 +1536,8 @@ struct coord_serve {
     struct coord *co;
     coord_served_fn done;
     void *ctx;
-    uint8_t *body; /* a copy of the request's body: the decoded fields point into it */
+    uint8_t *body;   /* a copy of the request's body: the decoded fields point into it */
+    size_t body_cap; /* bytes allocated at body (kept, with rec's array, on the spares) */
     struct msg_replica_write rw;
     struct msg_replica_read rr;
     struct msg_forward fw;
@@ -1548,18 +1557,24 @@ static void serve_free(struct coord_serve *sv)
 {
     struct coord *co = sv->co;
 
-    record_deinit(&sv->rec);
     vclock_deinit(&sv->context);
     if (sv->ops != &sv->op1) {
         free(sv->ops);
     }
-    free(sv->body);
-    if (co->n_sv_spare < COORD_SPARE_MAX) {
+    if (co->n_sv_spare < COORD_SPARE_MAX && sv->body_cap <= COORD_SPARE_BODY_MAX &&
+        sv->rec.cap <= COORD_SPARE_SIBLINGS) {
+        /* kept: the body's buffer and the record's array serve the next request */
+        for (size_t i = 0; i < sv->rec.n; i++) {
+            sibling_deinit(&sv->rec.s[i]);
+        }
+        sv->rec.n = 0;
         sv->next = co->sv_spare;
         co->sv_spare = sv;
         co->n_sv_spare++;
         return;
     }
+    record_deinit(&sv->rec);
+    free(sv->body);
     free(sv);
 }
 
@@ -1573,6 +1588,8 @@ static void coord_spares_free(struct coord *co)
     while (co->sv_spare != NULL) {
         struct coord_serve *sv = co->sv_spare;
         co->sv_spare = sv->next;
+        record_deinit(&sv->rec);
+        free(sv->body);
         free(sv);
     }
     co->n_req_spare = co->n_sv_spare = 0;
@@ -1773,21 +1790,34 @@ int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
         return RK_EINVAL;
     }
     if ((sv = co->sv_spare) != NULL) {
+        uint8_t *kept = sv->body;
+        size_t kept_cap = sv->body_cap;
+        struct record rec = sv->rec; /* emptied by serve_free(), its array kept */
         co->sv_spare = sv->next;
         co->n_sv_spare--;
         memset(sv, 0, sizeof(*sv));
+        sv->body = kept;
+        sv->body_cap = kept_cap;
+        sv->rec = rec;
     } else if ((sv = calloc(1, sizeof(*sv))) == NULL) {
         return RK_ENOMEM;
+    } else {
+        record_init(&sv->rec);
     }
-    if ((sv->body = malloc(len ? len : 1)) == NULL) {
-        free(sv);
-        return RK_ENOMEM;
+    sv->co = co;
+    if (sv->body_cap < len || sv->body == NULL) {
+        uint8_t *b = malloc(len ? len : 1);
+        if (b == NULL) {
+            serve_free(sv);
+            return RK_ENOMEM;
+        }
+        free(sv->body);
+        sv->body = b;
+        sv->body_cap = len ? len : 1;
     }
     memcpy(sv->body, body, len);
-    sv->co = co;
     sv->done = done;
     sv->ctx = ctx;
-    record_init(&sv->rec);
     vclock_init(&sv->context);
     rc = op == MSG_OP_REPLICA_WRITE  ? serve_replica_write(sv, len)
          : op == MSG_OP_REPLICA_READ ? serve_replica_read(sv, len)

@@ -977,6 +977,73 @@ static void golden_with(uint8_t *buf, size_t at, uint8_t v)
     buf[at] = v;
 }
 
+/* A record of n concurrent siblings, node "n<i>" with clock {n<i>:1} and value "v<i>". */
+static void concurrent_record(struct record *r, size_t n)
+{
+    record_init(r);
+    for (size_t i = 0; i < n; i++) {
+        struct sibling s;
+        struct vclock vc;
+        char node[16], value[16];
+        snprintf(node, sizeof(node), "n%zu", i);
+        snprintf(value, sizeof(value), "v%zu", i);
+        sibling_init(&s);
+        vclock_init(&vc);
+        clock_put(&vc, node, 1, 100 + i);
+        ck_assert_int_eq(sibling_set(&s, &vc, 100 + i, node, false, (const uint8_t *)value,
+                                     strlen(value)),
+                         0);
+        ck_assert_int_eq(record_push(r, &s), 0);
+        vclock_deinit(&vc);
+        sibling_deinit(&s);
+    }
+}
+
+/*
+ * Decoding into a record that holds siblings gives what a fresh decode
+ * gives, whether its array is used again (large enough) or replaced.
+ */
+START_TEST(test_decode_into_used_record)
+{
+    struct record five, six, fresh, r;
+    uint8_t *b5, *b6;
+    size_t l5, l6;
+
+    concurrent_record(&five, 5);
+    concurrent_record(&six, 6);
+    b5 = encode(&five, &l5);
+    b6 = encode(&six, &l6);
+    record_init(&r);
+    record_init(&fresh);
+    ck_assert_int_eq(record_decode(b5, l5, &r), 0);
+    ck_assert(same_bytes(&r, &five));
+    /* fewer siblings: the array is kept, the entries past them are empty */
+    ck_assert_int_eq(record_decode(golden, sizeof(golden), &r), 0);
+    ck_assert_int_eq(record_decode(golden, sizeof(golden), &fresh), 0);
+    ck_assert(same_bytes(&r, &fresh));
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_uint_ge(r.cap, 5);
+    for (size_t i = r.n; i < r.cap; i++) {
+        ck_assert_ptr_null(r.s[i].value);
+        ck_assert_uint_eq(r.s[i].clock.n, 0);
+    }
+    /* as many again, then more than the array holds */
+    ck_assert_int_eq(record_decode(b5, l5, &r), 0);
+    ck_assert(same_bytes(&r, &five));
+    ck_assert_int_eq(record_decode(b6, l6, &r), 0);
+    ck_assert(same_bytes(&r, &six));
+    /* a bad record after a good one: refused, the record left empty */
+    ck_assert_int_eq(record_decode(b6, l6 - 1, &r), RK_ESYNTAX);
+    assert_empty(&r);
+    free(b5);
+    free(b6);
+    record_deinit(&five);
+    record_deinit(&six);
+    record_deinit(&fresh);
+    record_deinit(&r);
+}
+END_TEST
+
 START_TEST(test_decode_truncated)
 {
     for (size_t len = 0; len < sizeof(golden); len++) {
@@ -1330,6 +1397,7 @@ static Suite *record_suite(void)
         {"golden_bytes", test_golden_bytes},
         {"golden_expiring", test_golden_expiring},
         {"expiry_logic", test_expiry_logic},
+        {"decode_into_used_record", test_decode_into_used_record},
         {"decode_truncated", test_decode_truncated},
         {"decode_trailing", test_decode_trailing},
         {"decode_bad_format", test_decode_bad_format},
