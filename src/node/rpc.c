@@ -52,6 +52,40 @@ struct rpc_call {
     void *ctx;
 };
 
+struct rpc_coord_call {
+    struct server *node;
+    coord_answer_fn done;
+    void *dctx;
+    /* while waiting for room */
+    struct rpc_coord_call *next;
+    char id[RING_NAME_MAX + 1];
+    uint32_t op;
+    uint8_t *body;
+    size_t len;
+    uint64_t queued_us;
+    int refused; /* not 0: refused before sending (rpc_ask()'s RK_EINVAL), ended with it */
+};
+
+/*
+ * Calls, coordinator calls and answers kept for reuse: one of each is made
+ * and ended per replica message, in bursts of a pipeline's size.
+ */
+#define RPC_SPARE_MAX 1024
+
+void rpc_spares_init(struct server *n)
+{
+    spare_init(&n->call_spare, sizeof(struct rpc_call), RPC_SPARE_MAX);
+    spare_init(&n->coord_call_spare, sizeof(struct rpc_coord_call), RPC_SPARE_MAX);
+    spare_init(&n->answer_spare, sizeof(struct rpc_answer), RPC_SPARE_MAX);
+}
+
+void rpc_spares_free(struct server *n)
+{
+    spare_free(&n->call_spare);
+    spare_free(&n->coord_call_spare);
+    spare_free(&n->answer_spare);
+}
+
 const char *rpc_strerror(int err)
 {
     switch (err) {
@@ -205,7 +239,7 @@ static void rpc_call_end(void *ctx, int result, const struct request_reply *repl
             (unsigned long long)elapsed_us);
     }
     call->done(call->ctx, result, reply, elapsed_us);
-    free(call);
+    spare_put(&call->node->call_spare, call);
 }
 
 /*
@@ -295,7 +329,7 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     if (rc != 0) {
         return rpc_refuse(n, op, id, rc);
     }
-    call = malloc(sizeof(*call));
+    call = spare_get(&n->call_spare);
     if (call == NULL) {
         return rpc_refuse(n, op, id, RK_ENOMEM);
     }
@@ -303,7 +337,7 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     rc = request_add(&p->requests, op, now, n->cfg.request_timeout_ms * 1000, rpc_call_end, call,
                      &m.u.request.id);
     if (rc != 0) {
-        free(call);
+        spare_put(&n->call_spare, call);
         return rpc_refuse(n, op, id, rc);
     }
     m.u.request.code = op;
@@ -453,20 +487,20 @@ static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
         }
     }
     rpc_answer_unlink(a);
-    free(a);
+    spare_put(&a->node->answer_spare, a);
 }
 
 /* A data operation: answered when the coordinator is done with it. */
 static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *result)
 {
-    struct rpc_answer *a = calloc(1, sizeof(*a));
+    struct rpc_answer *a;
     int rc;
 
     if (q->code != MSG_OP_REPLICA_WRITE && q->code != MSG_OP_REPLICA_READ &&
         q->code != MSG_OP_FORWARD && q->code != MSG_OP_REPLICA_REAP) {
-        free(a);
         return false;
     }
+    a = spare_get(&p->node->answer_spare);
     *result = MSG_RESULT_FAILED;
     if (a == NULL) {
         return true;
@@ -482,7 +516,7 @@ static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *
              : coord_serve(p->node->coord, q->code, q->body, q->body_len, rpc_served, a);
     if (rc != 0) {
         rpc_answer_unlink(a);
-        free(a);
+        spare_put(&p->node->answer_spare, a);
         *result = rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY : MSG_RESULT_FAILED;
         return true;
     }
@@ -530,19 +564,6 @@ void rpc_on_request(struct peer *p, const struct msg *m)
  * before the loop next sleeps once answers have made room; one that waits
  * past request-timeout fails as timed out.
  */
-struct rpc_coord_call {
-    struct server *node;
-    coord_answer_fn done;
-    void *dctx;
-    /* while waiting for room */
-    struct rpc_coord_call *next;
-    char id[RING_NAME_MAX + 1];
-    uint32_t op;
-    uint8_t *body;
-    size_t len;
-    uint64_t queued_us;
-    int refused; /* not 0: refused before sending (rpc_ask()'s RK_EINVAL), ended with it */
-};
 
 static void rpc_coord_done(void *ctx, int result, const struct request_reply *reply,
                            uint64_t rtt_us)
@@ -555,7 +576,7 @@ static void rpc_coord_done(void *ctx, int result, const struct request_reply *re
     }
     c->done(c->dctx, result, result == 0 ? reply->body : NULL, result == 0 ? reply->body_len : 0);
     free(c->body);
-    free(c);
+    spare_put(&c->node->coord_call_spare, c);
 }
 
 /* Put c (its body copied) at the end of the waiting list; RK_ETOOBIG when the list is full. */
@@ -609,7 +630,7 @@ void rpc_coord_send_waiting(struct server *n, bool fail_all)
         } else if (rc != 0) {
             c->done(c->dctx, rc, NULL, 0);
             free(c->body);
-            free(c);
+            spare_put(&n->coord_call_spare, c);
         }
         c = next;
     }
@@ -626,7 +647,7 @@ static int rpc_coord_ask(void *ctx, const char *id, uint32_t op, const uint8_t *
                          coord_answer_fn done, void *dctx)
 {
     struct server *n = ctx;
-    struct rpc_coord_call *c = calloc(1, sizeof(*c));
+    struct rpc_coord_call *c = spare_get(&n->coord_call_spare);
     int rc;
 
     if (c == NULL) {
@@ -647,7 +668,7 @@ static int rpc_coord_ask(void *ctx, const char *id, uint32_t op, const uint8_t *
         rc = rpc_coord_wait(n, c, id, op, body, len);
     }
     if (rc != 0) {
-        free(c);
+        spare_put(&n->coord_call_spare, c);
     }
     return rc;
 }

@@ -107,6 +107,10 @@ void rpc_coord_send_waiting(struct server *n, bool fail_all);
 /* Requests outstanding on one connection at most: see rpc.c. */
 #define RPC_OUTSTANDING_MAX 1024
 
+/* Set up n's spare lists of calls and answers (server_create()); rpc_spares_free() at the end. */
+void rpc_spares_init(struct server *n);
+void rpc_spares_free(struct server *n);
+
 /* --- for peer.c ------------------------------------------------------------------ */
 
 /* Set up p's request table; its timer watcher (p->request_w) is peer.c's, already ev_init()ed. */

@@ -508,6 +508,7 @@ int server_create(struct server **out, const struct settings *cfg, char *err, si
     }
     n->cfg = *cfg;
     buf_init(&n->answer_buf, 0);
+    rpc_spares_init(n);
     for (size_t i = 0; i < SERVER_LISTENERS; i++) {
         n->listeners[i].fd = -1;
     }
@@ -613,5 +614,6 @@ void server_destroy(struct server *n)
     kv_destroy(n->kv);
     channel_key_free(n->key);
     buf_free(&n->answer_buf);
+    rpc_spares_free(n);
     free(n);
 }

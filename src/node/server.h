@@ -40,6 +40,7 @@
 
 #include "auth.h"
 #include "buf.h"
+#include "spare.h"
 #include "channel.h"
 #include "log.h"
 #include "cluster_settings.h"
@@ -105,7 +106,9 @@ struct server {
     struct coord *coord;   /* the coordinator behind kv (coord.h) */
     struct rpc_coord_call *coord_waiting, *coord_waiting_tail; /* waiting for room (rpc.c) */
     size_t coord_waiting_n;
-    struct buf answer_buf;   /* a data operation's answer being encoded (rpc.c), kept for reuse */
+    struct buf answer_buf; /* a data operation's answer being encoded (rpc.c), kept for reuse */
+    /* freed peer requests, coordinator calls and answers in work, kept for the next (rpc.c) */
+    struct spare call_spare, coord_call_spare, answer_spare;
     struct collect *collect; /* local tombstone collection (collect.h) */
     struct reaper *reaper;   /* its check with the other replicas (reaper.h) */
     int exit_code;           /* what server_run() returns */

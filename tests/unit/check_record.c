@@ -990,9 +990,8 @@ static void concurrent_record(struct record *r, size_t n)
         sibling_init(&s);
         vclock_init(&vc);
         clock_put(&vc, node, 1, 100 + i);
-        ck_assert_int_eq(sibling_set(&s, &vc, 100 + i, node, false, (const uint8_t *)value,
-                                     strlen(value)),
-                         0);
+        ck_assert_int_eq(
+            sibling_set(&s, &vc, 100 + i, node, false, (const uint8_t *)value, strlen(value)), 0);
         ck_assert_int_eq(record_push(r, &s), 0);
         vclock_deinit(&vc);
         sibling_deinit(&s);
