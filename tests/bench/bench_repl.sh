@@ -6,7 +6,12 @@
 #
 # Every figure is `redis-benchmark -t set,get -n REQUESTS -r 100000 -d 100
 # -c 50 -P 16` (REQUESTS default 200000), SET first, then GET, each run
-# bounded by BENCH_RUN_SECONDS as well.  The runs, in order:
+# bounded by BENCH_RUN_SECONDS as well.  Before each GET run (cluster and
+# single node alike) the script waits until the nodes' write-ahead logs are
+# checkpointed into LMDB (settle below): a checkpoint of the SET run's keys
+# starts once a node's writer is idle and would otherwise run during the
+# GETs, three of them in the cluster on the same two cores.  The time it
+# took is printed; GET then measures reads.  The runs, in order:
 #   cluster       n1, n2, n3 on 127.0.0.11, .12, .13 (each node's sockets on
 #                 its own address), racks r1 r2 r3, --rf 3 --r 2 --w 2
 #                 --sync batch --conflicts lww (BENCH_CONFLICTS: with
@@ -136,6 +141,26 @@ wait_cluster() {
     done
 }
 
+# settle ID...: until every node's write-ahead log is moved into LMDB (INFO
+# ringkv_store_log_keys 0: the checkpoint a SET run leaves behind, which a
+# node starts once its writer is idle), at most 60 s; prints how long it took.
+settle() {
+    t0=$(date +%s%3N)
+    i=0
+    while :; do
+        left=0
+        for id in "$@"; do
+            k=$(info "$id" | awk -F: '$1 == "ringkv_store_log_keys" { print $2 }')
+            left=$((left + ${k:-0}))
+        done
+        [ "$left" -gt 0 ] || break
+        i=$((i + 1))
+        [ $i -lt 1200 ] || { echo "  ($* still logging $left keys after 60 s: measured anyway)"; return 0; }
+        sleep 0.05
+    done
+    echo "  $* settled (log checkpointed into LMDB) after $(($(date +%s%3N) - t0)) ms"
+}
+
 # The replication counters summed over nodes (plus failed SET and GET calls).
 COUNTERS="ringkv_forwarded ringkv_forwards_served ringkv_coordinated_writes ringkv_coordinated_reads
 ringkv_replica_writes ringkv_replica_reads ringkv_tryagain ringkv_noreplicas ringkv_read_repairs
@@ -243,6 +268,8 @@ t0=$(date +%s%3N)
 wait_cluster $CLUSTER_IDS
 echo "  cluster up and converged on every node after $(($(date +%s%3N) - t0)) ms"
 bench_counted cluster.set set "n1:$N1:$C1" "n2:$N1:$C1" "n3:$N3:$C3"
+# shellcheck disable=SC2086
+settle $CLUSTER_IDS
 bench_counted cluster.get get "n1:$N1:$C1" "n2:$N1:$C1" "n3:$N3:$C3"
 # shellcheck disable=SC2086
 stop $CLUSTER_IDS
@@ -251,6 +278,7 @@ start_node single 127.0.0.11 --rf 1 --r 1 --w 1
 wait_ping "$(var single ADDR)" "$(var single PORT)"
 CLUSTER_IDS=single
 bench_counted single.set set "single:$N:50"
+settle single
 bench_counted single.get get "single:$N:50"
 stop single
 
