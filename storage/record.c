@@ -402,6 +402,19 @@ static bool record_sibling_same(const struct sibling *a, const struct sibling *b
            record_clock_same(&a->clock, &b->clock);
 }
 
+bool record_same(const struct record *a, const struct record *b)
+{
+    if (a->n != b->n) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        if (!record_sibling_same(&a->s[i], &b->s[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /*
  * next = the LWW result of r's siblings and v: the winner under the total
  * order, carrying the merge of every clock.  It is a function of the set of

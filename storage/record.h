@@ -85,6 +85,10 @@ struct record {
     size_t cap;
 };
 
+/* Whether a and b hold the same siblings (clock, hlc, node, tombstone, expiry, value) in the same
+ * order. */
+bool record_same(const struct record *a, const struct record *b);
+
 void sibling_init(struct sibling *s);
 void sibling_deinit(struct sibling *s);
 /* dst = an independent copy of src. RK_ENOMEM. */

@@ -199,7 +199,10 @@ static int req_plan(struct coord_req *q)
     q->self = -1;
     for (size_t i = 0; i < pf.n; i++) {
         struct coord_node *nd = &q->nodes[i];
-        snprintf(nd->id, sizeof(nd->id), "%s", ring_member_id(ring, pf.nodes[i].member));
+        const char *id = ring_member_id(ring, pf.nodes[i].member);
+        size_t id_len = strnlen(id, sizeof(nd->id) - 1);
+        memcpy(nd->id, id, id_len); /* a ring's names are valid ones, at most RING_NAME_MAX */
+        nd->id[id_len] = '\0';
         nd->role = pf.nodes[i].role;
         nd->up = pf.nodes[i].up;
         nd->stands_for = pf.nodes[i].stands_for;
@@ -1098,29 +1101,67 @@ static void repair_send(struct coord_req *q, size_t i, const struct buf *bodies,
 }
 
 /*
+ * The answered replica whose record every other answered one holds the same
+ * (the common case: nothing to merge, nobody to repair), or NULL.
+ */
+static struct coord_node *read_all_same(struct coord_req *q)
+{
+    struct coord_node *first = NULL;
+
+    for (size_t i = 0; i < q->n_rep; i++) {
+        struct coord_node *nd = &q->nodes[i];
+        if (nd->state != NODE_ANSWERED) {
+            continue;
+        }
+        if (first == NULL) {
+            first = nd;
+        } else if (!record_same(&first->rec, &nd->rec)) {
+            return NULL;
+        }
+    }
+    return first;
+}
+
+/*
  * The quorum answered: merge, repair every answered replica that holds
- * less (the reply waits for the repairs), then reply.
+ * less (the reply waits for the repairs), then reply.  When every answer
+ * is the same record, it is the merge (merging is idempotent) and no
+ * replica holds less; the repair bodies are made at the first stale one.
  */
 static void read_resolve(struct coord_req *q)
 {
     struct buf *bodies = NULL;
     size_t n_bodies = 0;
-    int rc = read_merge(q);
+    bool made = false;
+    struct coord_node *same = q->merged.n == 0 ? read_all_same(q) : NULL;
+    int rc = 0;
 
+    if (same != NULL) {
+        record_deinit(&q->merged);
+        q->merged = same->rec; /* taken: that node's record is not read again */
+        record_init(&same->rec);
+    } else {
+        rc = read_merge(q);
+    }
     if (rc != 0) {
         read_complete(q, rc, NULL, 0, q->acks);
         return;
     }
     q->completed = true; /* from here, the last repair to end replies */
     q->repairs_left = 1; /* repairs ending while others are sent must not reply early */
-    if (q->merged.n > 0) {
-        n_bodies = repair_bodies(q, &bodies);
-    }
-    for (size_t i = 0; i < q->n_rep && n_bodies > 0; i++) {
+    for (size_t i = 0; i < q->n_rep && same == NULL; i++) {
         struct coord_node *nd = &q->nodes[i];
-        if (nd->state != NODE_ANSWERED || !(nd->stale = read_stale(q, nd))) {
+        if (nd->state != NODE_ANSWERED || !read_stale(q, nd)) {
             continue;
         }
+        if (!made) {
+            made = true;
+            n_bodies = q->merged.n > 0 ? repair_bodies(q, &bodies) : 0;
+        }
+        if (n_bodies == 0) {
+            break; /* nothing to repair with: the reply goes out unrepaired */
+        }
+        nd->stale = true;
         q->co->stats.repairs++;
         if ((int)i == q->self) {
             bool started = repair_local(q);

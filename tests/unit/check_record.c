@@ -1043,6 +1043,37 @@ START_TEST(test_decode_into_used_record)
 }
 END_TEST
 
+/* record_same: equal siblings in the same order, and nothing else. */
+START_TEST(test_record_same)
+{
+    struct record a, b, c;
+
+    concurrent_record(&a, 3);
+    concurrent_record(&b, 3);
+    concurrent_record(&c, 2);
+    ck_assert(record_same(&a, &b));
+    ck_assert(!record_same(&a, &c));
+    b.s[1].hlc++;
+    ck_assert(!record_same(&a, &b));
+    b.s[1].hlc--;
+    ck_assert(record_same(&a, &b));
+    b.s[2].value[0] ^= 1;
+    ck_assert(!record_same(&a, &b));
+    b.s[2].value[0] ^= 1;
+    b.s[0].expire_ms = 5;
+    ck_assert(!record_same(&a, &b));
+    b.s[0].expire_ms = 0;
+    b.s[0].clock.e[0].counter++;
+    ck_assert(!record_same(&a, &b));
+    record_deinit(&c);
+    record_init(&c);
+    ck_assert(!record_same(&a, &c));
+    record_deinit(&a);
+    record_deinit(&b);
+    ck_assert(record_same(&a, &c)); /* both empty */
+}
+END_TEST
+
 START_TEST(test_decode_truncated)
 {
     for (size_t len = 0; len < sizeof(golden); len++) {
@@ -1397,6 +1428,7 @@ static Suite *record_suite(void)
         {"golden_expiring", test_golden_expiring},
         {"expiry_logic", test_expiry_logic},
         {"decode_into_used_record", test_decode_into_used_record},
+        {"record_same", test_record_same},
         {"decode_truncated", test_decode_truncated},
         {"decode_trailing", test_decode_trailing},
         {"decode_bad_format", test_decode_bad_format},
