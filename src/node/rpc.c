@@ -156,10 +156,16 @@ static void rpc_arm(struct peer *p)
     rpc_timer_at(p, deadline);
 }
 
-/* A request with this deadline was added: bring the timer forward when it is earlier. */
+/*
+ * A request with this deadline was added: bring the timer forward when it is earlier.  A timer
+ * that has fired and whose callback has not run yet (another watcher of the same loop turn
+ * asked first) is not active but pending: left alone, its callback expires what is due and
+ * re-arms for what is left, this request included; stopped and re-armed here for this
+ * request's deadline, it would drop the expiry of the requests already due until then.
+ */
 static void rpc_arm_for(struct peer *p, uint64_t deadline)
 {
-    if (p->dead) {
+    if (p->dead || ev_is_pending(&p->request_w)) {
         return;
     }
     if (!ev_is_active(&p->request_w) || deadline < p->request_w_at) {
