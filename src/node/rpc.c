@@ -610,20 +610,46 @@ static int rpc_coord_wait(struct server *n, struct rpc_coord_call *c, const char
     return 0;
 }
 
+/* Whether id is among the n members in full[]. */
+static bool rpc_listed(const char *const *full, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(full[i], id) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Members whose request table one pass over the waiting list found full: the
+ * calls behind the first one for such a member wait without being tried (a
+ * paused replica's full table would otherwise refuse, and count, every call
+ * to it on every event-loop pass).
+ */
+#define RPC_FULL_PEERS_MAX 16
+
 void rpc_coord_send_waiting(struct server *n, bool fail_all)
 {
     struct rpc_coord_call *c = n->coord_waiting, *keep = NULL, *keep_tail = NULL;
     uint64_t now = clock_mono_us();
+    const char *full[RPC_FULL_PEERS_MAX];
+    size_t n_full = 0;
 
     n->coord_waiting = n->coord_waiting_tail = NULL;
     n->coord_waiting_n = 0;
     while (c != NULL) {
         struct rpc_coord_call *next = c->next;
         bool late = now - c->queued_us >= n->cfg.request_timeout_ms * 1000;
+        bool skip = !fail_all && !c->refused && !late && rpc_listed(full, n_full, c->id);
         int rc = fail_all     ? RK_ECLOSED
                  : c->refused ? c->refused
                  : late       ? RK_ETIMEOUT
+                 : skip       ? RK_ETOOBIG
                               : rpc_ask(n, c->id, c->op, c->body, c->len, rpc_coord_done, c);
+        if (rc == RK_ETOOBIG && !skip && !late && !fail_all && n_full < RPC_FULL_PEERS_MAX) {
+            full[n_full++] = c->id; /* kept below: the pointer lives as long as this pass */
+        }
         if (rc == RK_ETOOBIG && !late && !fail_all) {
             c->next = NULL; /* still no room: keep its place */
             if (keep_tail != NULL) {
