@@ -33,7 +33,9 @@
 # physical limit it is compared with comes from the same run: the single
 # node's store writes per second (ringkv_store_writes around its SET run),
 # which the cluster's three stores together (each replica's writes, summed)
-# would have to share.  The cluster's INFO counters (ringkv_forwarded,
+# would have to share; for GET, the single node's store reads per second
+# (one per GET) over the store reads of a cluster GET (its own and the
+# replica reads it asked for, ringkv_replica_reads).  The cluster's INFO counters (ringkv_forwarded,
 # coordinated writes and reads, TRYAGAIN, NOREPLICAS, read repairs, replica
 # writes and reads, store writes, hints, failed SET/GET calls), summed over
 # the three nodes, are printed for each of the two runs, so a reader sees
@@ -314,6 +316,15 @@ awk -v cw="$cw" -v ct="$(get cluster.set.secs)" -v sw="$sw" -v st="$(get single.
     printf "limit: the single node stored %d writes in %.2f s (%.0f/s) on these cores; the three\n", sw, st, sps
     printf "  stores of the cluster %d (%.1f per SET) in %.2f s (%.0f/s, %.2fx the single node); a cluster SET\n", cw, (cr > 0 && ct > 0 ? cw / (cr * ct) : 0), ct, cps, (sps > 0 ? cps / sps : 0)
     printf "  stores rf = 3 copies, so at the store rate of the single node it would reach %.0f/s (%.2fx the single node)\n", sps / 3, (sr > 0 ? sps / 3 / sr : 0)
+}'
+# and for GET: the single node reads its store once per GET; a cluster GET at r 2 twice
+# (the coordinator's copy and one other replica's), the replica reads counted by the nodes
+crr=$(delta ringkv_replica_reads "$DIR/cluster.get.before" "$DIR/cluster.get.after")
+awk -v crr="$crr" -v cr="$(get cluster.get.rps)" -v ct="$(get cluster.get.secs)" \
+    -v sr="$(get single.get.rps)" 'BEGIN {
+    reads = (cr > 0 && ct > 0) ? 1 + crr / (cr * ct) : 2
+    printf "  a cluster GET read %.1f stores (its own and %.1f replica reads); at the single node'"'"'s\n", reads, reads - 1
+    printf "  %.0f store reads/s it would reach %.0f/s (%.2fx the single node)\n", sr, sr / reads, 1 / reads
 }'
 
 echo
