@@ -1074,6 +1074,65 @@ START_TEST(test_record_same)
 }
 END_TEST
 
+/*
+ * What coord.c's read_resolve() takes for granted when every replica
+ * answered the same record R (record_same()): R is the merge of those
+ * answers, and no replica holding R is stale.  So merging R's siblings into
+ * nothing, once per replica, gives R again, sibling for sibling and in its
+ * order, and merging that into R changes nothing, for any R the store can
+ * hold (made by record_apply(), in either mode).  Small clocks over three
+ * ids, so versions often cover or equal one another.
+ */
+START_TEST(test_merge_of_same_answers)
+{
+    static const char *ids[] = {"a", "b", "c"};
+
+    for (int round = 0; round < 2000; round++) {
+        enum record_conflicts mode = round % 2 ? RECORD_LWW : RECORD_SIBLINGS;
+        struct record r, merged;
+        struct sibling s;
+        bool changed;
+
+        record_init(&r);
+        record_init(&merged);
+        sibling_init(&s);
+        for (uint32_t k = 1 + rng_below(8); k > 0; k--) {
+            struct vclock vc;
+            uint8_t value = (uint8_t)rng_below(3);
+            bool tomb = rng_below(4) == 0;
+            vclock_init(&vc);
+            for (uint32_t e = 1 + rng_below(3); e > 0; e--) {
+                clock_put(&vc, ids[rng_below(3)], 1 + rng_below(3), rng_below(3));
+            }
+            ck_assert_int_eq(
+                sibling_set(&s, &vc, rng_below(4), ids[rng_below(3)], tomb, &value, tomb ? 0 : 1),
+                0);
+            s.expire_ms = !tomb && rng_below(3) == 0 ? 1 + rng_below(2) : 0;
+            vclock_deinit(&vc);
+            int rc = record_apply(&r, &s, mode, 4, NULL);
+            ck_assert(rc == 0 || rc == RK_ETOOBIG);
+        }
+        for (int replica = 0; replica < 3; replica++) {
+            for (size_t j = 0; j < r.n; j++) {
+                ck_assert_int_eq(
+                    record_apply(&merged, &r.s[j], mode, RECORD_SIBLINGS_MAX, &changed), 0);
+                ck_assert(replica == 0 || !changed);
+            }
+            ck_assert_msg(record_same(&merged, &r), "round %d, replica %d: the merge differs",
+                          round, replica);
+        }
+        for (size_t j = 0; j < merged.n; j++) {
+            ck_assert_int_eq(record_apply(&r, &merged.s[j], mode, RECORD_SIBLINGS_MAX, &changed),
+                             0);
+            ck_assert_msg(!changed, "round %d: a replica holding the merge is stale", round);
+        }
+        sibling_deinit(&s);
+        record_deinit(&r);
+        record_deinit(&merged);
+    }
+}
+END_TEST
+
 START_TEST(test_decode_truncated)
 {
     for (size_t len = 0; len < sizeof(golden); len++) {
@@ -1429,6 +1488,7 @@ static Suite *record_suite(void)
         {"expiry_logic", test_expiry_logic},
         {"decode_into_used_record", test_decode_into_used_record},
         {"record_same", test_record_same},
+        {"merge_of_same_answers", test_merge_of_same_answers},
         {"decode_truncated", test_decode_truncated},
         {"decode_trailing", test_decode_trailing},
         {"decode_bad_format", test_decode_bad_format},
