@@ -34,135 +34,27 @@
 #include "peer.h"
 #include "server.h"
 #include "settings.h"
+#include "two_nodes.h"
 
-/* Loop turns a wait may take: each blocks at most T_TICK seconds. */
-#define T_TURNS 2000
-#define T_TICK 0.01
 /* Pings sent at most before the queue must have filled (1MB queue, kernel buffers). */
 #define T_PINGS_MAX 10000000
 #define T_QUEUE_MAX (1024 * 1024)
 
-static char dir[64];
+static struct two_nodes tn;
 static struct server *a, *b;
 static struct peer *pa; /* a's connection to b */
-static ev_timer tick;
-
-static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-static int free_port(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
-static void set(struct settings *c, const char *name, const char *value)
-{
-    char err[256];
-
-    ck_assert_msg(settings_set(c, name, value, err, sizeof(err)) == 0, "%s: %s", name, err);
-}
-
-static struct server *node(const char *id, int peer_port)
-{
-    struct settings c;
-    struct server *n;
-    char text[128], err[512];
-
-    settings_init(&c);
-    set(&c, "id", id);
-    snprintf(text, sizeof(text), "%s/%s", dir, id);
-    set(&c, "data", text);
-    snprintf(text, sizeof(text), "%s/key", dir);
-    set(&c, "cluster-key", text);
-    snprintf(text, sizeof(text), "127.0.0.1:%d", peer_port);
-    set(&c, "listen", text);
-    snprintf(text, sizeof(text), "127.0.0.1:%d", free_port());
-    set(&c, "client", text);
-    set(&c, "sync", "none");
-    set(&c, "value-max", "64KB");
-    set(&c, "frame-max", "1MB");
-    set(&c, "peer-queue-max", "1MB");
-    ck_assert_int_eq(settings_check(&c, err, sizeof(err)), 0);
-    ck_assert_msg(server_create(&n, &c, err, sizeof(err)) == 0, "%s", err);
-    ev_io_start(n->loop, &n->listeners[SERVER_PORT_PEER].w);
-    return n;
-}
-
-/* Turn the loop until cond(arg) holds; false when it never did. */
-static bool spin(bool (*cond)(void *), void *arg)
-{
-    for (int i = 0; i < T_TURNS; i++) {
-        if (cond(arg)) {
-            return true;
-        }
-        ev_run(a->loop, EVRUN_ONCE);
-    }
-    return cond(arg);
-}
-
-/* b's connection from a, once identified; NULL before. */
-static struct peer *b_side(void)
-{
-    for (struct peer *p = b->peers; p != NULL; p = p->next) {
-        if (!p->dead && p->identified) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
-/* Both ends identified, and a holds b's first grant. */
-static bool connected(void *arg)
-{
-    (void)arg;
-    return pa->identified && pa->lanes.peer_window > 0 && b_side() != NULL;
-}
 
 static void setup(void)
 {
-    struct channel_key *k;
-    char path[128], err[256];
-    int pb = free_port();
-
-    log_init("test", stderr);
-    log_set_level(LOG_WARN);
-    snprintf(dir, sizeof(dir), "/tmp/check_peer_lanes.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/key", dir);
-    ck_assert_int_eq(channel_key_generate(&k), 0);
-    ck_assert_int_eq(channel_key_write(k, path, err, sizeof(err)), 0);
-    channel_key_free(k);
-    a = node("a", free_port());
-    b = node("b", pb);
-    snprintf(path, sizeof(path), "127.0.0.1:%d", pb);
-    pa = peer_connect(a, path, err, sizeof(err));
-    ck_assert_msg(pa != NULL, "%s", err);
-    ev_timer_init(&tick, on_tick, T_TICK, T_TICK);
-    ev_timer_start(a->loop, &tick);
-    ck_assert(spin(connected, NULL));
+    two_nodes_start(&tn, "check_peer_lanes", NULL);
+    a = tn.a;
+    b = tn.b;
+    pa = tn.pa;
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-
-    ev_timer_stop(a->loop, &tick);
-    server_destroy(a);
-    server_destroy(b);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    two_nodes_stop(&tn);
 }
 
 static int producer_status = 1;
@@ -208,7 +100,7 @@ static uint64_t bulk_until_wait(void)
 
 START_TEST(test_queue_full_closes)
 {
-    struct peer *pb = b_side();
+    struct peer *pb = two_nodes_b_side(&tn);
     struct msg ping = {.type = MSG_PING};
     uint64_t full_before = a->metrics.peer_queue_full;
     int rc = 0;
@@ -236,7 +128,7 @@ END_TEST
 static bool b_closed(void *arg)
 {
     (void)arg;
-    return b_side() == NULL;
+    return two_nodes_b_side(&tn) == NULL;
 }
 
 static bool a_closed(void *arg)
@@ -252,7 +144,7 @@ START_TEST(test_bulk_over_credit_refused)
     /* a cheats: it pretends to a window and a credit b never granted */
     pa->lanes.peer_window = pa->lanes.credit = 4u * 1024 * 1024;
     ck_assert_int_eq(peer_send_bulk(pa, &m), 0);
-    ck_assert(spin(b_closed, NULL));
+    ck_assert(two_nodes_spin(&tn, b_closed, NULL));
     ck_assert_uint_eq(b->metrics.peer_credit_errors, 1);
     ck_assert_uint_eq(b->metrics.peer_bulk_bytes_in, 0);
 }
@@ -266,8 +158,8 @@ START_TEST(test_grant_past_window_refused)
     ck_assert_uint_eq(pa->lanes.credit, pa->lanes.peer_window);
     credit.u.credit.grant = 1;
     credit.u.credit.window = pa->lanes.peer_window;
-    ck_assert_int_eq(peer_send(b_side(), &credit), 0);
-    ck_assert(spin(a_closed, NULL));
+    ck_assert_int_eq(peer_send(two_nodes_b_side(&tn), &credit), 0);
+    ck_assert(two_nodes_spin(&tn, a_closed, NULL));
     ck_assert_uint_eq(a->metrics.peer_credit_errors, 1);
 }
 END_TEST
@@ -293,8 +185,8 @@ START_TEST(test_second_ident_refused)
     /* b speaks again as someone else: a must not re-identify it nor grant its window again */
     ident.u.ident = pa->remote;
     snprintf(ident.u.ident.id, sizeof(ident.u.ident.id), "c");
-    ck_assert_int_eq(peer_send(b_side(), &ident), 0);
-    ck_assert(spin(a_closed, NULL));
+    ck_assert_int_eq(peer_send(two_nodes_b_side(&tn), &ident), 0);
+    ck_assert(two_nodes_spin(&tn, a_closed, NULL));
     ck_assert_uint_eq(a->metrics.peer_rejected[METRICS_REJECT_SYNTAX], syntax_before + 1);
     ck_assert_uint_eq(b->metrics.peer_credit_errors, 0);
 }
@@ -303,7 +195,7 @@ END_TEST
 /* b resets its end (RST, not FIN): a's next write fails. */
 static void b_resets(void)
 {
-    struct peer *pb = b_side();
+    struct peer *pb = two_nodes_b_side(&tn);
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
     ck_assert_ptr_nonnull(pb);

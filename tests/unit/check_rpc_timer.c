@@ -29,136 +29,28 @@
 #include "rpc.h"
 #include "server.h"
 #include "settings.h"
+#include "two_nodes.h"
 
-/* Loop turns a wait may take: each blocks at most T_TICK seconds. */
-#define T_TURNS 2000
-#define T_TICK 0.01
 /* Every peer request's timeout here (request-timeout), and in seconds. */
 #define T_TIMEOUT "300ms"
 #define T_TIMEOUT_S 0.3
 
-static char dir[64];
+static struct two_nodes tn;
 static struct server *a, *b;
 static struct peer *pa; /* a's connection to b */
-static ev_timer tick;
-
-static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-static int free_port(void)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
-static void set(struct settings *c, const char *name, const char *value)
-{
-    char err[256];
-
-    ck_assert_msg(settings_set(c, name, value, err, sizeof(err)) == 0, "%s: %s", name, err);
-}
-
-static struct server *node(const char *id, int peer_port)
-{
-    struct settings c;
-    struct server *n;
-    char text[128], err[512];
-
-    settings_init(&c);
-    set(&c, "id", id);
-    snprintf(text, sizeof(text), "%s/%s", dir, id);
-    set(&c, "data", text);
-    snprintf(text, sizeof(text), "%s/key", dir);
-    set(&c, "cluster-key", text);
-    snprintf(text, sizeof(text), "127.0.0.1:%d", peer_port);
-    set(&c, "listen", text);
-    snprintf(text, sizeof(text), "127.0.0.1:%d", free_port());
-    set(&c, "client", text);
-    set(&c, "sync", "none");
-    set(&c, "value-max", "64KB");
-    set(&c, "frame-max", "1MB");
-    set(&c, "peer-queue-max", "1MB");
-    set(&c, "request-timeout", T_TIMEOUT);
-    ck_assert_int_eq(settings_check(&c, err, sizeof(err)), 0);
-    ck_assert_msg(server_create(&n, &c, err, sizeof(err)) == 0, "%s", err);
-    ev_io_start(n->loop, &n->listeners[SERVER_PORT_PEER].w);
-    return n;
-}
-
-/* Turn the loop until cond(arg) holds; false when it never did. */
-static bool spin(bool (*cond)(void *), void *arg)
-{
-    for (int i = 0; i < T_TURNS; i++) {
-        if (cond(arg)) {
-            return true;
-        }
-        ev_run(a->loop, EVRUN_ONCE);
-    }
-    return cond(arg);
-}
-
-/* b's connection from a, once identified; NULL before. */
-static struct peer *b_side(void)
-{
-    for (struct peer *p = b->peers; p != NULL; p = p->next) {
-        if (!p->dead && p->identified) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
-/* Both ends identified, and a holds b's first grant. */
-static bool connected(void *arg)
-{
-    (void)arg;
-    return pa->identified && pa->lanes.peer_window > 0 && b_side() != NULL;
-}
+static const char *const timeout_setting[] = {"request-timeout", T_TIMEOUT, NULL};
 
 static void setup(void)
 {
-    struct channel_key *k;
-    char path[128], err[256];
-    int pb = free_port();
-
-    log_init("test", stderr);
-    log_set_level(LOG_WARN);
-    snprintf(dir, sizeof(dir), "/tmp/check_rpc_timer.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/key", dir);
-    ck_assert_int_eq(channel_key_generate(&k), 0);
-    ck_assert_int_eq(channel_key_write(k, path, err, sizeof(err)), 0);
-    channel_key_free(k);
-    a = node("a", free_port());
-    b = node("b", pb);
-    snprintf(path, sizeof(path), "127.0.0.1:%d", pb);
-    pa = peer_connect(a, path, err, sizeof(err));
-    ck_assert_msg(pa != NULL, "%s", err);
-    ev_timer_init(&tick, on_tick, T_TICK, T_TICK);
-    ev_timer_start(a->loop, &tick);
-    ck_assert(spin(connected, NULL));
+    two_nodes_start(&tn, "check_rpc_timer", timeout_setting);
+    a = tn.a;
+    b = tn.b;
+    pa = tn.pa;
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-
-    ev_timer_stop(a->loop, &tick);
-    server_destroy(a);
-    server_destroy(b);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    two_nodes_stop(&tn);
 }
 
 /* a knows b as a member at the address of its connection (what rpc_ask() looks for). */
@@ -211,8 +103,8 @@ START_TEST(test_request_added_while_timer_pending)
     struct outcome first = {0};
     uint64_t t0;
 
-    ck_assert(spin(a_knows_b, NULL));
-    pb = b_side();
+    ck_assert(two_nodes_spin(&tn, a_knows_b, NULL));
+    pb = two_nodes_b_side(&tn);
     ck_assert_ptr_nonnull(pb);
     ev_io_stop(b->loop, &pb->rio); /* b reads nothing from now on: no answer comes */
     second = (struct outcome){0};
@@ -234,7 +126,7 @@ START_TEST(test_request_added_while_timer_pending)
     ck_assert_int_eq(first.result, RK_ETIMEOUT);
     ck_assert_uint_ge(first.at_us - t0, (uint64_t)(T_TIMEOUT_S * 1e6));
     /* and the second times out at its own deadline */
-    ck_assert(spin(is_done, &second));
+    ck_assert(two_nodes_spin(&tn, is_done, &second));
     ck_assert_int_eq(second.result, RK_ETIMEOUT);
 }
 END_TEST
@@ -245,21 +137,21 @@ START_TEST(test_request_after_answers_times_out)
     struct outcome o;
     uint64_t t0;
 
-    ck_assert(spin(a_knows_b, NULL));
+    ck_assert(two_nodes_spin(&tn, a_knows_b, NULL));
     /* answered ones: the timer stays armed for their deadlines */
     for (int i = 0; i < 3; i++) {
         o = (struct outcome){0};
         ck_assert_int_eq(rpc_ask(a, "b", MSG_OP_STATUS, NULL, 0, ended, &o), 0);
-        ck_assert(spin(is_done, &o));
+        ck_assert(two_nodes_spin(&tn, is_done, &o));
         ck_assert_int_eq(o.result, 0);
     }
-    pb = b_side();
+    pb = two_nodes_b_side(&tn);
     ck_assert_ptr_nonnull(pb);
     ev_io_stop(b->loop, &pb->rio);
     o = (struct outcome){0};
     t0 = clock_mono_us();
     ck_assert_int_eq(rpc_ask(a, "b", MSG_OP_STATUS, NULL, 0, ended, &o), 0);
-    ck_assert(spin(is_done, &o));
+    ck_assert(two_nodes_spin(&tn, is_done, &o));
     ck_assert_int_eq(o.result, RK_ETIMEOUT);
     ck_assert_uint_ge(o.at_us - t0, (uint64_t)(T_TIMEOUT_S * 1e6)); /* never before its deadline */
     ck_assert_uint_lt(o.at_us - t0,
