@@ -55,13 +55,16 @@ struct coord_node {
     bool up;
     int stands_for; /* a fallback: the index of the replica it stands for */
     enum coord_state state;
-    struct record rec;      /* a read: what it answered */
-    bool stale;             /* a read: it lacks part of the merged record */
+    struct record rec; /* a read: what it answered */
+    bool stale;        /* a read: it lacks part of the merged record */
+    bool same_raw; /* a read: it answered the very bytes of this node's own copy (rec left empty) */
     struct coord_part part; /* a read: its record's parts so far */
 };
 
 /* Keys up to this long are copied into the request itself (the benchmarks' are 16 bytes). */
 #define COORD_KEY_HERE 64
+/* A read's own copy, as stored, is kept in the request itself up to this many bytes. */
+#define COORD_RAW_HERE 512
 
 struct coord_req {
     struct coord *co;
@@ -87,6 +90,8 @@ struct coord_req {
     uint8_t *enc;          /* a read: merged, encoded, for the reply */
     size_t enc_len;
     struct coord_part fpart; /* a forwarded read: the answer's parts so far (into merged) */
+    uint8_t *raw;            /* a read: this node's copy as stored (raw_here or allocated) */
+    size_t raw_len;
     /*
      * Last, and set only up to n by req_plan(): everything before them is
      * zeroed per request, these only as far as the preference list goes
@@ -94,6 +99,7 @@ struct coord_req {
      */
     struct coord_node nodes[COORD_NODES];
     struct coord_call calls[COORD_NODES];
+    uint8_t raw_here[COORD_RAW_HERE]; /* raw's bytes when they fit: no allocation */
 };
 
 /*
@@ -287,6 +293,9 @@ static void req_free(struct coord_req *q)
     }
     free(q->repair);
     free(q->enc);
+    if (q->raw != q->raw_here) {
+        free(q->raw);
+    }
     if (co->n_req_spare < COORD_SPARE_MAX) {
         q->next = co->req_spare;
         co->req_spare = q;
@@ -1130,6 +1139,25 @@ static struct coord_node *read_all_same(struct coord_req *q)
 }
 
 /*
+ * Whether every answered replica answered this node's own copy byte for
+ * byte (this node among them): the reply is that copy, as stored, with
+ * nothing to merge, re-encode or repair.
+ */
+static bool read_all_raw(const struct coord_req *q)
+{
+    if (q->raw == NULL || q->self < 0 || q->nodes[q->self].state != NODE_ANSWERED) {
+        return false;
+    }
+    for (size_t i = 0; i < q->n_rep; i++) {
+        const struct coord_node *nd = &q->nodes[i];
+        if (nd->state == NODE_ANSWERED && (int)i != q->self && !nd->same_raw) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
  * The quorum answered: merge, repair every answered replica that holds
  * less (the reply waits for the repairs), then reply.  When every answer
  * is the same record, it is the merge (merging is idempotent) and no
@@ -1140,9 +1168,26 @@ static void read_resolve(struct coord_req *q)
     struct buf *bodies = NULL;
     size_t n_bodies = 0;
     bool made = false;
-    struct coord_node *same = q->merged.n == 0 ? read_all_same(q) : NULL;
+    struct coord_node *same;
     int rc = 0;
 
+    if (q->merged.n == 0 && read_all_raw(q)) {
+        /* every answer is this node's copy, byte for byte: it is the reply as stored */
+        q->completed = true;
+        read_complete(q, 0, q->raw, q->raw_len, q->acks);
+        return;
+    }
+    for (size_t i = 0; i < q->n_rep && rc == 0; i++) {
+        if (q->nodes[i].same_raw) { /* the same bytes as this node's own copy, decoded once more */
+            rc = record_decode(q->raw, q->raw_len, &q->nodes[i].rec);
+            q->nodes[i].same_raw = false;
+        }
+    }
+    if (rc != 0) {
+        read_complete(q, rc, NULL, 0, q->acks);
+        return;
+    }
+    same = q->merged.n == 0 ? read_all_same(q) : NULL;
     if (same != NULL) {
         record_deinit(&q->merged);
         q->merged = same->rec; /* taken: that node's record is not read again */
@@ -1220,8 +1265,12 @@ static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
 
     q->outstanding--;
     answer_read(result, body, len, &a);
-    if (a.status == MSG_KV_OK && (a.part ? part_take(&nd->rec, &nd->part, &a)
-                                         : record_decode(a.record, a.record_len, &nd->rec)) != 0) {
+    if (a.status == MSG_KV_OK && !a.part && q->raw != NULL && a.record_len == q->raw_len &&
+        memcmp(a.record, q->raw, q->raw_len) == 0) {
+        nd->same_raw = true; /* this node's own copy: decoded only if another answer differs */
+    } else if (a.status == MSG_KV_OK &&
+               (a.part ? part_take(&nd->rec, &nd->part, &a)
+                       : record_decode(a.record, a.record_len, &nd->rec)) != 0) {
         a.status = MSG_KV_BADINPUT; /* a replica's damaged record does not count */
     }
     if (a.status == MSG_KV_OK && a.part && a.next != 0) {
@@ -1245,12 +1294,24 @@ static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
     req_release(q);
 }
 
-/* store_read()'s callback for the coordinator's own copy. */
+/*
+ * store_read()'s callback for the coordinator's own copy: decoded (a copy
+ * that does not decode does not count), and kept as stored, so that
+ * answers with the same bytes need no decoding, merging or encoding.
+ */
 static int read_local_found(void *ctx, const uint8_t *record, size_t len)
 {
-    struct coord_node *nd = ctx;
+    struct coord_req *q = ctx;
+    int rc = record_decode(record, len, &q->nodes[q->self].rec);
 
-    return record_decode(record, len, &nd->rec);
+    if (rc == 0) {
+        q->raw = len <= sizeof(q->raw_here) ? q->raw_here : malloc(len);
+        if (q->raw != NULL) { /* else answers are decoded and merged as any */
+            memcpy(q->raw, record, len);
+            q->raw_len = len;
+        }
+    }
+    return rc;
 }
 
 /* Coordinate a read here: NOREPLICAS, or the local read and r - 1 questions. */
@@ -1267,7 +1328,7 @@ static void read_start(struct coord_req *q)
         req_release(q);
         return;
     }
-    rc = store_read(q->co->store, q->key, q->key_len, read_local_found, self);
+    rc = store_read(q->co->store, q->key, q->key_len, read_local_found, q);
     self->state = rc == 0 || rc == RK_ENOTFOUND ? NODE_ANSWERED : NODE_FAILED;
     q->acks += self->state == NODE_ANSWERED;
     q->outstanding++; /* answers arriving while asking must not decide early */

@@ -37,6 +37,18 @@ for n in n2 n3; do
     [ "$got" = v7 ] || it_fail "GET k7 through $n: '$got', want v7"
 done
 it_log "50 keys written through n1 are read through n2 and n3"
+# a value past what a read keeps inside its request (512 bytes of record),
+# and an empty one: the same through every node
+big=$(head -c 3000 /dev/zero | tr '\0' b)
+it_cli n1 SET big "$big" > /dev/null || it_fail "SET big through n1"
+it_cli n1 SET empty "" > /dev/null || it_fail "SET empty through n1"
+for n in n1 n2 n3; do
+    got=$(it_cli "$n" GET big)
+    [ "$got" = "$big" ] || it_fail "GET big through $n: ${#got} bytes, want 3000"
+    got=$(it_cli "$n" STRLEN empty)
+    [ "$got" = 0 ] || it_fail "STRLEN empty through $n: '$got'"
+done
+it_log "a 3000-byte value and an empty one read the same through n1, n2 and n3"
 
 # 2. each node holds its copy: with the other two stopped, R 1 reads it locally
 kill -STOP "$N2_PID" "$N3_PID"
