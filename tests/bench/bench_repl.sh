@@ -284,6 +284,23 @@ settle single
 bench_counted single.get get "single:$N:50"
 stop single
 
+# Three independent nodes at once (rf 1, no seeds), the load split as the
+# cluster's: the three stores of the cluster, each with its own keys, on
+# the same cores, without replication.  A cluster SET stores three copies
+# and a GET reads two, so this run's rates over 3 and 2 are what the
+# cluster would reach if replication itself cost nothing.
+start_node s1 127.0.0.11 --rf 1 --r 1 --w 1
+start_node s2 127.0.0.12 --rf 1 --r 1 --w 1
+start_node s3 127.0.0.13 --rf 1 --r 1 --w 1
+CLUSTER_IDS="s1 s2 s3"
+for id in $CLUSTER_IDS; do wait_ping "$(var "$id" ADDR)" "$(var "$id" PORT)"; done
+bench_counted apart.set set "s1:$N1:$C1" "s2:$N1:$C1" "s3:$N3:$C3"
+# shellcheck disable=SC2086
+settle $CLUSTER_IDS
+bench_counted apart.get get "s1:$N1:$C1" "s2:$N1:$C1" "s3:$N3:$C3"
+# shellcheck disable=SC2086
+stop $CLUSTER_IDS
+
 start_redis
 bench redis.set set "redis:$N:50"
 bench redis.get get "redis:$N:50"
@@ -325,6 +342,14 @@ awk -v crr="$crr" -v cr="$(get cluster.get.rps)" -v ct="$(get cluster.get.secs)"
     reads = (cr > 0 && ct > 0) ? 1 + crr / (cr * ct) : 2
     printf "  a cluster GET read %.1f stores (its own and %.1f replica reads); at the single node'"'"'s\n", reads, reads - 1
     printf "  %.0f store reads/s it would reach %.0f/s (%.2fx the single node)\n", sr, sr / reads, 1 / reads
+}'
+
+# and measured: three nodes apart at once on these cores, the cluster's stores without replication
+awk -v as="$(get apart.set.rps)" -v ag="$(get apart.get.rps)" -v cs="$(get cluster.set.rps)" \
+    -v cg="$(get cluster.get.rps)" -v sr="$(get single.set.rps)" -v gr="$(get single.get.rps)" 'BEGIN {
+    printf "  three nodes apart (rf 1, the same split) at once: SET %.0f/s, GET %.0f/s in all; three copies\n", as, ag
+    printf "  a SET and two reads a GET at those rates: SET %.0f/s (%.2fx the single node), GET %.0f/s (%.2fx);\n", as / 3, (sr > 0 ? as / 3 / sr : 0), ag / 2, (gr > 0 ? ag / 2 / gr : 0)
+    printf "  the cluster reached %.0f%% and %.0f%% of them (the rest: replication messages and their bookkeeping)\n", (as > 0 ? 300 * cs / as : 0), (ag > 0 ? 200 * cg / ag : 0)
 }'
 
 echo
