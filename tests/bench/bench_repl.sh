@@ -26,6 +26,10 @@
 #                 the connections (17/17/16); the rate is the sum of the
 #                 requests over the time of the slowest of the three.
 #   single node   one ringkvd, --rf 1 --sync batch, one redis-benchmark -c 50
+#   apart         three ringkvd, --rf 1, no seeds, on the cluster's addresses,
+#                 loaded as the cluster (three redis-benchmark at once, the
+#                 same split): the cluster's three stores on these cores
+#                 without replication (the limit below)
 #   redis         redis-server, appendonly yes, appendfsync everysec, the same
 # Every write to the cluster is stored three times on the same cores, so its
 # goals are against the single node: SET at least 0.3x and GET at least 0.4x
@@ -35,7 +39,10 @@
 # which the cluster's three stores together (each replica's writes, summed)
 # would have to share; for GET, the single node's store reads per second
 # (one per GET) over the store reads of a cluster GET (its own and the
-# replica reads it asked for, ringkv_replica_reads).  The cluster's INFO counters (ringkv_forwarded,
+# replica reads it asked for, ringkv_replica_reads).  The one node cannot
+# keep both cores busy, three can: the apart run measures what three stores
+# at once reach here, and its rates over 3 (SET) and 2 (GET) are the
+# cluster's limit with replication costing nothing.  The cluster's INFO counters (ringkv_forwarded,
 # coordinated writes and reads, TRYAGAIN, NOREPLICAS, read repairs, replica
 # writes and reads, store writes, hints, failed SET/GET calls), summed over
 # the three nodes, are printed for each of the two runs, so a reader sees
