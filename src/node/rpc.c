@@ -497,6 +497,17 @@ static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
 }
 
 /* A data operation: answered when the coordinator is done with it. */
+/*
+ * Bytes a body to p may carry: what the frame-max its IDENT announced
+ * leaves past the envelope; 0 when it announced none.
+ */
+static size_t rpc_peer_body_max(const struct peer *p)
+{
+    uint32_t max = p->remote.frame_max;
+
+    return max > RPC_ENVELOPE_MAX ? max - RPC_ENVELOPE_MAX : 0;
+}
+
 static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *result)
 {
     struct rpc_answer *a;
@@ -519,7 +530,8 @@ static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *
     p->answers = a;
     rc = q->code == MSG_OP_REPLICA_REAP
              ? reaper_serve_reap(p->node->reaper, q->body, q->body_len, rpc_served, a)
-             : coord_serve(p->node->coord, q->code, q->body, q->body_len, rpc_served, a);
+             : coord_serve(p->node->coord, q->code, q->body, q->body_len, rpc_peer_body_max(p),
+                           rpc_served, a);
     if (rc != 0) {
         rpc_answer_unlink(a);
         spare_put(&p->node->answer_spare, a);
@@ -732,10 +744,21 @@ static bool rpc_coord_up(void *ctx, const char *id)
     return strcmp(id, n->cfg.id) == 0 || (rpc_member_up(n, id) && rpc_link(n, id, &p) == 0);
 }
 
+/* What member id's connection leaves a body (rpc_peer_body_max()); 0 with no connection. */
+static size_t rpc_coord_body_max(void *ctx, const char *id)
+{
+    struct peer *p;
+
+    return rpc_link(ctx, id, &p) == 0 ? rpc_peer_body_max(p) : 0;
+}
+
 void rpc_coord_hooks(struct server *n, struct coord_hooks *h)
 {
-    *h = (struct coord_hooks){
-        .ctx = n, .ask = rpc_coord_ask, .ring = rpc_coord_ring, .up = rpc_coord_up};
+    *h = (struct coord_hooks){.ctx = n,
+                              .ask = rpc_coord_ask,
+                              .ring = rpc_coord_ring,
+                              .up = rpc_coord_up,
+                              .body_max = rpc_coord_body_max};
 }
 
 size_t rpc_body_max(const struct server *n)

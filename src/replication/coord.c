@@ -483,15 +483,40 @@ static void answer_read(int result, const uint8_t *body, size_t len, struct msg_
 _Static_assert(MSG_KV_SIBLINGS_MAX == RECORD_SIBLINGS_MAX,
                "a part's sibling indexes cover every record");
 
-/* Bytes of record a body with a key of key_len may carry (an answer: key_len 0). */
-static size_t part_room(const struct coord *co, size_t key_len)
+/*
+ * Bytes a body may carry between this node and a peer whose frame-max
+ * leaves peer_max (0: not known): the smaller of that and this node's
+ * body_max (0: no bound).
+ */
+static size_t body_max_with(const struct coord *co, size_t peer_max)
+{
+    size_t own = co->cfg.body_max;
+
+    if (peer_max == 0) {
+        return own;
+    }
+    return own == 0 || peer_max < own ? peer_max : own;
+}
+
+/* body_max_with() for member id, by what its connection announced. */
+static size_t body_max_to(const struct coord *co, const char *id)
+{
+    return body_max_with(co,
+                         co->hooks.body_max != NULL ? co->hooks.body_max(co->hooks.ctx, id) : 0);
+}
+
+/*
+ * Bytes of record a body of at most body_max bytes (0: no bound) with a
+ * key of key_len may carry (an answer: key_len 0).
+ */
+static size_t part_room(size_t body_max, size_t key_len)
 {
     size_t around = MSG_KV_FIELDS_MAX_BYTES + key_len;
 
-    if (co->cfg.body_max == 0) {
+    if (body_max == 0) {
         return MSG_KV_BYTES_MAX;
     }
-    return co->cfg.body_max > around ? co->cfg.body_max - around : 0;
+    return body_max > around ? body_max - around : 0;
 }
 
 /* A record's digest, the name its parts travel under: BLAKE2b of its encoding, never 0. */
@@ -572,8 +597,8 @@ static int part_encode(const struct record *rec, size_t from, size_t room, uint8
  * still names it, else from its first sibling again.  Fills a (record
  * malloc'd into *owned).  Errors of record_decode() and part_encode().
  */
-static int part_answer(const struct coord *co, const uint8_t *enc, size_t len, uint32_t from,
-                       uint64_t digest, struct msg_kv_answer *a, uint8_t **owned)
+static int part_answer(size_t room, const uint8_t *enc, size_t len, uint32_t from, uint64_t digest,
+                       struct msg_kv_answer *a, uint8_t **owned)
 {
     struct record rec;
     uint8_t *sorted = NULL;
@@ -592,7 +617,7 @@ static int part_answer(const struct coord *co, const uint8_t *enc, size_t len, u
     }
     a->digest = part_digest(sorted, record_encode(&rec, sorted));
     a->first = a->digest == digest && from < rec.n ? from : 0;
-    rc = part_encode(&rec, a->first, part_room(co, 0), owned, &a->record_len, &end);
+    rc = part_encode(&rec, a->first, room, owned, &a->record_len, &end);
     a->part = rc == 0;
     a->record = *owned;
     a->next = end < rec.n ? (uint32_t)end : 0;
@@ -1074,10 +1099,10 @@ static bool repair_local(struct coord_req *q)
  * the order they arrive in).  Returns how many bodies are in *out (an
  * array of n, each to buf_free(), the array to free()); 0 on failure.
  */
-static size_t repair_bodies(struct coord_req *q, struct buf **out)
+static size_t repair_bodies(struct coord_req *q, size_t body_max, struct buf **out)
 {
     struct msg_replica_write m = {.key = q->key, .key_len = q->key_len};
-    size_t room = part_room(q->co, q->key_len), n = 0, from = 0, end;
+    size_t room = part_room(body_max, q->key_len), n = 0, from = 0, end;
     struct buf *bodies = calloc(q->merged.n, sizeof(*bodies));
     uint8_t *rec;
     int rc = bodies == NULL ? RK_ENOMEM : 0;
@@ -1161,12 +1186,13 @@ static bool read_all_raw(const struct coord_req *q)
  * The quorum answered: merge, repair every answered replica that holds
  * less (the reply waits for the repairs), then reply.  When every answer
  * is the same record, it is the merge (merging is idempotent) and no
- * replica holds less; the repair bodies are made at the first stale one.
+ * replica holds less.  The repair bodies are made once, cut to the
+ * smallest frame among the replicas they go to.
  */
 static void read_resolve(struct coord_req *q)
 {
     struct buf *bodies = NULL;
-    size_t n_bodies = 0;
+    size_t n_bodies = 0, body_max = q->co->cfg.body_max;
     bool made = false;
     struct coord_node *same;
     int rc = 0;
@@ -1203,17 +1229,22 @@ static void read_resolve(struct coord_req *q)
     q->repairs_left = 1; /* repairs ending while others are sent must not reply early */
     for (size_t i = 0; i < q->n_rep && same == NULL; i++) {
         struct coord_node *nd = &q->nodes[i];
-        if (nd->state != NODE_ANSWERED || !read_stale(q, nd)) {
+        nd->stale = nd->state == NODE_ANSWERED && read_stale(q, nd);
+        if (nd->stale && (int)i != q->self) {
+            /* the bodies are cut to the smallest frame among the replicas they go to */
+            size_t to = body_max_to(q->co, nd->id);
+            body_max = body_max == 0 || (to != 0 && to < body_max) ? to : body_max;
+        }
+        made = made || nd->stale;
+    }
+    if (made && q->merged.n > 0) {
+        n_bodies = repair_bodies(q, body_max, &bodies);
+    }
+    for (size_t i = 0; i < q->n_rep && n_bodies > 0; i++) {
+        struct coord_node *nd = &q->nodes[i];
+        if (!nd->stale) {
             continue;
         }
-        if (!made) {
-            made = true;
-            n_bodies = q->merged.n > 0 ? repair_bodies(q, &bodies) : 0;
-        }
-        if (n_bodies == 0) {
-            break; /* nothing to repair with: the reply goes out unrepaired */
-        }
-        nd->stale = true;
         q->co->stats.repairs++;
         if ((int)i == q->self) {
             bool started = repair_local(q);
@@ -1654,8 +1685,9 @@ struct coord_serve {
     struct coord *co;
     coord_served_fn done;
     void *ctx;
-    uint8_t *body;   /* a copy of the request's body: the decoded fields point into it */
-    size_t body_cap; /* bytes allocated at body (kept, with rec's array, on the spares) */
+    uint8_t *body;     /* a copy of the request's body: the decoded fields point into it */
+    size_t body_cap;   /* bytes allocated at body (kept, with rec's array, on the spares) */
+    size_t answer_max; /* bytes the answer's body may carry to the asking peer (0: no bound) */
     struct msg_replica_write rw;
     struct msg_replica_read rr;
     struct msg_forward fw;
@@ -1735,14 +1767,15 @@ static void serve_answer_record(struct coord_serve *sv, int rc, const uint8_t *r
 {
     bool part = sv->rr.part || sv->fw.part;
     struct msg_kv_answer a = {.status = MSG_KV_OK, .answered = answered, .needed = needed};
+    size_t room = part_room(sv->answer_max, 0);
     uint8_t *owned = NULL;
 
-    if (rc != 0 || !part || len <= part_room(sv->co, 0)) {
+    if (rc != 0 || !part || len <= room) {
         serve_answer(sv, rc, record, len, answered, needed, false);
         return;
     }
-    rc = sv->rr.part ? part_answer(sv->co, record, len, sv->rr.from, sv->rr.digest, &a, &owned)
-                     : part_answer(sv->co, record, len, sv->fw.from, sv->fw.digest, &a, &owned);
+    rc = sv->rr.part ? part_answer(room, record, len, sv->rr.from, sv->rr.digest, &a, &owned)
+                     : part_answer(room, record, len, sv->fw.from, sv->fw.digest, &a, &owned);
     if (rc != 0) {
         serve_answer(sv, rc, NULL, 0, answered, needed, false);
     } else {
@@ -1898,7 +1931,7 @@ static int serve_forward(struct coord_serve *sv, size_t len)
     return 0;
 }
 
-int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
+int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len, size_t answer_max,
                 coord_served_fn done, void *ctx)
 {
     struct coord_serve *sv;
@@ -1934,6 +1967,7 @@ int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
         sv->body_cap = len ? len : 1;
     }
     memcpy(sv->body, body, len);
+    sv->answer_max = body_max_with(co, answer_max);
     sv->done = done;
     sv->ctx = ctx;
     vclock_init(&sv->context);
@@ -2262,7 +2296,7 @@ static int inspect_local(void *ctx, const uint8_t *record, size_t len)
     int rc = 0;
 
     record_init(&rec);
-    if (len > part_room(in->co, 0) && (rc = record_decode(record, len, &rec)) == 0) {
+    if (len > part_room(in->co->cfg.body_max, 0) && (rc = record_decode(record, len, &rec)) == 0) {
         qsort(rec.s, rec.n, sizeof(rec.s[0]), part_order);
         rc = (sorted = malloc(record_encoded_size(&rec))) == NULL ? RK_ENOMEM : 0;
     }

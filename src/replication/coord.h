@@ -34,13 +34,15 @@
  * parts came from (a record that changed in between is sent again from
  * its first sibling, at most COORD_PART_RESTARTS_MAX times), and a read
  * repair sends a replica one REPLICA_WRITE per group of siblings that
- * fits.  A single sibling always fits this node's frame: frame-max is at
- * least value-max + key-max + 64 KB (settings.c).  It may not fit a peer
- * whose frame-max is smaller (nodes of one cluster may differ): a request
- * or an answer over the frame-max the peer announced is never sent (rpc.c),
- * the request ends with RK_EINVAL and that replica counts as not answering
- * for it alone, with no hint kept (one would be refused for ever).  The
- * client's reply, built here, is not bounded by a frame.
+ * fits.  Parts are cut to the smaller of this node's body_max and what the
+ * receiving peer's announced frame-max leaves (hooks.body_max; for a
+ * served read, coord_serve()'s answer_max), so a record reaches a peer
+ * with a smaller frame-max in parts it can read.  A single sibling always fits this node's frame:
+ * frame-max is at least value-max + key-max + 64 KB (settings.c).  It may not fit a peer whose
+ * frame-max is smaller (nodes of one cluster may differ): a request or an answer over the frame-max
+ * the peer announced is never sent (rpc.c), the request ends with RK_EINVAL and that replica counts
+ * as not answering for it alone, with no hint kept (one would be refused for ever).  The client's
+ * reply, built here, is not bounded by a frame.
  *
  * Failing.  Too few replicas reachable to try (fewer distinct nodes than
  * w or r, or too many down): RK_ENOREPLICAS with (reachable, needed).
@@ -90,6 +92,12 @@ struct coord_hooks {
     const struct ring *(*ring)(void *ctx);
     /* Whether the failure detector sees member id up. */
     bool (*up)(void *ctx, const char *id);
+    /*
+     * Bytes one body sent to member id may carry: what the frame-max its
+     * connection announced leaves; 0 when not known (then this node's
+     * body_max bounds it alone).  NULL: never known.
+     */
+    size_t (*body_max)(void *ctx, const char *id);
 };
 
 struct coord_config {
@@ -160,11 +168,14 @@ typedef void (*coord_served_fn)(void *ctx, const struct msg_kv_answer *a);
 
 /*
  * Serve a peer's MSG_OP_REPLICA_WRITE, MSG_OP_REPLICA_READ or
- * MSG_OP_FORWARD with its body (copied as needed).  0: done runs exactly
- * once, perhaps before this returns.  RK_ESYNTAX for a body that does not
- * decode, RK_EINVAL for another op, RK_ENOMEM: done never runs.
+ * MSG_OP_FORWARD with its body (copied as needed).  answer_max: bytes the
+ * answer's body may carry to that peer (what its frame-max leaves; 0: not
+ * known), so that a record over it goes in parts the peer can read.  0:
+ * done runs exactly once, perhaps before this returns.  RK_ESYNTAX for a
+ * body that does not decode, RK_EINVAL for another op, RK_ENOMEM: done
+ * never runs.
  */
-int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len,
+int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len, size_t answer_max,
                 coord_served_fn done, void *ctx);
 
 void coord_get_stats(const struct coord *co, struct coord_stats *st);
