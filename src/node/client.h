@@ -70,6 +70,7 @@ struct pending {
     uint64_t expire_ms;                /* and its expiry, ms since the epoch; 0: none */
     unsigned err_answered, err_needed; /* with first_error NOREPLICAS or TRYAGAIN */
     bool err_read;                     /* first_error is of the quorum read a write decides on */
+    int read_error; /* EXISTS: the first of its reads that failed (err_answered, err_needed) */
     int64_t count;
     struct vclock context;
     struct kv_write write1, *writes; /* writes == &write1 for one */

@@ -196,24 +196,43 @@ static void value_reply(struct client *c, struct pending *p, struct kv_read *r, 
     }
 }
 
-/* EXISTS: count a key with a live version. */
+/*
+ * EXISTS: count a key with a live version.  A key whose read failed is
+ * not counted as absent: the command answers the first such error (a
+ * count that left it out would be wrong either way).
+ */
 static void exists_count(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
 {
     struct record rec;
+    int rc = r->result == RK_ETOOBIG ? RK_ENOTFOUND : r->result; /* over key-max: cannot exist */
 
     (void)c;
     (void)out;
     record_init(&rec);
-    if (r->result == 0 && record_decode(r->record, r->record_len, &rec) == 0) {
+    if (rc == 0 && (rc = record_decode(r->record, r->record_len, &rec)) == 0) {
         p->count += live_count(&rec, clock_wall_ms()) > 0;
+    }
+    if (rc != 0 && rc != RK_ENOTFOUND && p->read_error == 0) {
+        p->read_error = rc;
+        p->err_answered = r->answered;
+        p->err_needed = r->needed;
     }
     record_deinit(&rec);
 }
 
 static void exists_end(struct client *c, struct pending *p)
 {
+    char text[256];
+
     (void)c;
-    resp_put_int(client_reply(p), p->count);
+    if (p->read_error == 0) {
+        resp_put_int(client_reply(p), p->count);
+    } else if (replica_error(text, sizeof(text), p->read_error, p->err_answered, p->err_needed,
+                             false)) {
+        client_error(p, "%s", text);
+    } else {
+        client_error(p, "ERR read failed: %s", rk_strerror(p->read_error));
+    }
 }
 
 /* KGET key: [context, [value, ...]] with every live sibling. */
@@ -282,8 +301,13 @@ static void type_reply(struct client *c, struct pending *p, struct kv_read *r, s
         rc = RK_ESYNTAX;
     }
     if (rc != 0 && rc != RK_ENOTFOUND) {
+        char text[256];
         p->error = true;
-        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+        if (replica_error(text, sizeof(text), rc, r->answered, r->needed, false)) {
+            resp_put_errorf(out, "%s", text);
+        } else {
+            resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
+        }
     } else if (n > 1 && strlen_cmd) {
         p->error = true;
         resp_put_errorf(out, "CONFLICT the key has %zu siblings: read them with KGET", n);
