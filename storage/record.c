@@ -42,7 +42,13 @@
  *     clocks by 64 invented ids a write; without the third, invented ids
  *     spread over concurrent siblings outgrow the clock a blind write
  *     needs, and the key is unwritable again.  Other actors' counters may
- *     legitimately run ahead of this replica (a read served elsewhere).
+ *     legitimately run ahead of this replica (a read served elsewhere), so
+ *     they are bounded by time instead: an actor's counter is at most the
+ *     hybrid timestamp of the write that set it (record_write_clock()), so
+ *     a counter more than RECORD_CONTEXT_AHEAD_MS past this write's is
+ *     forged; without that bound, a context naming another node's counter
+ *     at 2^64-1, sent to a replica other than that node, makes the key
+ *     unwritable on that node.
  *   - A local write's stamp is raised above the stamp of every sibling its
  *     clock supersedes: a write never loses, under LWW, to the version it
  *     replaced, even when that version's stamp is ahead of this clock.
@@ -67,6 +73,7 @@
 #include "bytes.h"
 #include "error.h"
 #include "grow.h"
+#include "hlc.h"
 
 /* The fixed record head: format, flags, u16 sibling count. */
 #define RECORD_HEAD_BYTES 4
@@ -78,6 +85,12 @@
 #define RECORD_SIBLING_MIN_BYTES (2 + RECORD_SIBLING_FIXED_BYTES + 1)
 /* First capacity of a growing record: most keys hold one sibling, some two. */
 #define RECORD_CAP_MIN 2
+/*
+ * How far past a write's own timestamp a context's counter may be: clocks
+ * of other nodes run ahead by their skew, far less than this; past it the
+ * counter cannot come from any write (record_context_check()).
+ */
+#define RECORD_CONTEXT_AHEAD_MS (24ull * 3600 * 1000)
 
 /* *out = a fresh copy of value[0..len), NULL when len is 0. */
 static int record_dup_value(uint8_t **out, const void *value, size_t len)
@@ -572,15 +585,23 @@ static bool record_context_misses(const struct record *r, const struct vclock *c
  * VCLOCK_ENTRIES_MAX ids.  Without the last, contexts adding ids to
  * concurrent siblings grow the key's clock (the merge of its siblings')
  * past what a clock holds, and a blind write, whose clock covers every
- * sibling, can no longer be built.  RK_ECONTEXT when a bound is broken.
+ * sibling, can no longer be built.  And every counter at most a day past
+ * hlc, the write's timestamp (the top of this file).  RK_ECONTEXT when a
+ * bound is broken.
  */
-static int record_context_check(const struct record *r, const char *actor,
+static int record_context_check(const struct record *r, const char *actor, uint64_t hlc,
                                 const struct vclock *context, size_t max_siblings)
 {
+    uint64_t ceiling = hlc_make(hlc_physical(hlc) + RECORD_CONTEXT_AHEAD_MS, HLC_LOGICAL_MAX);
     size_t unknown = 0;
     struct vclock key;
     int err;
 
+    for (size_t i = 0; i < context->n; i++) {
+        if (context->e[i].counter > ceiling) {
+            return RK_ECONTEXT; /* forged: no write was ever that far ahead */
+        }
+    }
     vclock_init(&key);
     err = record_context(r, &key);
     if (err != 0) {
@@ -688,7 +709,7 @@ static int record_write_version(struct record *r, const char *node, const char *
         !ring_name_valid(actor, strnlen(actor, RING_NAME_MAX + 1))) {
         return RK_EINVAL;
     }
-    err = context != NULL ? record_context_check(r, actor, context, max_siblings) : 0;
+    err = context != NULL ? record_context_check(r, actor, hlc, context, max_siblings) : 0;
     if (err != 0) {
         return err;
     }

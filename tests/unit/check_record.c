@@ -229,6 +229,55 @@ START_TEST(test_full_context_replaces)
 }
 END_TEST
 
+/*
+ * Another node's counter far past any write's timestamp is refused too:
+ * sent to this replica, a context naming b at 2^64-1 would be taken and
+ * replicated, and b could never write the key again (its increment would
+ * overflow).  A counter of another node up to a day ahead of this write
+ * (clock skew) is taken.
+ */
+START_TEST(test_context_foreign_counter_bounded)
+{
+    uint64_t hlc = hlc_make(1700000000000ull, 5);
+    struct record r, before;
+    struct vclock ctx;
+    struct sibling out;
+
+    record_init(&r);
+    record_init(&before);
+    vclock_init(&ctx);
+    sibling_init(&out);
+    apply(&r, "a:2 b:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    apply(&before, "a:2 b:1", 10, "a", "x", RECORD_SIBLINGS, CAP_WIDE, NULL);
+    clock_put(&ctx, "a", 2, 1);
+    clock_put(&ctx, "b", UINT64_MAX, 1);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", "a", hlc, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        RK_ECONTEXT);
+    ck_assert(same_bytes(&r, &before));
+    vclock_deinit(&ctx);
+    vclock_init(&ctx);
+    clock_put(&ctx, "a", 2, 1);
+    clock_put(&ctx, "b", hlc_make(1700000000000ull + 25ull * 3600 * 1000, 0), 1);
+    ck_assert_int_eq(
+        record_write_local(&r, "a", "a", hlc, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        RK_ECONTEXT);
+    ck_assert(same_bytes(&r, &before));
+    vclock_deinit(&ctx);
+    vclock_init(&ctx);
+    clock_put(&ctx, "a", 2, 1);
+    clock_put(&ctx, "b", hlc_make(1700000000000ull + 3600 * 1000, 0), 1); /* an hour ahead */
+    ck_assert_int_eq(
+        record_write_local(&r, "a", "a", hlc, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
+    ck_assert_uint_eq(vclock_get(&r.s[0].clock, "b"), hlc_make(1700000000000ull + 3600 * 1000, 0));
+    sibling_deinit(&out);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+    record_deinit(&before);
+}
+END_TEST
+
 /* A context counter of this node beyond the key's clock is refused: it would end the key. */
 START_TEST(test_context_own_counter_bounded)
 {
@@ -1469,6 +1518,7 @@ static Suite *record_suite(void)
         {"full_context_replaces", test_full_context_replaces},
         {"stale_context_keeps_concurrent", test_stale_context_keeps_concurrent},
         {"context_own_counter_bounded", test_context_own_counter_bounded},
+        {"context_foreign_counter_bounded", test_context_foreign_counter_bounded},
         {"context_new_ids_bounded", test_context_new_ids_bounded},
         {"wiped_node_write_kept", test_wiped_node_write_kept},
         {"context_bound_on_actor", test_context_bound_on_actor},
