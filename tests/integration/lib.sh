@@ -365,3 +365,17 @@ it_cluster() {
         i=$((i + 1))
     done
 }
+
+# it_kset_mib PORT BYTE [W]: KSET big <1 MiB of BYTE> W w (default 1) through the node
+# whose client port is PORT, in one send (a value past what a command line carries);
+# prints the reply line
+it_kset_mib() {
+    python3 - "$1" "$2" "${3:-1}" << 'PY'
+import socket, sys
+v = sys.argv[2].encode() * (1 << 20)
+args = [b"KSET", b"big", v, b"W", sys.argv[3].encode()]
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+print(s.makefile("rb").readline().decode().strip())
+PY
+}

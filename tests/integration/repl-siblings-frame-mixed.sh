@@ -36,17 +36,8 @@ for n in n1 n2 n3; do it_wait_ping "$n"; done
 # shellcheck disable=SC2046 # one port a word
 IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
 
-# kset PORT BYTE W: KSET big <1 MiB of BYTE> W w through the node at PORT; prints the reply line
-kset() {
-    python3 - "$1" "$2" "$3" << 'PY'
-import socket, sys
-v = sys.argv[2].encode() * (1 << 20)
-args = [b"KSET", b"big", v, b"W", sys.argv[3].encode()]
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
-s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-print(s.makefile("rb").readline().decode().strip())
-PY
-}
+# kset PORT BYTE W: KSET big <1 MiB of BYTE> W w through the node at PORT (lib.sh)
+kset() { it_kset_mib "$1" "$2" "$3"; }
 # values ID [R n]: how many values KGET big through node ID returns (an error: its line)
 values() {
     id=$1

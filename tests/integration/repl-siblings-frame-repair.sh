@@ -34,17 +34,8 @@ print(reps[0], reps[1], ({"n1", "n2", "n3"} - set(reps)).pop())')
 P=$1 Q=$2 X=$3
 it_log "big: replicas $P then $Q; $X holds none"
 
-# kset ID BYTE: KSET big <1 MiB of BYTE> W 1 through node ID; prints the reply line
-kset() {
-    python3 - "$(it_var "$1" CLIENT)" "$2" << 'PY'
-import socket, sys
-v = sys.argv[2].encode() * (1 << 20)
-args = [b"KSET", b"big", v, b"W", b"1"]
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
-s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-print(s.makefile("rb").readline().decode().strip())
-PY
-}
+# kset ID BYTE: KSET big <1 MiB of BYTE> W 1 through node ID (lib.sh)
+kset() { it_kset_mib "$(it_var "$1" CLIENT)" "$2" 1; }
 # values ID [R n]: how many values KGET big returns through node ID
 values() {
     id=$1

@@ -22,17 +22,8 @@ it_cluster 3 $LIMITS
 # shellcheck disable=SC2046 # one port a word
 IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
 
-# kset PORT BYTE: KSET big <1 MiB of BYTE> W 1 through the node at PORT; prints the reply line
-kset() {
-    python3 - "$1" "$2" << 'PY'
-import socket, sys
-v = sys.argv[2].encode() * (1 << 20)
-args = [b"KSET", b"big", v, b"W", b"1"]
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
-s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-print(s.makefile("rb").readline().decode().strip())
-PY
-}
+# kset PORT BYTE: KSET big <1 MiB of BYTE> W 1 through the node at PORT (lib.sh)
+kset() { it_kset_mib "$1" "$2" 1; }
 # siblings ID: how many values KGET big R 1 through node ID returns (its own copy)
 siblings() { it_cli "$1" KGET big R 1 | tail -n +2 | grep -c .; }
 
