@@ -278,6 +278,91 @@ START_TEST(test_context_foreign_counter_bounded)
 }
 END_TEST
 
+/*
+ * A context that names nothing the key does not hold is not forged, however
+ * far ahead its counters are: b wrote the key while its clock ran two days
+ * ahead (a replica keeps such a version: store.c op_apply()), so the key's
+ * own clock, which KGET hands out as the context and which DEL, EXPIRE,
+ * PERSIST and the conditional writes write with (coord.c cond_*), holds
+ * b's counter two days past this write.  Writing with that context is
+ * refused (RK_ECONTEXT) until a day before b's timestamp, on every node,
+ * b included: the day bound of record_context_check() is applied to
+ * counters the key's clock already has.
+ */
+START_TEST(test_context_key_own_clock_far_ahead_taken)
+{
+    uint64_t now = hlc_make(1700000000000ull, 5);
+    uint64_t ahead = hlc_make(1700000000000ull + 48ull * 3600 * 1000, 0); /* b's clock: 2 days */
+    struct record r;
+    struct sibling v, out;
+    struct vclock ctx;
+
+    record_init(&r);
+    sibling_init(&v);
+    sibling_init(&out);
+    vclock_init(&ctx);
+    clock_put(&ctx, "b", ahead, ahead);
+    ck_assert_int_eq(sibling_set(&v, &ctx, ahead, "b", false, "x", 1), 0);
+    ck_assert_int_eq(record_apply(&r, &v, RECORD_SIBLINGS, CAP_WIDE, NULL), 0);
+    vclock_deinit(&ctx);
+    vclock_init(&ctx);
+    ck_assert_int_eq(record_context(&r, &ctx), 0); /* what KGET returns, what DEL writes with */
+    /* a blind write is taken */
+    {
+        struct record copy;
+        record_init(&copy);
+        ck_assert_int_eq(record_apply(&copy, &v, RECORD_SIBLINGS, CAP_WIDE, NULL), 0);
+        ck_assert_int_eq(record_write_local(&copy, "a", "a", now, NULL, false, "y", 1,
+                                            RECORD_SIBLINGS, CAP_WIDE, NULL),
+                         0);
+        record_deinit(&copy);
+    }
+    /* the key's own context: nothing in it is new to the key */
+    ck_assert_int_eq(
+        record_write_local(&r, "a", "a", now, &ctx, false, "z", 1, RECORD_SIBLINGS, CAP_WIDE, &out),
+        0);
+    ck_assert_int_eq(find_value(&r, "x"), -1); /* the context saw x: z replaces it */
+    sibling_deinit(&out);
+    sibling_deinit(&v);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
+/*
+ * The same from the other side: a coordinator whose wall clock is two days
+ * behind its peers' (a node booted without a real-time clock, before NTP;
+ * store.c takes in no stamp more than a minute ahead) refuses, as forged,
+ * the key's own clock as the context: KSET with the context KGET gave,
+ * and DEL, EXPIRE and PERSIST, which write with the merged record's
+ * context, fail with RK_ECONTEXT on every key its peers wrote.
+ */
+START_TEST(test_context_key_own_clock_lagging_coordinator_taken)
+{
+    uint64_t peer = hlc_make(1700000000000ull, 0);
+    uint64_t here = hlc_make(1700000000000ull - 48ull * 3600 * 1000, 1); /* two days behind */
+    struct record r;
+    struct sibling v;
+    struct vclock ctx;
+
+    record_init(&r);
+    sibling_init(&v);
+    vclock_init(&ctx);
+    clock_put(&ctx, "b", peer, peer); /* b's first write of the key: its counter is its hlc */
+    ck_assert_int_eq(sibling_set(&v, &ctx, peer, "b", false, "x", 1), 0);
+    ck_assert_int_eq(record_apply(&r, &v, RECORD_SIBLINGS, CAP_WIDE, NULL), 0);
+    vclock_deinit(&ctx);
+    vclock_init(&ctx);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_int_eq(record_write_local(&r, "a", "a", here, &ctx, true, NULL, 0, RECORD_SIBLINGS,
+                                        CAP_WIDE, NULL),
+                     0); /* a DEL with the key's own context */
+    sibling_deinit(&v);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
 /* A context counter of this node beyond the key's clock is refused: it would end the key. */
 START_TEST(test_context_own_counter_bounded)
 {
@@ -1519,6 +1604,9 @@ static Suite *record_suite(void)
         {"stale_context_keeps_concurrent", test_stale_context_keeps_concurrent},
         {"context_own_counter_bounded", test_context_own_counter_bounded},
         {"context_foreign_counter_bounded", test_context_foreign_counter_bounded},
+        {"context_key_own_clock_far_ahead_taken", test_context_key_own_clock_far_ahead_taken},
+        {"context_key_own_clock_lagging_coordinator_taken",
+         test_context_key_own_clock_lagging_coordinator_taken},
         {"context_new_ids_bounded", test_context_new_ids_bounded},
         {"wiped_node_write_kept", test_wiped_node_write_kept},
         {"context_bound_on_actor", test_context_bound_on_actor},
