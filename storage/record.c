@@ -597,15 +597,18 @@ static int record_context_check(const struct record *r, const char *actor, uint6
     struct vclock key;
     int err;
 
-    for (size_t i = 0; i < context->n; i++) {
-        if (context->e[i].counter > ceiling) {
-            return RK_ECONTEXT; /* forged: no write was ever that far ahead */
-        }
-    }
     vclock_init(&key);
     err = record_context(r, &key);
     if (err != 0) {
         return err == RK_ETOOBIG ? RK_ECONTEXT : err;
+    }
+    for (size_t i = 0; i < context->n; i++) {
+        /* a counter the key's clock already holds is not the context's invention */
+        if (context->e[i].counter > ceiling &&
+            context->e[i].counter > vclock_get(&key, context->e[i].id)) {
+            err = RK_ECONTEXT; /* forged: no write was ever that far ahead */
+            goto out_deinit;
+        }
     }
     if (vclock_get(context, actor) > vclock_get(&key, actor)) {
         err = RK_ECONTEXT;
