@@ -45,9 +45,9 @@
  *     legitimately run ahead of this replica (a read served elsewhere), so
  *     they are bounded by time instead: an actor's counter is at most the
  *     hybrid timestamp of the write that set it (record_write_clock()), so
- *     a counter more than RECORD_CONTEXT_AHEAD_MS past this write's is
- *     forged; without that bound, a context naming another node's counter
- *     at 2^64-1, sent to a replica other than that node, makes the key
+ *     a counter more than RECORD_CONTEXT_AHEAD_MS past this write's, and
+ *     past what the key's clock holds for that actor, is forged; without that bound, a context
+ * naming another node's counter at 2^64-1, sent to a replica other than that node, makes the key
  *     unwritable on that node.
  *   - A local write's stamp is raised above the stamp of every sibling its
  *     clock supersedes: a write never loses, under LWW, to the version it
@@ -585,8 +585,9 @@ static bool record_context_misses(const struct record *r, const struct vclock *c
  * VCLOCK_ENTRIES_MAX ids.  Without the last, contexts adding ids to
  * concurrent siblings grow the key's clock (the merge of its siblings')
  * past what a clock holds, and a blind write, whose clock covers every
- * sibling, can no longer be built.  And every counter at most a day past
- * hlc, the write's timestamp (the top of this file).  RK_ECONTEXT when a
+ * sibling, can no longer be built.  And every counter the key's clock does
+ * not hold at most a day past hlc, the write's timestamp (the top of this
+ * file).  RK_ECONTEXT when a
  * bound is broken.
  */
 static int record_context_check(const struct record *r, const char *actor, uint64_t hlc,

@@ -1186,13 +1186,13 @@ static bool read_all_raw(const struct coord_req *q)
  * The quorum answered: merge, repair every answered replica that holds
  * less (the reply waits for the repairs), then reply.  When every answer
  * is the same record, it is the merge (merging is idempotent) and no
- * replica holds less.  The repair bodies are made once, cut to the
- * smallest frame among the replicas they go to.
+ * replica holds less.  The repair bodies are cut to the frame of the
+ * replica they go to, made once for each size met.
  */
 static void read_resolve(struct coord_req *q)
 {
     struct buf *bodies = NULL;
-    size_t n_bodies = 0, body_max = q->co->cfg.body_max;
+    size_t n_bodies = 0, made_max = 0;
     bool made = false;
     struct coord_node *same;
     int rc = 0;
@@ -1227,31 +1227,35 @@ static void read_resolve(struct coord_req *q)
     }
     q->completed = true; /* from here, the last repair to end replies */
     q->repairs_left = 1; /* repairs ending while others are sent must not reply early */
-    for (size_t i = 0; i < q->n_rep && same == NULL; i++) {
+    for (size_t i = 0; i < q->n_rep && same == NULL && q->merged.n > 0; i++) {
         struct coord_node *nd = &q->nodes[i];
-        nd->stale = nd->state == NODE_ANSWERED && read_stale(q, nd);
-        if (nd->stale && (int)i != q->self) {
-            /* the bodies are cut to the smallest frame among the replicas they go to */
-            size_t to = body_max_to(q->co, nd->id);
-            body_max = body_max == 0 || (to != 0 && to < body_max) ? to : body_max;
-        }
-        made = made || nd->stale;
-    }
-    if (made && q->merged.n > 0) {
-        n_bodies = repair_bodies(q, body_max, &bodies);
-    }
-    for (size_t i = 0; i < q->n_rep && n_bodies > 0; i++) {
-        struct coord_node *nd = &q->nodes[i];
-        if (!nd->stale) {
+        size_t to;
+        if (nd->state != NODE_ANSWERED || !read_stale(q, nd)) {
             continue;
         }
-        q->co->stats.repairs++;
+        nd->stale = true;
         if ((int)i == q->self) {
             bool started = repair_local(q);
+            q->co->stats.repairs++;
             q->outstanding += started;
             q->repairs_left += started;
             continue;
         }
+        /* the bodies are cut to this replica's frame: made again only for another size */
+        to = body_max_to(q->co, nd->id);
+        if (!made || to != made_max) {
+            for (size_t k = 0; k < n_bodies; k++) {
+                buf_free(&bodies[k]);
+            }
+            free(bodies);
+            n_bodies = repair_bodies(q, to, &bodies);
+            made = true;
+            made_max = to;
+        }
+        if (n_bodies == 0) {
+            continue; /* not one sibling fits its frame (logged): it goes unrepaired */
+        }
+        q->co->stats.repairs++;
         repair_send(q, i, bodies, n_bodies);
     }
     for (size_t k = 0; k < n_bodies; k++) {
