@@ -379,3 +379,32 @@ s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a
 print(s.makefile("rb").readline().decode().strip())
 PY
 }
+
+# it_cluster_frames "SMALL-FLAGS" "BIG-FLAGS": three nodes of rf 3 on 127.0.0.1 in racks
+# r1-r3, n1 started with SMALL-FLAGS and n2, n3 with BIG-FLAGS (frame-max and value-max
+# that differ), each seeded with the one before; returns once the three converged
+it_cluster_frames() {
+    IT_RF=3
+    for n in n1 n2 n3; do it_setvar "$n" PEER "$(it_free_port 127.0.0.1)"; done
+    # shellcheck disable=SC2086 # flags a word each
+    it_node n1 --rack r1 $1
+    # shellcheck disable=SC2086
+    it_node n2 --rack r2 --seeds "127.0.0.1:$N1_PEER" $2
+    # shellcheck disable=SC2086
+    it_node n3 --rack r3 --seeds "127.0.0.1:$N2_PEER" $2
+    for n in n1 n2 n3; do it_wait_ping "$n"; done
+    # shellcheck disable=SC2046 # one port a word
+    IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+}
+
+# it_kget_count ID [R n]: how many values KGET big through node ID returns (an error: its
+# first 200 bytes)
+it_kget_count() {
+    id=$1
+    shift
+    out=$(it_cli "$id" KGET big "$@" 2>&1)
+    case $out in
+    *TRYAGAIN* | *NOREPLICAS* | *ERR*) echo "$out" | head -c 200 ;;
+    *) echo "$out" | tail -n +2 | grep -c . ;;
+    esac
+}

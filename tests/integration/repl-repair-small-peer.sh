@@ -20,30 +20,9 @@ it_setup
 it_key
 SMALL="--value-max 512KB --frame-max 800KB"
 BIG="--value-max 1MB --frame-max 4MB"
-IT_RF=3
-it_setvar n1 PEER "$(it_free_port 127.0.0.1)"
-it_setvar n2 PEER "$(it_free_port 127.0.0.1)"
-it_setvar n3 PEER "$(it_free_port 127.0.0.1)"
-# shellcheck disable=SC2086 # flags a word each
-it_node n1 --rack r1 $SMALL
-# shellcheck disable=SC2086
-it_node n2 --rack r2 --seeds "127.0.0.1:$N1_PEER" $BIG
-# shellcheck disable=SC2086
-it_node n3 --rack r3 --seeds "127.0.0.1:$N2_PEER" $BIG
-for n in n1 n2 n3; do it_wait_ping "$n"; done
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_cluster_frames "$SMALL" "$BIG"
 
-# values ID [R n]: how many values KGET big through node ID returns (an error: its line)
-values() {
-    id=$1
-    shift
-    out=$(it_cli "$id" KGET big "$@" 2>&1)
-    case $out in
-    *TRYAGAIN* | *NOREPLICAS* | *ERR*) echo "$out" | head -c 200 ;;
-    *) echo "$out" | tail -n +2 | grep -c . ;;
-    esac
-}
+values() { it_kget_count "$@"; }
 
 got=$(it_kset_mib "$N2_CLIENT" A 2)
 [ "$got" = +OK ] || it_fail "KSET big <1 MiB> W 2 through n2: $got"
