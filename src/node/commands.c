@@ -153,6 +153,17 @@ static bool replica_error(char *text, size_t cap, int rc, unsigned answered, uns
 }
 
 /*
+ * The error line of a read that failed with rc: the replicas' figures
+ * (replica_error()), else what failed.
+ */
+static void read_error_line(char *text, size_t cap, int rc, unsigned answered, unsigned needed)
+{
+    if (!replica_error(text, cap, rc, answered, needed, false)) {
+        snprintf(text, cap, "ERR read failed: %s", rk_strerror(rc));
+    }
+}
+
+/*
  * A read's single value: bulk, nil when absent or deleted, -CONFLICT with
  * siblings.  A key over key-max (only MGET gets here with one: GET refuses
  * it first) cannot exist, so it is nil like any absent key, as Redis
@@ -174,12 +185,10 @@ static void value_reply(struct client *c, struct pending *p, struct kv_read *r, 
                                          &value, &vlen) != 0) {
         r->result = RK_ESYNTAX;
     }
-    if (replica_error(text, sizeof(text), r->result, r->answered, r->needed, false)) {
+    if (r->result != 0) {
         p->error = true;
+        read_error_line(text, sizeof(text), r->result, r->answered, r->needed);
         resp_put_errorf(out, "%s", text);
-    } else if (r->result != 0) {
-        p->error = true;
-        resp_put_errorf(out, "ERR read failed: %s", rk_strerror(r->result));
     } else if (n == 0 || (n == 1 && tombstone)) {
         c->node->metrics.keyspace_misses++;
         resp_put_null(out, c->proto);
@@ -227,11 +236,9 @@ static void exists_end(struct client *c, struct pending *p)
     (void)c;
     if (p->read_error == 0) {
         resp_put_int(client_reply(p), p->count);
-    } else if (replica_error(text, sizeof(text), p->read_error, p->err_answered, p->err_needed,
-                             false)) {
-        client_error(p, "%s", text);
     } else {
-        client_error(p, "ERR read failed: %s", rk_strerror(p->read_error));
+        read_error_line(text, sizeof(text), p->read_error, p->err_answered, p->err_needed);
+        client_error(p, "%s", text);
     }
 }
 
@@ -258,13 +265,10 @@ static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, s
         rc = RK_ENOMEM;
     }
     if (rc != 0) {
-        p->error = true;
         char text[256];
-        if (replica_error(text, sizeof(text), rc, r->answered, r->needed, false)) {
-            resp_put_errorf(out, "%s", text);
-        } else {
-            resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
-        }
+        p->error = true;
+        read_error_line(text, sizeof(text), rc, r->answered, r->needed);
+        resp_put_errorf(out, "%s", text);
         goto out_free;
     }
     vclock_encode(&ctx, enc);
@@ -303,11 +307,8 @@ static void type_reply(struct client *c, struct pending *p, struct kv_read *r, s
     if (rc != 0 && rc != RK_ENOTFOUND) {
         char text[256];
         p->error = true;
-        if (replica_error(text, sizeof(text), rc, r->answered, r->needed, false)) {
-            resp_put_errorf(out, "%s", text);
-        } else {
-            resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
-        }
+        read_error_line(text, sizeof(text), rc, r->answered, r->needed);
+        resp_put_errorf(out, "%s", text);
     } else if (n > 1 && strlen_cmd) {
         p->error = true;
         resp_put_errorf(out, "CONFLICT the key has %zu siblings: read them with KGET", n);
@@ -1067,11 +1068,8 @@ static void ttl_reply(struct client *c, struct pending *p, struct kv_read *r, st
     }
     if (rc != 0 && rc != RK_ENOTFOUND) {
         p->error = true;
-        if (replica_error(text, sizeof(text), rc, r->answered, r->needed, false)) {
-            resp_put_errorf(out, "%s", text);
-        } else {
-            resp_put_errorf(out, "ERR read failed: %s", rk_strerror(rc));
-        }
+        read_error_line(text, sizeof(text), rc, r->answered, r->needed);
+        resp_put_errorf(out, "%s", text);
     } else if (live > 1) {
         p->error = true;
         resp_put_errorf(out, "CONFLICT the key has %zu siblings: read them with KGET", live);
