@@ -46,9 +46,10 @@
  *     they are bounded by time instead: an actor's counter is at most the
  *     hybrid timestamp of the write that set it (record_write_clock()), so
  *     a counter more than RECORD_CONTEXT_AHEAD_MS past this write's, and
- *     past what the key's clock holds for that actor, is forged; without that bound, a context
- * naming another node's counter at 2^64-1, sent to a replica other than that node, makes the key
- *     unwritable on that node.
+ *     past what the key's clock holds for that actor, is forged; without
+ *     that bound, a context naming another node's counter at 2^64-1, sent
+ *     to a replica other than that node, makes the key unwritable on that
+ *     node.
  *   - A local write's stamp is raised above the stamp of every sibling its
  *     clock supersedes: a write never loses, under LWW, to the version it
  *     replaced, even when that version's stamp is ahead of this clock.

@@ -496,7 +496,6 @@ static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
     spare_put(&a->node->answer_spare, a);
 }
 
-/* A data operation: answered when the coordinator is done with it. */
 /*
  * Bytes a body to p may carry: what the frame-max its IDENT announced
  * leaves past the envelope; 0 when it announced none.
@@ -508,6 +507,7 @@ static size_t rpc_peer_body_max(const struct peer *p)
     return max > RPC_ENVELOPE_MAX ? max - RPC_ENVELOPE_MAX : 0;
 }
 
+/* A data operation: answered when the coordinator is done with it. */
 static bool rpc_serve_kv(struct peer *p, const struct msg_request *q, uint32_t *result)
 {
     struct rpc_answer *a;

@@ -1092,12 +1092,21 @@ static bool repair_local(struct coord_req *q)
     return rc == 0;
 }
 
+/* Free n bodies of repair_bodies() and their array (NULL and 0: nothing). */
+static void repair_bodies_free(struct buf *bodies, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        buf_free(&bodies[k]);
+    }
+    free(bodies);
+}
+
 /*
  * The REPLICA_WRITEs that carry the merged record to a replica: one body
  * when it fits, else one per group of whole siblings that fits (a replica
  * merges each, and the union of the groups is the merged record, whatever
  * the order they arrive in).  Returns how many bodies are in *out (an
- * array of n, each to buf_free(), the array to free()); 0 on failure.
+ * array of n, for repair_bodies_free()); 0 on failure.
  */
 static size_t repair_bodies(struct coord_req *q, size_t body_max, struct buf **out)
 {
@@ -1117,13 +1126,10 @@ static size_t repair_bodies(struct coord_req *q, size_t body_max, struct buf **o
         free(rec);
         from = end;
     }
-    for (size_t i = 0; rc != 0 && i < n; i++) {
-        buf_free(&bodies[i]);
-    }
     if (rc != 0) {
         LOG(LOG_WARN, "read_repair_not_sent", "key_len=%zu siblings=%zu error=\"%s\"", q->key_len,
             q->merged.n, rk_strerror(rc));
-        free(bodies);
+        repair_bodies_free(bodies, n);
         bodies = NULL;
         n = 0;
     }
@@ -1244,10 +1250,7 @@ static void read_resolve(struct coord_req *q)
         /* the bodies are cut to this replica's frame: made again only for another size */
         to = body_max_to(q->co, nd->id);
         if (!made || to != made_max) {
-            for (size_t k = 0; k < n_bodies; k++) {
-                buf_free(&bodies[k]);
-            }
-            free(bodies);
+            repair_bodies_free(bodies, n_bodies);
             n_bodies = repair_bodies(q, to, &bodies);
             made = true;
             made_max = to;
@@ -1258,10 +1261,7 @@ static void read_resolve(struct coord_req *q)
         q->co->stats.repairs++;
         repair_send(q, i, bodies, n_bodies);
     }
-    for (size_t k = 0; k < n_bodies; k++) {
-        buf_free(&bodies[k]);
-    }
-    free(bodies);
+    repair_bodies_free(bodies, n_bodies);
     repair_end(q); /* the hold taken above */
 }
 

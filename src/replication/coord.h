@@ -34,15 +34,17 @@
  * parts came from (a record that changed in between is sent again from
  * its first sibling, at most COORD_PART_RESTARTS_MAX times), and a read
  * repair sends a replica one REPLICA_WRITE per group of siblings that
- * fits.  Parts are cut to the smaller of this node's body_max and what the
- * receiving peer's announced frame-max leaves (hooks.body_max; for a
+ * fits.  Parts are cut to the smaller of this node's body_max and what
+ * the receiving peer's announced frame-max leaves (hooks.body_max; for a
  * served read, coord_serve()'s answer_max), so a record reaches a peer
- * with a smaller frame-max in parts it can read.  A single sibling always fits this node's frame:
- * frame-max is at least value-max + key-max + 64 KB (settings.c).  It may not fit a peer whose
- * frame-max is smaller (nodes of one cluster may differ): a request or an answer over the frame-max
- * the peer announced is never sent (rpc.c), the request ends with RK_EINVAL and that replica counts
- * as not answering for it alone, with no hint kept (one would be refused for ever).  The client's
- * reply, built here, is not bounded by a frame.
+ * with a smaller frame-max in parts it can read.  A single sibling always
+ * fits this node's frame: frame-max is at least value-max + key-max +
+ * 64 KB (settings.c).  It may not fit a peer whose frame-max is smaller
+ * (nodes of one cluster may differ): a request or an answer over the
+ * frame-max the peer announced is never sent (rpc.c), the request ends
+ * with RK_EINVAL and that replica counts as not answering for it alone,
+ * with no hint kept (one would be refused for ever).  The client's reply,
+ * built here, is not bounded by a frame.
  *
  * Failing.  Too few replicas reachable to try (fewer distinct nodes than
  * w or r, or too many down): RK_ENOREPLICAS with (reachable, needed).
