@@ -366,6 +366,13 @@ it_cluster() {
     done
 }
 
+# it_wait_converged: until n1, n2 and n3 each see all three up and the ring converged (60
+# gossip rounds), else the test fails
+it_wait_converged() {
+    # shellcheck disable=SC2046 # one port a word
+    IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+}
+
 # it_kset_mib PORT BYTE [W]: KSET big <1 MiB of BYTE> W w (default 1) through the node
 # whose client port is PORT, in one send (a value past what a command line carries);
 # prints the reply line
@@ -393,8 +400,7 @@ it_cluster_frames() {
     # shellcheck disable=SC2086
     it_node n3 --rack r3 --seeds "127.0.0.1:$N2_PEER" $2
     for n in n1 n2 n3; do it_wait_ping "$n"; done
-    # shellcheck disable=SC2046 # one port a word
-    IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+    it_wait_converged
 }
 
 # it_kget_count ID [R n]: how many values KGET big through node ID returns (an error: its

@@ -24,7 +24,7 @@ N=64
 # shellcheck disable=SC2046 # one port a word
 it_cluster 3 --frame-max 128KB --value-max 32KB
 # shellcheck disable=SC2046
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 shared() { it_cli n1 INFO all | tr -d '\r' | sed -n 's/^ringkv_peer_frames_shared://p'; }
 
 # forge PROTO: 64 requests at once, read their answers, then a PING.

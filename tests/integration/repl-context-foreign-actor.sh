@@ -17,8 +17,7 @@
 it_setup
 it_key
 it_cluster 3
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 it_cli n1 SET k v1 > /dev/null || it_fail "SET k v1"
 actor=$(it_cli n1 INFO | tr -d '\r' | sed -n 's/^ringkv_actor://p')
 [ -n "$actor" ] || it_fail "no ringkv_actor in n1's INFO"

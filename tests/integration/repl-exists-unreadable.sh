@@ -17,8 +17,7 @@
 it_setup
 it_key
 it_cluster 3 --request-timeout 1s
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 it_cli n1 SET k v > /dev/null || it_fail "SET k"
 got=$(it_cli n1 EXISTS k)
 [ "$got" = 1 ] || it_fail "EXISTS k with every node up: '$got'"

@@ -14,8 +14,7 @@ it_setup
 it_key
 FORGE="$top_builddir/tests/integration/peer_forge"
 it_cluster 3
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 
 step=$(python3 << 'PY'
 import struct

@@ -16,8 +16,7 @@
 it_setup
 it_key
 it_cluster 3
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 it_cli n1 SET del7 v > /dev/null || it_fail "SET del7"
 # shellcheck disable=SC2046 # one key a word
 errors=$(it_cli n1 MGET $(seq -f del%g 1 3000) 2>&1 | grep -c -E "TRYAGAIN|NOREPLICAS")

@@ -48,8 +48,7 @@ values() {
 }
 
 it_cluster 3
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 
 for k in s1 s2 c1; do
     [ "$(it_cli n1 KSET $k A W 3)" = OK ] || it_fail "KSET $k A W 3"

@@ -32,8 +32,7 @@ print([n["node"] for n in json.load(sys.stdin)["replicas"] if n["role"] == "prim
 }
 
 it_cluster 3 --tombstone-grace 1h
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 
 key=""
 i=0

@@ -13,8 +13,7 @@ it_setup
 it_key
 FORGE="$top_builddir/tests/integration/peer_forge"
 it_cluster 3
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 it_expect_eq "SET live v" "$(it_cli n1 SET live v)" OK
 own() { [ "$(it_cli "$1" KGET live R 1 | sed -n 2p)" = v ]; }
 it_wait own n2 || it_fail "n2 does not hold live"

@@ -19,8 +19,7 @@ it_key
 LIMITS="--value-max 1MB --frame-max 2MB"
 # shellcheck disable=SC2086 # flags a word each
 IT_RF=2 it_cluster 3 $LIMITS
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 
 # P, Q (the replicas, in preference-list order) and X (neither), from `ringkv preflist`
 # shellcheck disable=SC2046 # three ids

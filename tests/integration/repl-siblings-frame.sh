@@ -19,8 +19,7 @@ it_key
 LIMITS="--value-max 1MB --frame-max 2MB"
 # shellcheck disable=SC2086 # flags a word each
 it_cluster 3 $LIMITS
-# shellcheck disable=SC2046 # one port a word
-IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+it_wait_converged
 
 # kset PORT BYTE: KSET big <1 MiB of BYTE> W 1 through the node at PORT (lib.sh)
 kset() { it_kset_mib "$1" "$2" 1; }
