@@ -1071,6 +1071,36 @@ out_deinit:
     return err;
 }
 
+/* sibling_decode()'s checks of the sibling at buf[*pos..len), nothing kept; advance *pos. */
+static int sibling_check(const uint8_t *buf, size_t len, size_t *pos)
+{
+    struct sibling origin; /* sibling_decode_origin() fills hlc and node alone */
+    size_t p = *pos, used = 0;
+    uint64_t expire_ms;
+    uint32_t value_len;
+    bool tombstone;
+    int err = vclock_check(buf + p, len - p, &used);
+
+    p += used;
+    err = err ? err : sibling_decode_origin(buf, len, &p, &origin);
+    err = err ? err : sibling_read_tail(buf, len, &p, &tombstone, &expire_ms, &value_len);
+    if (err == 0) {
+        *pos = p + value_len;
+    }
+    return err;
+}
+
+int record_check(const uint8_t *buf, size_t len)
+{
+    size_t n = 0, pos = RECORD_HEAD_BYTES;
+    int err = record_decode_head(buf, len, &n);
+
+    for (size_t i = 0; i < n && err == 0; i++) {
+        err = sibling_check(buf, len, &pos);
+    }
+    return err != 0 || pos == len ? err : RK_ESYNTAX;
+}
+
 /* Skip len bytes of buf at *pos, or fail when fewer are left. */
 static bool peek_skip(size_t len, size_t total, size_t *pos)
 {

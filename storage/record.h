@@ -210,6 +210,13 @@ size_t record_encode(const struct record *r, uint8_t *out);
 int record_decode(const uint8_t *buf, size_t len, struct record *r);
 
 /*
+ * record_decode()'s checks alone, nothing allocated or kept: 0 when it
+ * would decode buf, else the error it would give (never RK_ENOMEM).  For
+ * a record kept as stored and decoded only when needed.
+ */
+int record_check(const uint8_t *buf, size_t len);
+
+/*
  * Look into an encoded record without decoding it: *n receives its sibling
  * count and, when that is 1, *tombstone and (*value, *value_len) locate the
  * sibling's value inside buf.  Nothing is allocated and nothing copied, so

@@ -412,6 +412,31 @@ static int vclock_decode_entry(const uint8_t *buf, size_t len, size_t *pos, stru
     return 0;
 }
 
+int vclock_check(const uint8_t *buf, size_t len, size_t *used)
+{
+    struct vclock_entry e[2]; /* the entry read and the one before it */
+    size_t n, pos = 2;
+
+    if (len < 2) {
+        return RK_ESYNTAX;
+    }
+    n = (size_t)buf[0] << 8 | buf[1];
+    if (n > VCLOCK_ENTRIES_MAX) {
+        return RK_ETOOBIG;
+    }
+    if (n > (len - 2) / VCLOCK_ENTRY_MIN_BYTES) {
+        return RK_ESYNTAX;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int err = vclock_decode_entry(buf, len, &pos, &e[i % 2], i > 0 ? &e[(i - 1) % 2] : NULL);
+        if (err != 0) {
+            return err;
+        }
+    }
+    *used = pos;
+    return 0;
+}
+
 int vclock_decode(const uint8_t *buf, size_t len, size_t *used, struct vclock *vc)
 {
     struct vclock_entry *e = NULL;

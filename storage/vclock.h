@@ -135,5 +135,11 @@ size_t vclock_encode(const struct vclock *vc, uint8_t *out);
  * ids), RK_ETOOBIG for too many entries, RK_ENOMEM.
  */
 int vclock_decode(const uint8_t *buf, size_t len, size_t *used, struct vclock *vc);
+/*
+ * vclock_decode()'s checks alone, in the same order and with the same
+ * errors (but RK_ENOMEM), nothing allocated: 0 and *used when it would
+ * decode buf.
+ */
+int vclock_check(const uint8_t *buf, size_t len, size_t *used);
 
 #endif

@@ -17,6 +17,7 @@
 #include "cluster_settings.h"
 #include "error.h"
 #include "frame.h"
+#include "kv.h"
 #include "log.h"
 #include "rpc.h"
 #include "server.h"
@@ -870,8 +871,8 @@ static void peer_refuse_reflected(struct peer *p)
     peer_reject(p, METRICS_REJECT_REFLECTED, 0);
 }
 
-/* Feed the channel every complete frame that has arrived. */
-static void peer_input(struct peer *p)
+/* Feed the channel every complete frame that has arrived; false when p was refused. */
+static bool peer_input_frames(struct peer *p)
 {
     while (!p->dead && p->in.len > 0) {
         bool was_open = channel_is_open(&p->ch);
@@ -880,14 +881,14 @@ static void peer_input(struct peer *p)
         buf_consume(&p->in, used);
         if (rc < 0) {
             peer_reject(p, reject_reason(rc), rc);
-            return;
+            return false;
         }
         if (rc == CHANNEL_NEED_MORE) {
             break;
         }
         if (rc == CHANNEL_PROGRESS && peer_reflected(p)) {
             peer_refuse_reflected(p);
-            return;
+            return false;
         }
         if (!was_open && channel_is_open(&p->ch)) {
             peer_opened(p);
@@ -895,7 +896,27 @@ static void peer_input(struct peer *p)
             peer_message(p);
         }
     }
-    if (!p->dead) {
+    return true;
+}
+
+/*
+ * The frames that arrived, then what they earned, sent.  The replica reads
+ * served from one read of the socket share one store snapshot
+ * (kv_read_hold(): one read transaction, not one per read).
+ */
+static void peer_input(struct peer *p)
+{
+    struct kv *kv = p->node->kv;
+    bool go_on;
+
+    if (kv != NULL) {
+        (void)kv_read_hold(kv);
+    }
+    go_on = peer_input_frames(p);
+    if (kv != NULL) {
+        kv_read_release(kv);
+    }
+    if (go_on && !p->dead) {
         peer_flush(p);
     }
 }

@@ -855,24 +855,30 @@ static bool write_has_fallback(const struct coord_req *q, size_t idx)
     return false;
 }
 
-/* Send version (one sibling) to every other replica, and hints to fallbacks. */
+/*
+ * Send version (one sibling) to every other replica, and hints to
+ * fallbacks.  The replicas' body is the same for each: encoded once; a
+ * fallback's names its replica.
+ */
 static void write_send(struct coord_req *q, const struct sibling *version)
 {
     struct record one = {.s = (struct sibling *)version, .n = 1, .cap = 1};
     size_t rlen = record_encoded_size(&one);
     uint8_t *rec = malloc(rlen);
-    struct buf body;
+    struct buf plain, hinted;
+    bool plain_made = false;
 
     if (rec == NULL) {
         return;
     }
     record_encode(&one, rec);
-    buf_init(&body, 0);
+    buf_init(&plain, 0);
+    buf_init(&hinted, 0);
     for (size_t i = 0; i < q->n; i++) {
         struct msg_replica_write m = {
             .key = q->key, .key_len = q->key_len, .record = rec, .record_len = rlen};
         struct coord_node *nd = &q->nodes[i];
-        bool fallback = i >= q->n_rep;
+        bool fallback = i >= q->n_rep, encoded;
         if ((int)i == q->self) {
             continue;
         }
@@ -884,14 +890,19 @@ static void write_send(struct coord_req *q, const struct sibling *version)
         }
         if (fallback) {
             snprintf(m.hint, sizeof(m.hint), "%s", q->nodes[nd->stands_for].id);
+            buf_clear(&hinted);
+            encoded = msg_replica_write_encode(&m, &hinted) == 0;
+        } else {
+            encoded = plain_made || msg_replica_write_encode(&m, &plain) == 0;
+            plain_made = encoded;
         }
-        buf_clear(&body);
-        if (msg_replica_write_encode(&m, &body) != 0 ||
-            !req_ask(q, i, MSG_OP_REPLICA_WRITE, &body, write_answer)) {
+        if (!encoded ||
+            !req_ask(q, i, MSG_OP_REPLICA_WRITE, fallback ? &hinted : &plain, write_answer)) {
             write_hint_here(q, fallback ? (size_t)nd->stands_for : i);
         }
     }
-    buf_free(&body);
+    buf_free(&plain);
+    buf_free(&hinted);
     free(rec);
 }
 
@@ -1330,23 +1341,28 @@ static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
 }
 
 /*
- * store_read()'s callback for the coordinator's own copy: decoded (a copy
- * that does not decode does not count), and kept as stored, so that
- * answers with the same bytes need no decoding, merging or encoding.
+ * store_read()'s callback for the coordinator's own copy: checked (a copy
+ * that does not decode does not count) and kept as stored, undecoded, so
+ * that answers with the same bytes need no decoding, merging or encoding;
+ * read_resolve() decodes it only when an answer differs.  Without memory
+ * for the copy it is decoded here, as any answer.
  */
 static int read_local_found(void *ctx, const uint8_t *record, size_t len)
 {
     struct coord_req *q = ctx;
-    int rc = record_decode(record, len, &q->nodes[q->self].rec);
+    int rc = record_check(record, len);
 
-    if (rc == 0) {
-        q->raw = len <= sizeof(q->raw_here) ? q->raw_here : malloc(len);
-        if (q->raw != NULL) { /* else answers are decoded and merged as any */
-            memcpy(q->raw, record, len);
-            q->raw_len = len;
-        }
+    if (rc != 0) {
+        return rc;
     }
-    return rc;
+    q->raw = len <= sizeof(q->raw_here) ? q->raw_here : malloc(len);
+    if (q->raw == NULL) { /* answers are decoded and merged as any */
+        return record_decode(record, len, &q->nodes[q->self].rec);
+    }
+    memcpy(q->raw, record, len);
+    q->raw_len = len;
+    q->nodes[q->self].same_raw = true; /* decoded only when an answer differs */
+    return 0;
 }
 
 /* Coordinate a read here: NOREPLICAS, or the local read and r - 1 questions. */

@@ -978,6 +978,61 @@ START_TEST(test_peek_agrees_with_decode)
 }
 END_TEST
 
+/* record_check and record_decode on buf[0..len): the same verdict, the same error. */
+static void assert_check_agrees(const uint8_t *buf, size_t len)
+{
+    struct record r;
+    int want;
+
+    record_init(&r);
+    want = record_decode(buf, len, &r);
+    ck_assert_int_ne(want, RK_ENOMEM);
+    ck_assert_int_eq(record_check(buf, len), want);
+    record_deinit(&r);
+}
+
+/*
+ * record_check gives record_decode's verdict on random records, on every
+ * truncation of them and on every single byte of them replaced by a few
+ * values that break a field (a length, a count, a flag, a name, a zero
+ * counter): a copy it passes is one the decoder takes.
+ */
+START_TEST(test_check_agrees_with_decode)
+{
+    static const uint8_t swaps[] = {0x00, 0x01, 0x02, 0x03, 0x20, 0x7f, 0x80, 0xff};
+
+    for (int round = 0; round < 200; round++) {
+        struct record r;
+        struct sibling s;
+        size_t len;
+        uint8_t *buf;
+
+        record_init(&r);
+        sibling_init(&s);
+        for (uint32_t k = 1 + rng_below(3); k > 0; k--) {
+            rand_sibling(&s);
+            ck_assert_int_eq(record_push(&r, &s), 0);
+        }
+        buf = encode(&r, &len);
+        ck_assert_int_eq(record_check(buf, len), 0);
+        for (size_t cut = 0; cut < len; cut++) {
+            assert_check_agrees(buf, cut);
+        }
+        for (size_t at = 0; at < len; at++) {
+            uint8_t was = buf[at];
+            for (size_t v = 0; v < sizeof(swaps); v++) {
+                buf[at] = swaps[v];
+                assert_check_agrees(buf, len);
+            }
+            buf[at] = was;
+        }
+        free(buf);
+        sibling_deinit(&s);
+        record_deinit(&r);
+    }
+}
+END_TEST
+
 START_TEST(test_peek_refuses_bad_heads)
 {
     static const uint8_t zero[] = {1, 0, 0, 0};
@@ -1637,6 +1692,7 @@ static Suite *record_suite(void)
         {"prune_keeps_concurrency", test_prune_keeps_concurrency},
         {"peek_agrees_with_decode", test_peek_agrees_with_decode},
         {"peek_refuses_bad_heads", test_peek_refuses_bad_heads},
+        {"check_agrees_with_decode", test_check_agrees_with_decode},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
