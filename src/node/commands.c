@@ -536,7 +536,8 @@ static void write_reply(struct pending *p)
     char line[256];
 
     if (p->first_error == 0) {
-        if (strcmp(p->command->name, "del") == 0 || p->expiry == STORE_EXPIRY_TOUCH) {
+        if (strcmp(p->command->name, "del") == 0 || strcmp(p->command->name, "kdel") == 0 ||
+            p->expiry == STORE_EXPIRY_TOUCH) {
             resp_put_int(client_reply(p), p->count);
         } else {
             resp_put_simple(client_reply(p), "OK");
@@ -939,36 +940,78 @@ static bool context_arg(struct pending *p, size_t i)
     return ok;
 }
 
-/* KSET key value [CONTEXT ctx] [W n], options in any order, each at most once. */
-static int cmd_kset(struct client *c, struct pending *p)
+/*
+ * The options of KSET and KDEL from argument `from` on: CONTEXT ctx and W
+ * n, in any order, each at most once.  False after replying with the
+ * error (usage: the command's syntax, for the syntax error).
+ */
+static bool context_options(struct client *c, struct pending *p, size_t from, const char *usage,
+                            bool *has_context)
 {
-    bool has_context = false, has_w = false;
+    bool has_w = false;
 
-    if (p->cmd->argc % 2 == 0 || p->cmd->argc > 7) {
-        client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx] [W n]");
-        return CMD_DONE;
+    *has_context = false;
+    if ((p->cmd->argc - from) % 2 != 0 || p->cmd->argc > from + 4) {
+        client_error(p, "ERR syntax error: %s", usage);
+        return false;
     }
-    for (size_t i = 3; i + 1 < p->cmd->argc; i += 2) {
-        if (resp_arg_is(p->cmd, i, "context") && !has_context) {
+    for (size_t i = from; i + 1 < p->cmd->argc; i += 2) {
+        if (resp_arg_is(p->cmd, i, "context") && !*has_context) {
             if (!context_arg(p, i + 1)) {
-                return CMD_DONE;
+                return false;
             }
-            has_context = true;
+            *has_context = true;
         } else if (resp_arg_is(p->cmd, i, "w") && !has_w) {
             if (!quorum_arg(c, p, i + 1, "W")) {
-                return CMD_DONE;
+                return false;
             }
             has_w = true;
         } else {
-            client_error(p, "ERR syntax error: KSET key value [CONTEXT ctx] [W n]");
-            return CMD_DONE;
+            client_error(p, "ERR syntax error: %s", usage);
+            return false;
         }
+    }
+    return true;
+}
+
+/* KSET key value [CONTEXT ctx] [W n]. */
+static int cmd_kset(struct client *c, struct pending *p)
+{
+    bool has_context;
+
+    if (!context_options(c, p, 3, "KSET key value [CONTEXT ctx] [W n]", &has_context)) {
+        return CMD_DONE;
     }
     p->cmd->argc = 3; /* the writes take key and value only */
     if (!write_args_ok(c, p, 1, 2)) {
         return CMD_DONE;
     }
     return start_writes(c, p, 1, 2, false, has_context ? &p->context : NULL, false);
+}
+
+/*
+ * KDEL key CONTEXT ctx [W n]: a tombstone over exactly the siblings ctx
+ * saw; a sibling written concurrently (not in ctx) stays beside it.  No
+ * read decides it: the context does (DEL reads the key first).  Replies
+ * 1 when the key held a live value where the tombstone was made, else 0.
+ */
+static int cmd_kdel(struct client *c, struct pending *p)
+{
+    static const char usage[] = "KDEL key CONTEXT ctx [W n]";
+    bool has_context;
+
+    if (!context_options(c, p, 2, usage, &has_context)) {
+        return CMD_DONE;
+    }
+    if (!has_context) {
+        client_error(p, "ERR syntax error: %s (DEL deletes without one)", usage);
+        return CMD_DONE;
+    }
+    p->cmd->argc = 2; /* the write takes the key only */
+    if (!write_args_ok(c, p, 1, 1)) {
+        return CMD_DONE;
+    }
+    return start_writes(c, p, 1, 1, true, &p->context, false);
 }
 
 /* --- expiry ------------------------------------------------------------------------- */
@@ -2431,6 +2474,7 @@ const struct command commands[] = {
     {"mset", -3, CMD_WRITE, cmd_mset, 1, -1, 2, "set several keys"},
     {"kget", -2, CMD_READ, cmd_kget, 1, 1, 1, "every sibling of a key, with its context [R n]"},
     {"kset", -3, CMD_WRITE, cmd_kset, 1, 1, 1, "write over the siblings a context saw"},
+    {"kdel", -4, CMD_WRITE, cmd_kdel, 1, 1, 1, "delete the siblings a context saw; 1 if live"},
     /* expiry: an absolute wall-clock time in the version (record.h) */
     {"setex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in seconds"},
     {"psetex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in milliseconds"},

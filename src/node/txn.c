@@ -144,7 +144,8 @@ static int txn_check(struct client *c, struct pending *p, size_t *writes)
     size_t first = 0, step = 1, keys = txn_key_count(cmd, p->cmd, &first, &step);
     size_t batch_max = store_batch_max(n->store);
 
-    if (strcmp(cmd->name, "kget") == 0 || strcmp(cmd->name, "kset") == 0) {
+    if (strcmp(cmd->name, "kget") == 0 || strcmp(cmd->name, "kset") == 0 ||
+        strcmp(cmd->name, "kdel") == 0) {
         client_error(p,
                      "ERR %s is not allowed inside MULTI: a context names versions that exist "
                      "only once a transaction committed",
