@@ -412,29 +412,35 @@ static int vclock_decode_entry(const uint8_t *buf, size_t len, size_t *pos, stru
     return 0;
 }
 
-int vclock_check(const uint8_t *buf, size_t len, size_t *used)
+/* A clock's entry count, checked against its bound and the bytes left. */
+static int vclock_decode_count(const uint8_t *buf, size_t len, size_t *n)
 {
-    struct vclock_entry e[2]; /* the entry read and the one before it */
-    size_t n, pos = 2;
-
     if (len < 2) {
         return RK_ESYNTAX;
     }
-    n = (size_t)buf[0] << 8 | buf[1];
-    if (n > VCLOCK_ENTRIES_MAX) {
+    *n = (size_t)buf[0] << 8 | buf[1];
+    if (*n > VCLOCK_ENTRIES_MAX) {
         return RK_ETOOBIG;
     }
-    if (n > (len - 2) / VCLOCK_ENTRY_MIN_BYTES) {
-        return RK_ESYNTAX;
+    return *n > (len - 2) / VCLOCK_ENTRY_MIN_BYTES ? RK_ESYNTAX : 0;
+}
+
+int vclock_check(const uint8_t *buf, size_t len, size_t *used)
+{
+    struct vclock_entry e[2]; /* the entry read and the one before it */
+    size_t n = 0, pos = 2;
+    int err = vclock_decode_count(buf, len, &n);
+
+    if (err != 0) {
+        return err;
     }
-    for (size_t i = 0; i < n; i++) {
-        int err = vclock_decode_entry(buf, len, &pos, &e[i % 2], i > 0 ? &e[(i - 1) % 2] : NULL);
-        if (err != 0) {
-            return err;
-        }
+    for (size_t i = 0; i < n && err == 0; i++) {
+        err = vclock_decode_entry(buf, len, &pos, &e[i % 2], i > 0 ? &e[(i - 1) % 2] : NULL);
     }
-    *used = pos;
-    return 0;
+    if (err == 0) {
+        *used = pos;
+    }
+    return err;
 }
 
 int vclock_decode(const uint8_t *buf, size_t len, size_t *used, struct vclock *vc)
@@ -444,15 +450,8 @@ int vclock_decode(const uint8_t *buf, size_t len, size_t *used, struct vclock *v
     int err;
 
     vclock_deinit(vc);
-    if (len < 2) {
-        return RK_ESYNTAX;
-    }
-    n = (size_t)buf[0] << 8 | buf[1];
-    if (n > VCLOCK_ENTRIES_MAX) {
-        return RK_ETOOBIG;
-    }
-    if (n > (len - 2) / VCLOCK_ENTRY_MIN_BYTES) {
-        return RK_ESYNTAX;
+    if ((err = vclock_decode_count(buf, len, &n)) != 0) {
+        return err;
     }
     if (n > 0) {
         e = malloc(n * sizeof(*e));

@@ -939,23 +939,31 @@ static void rand_sibling(struct sibling *s)
     vclock_deinit(&vc);
 }
 
+/* A record of 1 to 3 random siblings (rand_sibling()). */
+static void rand_record(struct record *r)
+{
+    struct sibling s;
+
+    record_init(r);
+    sibling_init(&s);
+    for (uint32_t k = 1 + rng_below(3); k > 0; k--) {
+        rand_sibling(&s);
+        ck_assert_int_eq(record_push(r, &s), 0);
+    }
+    sibling_deinit(&s);
+}
+
 /* record_peek agrees with the full decoder on random records, without allocating. */
 START_TEST(test_peek_agrees_with_decode)
 {
     for (int round = 0; round < 500; round++) {
         struct record r;
-        struct sibling s;
         const uint8_t *value;
         size_t len, n, vlen;
         bool tomb;
         uint8_t *buf;
 
-        record_init(&r);
-        sibling_init(&s);
-        for (uint32_t k = 1 + rng_below(3); k > 0; k--) {
-            rand_sibling(&s);
-            ck_assert_int_eq(record_push(&r, &s), 0);
-        }
+        rand_record(&r);
         buf = encode(&r, &len);
         ck_assert_int_eq(record_peek(buf, len, &n, &tomb, &value, &vlen), 0);
         ck_assert_uint_eq(n, r.n);
@@ -972,7 +980,6 @@ START_TEST(test_peek_agrees_with_decode)
             ck_assert_int_ne(record_peek(buf, cut, &n, &tomb, &value, &vlen), 0);
         }
         free(buf);
-        sibling_deinit(&s);
         record_deinit(&r);
     }
 }
@@ -1003,16 +1010,10 @@ START_TEST(test_check_agrees_with_decode)
 
     for (int round = 0; round < 200; round++) {
         struct record r;
-        struct sibling s;
         size_t len;
         uint8_t *buf;
 
-        record_init(&r);
-        sibling_init(&s);
-        for (uint32_t k = 1 + rng_below(3); k > 0; k--) {
-            rand_sibling(&s);
-            ck_assert_int_eq(record_push(&r, &s), 0);
-        }
+        rand_record(&r);
         buf = encode(&r, &len);
         ck_assert_int_eq(record_check(buf, len), 0);
         for (size_t cut = 0; cut < len; cut++) {
@@ -1027,7 +1028,6 @@ START_TEST(test_check_agrees_with_decode)
             buf[at] = was;
         }
         free(buf);
-        sibling_deinit(&s);
         record_deinit(&r);
     }
 }
