@@ -24,6 +24,7 @@
  *
  *   k_auth  = crypto_kdf_derive_from_key(id 1, context "ringkvch", K)
  *   k_sess  = crypto_kdf_derive_from_key(id 2, context "ringkvch", K)
+ *   k_ctx   = crypto_kdf_derive_from_key(id 3, context "ringkvch", K)
  *   t0      = H("ringkv channel v1")
  *   t1      = H(t0 || HELLO body)
  *   t2      = H(t1 || WELCOME body up to, not including, proof_r's element)
@@ -60,6 +61,18 @@
  *
  * Any error is final: the channel turns FAILED, its session keys are wiped
  * and the error is kept in step, which every later call returns.
+ *
+ * Client contexts.  k_ctx never touches the channel: it authenticates the
+ * contexts KGET hands to clients (src/node/commands.c), so that a KSET or
+ * KDEL takes only a clock some node of this cluster made for that key.
+ * Their tag, channel_key_context_tag():
+ *
+ *   tag = H_keyed(k_ctx, len(key) || key || clock), 16 bytes of output
+ *
+ * with len(key) the data key's length as a 4-byte big-endian integer (so
+ * no key and clock pair reads as another) and clock the vector clock's
+ * encoding (storage/vclock.h).  A new cluster key makes every earlier
+ * context fail.
  */
 #include "channel.h"
 
@@ -88,6 +101,7 @@
 #define CHANNEL_KDF_CONTEXT "ringkvch"
 #define CHANNEL_SUBKEY_AUTH 1
 #define CHANNEL_SUBKEY_SESSION 2
+#define CHANNEL_SUBKEY_CONTEXT 3
 #define CHANNEL_LABEL_TRANSCRIPT "ringkv channel v1"
 #define CHANNEL_LABEL_PROOF_R "ringkv responder proof"
 #define CHANNEL_LABEL_PROOF_I "ringkv initiator proof"
@@ -119,6 +133,7 @@ struct channel_key {
     uint8_t key[CHANNEL_KEY_BYTES];
     uint8_t auth[CHANNEL_HASH_BYTES];    /* k_auth: proofs */
     uint8_t session[CHANNEL_HASH_BYTES]; /* k_sess: mixed into the session keys */
+    uint8_t context[CHANNEL_HASH_BYTES]; /* k_ctx: client context tags */
 };
 
 struct channel_secrets {
@@ -179,6 +194,8 @@ static void channel_key_finish(struct channel_key *k)
                                k->key);
     crypto_kdf_derive_from_key(k->session, sizeof(k->session), CHANNEL_SUBKEY_SESSION,
                                CHANNEL_KDF_CONTEXT, k->key);
+    crypto_kdf_derive_from_key(k->context, sizeof(k->context), CHANNEL_SUBKEY_CONTEXT,
+                               CHANNEL_KDF_CONTEXT, k->key);
     sodium_mprotect_readonly(k);
 }
 
@@ -222,6 +239,23 @@ void channel_key_cluster_id(const struct channel_key *k, uint8_t out[CHANNEL_CLU
 {
     crypto_generichash(out, CHANNEL_CLUSTER_ID_BYTES, (const uint8_t *)CHANNEL_LABEL_CLUSTER_ID,
                        strlen(CHANNEL_LABEL_CLUSTER_ID), k->key, sizeof(k->key));
+}
+
+void channel_key_context_tag(const struct channel_key *k, const uint8_t *key, size_t key_len,
+                             const uint8_t *clock, size_t clock_len,
+                             uint8_t out[CHANNEL_CONTEXT_TAG_BYTES])
+{
+    crypto_generichash_state st;
+    uint8_t len_be[4];
+
+    assert(key_len <= UINT32_MAX && "channel_key_context_tag: key length over 32 bits");
+    bytes_put_be32(len_be, (uint32_t)key_len);
+    crypto_generichash_init(&st, k->context, sizeof(k->context), CHANNEL_CONTEXT_TAG_BYTES);
+    crypto_generichash_update(&st, len_be, sizeof(len_be));
+    crypto_generichash_update(&st, key, key_len);
+    crypto_generichash_update(&st, clock, clock_len);
+    crypto_generichash_final(&st, out, CHANNEL_CONTEXT_TAG_BYTES);
+    sodium_memzero(&st, sizeof(st));
 }
 
 /* The open file must be a regular file that only its owner can read or write. */

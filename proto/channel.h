@@ -30,6 +30,8 @@
 #define CHANNEL_VERSION 1
 /* The cluster identity recorded in data directories: a hash of the key. */
 #define CHANNEL_CLUSTER_ID_BYTES 16
+/* The tag that authenticates a client context (channel_key_context_tag()). */
+#define CHANNEL_CONTEXT_TAG_BYTES 16
 
 /* The cluster key, held in libsodium's guarded memory. */
 struct channel_key;
@@ -49,6 +51,21 @@ int channel_key_write(const struct channel_key *k, const char *path, char *err, 
 void channel_key_hex(const struct channel_key *k, char out[2 * CHANNEL_KEY_BYTES + 1]);
 /* The cluster identity derived from the key (a keyed hash, not the key). */
 void channel_key_cluster_id(const struct channel_key *k, uint8_t out[CHANNEL_CLUSTER_ID_BYTES]);
+/*
+ * The tag of a client context: a keyed hash (BLAKE2b, 16 bytes) under a
+ * subkey of k, over key[0..key_len), the data key the context was read
+ * from, and clock[0..clock_len), the encoding of its vector clock
+ * (storage/vclock.h); channel.c gives the derivation.  KGET hands clients
+ * the clock followed by this tag, and KSET and KDEL take a context only
+ * when its tag is the one this function makes for their own key (compare
+ * with crypto_verify_16(), in constant time), so a client can neither
+ * forge a clock nor move one to another key or another cluster.  Both
+ * inputs are borrowed for the call; key_len is at most UINT32_MAX
+ * (asserted).
+ */
+void channel_key_context_tag(const struct channel_key *k, const uint8_t *key, size_t key_len,
+                             const uint8_t *clock, size_t clock_len,
+                             uint8_t out[CHANNEL_CONTEXT_TAG_BYTES]);
 void channel_key_free(struct channel_key *k);
 
 enum channel_role {

@@ -12,7 +12,13 @@
  * Redis reply has room for one value and ringkv does not pick one
  * silently), and KGET returns them all with the context a KSET needs to
  * resolve them.  The context a client sees is the hex form of the record's
- * merged vector clock (storage/vclock.h's encoding).
+ * merged vector clock (storage/vclock.h's encoding) followed by its tag
+ * under the cluster key, bound to the key it was read from
+ * (channel_key_context_tag()).  KSET and KDEL take a context only when its
+ * tag is that of their key, before decoding its clock: a client cannot
+ * send a clock no node made for that key (invented actors, counters run
+ * ahead, a clock of another key), which the store's own checks
+ * (record_context_check()) would catch only in part.
  *
  * Expiry.  A value may expire (SET ... EX, EXPIRE; storage/record.h): every
  * read judges it by this node's wall clock (clock_wall_ms()) when the
@@ -35,6 +41,7 @@
 
 #include "autoconf.h"
 #include "bulktest.h"
+#include "channel.h"
 #include "client.h"
 #include "clock.h"
 #include "coord.h"
@@ -58,8 +65,13 @@
 
 /* The protocol level HELLO reports, for clients that gate features on it. */
 #define COMMANDS_REDIS_VERSION "7.0.0"
-/* Bound on a KSET context: a clock of VCLOCK_PRUNE_KEEP_DEFAULT full-length entries, in hex. */
-#define COMMANDS_CONTEXT_HEX_MAX (2 * (2 + 64 * (1 + 64 + 16)))
+/*
+ * Bound on a KSET context: a clock of VCLOCK_PRUNE_KEEP_DEFAULT full-length entries and its
+ * tag, in hex.
+ */
+#define COMMANDS_CONTEXT_HEX_MAX (2 * (2 + 64 * (1 + 64 + 16) + CHANNEL_CONTEXT_TAG_BYTES))
+_Static_assert(CHANNEL_CONTEXT_TAG_BYTES == crypto_verify_16_BYTES,
+               "context_arg() compares a context's tag with crypto_verify_16()");
 
 static const uint8_t *arg(const struct pending *p, size_t i, size_t *len)
 {
@@ -242,18 +254,21 @@ static void exists_end(struct client *c, struct pending *p)
     }
 }
 
-/* KGET key: [context, [value, ...]] with every live sibling. */
+/*
+ * KGET key: [context, [value, ...]] with every live sibling.  The context
+ * is the hex of the merged clock's encoding and its tag for this key.
+ */
 static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, struct buf *out)
 {
     struct vclock ctx;
     struct record rec;
     uint8_t *enc = NULL;
     char *hex = NULL;
-    size_t clen;
+    size_t clen, klen;
+    const uint8_t *key = arg(p, 1, &klen);
     uint64_t now = clock_wall_ms();
     int rc = r->result == RK_ENOTFOUND ? 0 : r->result;
 
-    (void)c;
     record_init(&rec);
     vclock_init(&ctx);
     if (rc == 0 && r->result == 0) {
@@ -261,7 +276,8 @@ static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, s
     }
     rc = rc ? rc : record_context(&rec, &ctx);
     clen = vclock_encoded_size(&ctx);
-    if (rc == 0 && ((enc = malloc(clen)) == NULL || (hex = malloc(2 * clen + 1)) == NULL)) {
+    if (rc == 0 && ((enc = malloc(clen + CHANNEL_CONTEXT_TAG_BYTES)) == NULL ||
+                    (hex = malloc(2 * (clen + CHANNEL_CONTEXT_TAG_BYTES) + 1)) == NULL)) {
         rc = RK_ENOMEM;
     }
     if (rc != 0) {
@@ -272,7 +288,8 @@ static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, s
         goto out_free;
     }
     vclock_encode(&ctx, enc);
-    hex_encode(hex, enc, clen);
+    channel_key_context_tag(c->node->key, key, klen, enc, clen, enc + clen);
+    hex_encode(hex, enc, clen + CHANNEL_CONTEXT_TAG_BYTES);
     resp_put_array(out, 2);
     resp_put_bulk_str(out, hex);
     resp_put_array(out, live_count(&rec, now));
@@ -922,17 +939,30 @@ static int cmd_del(struct client *c, struct pending *p)
     return start_writes(c, p, 1, 1, true, NULL, false);
 }
 
-/* KSET key value [CONTEXT ctx]: a write over exactly the siblings ctx saw. */
-/* KSET's CONTEXT hex into p->context; replies with the error and returns false when invalid. */
-static bool context_arg(struct pending *p, size_t i)
+/*
+ * The CONTEXT argument i of KSET or KDEL into p->context: hex of a clock's
+ * encoding and its tag, which must be the tag of this command's key
+ * (argument 1) under this cluster's key, compared in constant time before
+ * the clock is decoded.  Anything else (not hex, too short or too long, a
+ * tag of another key or cluster, a changed or cut context) replies with
+ * the error and returns false, with nothing written.
+ */
+static bool context_arg(struct client *c, struct pending *p, size_t i)
 {
-    size_t hlen, used;
+    size_t hlen, klen, clen, used;
     const uint8_t *hex = arg(p, i, &hlen);
-    uint8_t *raw = malloc(hlen / 2 + 1);
-    bool ok = raw != NULL && hlen <= COMMANDS_CONTEXT_HEX_MAX &&
-              hex_decode(raw, (const char *)hex, hlen) &&
-              vclock_decode(raw, hlen / 2, &used, &p->context) == 0 && used == hlen / 2;
+    const uint8_t *key = arg(p, 1, &klen);
+    uint8_t tag[CHANNEL_CONTEXT_TAG_BYTES];
+    uint8_t *raw = NULL;
+    bool ok = hlen <= COMMANDS_CONTEXT_HEX_MAX && hlen / 2 > CHANNEL_CONTEXT_TAG_BYTES &&
+              (raw = malloc(hlen / 2)) != NULL && hex_decode(raw, (const char *)hex, hlen);
 
+    if (ok) {
+        clen = hlen / 2 - CHANNEL_CONTEXT_TAG_BYTES;
+        channel_key_context_tag(c->node->key, key, klen, raw, clen, tag);
+        ok = crypto_verify_16(tag, raw + clen) == 0 &&
+             vclock_decode(raw, clen, &used, &p->context) == 0 && used == clen;
+    }
     free(raw);
     if (!ok) {
         client_error(p, "ERR invalid CONTEXT: use the context KGET returned");
@@ -957,7 +987,7 @@ static bool context_options(struct client *c, struct pending *p, size_t from, co
     }
     for (size_t i = from; i + 1 < p->cmd->argc; i += 2) {
         if (resp_arg_is(p->cmd, i, "context") && !*has_context) {
-            if (!context_arg(p, i + 1)) {
+            if (!context_arg(c, p, i + 1)) {
                 return false;
             }
             *has_context = true;

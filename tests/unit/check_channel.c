@@ -12,7 +12,8 @@
  * made with the wrong key.  Random inputs come from a xorshift generator
  * whose seed is printed (replay with RINGKV_TEST_SEED=<seed>); the
  * handshake's own randomness is libsodium's, so no test depends on exact
- * handshake bytes.
+ * handshake bytes.  The tags of client contexts (channel_key_context_tag())
+ * are checked against golden bytes computed apart, and for what they bind.
  */
 #include <check.h>
 #include <errno.h>
@@ -1071,6 +1072,106 @@ START_TEST(test_cluster_id)
 }
 END_TEST
 
+/* --- client context tags ---------------------------------------------------- */
+
+/*
+ * The clock of a context tag's inputs: "n1:3f9a0c21" at counter 1, stamp 1,
+ * as storage/vclock.h encodes it; and the data key it was read from.
+ */
+static const uint8_t tag_clock[] = {0x00, 0x01, 0x0b, 'n',  '1',  ':',  '3',  'f',  '9',  'a',
+                                    '0',  'c',  '2',  '1',  0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                    0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01};
+static const char tag_key[] = "user:42";
+
+/* The tag of (key, clock) under k. */
+static void tag_of(const struct channel_key *k, const char *key, size_t key_len,
+                   const uint8_t *clock, size_t clock_len, uint8_t out[CHANNEL_CONTEXT_TAG_BYTES])
+{
+    channel_key_context_tag(k, (const uint8_t *)key, key_len, clock, clock_len, out);
+}
+
+/*
+ * Golden bytes: the key file of 00 01 .. 1f gives this tag for tag_key and
+ * tag_clock.  Computed apart from channel.c, from the derivation its
+ * header gives (Python's hashlib.blake2b: k_ctx with key K, salt the
+ * subkey id 3 as 8 little-endian bytes and 8 zeros, personalisation
+ * "ringkvch" and 8 zeros; then the 16-byte tag keyed with k_ctx over
+ * 00 00 00 07 "user:42" and the clock).  A change here breaks every
+ * context that clients hold.
+ */
+START_TEST(test_context_tag_golden)
+{
+    static const uint8_t want[CHANNEL_CONTEXT_TAG_BYTES] = {0xf6, 0xb7, 0x27, 0x98, 0x15, 0x52,
+                                                            0x5a, 0xc0, 0xb1, 0x27, 0x58, 0x7a,
+                                                            0x8b, 0x89, 0xfa, 0xc0};
+    const char *text = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+    struct channel_key *a, *b;
+    uint8_t ta[CHANNEL_CONTEXT_TAG_BYTES], tb[CHANNEL_CONTEXT_TAG_BYTES];
+    char path[128], err[256];
+
+    tmp_file(path, sizeof(path), "fixed.key", text, 0600);
+    ck_assert_int_eq(channel_key_load(&a, path, err, sizeof(err)), 0);
+    ck_assert_int_eq(channel_key_load(&b, path, err, sizeof(err)), 0);
+    tag_of(a, tag_key, strlen(tag_key), tag_clock, sizeof(tag_clock), ta);
+    tag_of(b, tag_key, strlen(tag_key), tag_clock, sizeof(tag_clock), tb);
+    ck_assert_int_eq(memcmp(ta, want, sizeof(want)), 0);
+    ck_assert_int_eq(memcmp(tb, want, sizeof(want)), 0);
+    channel_key_free(a);
+    channel_key_free(b);
+}
+END_TEST
+
+/* The same inputs give the same tag; another cluster key, data key or clock another one. */
+START_TEST(test_context_tag_binds_inputs)
+{
+    struct channel_key *k = key_new(), *other = key_new();
+    uint8_t base[CHANNEL_CONTEXT_TAG_BYTES], t[CHANNEL_CONTEXT_TAG_BYTES];
+    uint8_t clock[sizeof(tag_clock)];
+    size_t klen = strlen(tag_key);
+
+    tag_of(k, tag_key, klen, tag_clock, sizeof(tag_clock), base);
+    tag_of(k, tag_key, klen, tag_clock, sizeof(tag_clock), t);
+    ck_assert_int_eq(memcmp(base, t, sizeof(t)), 0);
+    tag_of(other, tag_key, klen, tag_clock, sizeof(tag_clock), t);
+    ck_assert_int_ne(memcmp(base, t, sizeof(t)), 0);
+    tag_of(k, "user:43", klen, tag_clock, sizeof(tag_clock), t);
+    ck_assert_int_ne(memcmp(base, t, sizeof(t)), 0);
+    tag_of(k, tag_key, klen - 1, tag_clock, sizeof(tag_clock), t);
+    ck_assert_int_ne(memcmp(base, t, sizeof(t)), 0);
+    tag_of(k, tag_key, klen, tag_clock, sizeof(tag_clock) - 1, t);
+    ck_assert_int_ne(memcmp(base, t, sizeof(t)), 0);
+    /* every bit of the clock counts */
+    for (size_t i = 0; i < 8 * sizeof(clock); i++) {
+        memcpy(clock, tag_clock, sizeof(clock));
+        clock[i / 8] ^= (uint8_t)(1u << (i % 8));
+        tag_of(k, tag_key, klen, clock, sizeof(clock), t);
+        ck_assert_msg(memcmp(base, t, sizeof(t)) != 0, "clock bit %zu", i);
+    }
+    channel_key_free(k);
+    channel_key_free(other);
+}
+END_TEST
+
+/*
+ * The key's length is hashed before the key: moving bytes from the end of
+ * the key to the front of the clock gives another tag, though the bytes
+ * hashed after the length are the same.
+ */
+START_TEST(test_context_tag_key_clock_boundary)
+{
+    struct channel_key *k = key_new();
+    uint8_t a[CHANNEL_CONTEXT_TAG_BYTES], b[CHANNEL_CONTEXT_TAG_BYTES];
+    const uint8_t joined[] = {'a', 'b', 0x00, 0x00};
+
+    channel_key_context_tag(k, joined, 2, joined + 2, 2, a);
+    channel_key_context_tag(k, joined, 1, joined + 1, 3, b);
+    ck_assert_int_ne(memcmp(a, b, sizeof(a)), 0);
+    channel_key_context_tag(k, joined, 0, joined, 4, b);
+    ck_assert_int_ne(memcmp(a, b, sizeof(a)), 0);
+    channel_key_free(k);
+}
+END_TEST
+
 static Suite *channel_suite(void)
 {
     Suite *s = suite_create("channel");
@@ -1108,6 +1209,9 @@ static Suite *channel_suite(void)
         {"key_load_not_regular", test_key_load_not_regular, true},
         {"key_load_bad_content", test_key_load_bad_content, true},
         {"cluster_id", test_cluster_id, true},
+        {"context_tag_golden", test_context_tag_golden, true},
+        {"context_tag_binds_inputs", test_context_tag_binds_inputs, false},
+        {"context_tag_key_clock_boundary", test_context_tag_key_clock_boundary, false},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
