@@ -246,6 +246,16 @@ bool sibling_dead(const struct sibling *s, uint64_t now_ms)
     return s->tombstone || sibling_expired(s, now_ms);
 }
 
+size_t record_live_count(const struct record *r, uint64_t now_ms)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < r->n; i++) {
+        n += !sibling_dead(&r->s[i], now_ms);
+    }
+    return n;
+}
+
 bool record_all_dead(const struct record *r, uint64_t now_ms)
 {
     for (size_t i = 0; i < r->n; i++) {

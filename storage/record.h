@@ -116,6 +116,8 @@ bool sibling_expired(const struct sibling *s, uint64_t now_ms);
 bool sibling_dead(const struct sibling *s, uint64_t now_ms);
 /* True when every sibling is dead at now_ms (and the record is not empty). */
 bool record_all_dead(const struct record *r, uint64_t now_ms);
+/* Siblings of r that are live at now_ms: neither tombstones nor expired. */
+size_t record_live_count(const struct record *r, uint64_t now_ms);
 /* The latest expiry among the siblings (0 when none carries one). */
 uint64_t record_max_expiry(const struct record *r);
 /* The newest hlc among the siblings (0 for an empty record). */

@@ -66,10 +66,13 @@
 /* The protocol level HELLO reports, for clients that gate features on it. */
 #define COMMANDS_REDIS_VERSION "7.0.0"
 /*
- * Bound on a KSET context: a clock of VCLOCK_PRUNE_KEEP_DEFAULT full-length entries and its
- * tag, in hex.
+ * Bound on a KSET or KDEL context: the largest clock a record holds (VCLOCK_ENTRIES_MAX
+ * entries of full-length ids; pruning keeps every entry younger than a day, so a key whose
+ * replicas took many actors in a day has a long one) and its tag, in hex.  Any context
+ * KGET returns is within it.
  */
-#define COMMANDS_CONTEXT_HEX_MAX (2 * (2 + 64 * (1 + 64 + 16) + CHANNEL_CONTEXT_TAG_BYTES))
+#define COMMANDS_CONTEXT_HEX_MAX                                                                   \
+    (2 * (2 + (size_t)VCLOCK_ENTRIES_MAX * (1 + RING_NAME_MAX + 16) + CHANNEL_CONTEXT_TAG_BYTES))
 _Static_assert(CHANNEL_CONTEXT_TAG_BYTES == crypto_verify_16_BYTES,
                "context_arg() compares a context's tag with crypto_verify_16()");
 
@@ -116,15 +119,6 @@ static bool over_limit(struct client *c, struct pending *p, const char *what, si
 /* --- reading ---------------------------------------------------------------------- */
 
 /* Live siblings of r at now_ms: neither tombstones nor expired. */
-static size_t live_count(const struct record *r, uint64_t now_ms)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        n += !sibling_dead(&r->s[i], now_ms);
-    }
-    return n;
-}
-
 /* What a read command does with each key's result, into the buffer given. */
 typedef void (*read_reply_fn)(struct client *c, struct pending *p, struct kv_read *r,
                               struct buf *out);
@@ -208,8 +202,9 @@ static void value_reply(struct client *c, struct pending *p, struct kv_read *r, 
         c->node->metrics.keyspace_hits++;
         p->error = true;
         resp_put_errorf(out,
-                        "CONFLICT the key has %zu siblings: read them with KGET and "
-                        "resolve with KSET key value CONTEXT ctx",
+                        "CONFLICT the key has %zu siblings (a delete concurrent with a write "
+                        "is one, without a value): read them with KGET and resolve with KSET "
+                        "key value CONTEXT ctx or KDEL key CONTEXT ctx",
                         n);
     } else {
         c->node->metrics.keyspace_hits++;
@@ -231,7 +226,7 @@ static void exists_count(struct client *c, struct pending *p, struct kv_read *r,
     (void)out;
     record_init(&rec);
     if (rc == 0 && (rc = record_decode(r->record, r->record_len, &rec)) == 0) {
-        p->count += live_count(&rec, clock_wall_ms()) > 0;
+        p->count += record_live_count(&rec, clock_wall_ms()) > 0;
     }
     if (rc != 0 && rc != RK_ENOTFOUND && p->read_error == 0) {
         p->read_error = rc;
@@ -292,7 +287,7 @@ static void kget_reply(struct client *c, struct pending *p, struct kv_read *r, s
     hex_encode(hex, enc, clen + CHANNEL_CONTEXT_TAG_BYTES);
     resp_put_array(out, 2);
     resp_put_bulk_str(out, hex);
-    resp_put_array(out, live_count(&rec, now));
+    resp_put_array(out, record_live_count(&rec, now));
     for (size_t i = 0; i < rec.n; i++) {
         if (!sibling_dead(&rec.s[i], now)) {
             resp_put_bulk(out, rec.s[i].value, rec.s[i].value_len);
@@ -2304,7 +2299,7 @@ static void replica_put_row(struct client *c, struct buf *out, const struct coor
     resp_put_bulk_str(out, "answered");
     resp_put_int(out, answered);
     resp_put_bulk_str(out, "present");
-    resp_put_int(out, rec.n > 0 && live_count(&rec, clock_wall_ms()) > 0);
+    resp_put_int(out, rec.n > 0 && record_live_count(&rec, clock_wall_ms()) > 0);
     resp_put_bulk_str(out, "tombstone");
     resp_put_int(out, rec.n > 0 && record_all_tombstones(&rec));
     resp_put_bulk_str(out, "siblings");
@@ -2314,7 +2309,7 @@ static void replica_put_row(struct client *c, struct buf *out, const struct coor
     resp_put_bulk_str(out, "value_size");
     resp_put_int(out, (int64_t)vsize);
     resp_put_bulk_str(out, "digest");
-    if (vsize > 0 || live_count(&rec, 0) > 0) {
+    if (vsize > 0 || record_live_count(&rec, 0) > 0) {
         char hex[2 * sizeof(digest) + 1];
         hex_encode(hex, digest, sizeof(digest));
         resp_put_bulk_str(out, hex);

@@ -9,6 +9,10 @@
 #     y (both over the same base), a context of them, then z written over
 #     the base alone, KDEL with the context of x and y leaves z, alone,
 #     through every node (KGET R 3);
+#   - a KDEL whose context saw none of the live values answers 0 and takes
+#     nothing away: the value written beside the context stays, the
+#     tombstone beside it (GET: -CONFLICT naming the delete), and a KDEL with
+#     KGET's context then deletes it;
 #   - a KSET with KDEL's context after it is a new value over the tombstone;
 #   - bad uses are refused with an error and change nothing: no CONTEXT
 #     (DEL is the blind delete), a context that is not one (and one
@@ -68,6 +72,27 @@ for n in n1 n2 n3; do
     [ "$(live_of $n k2)" = "z " ] || it_fail "k2 through $n after KDEL: '$(live_of $n k2)', want 'z '"
 done
 it_log "KDEL deletes the siblings its context saw and keeps the one written beside them"
+
+# a context that never saw the live value: nothing taken away (0), the tombstone beside it
+[ "$(it_cli n1 SET k4 base)" = OK ] || it_fail "SET k4 base"
+old=$(ctx_of n1 k4)
+[ "$(it_cli n2 KSET k4 unseen CONTEXT "$old")" = OK ] || it_fail "KSET k4 unseen"
+got=$(it_cli n3 KDEL k4 CONTEXT "$old")
+[ "$got" = 0 ] || it_fail "KDEL k4 with a context that never saw 'unseen': '$got', want 0"
+it_wait_no_hints "hints" n1 n2 n3
+for n in n1 n2 n3; do
+    [ "$(live_of $n k4)" = "unseen " ] || it_fail "k4 through $n: '$(live_of $n k4)', want 'unseen '"
+    got=$(it_cli $n GET k4 2>&1)
+    case $got in "CONFLICT the key has 2 siblings (a delete concurrent with a write"*) ;;
+    *) it_fail "GET k4 through $n (a value and a delete beside it): '$got'" ;; esac
+done
+ctx=$(ctx_of n1 k4)
+[ "$(it_cli n1 KDEL k4 CONTEXT "$ctx")" = 1 ] || it_fail "KDEL k4 with KGET's context"
+for n in n1 n2 n3; do
+    got=$(it_cli $n GET k4)
+    [ -z "$got" ] || it_fail "GET k4 through $n after the second KDEL: '$got'"
+done
+it_log "KDEL with a context that saw no live value: 0, the value kept beside it; KGET's context deletes it"
 
 # a write with the delete's context
 ctx=$(ctx_of n2 k2)
