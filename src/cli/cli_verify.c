@@ -7,9 +7,13 @@
  * Each key is read with KGET through every node the history used for it,
  * or through every -H node when any is given, and what it holds is the
  * union of the siblings they return.  --r N sends KGET key R N, an R
- * override; a node that refuses it is an error, not a pass.
+ * override; a node that refuses it is an error, not a pass.  The first
+ * node read is asked for the cluster's conflicts setting (CONFIG GET
+ * conflicts): under lww the checker takes every KSET as replacing what it
+ * follows (hcheck_opts.lww).
  *
- * Output: the counts, then one line per violation naming the kind, the key
+ * Output: the counts and the conflicts setting, then one line per
+ * violation naming the kind, the key
  * and the history lines involved; --json gives the same as one object.
  * Exit 0 when there is no violation, 1 when there is one (or a node could
  * not be read), 2 on a usage error or a history that cannot be read.
@@ -236,8 +240,40 @@ static size_t verify_key_nodes(const struct hcheck *hc, const struct verify_opts
     return n;
 }
 
-/* Read every key and give the checker what it holds. */
-static int verify_read_all(struct hcheck *hc, const struct verify_opts *o)
+/*
+ * The cluster's conflicts setting, from node name (CONFIG GET conflicts):
+ * under lww a KSET replaces a write its context did not see (hcheck_opts).
+ * A node that does not say leaves the rules of siblings, with a warning.
+ */
+static int verify_conflicts(struct verify_conns *vc, const char *name, bool *lww)
+{
+    struct respc *c = verify_conn(vc, name);
+    const char *argv[3] = {"CONFIG", "GET", "conflicts"};
+    const size_t lens[3] = {6, 3, 9};
+    struct resp_reply *r;
+    char err[512];
+
+    if (c == NULL) {
+        return CLI_ERROR;
+    }
+    if (respc_call(c, 3, argv, lens, &r, err, sizeof(err)) != 0) {
+        return cli_error("%s", err);
+    }
+    if ((r->type == RESP_T_ARRAY || r->type == RESP_T_MAP) && r->n >= 1 &&
+        r->elem[r->type == RESP_T_MAP ? 1 : r->n - 1]->str != NULL) {
+        *lww = strcmp((const char *)r->elem[r->type == RESP_T_MAP ? 1 : r->n - 1]->str, "lww") == 0;
+    } else {
+        fprintf(stderr,
+                "ringkv verify: %s did not say its conflicts setting (%s): checked as "
+                "siblings\n",
+                name, r->type == RESP_T_ERROR ? (const char *)r->str : "no value");
+    }
+    resp_reply_free(r);
+    return 0;
+}
+
+/* Read every key and give the checker what it holds (and o->check.lww, the cluster's). */
+static int verify_read_all(struct hcheck *hc, struct verify_opts *o)
 {
     struct verify_conns vc = {.base = o->nodes.base};
     struct history_str *vals = calloc(HISTORY_LIST_MAX, sizeof(*vals));
@@ -247,6 +283,9 @@ static int verify_read_all(struct hcheck *hc, const struct verify_opts *o)
 
     for (size_t k = 0; rc == 0 && k < hc->n_keys; k++) {
         size_t nn = verify_key_nodes(hc, o, k, names, CLI_NODES_MAX), n = 0, n_keep = 0;
+        if (k == 0 && nn > 0) {
+            rc = verify_conflicts(&vc, names[0], &o->check.lww);
+        }
         for (size_t i = 0; rc == 0 && i < nn; i++) {
             rc = verify_read(&vc, o, &hc->keys[k].key, names[i], vals, &n, keep, &n_keep);
         }
@@ -320,13 +359,14 @@ static void print_op(const struct history *h, size_t i)
            (unsigned long long)e->end);
 }
 
-static void verify_print(const struct hcheck *hc)
+static void verify_print(const struct hcheck *hc, bool lww)
 {
     for (size_t i = 0; i < VERIFY_COUNTS; i++) {
         printf("%-16s %zu\n", verify_counts[i].name, count_at(&hc->counts, i));
     }
     printf("%-16s %llu\n", "last_ok_write_end_us",
            (unsigned long long)hc->counts.last_ok_write_end);
+    printf("%-16s %s\n", "conflicts", lww ? "lww" : "siblings");
     for (size_t i = 0; i < hc->n_v; i++) {
         const struct hcheck_violation *v = &hc->v[i];
         printf("violation %s: key ", hcheck_kind_name(v->kind));
@@ -352,7 +392,7 @@ static json_t *line_json(const struct history *h, size_t i)
     return i == SIZE_MAX ? json_null() : json_integer((json_int_t)h->e[i].line);
 }
 
-static int verify_json(const struct hcheck *hc)
+static int verify_json(const struct hcheck *hc, bool lww)
 {
     json_t *counts = json_object(), *vs = json_array();
 
@@ -371,8 +411,8 @@ static int verify_json(const struct hcheck *hc)
                           respc_json_bytes(v->value->p, v->value->len), "line",
                           line_json(hc->h, v->op), "other_line", line_json(hc->h, v->other)));
     }
-    return cli_json_print(
-        json_pack("{s:o, s:o, s:b}", "counts", counts, "violations", vs, "clean", hc->n_v == 0));
+    return cli_json_print(json_pack("{s:o, s:o, s:b, s:s}", "counts", counts, "violations", vs,
+                                    "clean", hc->n_v == 0, "conflicts", lww ? "lww" : "siblings"));
 }
 
 int cli_verify(int argc, char **argv)
@@ -405,7 +445,7 @@ int cli_verify(int argc, char **argv)
         rc = cli_error("out of memory");
     }
     if (rc == 0) {
-        (void)(o.json ? verify_json(&hc) : (verify_print(&hc), 0));
+        (void)(o.json ? verify_json(&hc, o.check.lww) : (verify_print(&hc, o.check.lww), 0));
         rc = hc.n_v == 0 ? CLI_OK : CLI_ERROR;
     }
 out_free:

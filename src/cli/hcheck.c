@@ -203,6 +203,12 @@ static bool trusted(const struct kcheck *c, const struct history_entry *e)
     return e->outcome == HISTORY_OK && (!c->o->loss_bound || e->end < c->o->loss_after_us);
 }
 
+/* Whether e supersedes as a blind op: blind, or any kset under lww (hcheck_opts). */
+static bool blind(const struct kcheck *c, const struct history_entry *e)
+{
+    return history_is_blind(e) || (c->o->lww && e->op == HISTORY_KSET);
+}
+
 /* The local index of the write of value v, or NONE. */
 static size_t find_write(const struct kcheck *c, const struct history_str *v)
 {
@@ -297,7 +303,7 @@ static void fold_blind(struct kcheck *c)
     c->top[0] = c->top[1] = c->after = NONE;
     for (size_t l = 0; l < c->k->n_ops; l++) {
         const struct history_entry *e = op_at(c, l);
-        if (!history_is_blind(e)) {
+        if (!blind(c, e)) {
             continue;
         }
         if (c->acc[l] && (c->after == NONE || e->start > op_at(c, c->after)->start)) {
@@ -402,8 +408,7 @@ static int check_stale(struct kcheck *c)
 
     for (size_t l = 0; l < c->k->n_ops; l++) {
         const struct history_entry *e = op_at(c, l);
-        if (history_is_blind(e) && trusted(c, e) &&
-            (last == NONE || e->start > op_at(c, last)->start)) {
+        if (blind(c, e) && trusted(c, e) && (last == NONE || e->start > op_at(c, last)->start)) {
             last = l;
         }
     }
@@ -464,7 +469,7 @@ static void fold_read(struct kcheck *c, struct seen *s, size_t r)
     for (size_t i = 0; i < n; i++) {
         size_t w = find_write(c, &v[i]);
         const struct history_entry *e = w == NONE ? NULL : op_at(c, w);
-        if (e != NULL && history_is_blind(e) && (s->by == NONE || e->start > s->max_start)) {
+        if (e != NULL && blind(c, e) && (s->by == NONE || e->start > s->max_start)) {
             s->max_start = e->start;
             s->by = r;
         }

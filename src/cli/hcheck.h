@@ -20,6 +20,7 @@
  *     allowed), or accounted and started after W ended (certainly later).
  *     Overlap alone is not enough for an op that is only trusted: two
  *     overlapping ok writes both absent would account for each other.
+ *     With lww (hcheck_opts), every kset counts as blind here too.
  * Violations:
  *   lost          an ok write whose value is absent and that nothing
  *                 accounted for supersedes (with a loss bound T, one that
@@ -50,6 +51,13 @@
 
 struct hcheck_opts {
     bool monotonic;
+    /*
+     * The cluster resolves conflicts by last writer wins (`conflicts lww`):
+     * a kset's context keeps no concurrent write beside it, the later
+     * version replaces it, so every kset supersedes, and makes stale, as a
+     * blind op does (and still by its context).
+     */
+    bool lww;
     bool loss_bound;        /* writes that ended at or after loss_after_us may be lost */
     uint64_t loss_after_us; /* the history's clock */
 };

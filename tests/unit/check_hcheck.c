@@ -277,6 +277,33 @@ START_TEST(test_kset_chain)
 }
 END_TEST
 
+/*
+ * conflicts lww: a later KSET whose context did not see v1 replaces it (the
+ * later version wins), as a blind write would; the same history is a lost
+ * v1 under siblings (test_kset_chain), and v1 left over v2 is stale.
+ */
+START_TEST(test_lww_kset_supersedes)
+{
+    const char *two = KSET("v1", "[]", 0, 10, "ok") KSET("v2", "[]", 20, 30, "ok");
+    struct hcheck_opts lww = {.lww = true};
+    struct run r;
+
+    check_with(&r, two, FINAL("v2"), &lww);
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    ck_assert_uint_eq(r.hc.counts.superseded, 1);
+    done(&r);
+    check_with(&r, two, FINAL("v1"), &lww);
+    ck_assert_uint_eq(r.hc.n_v, 2);
+    assert_violation(&r, 0, HCHECK_LOST, 2, 0);
+    assert_violation(&r, 1, HCHECK_STALE, 1, 2);
+    done(&r);
+    /* overlapping: either may win */
+    check_with(&r, KSET("v1", "[]", 0, 25, "ok") KSET("v2", "[]", 20, 30, "ok"), FINAL("v1"), &lww);
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    done(&r);
+}
+END_TEST
+
 START_TEST(test_monotonic)
 {
     const char *text =
@@ -437,6 +464,7 @@ static Suite *hcheck_suite(void)
     tcase_add_test(tc, test_concurrent_either_order);
     tcase_add_test(tc, test_concurrent_both_lost);
     tcase_add_test(tc, test_kset_chain);
+    tcase_add_test(tc, test_lww_kset_supersedes);
     tcase_add_test(tc, test_monotonic);
     tcase_add_test(tc, test_loss_bound_and_foreign);
     tcase_add_test(tc, test_duplicate_value);
