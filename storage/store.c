@@ -2755,13 +2755,11 @@ static int op_write(struct batch *b, struct store_op *op)
                  kb};
     struct record r;
     bool found, wrote = false, was;
-    size_t live;
     int rc;
 
     record_init(&r);
     rc = batch_load(b, &k, &r, &found);
     was = record_all_tombstones(&r);
-    live = record_live_count(&r, b->wall_ms);
     rc = rc ? rc : op_write_decide(op, &r, b->wall_ms);
     if (rc == 0 && op->skipped) {
         goto out_free; /* the condition did not hold: the key stays as it was */
@@ -2781,9 +2779,6 @@ static int op_write(struct batch *b, struct store_op *op)
     op->changed = rc == 0 && wrote;
     if (op->expiry == STORE_EXPIRY_TOUCH) {
         op->existed = op->changed; /* EXPIRE and PERSIST answer whether they changed the key */
-    } else if (op->tombstone && op->context != NULL) {
-        /* a delete of what a context saw (KDEL): whether it took a live value away */
-        op->existed = op->changed && record_live_count(&r, b->wall_ms) < live;
     }
 out_free:
     record_deinit(&r);

@@ -259,6 +259,12 @@ static int verify_conflicts(struct verify_conns *vc, const char *name, bool *lww
     if (respc_call(c, 3, argv, lens, &r, err, sizeof(err)) != 0) {
         return cli_error("%s", err);
     }
+    if (r->type == RESP_T_ERROR && (strncmp((const char *)r->str, "NOAUTH", 6) == 0 ||
+                                    strncmp((const char *)r->str, "WRONGPASS", 9) == 0)) {
+        int rc = cli_error("%s: %s", name, (const char *)r->str);
+        resp_reply_free(r);
+        return rc;
+    }
     if ((r->type == RESP_T_ARRAY || r->type == RESP_T_MAP) && r->n >= 1 &&
         r->elem[r->type == RESP_T_MAP ? 1 : r->n - 1]->str != NULL) {
         *lww = strcmp((const char *)r->elem[r->type == RESP_T_MAP ? 1 : r->n - 1]->str, "lww") == 0;

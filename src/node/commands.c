@@ -118,7 +118,6 @@ static bool over_limit(struct client *c, struct pending *p, const char *what, si
 
 /* --- reading ---------------------------------------------------------------------- */
 
-/* Live siblings of r at now_ms: neither tombstones nor expired. */
 /* What a read command does with each key's result, into the buffer given. */
 typedef void (*read_reply_fn)(struct client *c, struct pending *p, struct kv_read *r,
                               struct buf *out);
@@ -548,8 +547,7 @@ static void write_reply(struct pending *p)
     char line[256];
 
     if (p->first_error == 0) {
-        if (strcmp(p->command->name, "del") == 0 || strcmp(p->command->name, "kdel") == 0 ||
-            p->expiry == STORE_EXPIRY_TOUCH) {
+        if (strcmp(p->command->name, "del") == 0 || p->expiry == STORE_EXPIRY_TOUCH) {
             resp_put_int(client_reply(p), p->count);
         } else {
             resp_put_simple(client_reply(p), "OK");
@@ -1018,7 +1016,8 @@ static int cmd_kset(struct client *c, struct pending *p)
  * KDEL key CONTEXT ctx [W n]: a tombstone over exactly the siblings ctx
  * saw; a sibling written concurrently (not in ctx) stays beside it.  No
  * read decides it: the context does (DEL reads the key first).  Replies
- * 1 when the key held a live value where the tombstone was made, else 0.
+ * OK once w replicas hold the tombstone, as KSET: which values it took
+ * away is what ctx saw, and no one replica's copy can tell the count.
  */
 static int cmd_kdel(struct client *c, struct pending *p)
 {
@@ -2499,7 +2498,7 @@ const struct command commands[] = {
     {"mset", -3, CMD_WRITE, cmd_mset, 1, -1, 2, "set several keys"},
     {"kget", -2, CMD_READ, cmd_kget, 1, 1, 1, "every sibling of a key, with its context [R n]"},
     {"kset", -3, CMD_WRITE, cmd_kset, 1, 1, 1, "write over the siblings a context saw"},
-    {"kdel", -4, CMD_WRITE, cmd_kdel, 1, 1, 1, "delete the siblings a context saw; 1 if live"},
+    {"kdel", -4, CMD_WRITE, cmd_kdel, 1, 1, 1, "delete the siblings a context saw"},
     /* expiry: an absolute wall-clock time in the version (record.h) */
     {"setex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in seconds"},
     {"psetex", 4, CMD_WRITE, cmd_setex, 1, 1, 1, "set a key that expires in milliseconds"},

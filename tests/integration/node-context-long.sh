@@ -31,6 +31,6 @@ got=$(it_cli "$id" KSET k new CONTEXT "$ctx" 2>&1)
 [ "$got" = OK ] || it_fail "KSET with the ${#ctx}-digit context KGET returned: '$got'"
 ctx=$(it_cli "$id" KGET k | tr -d '\r' | head -1)
 got=$(it_cli "$id" KDEL k CONTEXT "$ctx" 2>&1)
-[ "$got" = 1 ] || it_fail "KDEL with the ${#ctx}-digit context KGET returned: '$got'"
+[ "$got" = OK ] || it_fail "KDEL with the ${#ctx}-digit context KGET returned: '$got'"
 [ -z "$(it_cli "$id" GET k)" ] || it_fail "GET k after KDEL: '$(it_cli "$id" GET k)'"
 it_pass "KSET and KDEL take a context of ${#ctx} hex digits, as KGET returned it"
