@@ -28,13 +28,7 @@ writes=$(echo "$out" | awk '$1 == "writes_ok" { print $2 }')
 [ "$writes" -gt 100 ] || it_fail "only $writes writes acknowledged: $out"
 it_log "blind: $(echo "$out" | tr '\n' ' ' | sed 's/  */ /g')"
 
-# shellcheck disable=SC2086
-"$RINGKV" workload $H --keys 20 --duration 3 --concurrency 4 --mix 1:1:0 --causal \
-    --history "$IT_DIR/causal.jsonl" > "$IT_DIR/causal.out" ||
-    it_fail "causal workload: $(cat "$IT_DIR/causal.out")"
-grep -q '"op":"kset".*"context_of":\["' "$IT_DIR/causal.jsonl" ||
-    it_fail "no KSET over a context in the causal history"
-out=$("$RINGKV" verify --monotonic "$IT_DIR/causal.jsonl") || it_fail "a causal run: $out"
+it_causal_verify "$H"
 it_log "causal: $(echo "$out" | tr '\n' ' ' | sed 's/  */ /g')"
 
 # pick WHAT: "KEY NODE VALUE" of a key whose last operation (by end) is an

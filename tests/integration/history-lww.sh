@@ -15,13 +15,7 @@ it_key
 it_cluster 2 --rf 1 --r 1 --w 1 --conflicts lww
 H="-H 127.0.0.1:$N1_CLIENT -H 127.0.0.1:$N2_CLIENT"
 
-# shellcheck disable=SC2086
-"$RINGKV" workload $H --keys 20 --duration 3 --concurrency 4 --mix 1:1:0 --causal \
-    --history "$IT_DIR/causal.jsonl" > "$IT_DIR/causal.out" ||
-    it_fail "causal workload: $(cat "$IT_DIR/causal.out")"
-grep -q '"op":"kset".*"context_of":\["' "$IT_DIR/causal.jsonl" ||
-    it_fail "no KSET over a context in the causal history"
-out=$("$RINGKV" verify --monotonic "$IT_DIR/causal.jsonl") || it_fail "a causal lww run: $out"
+it_causal_verify "$H"
 case "$out" in *"conflicts        lww"*"0 violations"*) ;; *) it_fail "no lww verdict: $out" ;; esac
 it_log "causal under lww: $(echo "$out" | tr '\n' ' ' | sed 's/  */ /g')"
 

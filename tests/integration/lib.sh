@@ -373,6 +373,21 @@ it_wait_converged() {
     IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
 }
 
+# it_causal_verify "-H ... -H ...": a causal workload (KGET, then KSET with
+# its context; 4 workers on 20 keys for 3 s) through those nodes into
+# $IT_DIR/causal.jsonl, which must hold KSETs over contexts, then `ringkv
+# verify --monotonic` of it, whose output is left in $out (the test fails
+# when it does not pass).
+it_causal_verify() {
+    # shellcheck disable=SC2086 # one flag a word
+    "$RINGKV" workload $1 --keys 20 --duration 3 --concurrency 4 --mix 1:1:0 --causal \
+        --history "$IT_DIR/causal.jsonl" > "$IT_DIR/causal.out" ||
+        it_fail "causal workload: $(cat "$IT_DIR/causal.out")"
+    grep -q '"op":"kset".*"context_of":\["' "$IT_DIR/causal.jsonl" ||
+        it_fail "no KSET over a context in the causal history"
+    out=$("$RINGKV" verify --monotonic "$IT_DIR/causal.jsonl") || it_fail "a causal run: $out"
+}
+
 # it_kset_mib PORT BYTE [W]: KSET big <1 MiB of BYTE> W w (default 1) through the node
 # whose client port is PORT, in one send (a value past what a command line carries);
 # prints the reply line
