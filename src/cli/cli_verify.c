@@ -250,7 +250,7 @@ static int verify_conflicts(struct verify_conns *vc, const char *name, bool *lww
     struct respc *c = verify_conn(vc, name);
     const char *argv[3] = {"CONFIG", "GET", "conflicts"};
     const size_t lens[3] = {6, 3, 9};
-    struct resp_reply *r;
+    struct resp_reply *r, *value;
     char err[512];
 
     if (c == NULL) {
@@ -265,9 +265,12 @@ static int verify_conflicts(struct verify_conns *vc, const char *name, bool *lww
         resp_reply_free(r);
         return rc;
     }
-    if ((r->type == RESP_T_ARRAY || r->type == RESP_T_MAP) && r->n >= 1 &&
-        r->elem[r->type == RESP_T_MAP ? 1 : r->n - 1]->str != NULL) {
-        *lww = strcmp((const char *)r->elem[r->type == RESP_T_MAP ? 1 : r->n - 1]->str, "lww") == 0;
+    /* the value: a map's first pair's (RESP3), an array's last element (RESP2) */
+    value = r->type == RESP_T_MAP && r->n >= 1     ? r->elem[1]
+            : r->type == RESP_T_ARRAY && r->n >= 1 ? r->elem[r->n - 1]
+                                                   : NULL;
+    if (value != NULL && value->str != NULL) {
+        *lww = strcmp((const char *)value->str, "lww") == 0;
     } else {
         fprintf(stderr,
                 "ringkv verify: %s did not say its conflicts setting (%s): checked as "
