@@ -449,28 +449,25 @@ bool record_same(const struct record *a, const struct record *b)
 static int record_lww_result(const struct record *r, const struct sibling *v, struct sibling *next)
 {
     const struct sibling *win = v;
-    struct vclock merged;
-    int err;
+    int err = vclock_copy(&next->clock, &v->clock);
 
-    vclock_init(&merged);
-    err = vclock_copy(&merged, &v->clock);
     for (size_t i = 0; i < r->n && err == 0; i++) {
-        err = vclock_merge(&merged, &r->s[i].clock);
+        err = vclock_merge(&next->clock, &r->s[i].clock);
         win = record_lww_cmp(&r->s[i], win) > 0 ? &r->s[i] : win;
     }
     if (err == 0) {
-        err = sibling_copy(next, win);
+        err = record_dup_value(&next->value, win->value, win->value_len);
     }
     if (err != 0) {
-        goto out_deinit_merged;
+        return err; /* the caller deinitialises next */
     }
-    vclock_deinit(&next->clock);
-    next->clock = merged;
+    /* the winner's all but its clock, which is the merge of every clock */
+    next->hlc = win->hlc;
+    memcpy(next->node, win->node, sizeof(next->node));
+    next->tombstone = win->tombstone;
+    next->value_len = win->value_len;
+    next->expire_ms = win->expire_ms;
     return 0;
-
-out_deinit_merged:
-    vclock_deinit(&merged);
-    return err;
 }
 
 /* LWW mode: r becomes the one sibling record_lww_result() builds. */
@@ -954,8 +951,12 @@ static int sibling_read_tail(const uint8_t *buf, size_t len, size_t *pos, bool *
     return 0;
 }
 
-/* Read the sibling's tail (sibling_read_tail()) and copy its value into s; advance *pos. */
-static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, struct sibling *s)
+/*
+ * Read the sibling's tail (sibling_read_tail()) and copy its value into s,
+ * or with borrow point s at it in buf; advance *pos.
+ */
+static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, struct sibling *s,
+                                bool borrow)
 {
     size_t p = *pos;
     uint32_t value_len;
@@ -966,8 +967,9 @@ static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, str
     if (err != 0) {
         return err;
     }
-    err = record_dup_value(&s->value, &buf[p], value_len);
-    if (err != 0) {
+    if (borrow) {
+        s->value = value_len > 0 ? (uint8_t *)&buf[p] : NULL; /* a view is read only */
+    } else if ((err = record_dup_value(&s->value, &buf[p], value_len)) != 0) {
         return err;
     }
     s->tombstone = tombstone;
@@ -977,28 +979,60 @@ static int sibling_decode_value(const uint8_t *buf, size_t len, size_t *pos, str
     return 0;
 }
 
-int sibling_decode(const uint8_t *buf, size_t len, size_t *used, struct sibling *s)
+/* Where a view's clocks go (record_view()): the entries left of the caller's room. */
+struct view_room {
+    struct vclock_entry *e;
+    size_t n;
+};
+
+/* Forget what a view's sibling borrows and free what it owns (a clock past the room). */
+static void sibling_view_release(struct sibling *s)
 {
-    size_t pos = 0;
+    vclock_view_release(&s->clock);
+    s->value = NULL;
+    sibling_deinit(s);
+}
+
+/* sibling_decode(), or with room a view of the sibling (record_view()). */
+static int sibling_decode_in(const uint8_t *buf, size_t len, size_t *used, struct sibling *s,
+                             struct view_room *room)
+{
+    size_t pos = 0, took = 0;
     int err;
 
-    sibling_deinit(s);
-    err = vclock_decode(buf, len, &pos, &s->clock);
+    if (room == NULL) {
+        sibling_deinit(s);
+        err = vclock_decode(buf, len, &pos, &s->clock);
+    } else {
+        sibling_init(s);
+        err = vclock_decode_view(buf, len, &pos, &s->clock, room->e, room->n, &took);
+        room->e += took;
+        room->n -= took;
+    }
     if (err == 0) {
         err = sibling_decode_origin(buf, len, &pos, s);
     }
     if (err == 0) {
-        err = sibling_decode_value(buf, len, &pos, s);
+        err = sibling_decode_value(buf, len, &pos, s, room != NULL);
     }
     if (err != 0) {
-        goto out_deinit;
+        goto out_release;
     }
     *used = pos;
     return 0;
 
-out_deinit:
-    sibling_deinit(s);
+out_release:
+    if (room != NULL) {
+        sibling_view_release(s);
+    } else {
+        sibling_deinit(s);
+    }
     return err;
+}
+
+int sibling_decode(const uint8_t *buf, size_t len, size_t *used, struct sibling *s)
+{
+    return sibling_decode_in(buf, len, used, s, NULL);
 }
 
 /*
@@ -1031,11 +1065,24 @@ static int record_decode_head(const uint8_t *buf, size_t len, size_t *n)
     return 0;
 }
 
-int record_decode(const uint8_t *buf, size_t len, struct record *r)
+void record_view_release(struct record *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        sibling_view_release(&r->s[i]);
+    }
+    r->n = 0;
+}
+
+/* record_decode(), or with room record_view(). */
+static int record_decode_in(const uint8_t *buf, size_t len, struct record *r,
+                            struct view_room *room)
 {
     size_t n, used, pos = RECORD_HEAD_BYTES;
     int err;
 
+    if (room != NULL) {
+        record_view_release(r);
+    }
     for (size_t i = 0; i < r->n; i++) {
         sibling_deinit(&r->s[i]);
     }
@@ -1063,7 +1110,7 @@ int record_decode(const uint8_t *buf, size_t len, struct record *r)
         }
     }
     for (size_t i = 0; i < n; i++) {
-        err = sibling_decode(&buf[pos], len - pos, &used, &r->s[i]);
+        err = sibling_decode_in(&buf[pos], len - pos, &used, &r->s[i], room);
         if (err != 0) {
             goto out_deinit;
         }
@@ -1077,8 +1124,24 @@ int record_decode(const uint8_t *buf, size_t len, struct record *r)
     return 0;
 
 out_deinit:
+    if (room != NULL) {
+        record_view_release(r);
+    }
     record_deinit(r);
     return err;
+}
+
+int record_decode(const uint8_t *buf, size_t len, struct record *r)
+{
+    return record_decode_in(buf, len, r, NULL);
+}
+
+int record_view(const uint8_t *buf, size_t len, struct record *r, struct vclock_entry *room,
+                size_t room_n)
+{
+    struct view_room vr = {room, room_n};
+
+    return record_decode_in(buf, len, r, &vr);
 }
 
 /* sibling_decode()'s checks of the sibling at buf[*pos..len), nothing kept; advance *pos. */

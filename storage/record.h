@@ -212,6 +212,20 @@ size_t record_encode(const struct record *r, uint8_t *out);
 int record_decode(const uint8_t *buf, size_t len, struct record *r);
 
 /*
+ * record_decode() without copies, for a record only read while buf lives:
+ * each sibling's value points into buf, and its clock's entries go to the
+ * caller's room[0 .. room_n) while they fit there (a clock past it gets an
+ * array of its own).  r must be empty or a view (it is released first);
+ * nothing in it may be changed.  Release it with record_view_release(),
+ * never record_deinit() alone; buf and room must outlive it.  Checks and
+ * errors as record_decode(); on an error r is freed.
+ */
+int record_view(const uint8_t *buf, size_t len, struct record *r, struct vclock_entry *room,
+                size_t room_n);
+/* Empty a view (what it owns is freed); its sibling array stays for the next (record_deinit()). */
+void record_view_release(struct record *r);
+
+/*
  * record_decode()'s checks alone, nothing allocated or kept: 0 when it
  * would decode buf, else the error it would give (never RK_ENOMEM).  For
  * a record kept as stored and decoded only when needed.

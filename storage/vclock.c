@@ -103,6 +103,16 @@ int vclock_copy(struct vclock *dst, const struct vclock *src)
 {
     struct vclock_entry *e = NULL;
 
+    if (dst == src) {
+        return 0;
+    }
+    if (dst->e != NULL && dst->cap >= src->n) {
+        if (src->n > 0) {
+            memcpy(dst->e, src->e, src->n * sizeof(*dst->e)); /* room already: no allocation */
+        }
+        dst->n = src->n;
+        return 0;
+    }
     if (src->n > 0) {
         e = malloc(src->n * sizeof(*e));
         if (e == NULL) {
@@ -210,34 +220,71 @@ static size_t vclock_merge_into(struct vclock_entry *out, const struct vclock *a
     return k;
 }
 
+/* How many ids a and b hold together. */
+static size_t vclock_union_count(const struct vclock *a, const struct vclock *b)
+{
+    size_t i = 0, j = 0, k = 0;
+
+    while (i < a->n || j < b->n) {
+        int c = vclock_walk_step(a, i, b, j);
+        i += c <= 0;
+        j += c >= 0;
+        k++;
+    }
+    return k;
+}
+
+/*
+ * Merge src into dst's own array, which holds n entries (the union's
+ * size): walked from the largest id down, so an entry of dst is read
+ * before its slot is written (the slot being filled is never below the dst
+ * entry still to read).
+ */
+static void vclock_merge_in_place(struct vclock *dst, const struct vclock *src, size_t n)
+{
+    size_t i = dst->n, j = src->n, k = n;
+
+    while (j > 0) {
+        int c = i == 0 ? -1 : vclock_entry_cmp(&dst->e[i - 1], &src->e[j - 1]);
+        if (c < 0) {
+            dst->e[--k] = src->e[--j]; /* src's id is the largest left */
+        } else if (c > 0) {
+            dst->e[--k] = dst->e[--i];
+        } else {
+            dst->e[--k] = *vclock_entry_later(&dst->e[i - 1], &src->e[j - 1]);
+            i--;
+            j--;
+        }
+    }
+    /* dst's entries below i are where they were: with src used up, k == i */
+    dst->n = (uint32_t)n;
+}
+
 int vclock_merge(struct vclock *dst, const struct vclock *src)
 {
-    size_t bound = (size_t)dst->n + src->n;
+    size_t n = vclock_union_count(dst, src);
     struct vclock_entry *out;
-    size_t n;
-    int err;
 
-    if (bound == 0) {
+    if (n > VCLOCK_ENTRIES_MAX) {
+        return RK_ETOOBIG;
+    }
+    if (n == 0) {
         return 0;
     }
-    out = malloc(bound * sizeof(*out));
+    if (n <= dst->cap && dst->e != NULL) {
+        vclock_merge_in_place(dst, src, n); /* the common case: the same ids, no allocation */
+        return 0;
+    }
+    out = malloc(n * sizeof(*out));
     if (out == NULL) {
         return RK_ENOMEM;
     }
-    n = vclock_merge_into(out, dst, src);
-    if (n > VCLOCK_ENTRIES_MAX) {
-        err = RK_ETOOBIG;
-        goto out_free;
-    }
+    (void)vclock_merge_into(out, dst, src);
     free(dst->e);
     dst->e = out;
     dst->n = (uint32_t)n;
-    dst->cap = bound;
+    dst->cap = n;
     return 0;
-
-out_free:
-    free(out);
-    return err;
 }
 
 /* Make room for one more entry, doubling the capacity. */
@@ -441,6 +488,43 @@ int vclock_check(const uint8_t *buf, size_t len, size_t *used)
         *used = pos;
     }
     return err;
+}
+
+int vclock_decode_view(const uint8_t *buf, size_t len, size_t *used, struct vclock *vc,
+                       struct vclock_entry *room, size_t room_n, size_t *took)
+{
+    size_t n, pos = 2;
+    int err;
+
+    *took = 0;
+    if ((err = vclock_decode_count(buf, len, &n)) != 0) {
+        return err;
+    }
+    if (n > room_n) {
+        return vclock_decode(buf, len, used, vc); /* past the room: an owned array */
+    }
+    for (size_t i = 0; i < n; i++) {
+        err = vclock_decode_entry(buf, len, &pos, &room[i], i > 0 ? &room[i - 1] : NULL);
+        if (err != 0) {
+            return err;
+        }
+    }
+    vclock_deinit(vc);
+    vc->e = n > 0 ? room : NULL;
+    vc->n = (uint32_t)n;
+    vc->cap = 0; /* not owned: vclock_view_release() forgets it */
+    *took = n;
+    *used = pos;
+    return 0;
+}
+
+void vclock_view_release(struct vclock *vc)
+{
+    if (vc->cap == 0) {
+        vclock_init(vc); /* entries in the caller's room */
+    } else {
+        vclock_deinit(vc);
+    }
 }
 
 int vclock_decode(const uint8_t *buf, size_t len, size_t *used, struct vclock *vc)

@@ -141,5 +141,15 @@ int vclock_decode(const uint8_t *buf, size_t len, size_t *used, struct vclock *v
  * decode buf.
  */
 int vclock_check(const uint8_t *buf, size_t len, size_t *used);
+/*
+ * vclock_decode() into the caller's room[0 .. room_n) when the clock fits
+ * there (*took = its entries; the clock then owns nothing and its cap is 0),
+ * else into an allocated array as vclock_decode() does (*took = 0).  Such
+ * a clock is read only and is released with vclock_view_release(), never
+ * vclock_deinit(); room must outlive it.
+ */
+int vclock_decode_view(const uint8_t *buf, size_t len, size_t *used, struct vclock *vc,
+                       struct vclock_entry *room, size_t room_n, size_t *took);
+void vclock_view_release(struct vclock *vc);
 
 #endif

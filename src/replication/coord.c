@@ -116,6 +116,12 @@ struct coord_req {
  */
 #define COORD_SPARE_BODY_MAX 4096
 #define COORD_SPARE_SIBLINGS 4
+/*
+ * Clock entries a served request decodes into without allocating: a
+ * replica write's versions with this many entries in all (an rf-3
+ * cluster's clocks hold three) are read where they arrived.
+ */
+#define COORD_SERVE_ROOM 8
 
 struct coord {
     struct kv *kv;
@@ -1711,7 +1717,7 @@ struct coord_serve {
     struct msg_replica_write rw;
     struct msg_replica_read rr;
     struct msg_forward fw;
-    struct record rec;    /* REPLICA_WRITE: the versions to merge or keep as hints */
+    struct record rec;    /* REPLICA_WRITE: the versions, a view of body (record_view()) */
     struct store_op *ops; /* and their operations: &op1 for one version */
     struct store_op op1;
     struct coord_serve *next; /* on the coordinator's spares */
@@ -1721,6 +1727,8 @@ struct coord_serve {
     struct vclock context; /* FORWARD: the write's context */
     struct kv_read rd;
     struct kv_write wr;
+    /* Last, not zeroed on reuse: where rec's clocks are decoded (no allocation per write). */
+    struct vclock_entry room[COORD_SERVE_ROOM];
 };
 
 static void serve_free(struct coord_serve *sv)
@@ -1734,15 +1742,13 @@ static void serve_free(struct coord_serve *sv)
     if (co->n_sv_spare < COORD_SPARE_MAX && sv->body_cap <= COORD_SPARE_BODY_MAX &&
         sv->rec.cap <= COORD_SPARE_SIBLINGS) {
         /* kept: the body's buffer and the record's array serve the next request */
-        for (size_t i = 0; i < sv->rec.n; i++) {
-            sibling_deinit(&sv->rec.s[i]);
-        }
-        sv->rec.n = 0;
+        record_view_release(&sv->rec);
         sv->next = co->sv_spare;
         co->sv_spare = sv;
         co->n_sv_spare++;
         return;
     }
+    record_view_release(&sv->rec);
     record_deinit(&sv->rec);
     free(sv->body);
     free(sv);
@@ -1826,7 +1832,7 @@ static int serve_replica_write(struct coord_serve *sv, size_t len)
     int rc;
 
     if (msg_replica_write_decode(sv->body, len, &sv->rw) != 0 ||
-        record_decode(sv->rw.record, sv->rw.record_len, &sv->rec) != 0) {
+        record_view(sv->rw.record, sv->rw.record_len, &sv->rec, sv->room, COORD_SERVE_ROOM) != 0) {
         return RK_ESYNTAX;
     }
     hint = sv->rw.hint[0] != '\0';
@@ -1966,7 +1972,7 @@ int coord_serve(struct coord *co, uint32_t op, const uint8_t *body, size_t len, 
         struct record rec = sv->rec; /* emptied by serve_free(), its array kept */
         co->sv_spare = sv->next;
         co->n_sv_spare--;
-        memset(sv, 0, sizeof(*sv));
+        memset(sv, 0, offsetof(struct coord_serve, room));
         sv->body = kept;
         sv->body_cap = kept_cap;
         sv->rec = rec;

@@ -985,18 +985,80 @@ START_TEST(test_peek_agrees_with_decode)
 }
 END_TEST
 
-/* record_check and record_decode on buf[0..len): the same verdict, the same error. */
+/*
+ * record_check, record_view and record_decode on buf[0..len): the same
+ * verdict, the same error; a view that decodes holds what the decoder
+ * gives, and a refused one is left empty.  The view's room is small (three
+ * entries), so clocks both fit it and spill past it.
+ */
 static void assert_check_agrees(const uint8_t *buf, size_t len)
 {
-    struct record r;
+    struct vclock_entry room[3];
+    struct record r, v;
     int want;
 
     record_init(&r);
+    record_init(&v);
     want = record_decode(buf, len, &r);
     ck_assert_int_ne(want, RK_ENOMEM);
     ck_assert_int_eq(record_check(buf, len), want);
+    ck_assert_int_eq(record_view(buf, len, &v, room, 3), want);
+    if (want == 0) {
+        ck_assert(record_same(&v, &r));
+    } else {
+        ck_assert_uint_eq(v.n, 0);
+        ck_assert_ptr_null(v.s);
+    }
+    record_view_release(&v);
+    record_deinit(&v);
     record_deinit(&r);
 }
+
+/*
+ * A view copies nothing: values point into the bytes, clocks into the
+ * room while it lasts and into arrays of their own past it; released, it
+ * keeps its sibling array for the next view, and views in turn into one
+ * record leak nothing (the sanitizer build checks).
+ */
+START_TEST(test_view_borrows)
+{
+    struct vclock_entry room[4];
+    struct record v;
+
+    record_init(&v);
+    for (int round = 0; round < 500; round++) {
+        struct record r;
+        size_t len, left = 4;
+        uint8_t *buf;
+
+        rand_record(&r);
+        buf = encode(&r, &len);
+        ck_assert_int_eq(record_view(buf, len, &v, room, 4), 0);
+        ck_assert(record_same(&v, &r));
+        for (size_t i = 0; i < v.n; i++) {
+            const struct sibling *s = &v.s[i];
+            ck_assert(s->value_len == 0 ||
+                      (s->value > buf && s->value + s->value_len <= buf + len));
+            if (s->clock.n > 0 && s->clock.n <= left) {
+                ck_assert(s->clock.e == &room[4 - left] && s->clock.cap == 0);
+                left -= s->clock.n;
+            } else if (s->clock.n > 0) {
+                ck_assert(s->clock.cap >= s->clock.n); /* past the room: its own array */
+            }
+        }
+        if (round % 2 == 0) {
+            struct sibling *kept = v.s;
+            record_view_release(&v);
+            ck_assert_uint_eq(v.n, 0);
+            ck_assert_ptr_eq(v.s, kept);
+        }
+        free(buf);
+        record_deinit(&r);
+    }
+    record_view_release(&v);
+    record_deinit(&v);
+}
+END_TEST
 
 /*
  * record_check gives record_decode's verdict on random records, on every
@@ -1693,6 +1755,7 @@ static Suite *record_suite(void)
         {"peek_agrees_with_decode", test_peek_agrees_with_decode},
         {"peek_refuses_bad_heads", test_peek_refuses_bad_heads},
         {"check_agrees_with_decode", test_check_agrees_with_decode},
+        {"view_borrows", test_view_borrows},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

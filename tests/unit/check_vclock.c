@@ -368,6 +368,74 @@ START_TEST(test_merge_associative)
 }
 END_TEST
 
+/* Entry i of vc, or NULL: its id's counter and stamp, looked up by hand. */
+static const struct vclock_entry *entry_of(const struct vclock *vc, const struct vclock_entry *x)
+{
+    for (uint32_t i = 0; i < vc->n; i++) {
+        if (id_order(&vc->e[i], x) == 0) {
+            return &vc->e[i];
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The merge is the same whether it is written into dst's own array (room
+ * enough: a clock grown by increments, or copied over a larger one) or into
+ * a new one (a copy of exactly its size, when src brings new ids): every id
+ * of either side, each with the larger (counter, stamp) pair.
+ */
+START_TEST(test_merge_in_place_or_not)
+{
+    for (int t = 0; t < TRIALS; t++) {
+        struct vclock a, b, big, roomy, tight;
+        vclock_init(&a);
+        vclock_init(&b);
+        vclock_init(&big);
+        vclock_init(&roomy);
+        vclock_init(&tight);
+        rand_clock(&a, 8, t % 2 == 0);
+        rand_clock(&b, 8, t % 2 == 0);
+        for (unsigned i = 0; i < 17; i++) {
+            char id[8];
+            snprintf(id, sizeof(id), "r%u", i);
+            clock_add(&big, id, 1, 1);
+        }
+        ck_assert_int_eq(vclock_copy(&roomy, &big), 0);
+        ck_assert_int_eq(vclock_copy(&roomy, &a), 0); /* a's entries in big's array */
+        ck_assert_uint_ge(roomy.cap, 17);
+        ck_assert_int_eq(vclock_copy(&tight, &a), 0);
+        ck_assert_int_eq(vclock_merge(&roomy, &b), 0);
+        ck_assert_int_eq(vclock_merge(&tight, &b), 0);
+        assert_valid(&roomy);
+        assert_identical(&roomy, &tight);
+        for (int side = 0; side < 2; side++) {
+            const struct vclock *in = side == 0 ? &a : &b, *other = side == 0 ? &b : &a;
+            for (uint32_t i = 0; i < in->n; i++) {
+                const struct vclock_entry *m = entry_of(&roomy, &in->e[i]);
+                const struct vclock_entry *o = entry_of(other, &in->e[i]);
+                const struct vclock_entry *want = &in->e[i];
+                if (o != NULL && (o->counter > want->counter ||
+                                  (o->counter == want->counter && o->stamp > want->stamp))) {
+                    want = o;
+                }
+                ck_assert_ptr_nonnull(m);
+                ck_assert_uint_eq(m->counter, want->counter);
+                ck_assert_uint_eq(m->stamp, want->stamp);
+            }
+        }
+        for (uint32_t i = 0; i < roomy.n; i++) {
+            ck_assert(entry_of(&a, &roomy.e[i]) != NULL || entry_of(&b, &roomy.e[i]) != NULL);
+        }
+        vclock_deinit(&a);
+        vclock_deinit(&b);
+        vclock_deinit(&big);
+        vclock_deinit(&roomy);
+        vclock_deinit(&tight);
+    }
+}
+END_TEST
+
 /* merge(a, a) is a, both through a copy and with dst and src the same clock. */
 START_TEST(test_merge_idempotent)
 {
@@ -977,6 +1045,7 @@ static Suite *vclock_suite(void)
         {"merge_commutative", test_merge_commutative},
         {"merge_associative", test_merge_associative},
         {"merge_idempotent", test_merge_idempotent},
+        {"merge_in_place_or_not", test_merge_in_place_or_not},
         {"merge_descends_inputs", test_merge_descends_inputs},
         {"merge_ancestor_is_identity", test_merge_ancestor_is_identity},
         {"merge_stamp_rule", test_merge_stamp_rule},
