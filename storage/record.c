@@ -515,6 +515,21 @@ int record_apply(struct record *r, const struct sibling *v, enum record_conflict
     return record_apply_siblings(r, v, NULL, max_siblings, changed);
 }
 
+bool record_apply_is_v(const struct record *r, const struct sibling *v, enum record_conflicts mode,
+                       bool *changed)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const struct sibling *s = &r->s[i];
+        if (mode == RECORD_LWW ? record_lww_cmp(s, v) > 0 || !vclock_covers(&v->clock, &s->clock)
+                               : vclock_compare(&v->clock, &s->clock) != VCLOCK_AFTER) {
+            return false;
+        }
+    }
+    /* lww: v itself may be what r holds (a version that arrives again), and then nothing changes */
+    *changed = !(r->n == 1 && record_sibling_same(&r->s[0], v));
+    return true;
+}
+
 /* The largest counter of id in any sibling of r: what r's clock holds for id. */
 static uint64_t record_counter(const struct record *r, const char *id)
 {

@@ -144,6 +144,16 @@ const char *record_conflicts_name(enum record_conflicts mode);
  */
 int record_apply(struct record *r, const struct sibling *v, enum record_conflicts mode,
                  size_t max_siblings, bool *changed);
+/*
+ * Whether record_apply(r, v, mode) would leave r holding exactly v, alone:
+ * v supersedes every sibling (siblings: v's clock descends each one's;
+ * lww: v wins over each and its clock already holds each one's entries,
+ * so the merged clock is v's own).  When true, *changed is what
+ * record_apply() would set.  r is only read (it may be a record_view()):
+ * a replica taking a newer version need not build the record at all.
+ */
+bool record_apply_is_v(const struct record *r, const struct sibling *v, enum record_conflicts mode,
+                       bool *changed);
 
 /*
  * A write coordinated by this node: build the new version in out and apply

@@ -251,6 +251,8 @@
  * second ahead of its last stamp, well within the skew HLC tolerates.
  */
 #define STORE_HLC_LEASE_MS 1000
+/* Clock entries of a stored record op_apply_newer() reads on its stack (an rf-3 key's: 3). */
+#define STORE_APPLY_ROOM 8
 /*
  * A stamp (the clock's mark, or a record's at the scan) further than this
  * ahead of the wall clock at open is damaged, not a time: a wall clock set
@@ -268,6 +270,9 @@
 
 /* Private to this file: a batch the write-ahead log cannot take runs through LMDB. */
 #define STORE_RC_SLOW (-40001)
+
+/* Private to this file: op_apply_newer() cannot take the version alone; op_apply() merges. */
+#define STORE_RC_MERGE (-40002)
 /*
  * A checkpoint (store_checkpoint()) moves the log into LMDB when the
  * overlay holds this much memory or the log this many bytes, or when the
@@ -343,7 +348,8 @@ struct store {
     struct store_op **batch_ops; /* the batch, batch_max entries */
     struct hlc hlc;
     uint64_t hint_seq;
-    size_t recent_batch; /* decaying maximum of recent batch sizes (commit delay) */
+    size_t recent_batch;      /* decaying maximum of recent batch sizes (commit delay) */
+    struct record apply_view; /* op_apply_newer()'s view of a stored record: its array kept */
 
     /*
      * The write-ahead log (wal.c) and the overlay of what it holds that
@@ -1583,6 +1589,7 @@ void store_close(struct store *s)
         close(s->wal_fd);
     }
     overlay_free(&s->ov);
+    record_deinit(&s->apply_view); /* a view released after each use */
     buf_free(&s->wal_buf);
     free(s->staged);
     if (s->lock_fd >= 0) {
@@ -2584,34 +2591,55 @@ static void batch_unstage(struct store *s, size_t keep)
  * Read and decode the record of an LMDB data key; an absent key is empty.
  * The batch's cursor is left on the key when it exists (*found).
  */
-static int batch_load(struct batch *b, const MDB_val *k, struct record *r, bool *found)
+/*
+ * The bytes of k's record as the batch sees them (*found false and v empty
+ * when there is none), without decoding them; valid until the batch next
+ * stores.
+ */
+static int batch_load_raw(struct batch *b, const MDB_val *k, MDB_val *v, bool *found)
 {
     MDB_cursor *c = NULL;
-    MDB_val key = *k, v;
+    MDB_val key = *k;
     int rc;
 
     *found = false;
+    *v = (MDB_val){0, NULL};
     if (b->logged) {
-        rc = batch_load_logged(b, k, &v);
+        rc = batch_load_logged(b, k, v);
     } else {
         rc = batch_cursor(b, &c);
         if (rc != 0) {
             return rc;
         }
-        rc = mdb_cursor_get(c, &key, &v, MDB_SET_KEY);
+        rc = mdb_cursor_get(c, &key, v, MDB_SET_KEY);
     }
     if (rc == MDB_NOTFOUND) {
+        *v = (MDB_val){0, NULL};
         return 0;
     }
     if (rc != 0) {
         return batch_fail(b, rc);
     }
     *found = true;
-    if (record_decode(v.mv_data, v.mv_size, r) != 0) {
-        atomic_fetch_add(&b->s->stat.decode_errors, 1);
-        return RK_ESYNTAX;
-    }
     return 0;
+}
+
+/* A stored record that does not decode: counted, and the operation refused. */
+static int batch_undecodable(struct batch *b)
+{
+    atomic_fetch_add(&b->s->stat.decode_errors, 1);
+    return RK_ESYNTAX;
+}
+
+static int batch_load(struct batch *b, const MDB_val *k, struct record *r, bool *found)
+{
+    MDB_val v;
+    int rc = batch_load_raw(b, k, &v, found);
+
+    if (rc == 0 && *found && record_decode(v.mv_data, v.mv_size, r) != 0) {
+        return batch_undecodable(b);
+    }
+    return rc;
 }
 
 /*
@@ -2785,6 +2813,45 @@ out_free:
     return rc;
 }
 
+/*
+ * The common replica write: a version newer than everything the key holds
+ * (record_apply_is_v()) is stored as it is, the stored record only looked
+ * at (record_view(), its clocks in room on the stack), nothing built or
+ * copied.  STORE_RC_MERGE when the version needs the full merge (op_apply()).
+ */
+static int op_apply_newer(struct batch *b, struct store_op *op, const MDB_val *k)
+{
+    struct vclock_entry room[STORE_APPLY_ROOM];
+    struct record *held = &b->s->apply_view;
+    struct record v = {(struct sibling *)op->version, 1, 1}; /* only read (encoded) */
+    bool found, was, is_v;
+    MDB_val raw;
+    int rc;
+
+    if (op->version->clock.n > b->s->cfg.prune_keep ||
+        (b->s->cfg.conflicts == RECORD_SIBLINGS && b->s->cfg.max_siblings < 1)) {
+        return STORE_RC_MERGE; /* batch_store() would prune its clock, or the cap refuse it */
+    }
+    rc = batch_load_raw(b, k, &raw, &found);
+    if (rc != 0) {
+        return rc;
+    }
+    if (found && record_view(raw.mv_data, raw.mv_size, held, room, STORE_APPLY_ROOM) != 0) {
+        return batch_undecodable(b);
+    }
+    was = record_all_tombstones(held);
+    is_v = record_apply_is_v(held, op->version, b->s->cfg.conflicts, &op->changed);
+    record_view_release(held); /* before the store: raw may move, and room goes */
+    if (!is_v) {
+        return STORE_RC_MERGE;
+    }
+    if (op->changed) {
+        rc = batch_store(b, k, &v, found);
+        b->tombstones += rc == 0 ? (int)op->version->tombstone - (int)was : 0;
+    }
+    return rc == 0 ? batch_hlc_persist(b) : rc;
+}
+
 static int op_apply(struct batch *b, struct store_op *op)
 {
     uint8_t kb[8 + STORE_KEY_MAX];
@@ -2796,6 +2863,10 @@ static int op_apply(struct batch *b, struct store_op *op)
 
     /* A clock far ahead is not taken in, but the version is kept: no write is lost. */
     (void)hlc_update(&b->s->hlc, op->version->hlc, b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
+    rc = op_apply_newer(b, op, &k);
+    if (rc != STORE_RC_MERGE) {
+        return rc;
+    }
     record_init(&r);
     rc = batch_load(b, &k, &r, &found);
     was = record_all_tombstones(&r);

@@ -220,6 +220,22 @@ static size_t vclock_merge_into(struct vclock_entry *out, const struct vclock *a
     return k;
 }
 
+bool vclock_covers(const struct vclock *a, const struct vclock *b)
+{
+    size_t i = 0;
+
+    for (size_t j = 0; j < b->n; j++) {
+        int c = -1;
+        while (i < a->n && (c = vclock_entry_cmp(&a->e[i], &b->e[j])) < 0) {
+            i++;
+        }
+        if (i == a->n || c != 0 || vclock_entry_later(&a->e[i], &b->e[j]) != &a->e[i]) {
+            return false; /* b's id missing from a, or b's entry the later one */
+        }
+    }
+    return true;
+}
+
 /* How many ids a and b hold together. */
 static size_t vclock_union_count(const struct vclock *a, const struct vclock *b)
 {

@@ -89,6 +89,11 @@ uint64_t vclock_get(const struct vclock *vc, const char *id);
  * RK_ETOOBIG past VCLOCK_ENTRIES_MAX; dst is unchanged on error.
  */
 int vclock_merge(struct vclock *dst, const struct vclock *src);
+/*
+ * Whether merging b into a leaves a as it is, stamps included: every id of
+ * b is in a, with a (counter, stamp) pair at least b's.
+ */
+bool vclock_covers(const struct vclock *a, const struct vclock *b);
 
 /*
  * Add one to id's counter (creating the entry at 1) and set its stamp.

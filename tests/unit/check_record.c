@@ -986,6 +986,66 @@ START_TEST(test_peek_agrees_with_decode)
 END_TEST
 
 /*
+ * record_apply_is_v agrees with record_apply in both modes: whenever it
+ * says the result is v alone, record_apply gives exactly the record {v}
+ * and the same changed.  Half of the versions descend from the record
+ * (its siblings' clocks merged, then one increment), so the fast case is
+ * hit often; with lww, some of those carry a stamp that loses, which must
+ * not take it.
+ */
+START_TEST(test_apply_is_v_agrees)
+{
+    static const char *ids[] = {"a", "n1", "n10", "n2"};
+    size_t taken[2] = {0, 0};
+
+    for (int round = 0; round < 4000; round++) {
+        enum record_conflicts mode = round % 2 == 0 ? RECORD_SIBLINGS : RECORD_LWW;
+        struct record r, after, alone;
+        struct sibling v;
+        bool changed_fast = false, changed = false;
+
+        rand_record(&r);
+        if (round % 7 == 0) {
+            record_deinit(&r); /* an absent key */
+            record_init(&r);
+        }
+        sibling_init(&v);
+        rand_sibling(&v);
+        if (round % 4 < 2) {
+            uint64_t top = 0;
+            for (size_t i = 0; i < r.n; i++) {
+                ck_assert_int_eq(vclock_merge(&v.clock, &r.s[i].clock), 0);
+                top = r.s[i].hlc > top ? r.s[i].hlc : top;
+            }
+            ck_assert_int_eq(vclock_increment(&v.clock, ids[rng_below(4)], rng_next()), 0);
+            v.hlc = round % 8 < 6 ? top + 1 + rng_below(100) : rng_next();
+        } else if (round % 4 == 2 && r.n == 1) {
+            ck_assert_int_eq(sibling_copy(&v, &r.s[0]), 0); /* the version it holds, again */
+        }
+        record_init(&alone);
+        ck_assert_int_eq(record_push(&alone, &v), 0);
+        record_init(&after);
+        for (size_t i = 0; i < r.n; i++) {
+            ck_assert_int_eq(record_push(&after, &r.s[i]), 0);
+        }
+        if (record_apply_is_v(&r, &v, mode, &changed_fast)) {
+            taken[mode == RECORD_LWW]++;
+            ck_assert_int_eq(record_apply(&after, &v, mode, RECORD_SIBLINGS_MAX, &changed), 0);
+            ck_assert(record_same(&after, &alone));
+            ck_assert(changed == changed_fast);
+        }
+        record_deinit(&after);
+        record_deinit(&alone);
+        sibling_deinit(&v);
+        record_deinit(&r);
+    }
+    /* both modes took the fast case many times: the test covers it */
+    ck_assert_uint_gt(taken[0], 500);
+    ck_assert_uint_gt(taken[1], 500);
+}
+END_TEST
+
+/*
  * record_check, record_view and record_decode on buf[0..len): the same
  * verdict, the same error; a view that decodes holds what the decoder
  * gives, and a refused one is left empty.  The view's room is small (three
@@ -1756,6 +1816,7 @@ static Suite *record_suite(void)
         {"peek_refuses_bad_heads", test_peek_refuses_bad_heads},
         {"check_agrees_with_decode", test_check_agrees_with_decode},
         {"view_borrows", test_view_borrows},
+        {"apply_is_v_agrees", test_apply_is_v_agrees},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -368,6 +368,21 @@ START_TEST(test_merge_associative)
 }
 END_TEST
 
+/* a and b hold the same entries, stamps included (compared field by field). */
+static bool entries_same(const struct vclock *a, const struct vclock *b)
+{
+    if (a->n != b->n) {
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (id_order(&a->e[i], &b->e[i]) != 0 || a->e[i].counter != b->e[i].counter ||
+            a->e[i].stamp != b->e[i].stamp) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Entry i of vc, or NULL: its id's counter and stamp, looked up by hand. */
 static const struct vclock_entry *entry_of(const struct vclock *vc, const struct vclock_entry *x)
 {
@@ -433,6 +448,34 @@ START_TEST(test_merge_in_place_or_not)
         vclock_deinit(&roomy);
         vclock_deinit(&tight);
     }
+}
+END_TEST
+
+/* covers(a, b) says exactly whether merging b into a leaves a as it was, stamps included. */
+START_TEST(test_covers_is_merge_noop)
+{
+    size_t yes = 0;
+
+    for (int t = 0; t < TRIALS; t++) {
+        struct vclock a, b, m;
+        vclock_init(&a);
+        vclock_init(&b);
+        rand_clock(&a, 8, false);
+        rand_clock(&b, 4, false);
+        if (t % 3 == 0) {
+            merged(&m, &a, &b); /* a clock that covers b */
+            vclock_deinit(&a);
+            a = m;
+        }
+        merged(&m, &a, &b);
+        ck_assert(vclock_covers(&a, &b) == entries_same(&m, &a));
+        yes += vclock_covers(&a, &b);
+        ck_assert(vclock_covers(&m, &a) && vclock_covers(&m, &b));
+        vclock_deinit(&a);
+        vclock_deinit(&b);
+        vclock_deinit(&m);
+    }
+    ck_assert_uint_gt(yes, TRIALS / 4);
 }
 END_TEST
 
@@ -1046,6 +1089,7 @@ static Suite *vclock_suite(void)
         {"merge_associative", test_merge_associative},
         {"merge_idempotent", test_merge_idempotent},
         {"merge_in_place_or_not", test_merge_in_place_or_not},
+        {"covers_is_merge_noop", test_covers_is_merge_noop},
         {"merge_descends_inputs", test_merge_descends_inputs},
         {"merge_ancestor_is_identity", test_merge_ancestor_is_identity},
         {"merge_stamp_rule", test_merge_stamp_rule},
