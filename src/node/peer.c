@@ -795,7 +795,7 @@ static bool peer_message_one(struct peer *p, const uint8_t *in, size_t len)
         return false;
     }
     if (!peer_type_bulk(m.type)) {
-        lanes_control_in(&p->lanes, clock_mono_ms());
+        lanes_control_in(&p->lanes, rpc_loop_us(p->node) / 1000);
     }
     for (size_t i = 0; i < sizeof(peer_handlers) / sizeof(peer_handlers[0]); i++) {
         if (peer_handlers[i].type == m.type) {

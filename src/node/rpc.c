@@ -72,6 +72,30 @@ struct rpc_coord_call {
  */
 #define RPC_SPARE_MAX 1024
 
+static void rpc_on_loop_check(struct ev_loop *loop, ev_check *w, int revents)
+{
+    struct server *n = w->data;
+
+    (void)loop;
+    (void)revents;
+    n->loop_us = clock_mono_us();
+}
+
+void rpc_loop_clock_start(struct server *n)
+{
+    n->loop_us = clock_mono_us();
+    ev_check_init(&n->loop_clock_w, rpc_on_loop_check);
+    n->loop_clock_w.data = n;
+    ev_set_priority(&n->loop_clock_w, EV_MAXPRI); /* first of the iteration's callbacks */
+    ev_check_start(n->loop, &n->loop_clock_w);
+}
+
+uint64_t rpc_loop_us(const struct server *n)
+{
+    /* not run by server_run() (a test driving the loop itself): the clock as it is */
+    return ev_is_active(&n->loop_clock_w) ? n->loop_us : clock_mono_us();
+}
+
 void rpc_spares_init(struct server *n)
 {
     spare_init(&n->call_spare, sizeof(struct rpc_call), RPC_SPARE_MAX);
@@ -326,7 +350,7 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     struct msg m = {.type = MSG_REQUEST};
     struct rpc_call *call;
     struct peer *p;
-    uint64_t now = clock_mono_us();
+    uint64_t now = rpc_loop_us(n);
     int rc = n->stopping ? RK_ECLOSED : rpc_link(n, id, &p);
 
     if (rc == 0 && (!rpc_fits(n, len) || !rpc_fits_peer(p, op, len, "request"))) {
@@ -369,7 +393,7 @@ void rpc_on_response(struct peer *p, const struct msg *m)
     struct request_reply reply = {r->code, r->body, r->body_len};
     struct metrics_requests *counts = &p->node->metrics.requests;
 
-    switch (request_complete(&p->requests, r->id, clock_mono_us(), &reply)) {
+    switch (request_complete(&p->requests, r->id, rpc_loop_us(p->node), &reply)) {
     case REQUEST_DELIVERED:
         break; /* the timer stays: when it fires early it re-arms for what is left */
     case REQUEST_LATE:

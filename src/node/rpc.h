@@ -107,6 +107,18 @@ void rpc_coord_send_waiting(struct server *n, bool fail_all);
 /* Requests outstanding on one connection at most: see rpc.c. */
 #define RPC_OUTSTANDING_MAX 1024
 
+/*
+ * The monotonic clock, in µs, as the event loop's current iteration began
+ * (read once per iteration, before any callback of it): the time peer
+ * messages are stamped with (request deadlines, answer times, the lanes'
+ * control gaps), where a clock read per message was a measurable share of
+ * a replicated request.  Behind the real clock by at most the iteration's
+ * own run time.  rpc_loop_clock_start() starts it (server_run()); until
+ * then it is the clock itself.
+ */
+uint64_t rpc_loop_us(const struct server *n);
+void rpc_loop_clock_start(struct server *n);
+
 /* Set up n's spare lists of calls and answers (server_create()); rpc_spares_free() at the end. */
 void rpc_spares_init(struct server *n);
 void rpc_spares_free(struct server *n);

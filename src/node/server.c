@@ -559,6 +559,7 @@ int server_run(struct server *n)
     n->store_w.data = n;
     ev_io_start(n->loop, &n->store_w);
     client_loop_start(n);
+    rpc_loop_clock_start(n);
     ev_signal_init(&n->sigterm_w, on_signal, SIGTERM);
     ev_signal_init(&n->sigint_w, on_signal, SIGINT);
     n->sigterm_w.data = n->sigint_w.data = n;

@@ -128,6 +128,8 @@ struct server {
     bool stopping;
 
     ev_prepare client_prepare_w; /* client.c: the per-iteration submit and flush */
+    ev_check loop_clock_w;       /* rpc.c: reads the monotonic clock as each iteration starts */
+    uint64_t loop_us;            /* what it read (rpc_loop_us()) */
     struct client *to_flush;     /* connections with replies to write, via flush_next */
     struct client *to_process;   /* connections with commands finished, via process_next */
     struct client *clients;      /* doubly linked, newest first */
