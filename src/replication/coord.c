@@ -24,6 +24,12 @@
 #include "preflist.h"
 
 #define COORD_NODES (2 * RING_RF_MAX)
+/*
+ * Nodes a request holds in itself: an rf-3 list with as many fallbacks.
+ * A longer list (rf up to RING_RF_MAX) gets arrays of its own, so that a
+ * request stays small (about 2 KiB, not 6) for the allocator and the cache.
+ */
+#define COORD_NODES_HERE 6
 
 enum coord_kind { COORD_READ, COORD_WRITE };
 
@@ -92,13 +98,14 @@ struct coord_req {
     struct coord_part fpart; /* a forwarded read: the answer's parts so far (into merged) */
     uint8_t *raw;            /* a read: this node's copy as stored (raw_here or allocated) */
     size_t raw_len;
+    struct coord_node *nodes; /* n of them (req_plan()): nodes_here, or allocated */
+    struct coord_call *calls; /* one per node, the context of its peer request */
     /*
      * Last, and set only up to n by req_plan(): everything before them is
-     * zeroed per request, these only as far as the preference list goes
-     * (a request is 5.5 KiB, the nodes of an rf-3 list a tenth of it).
+     * zeroed per request, these only as far as the preference list goes.
      */
-    struct coord_node nodes[COORD_NODES];
-    struct coord_call calls[COORD_NODES];
+    struct coord_node nodes_here[COORD_NODES_HERE];
+    struct coord_call calls_here[COORD_NODES_HERE];
     uint8_t raw_here[COORD_RAW_HERE]; /* raw's bytes when they fit: no allocation */
 };
 
@@ -212,6 +219,16 @@ static int req_plan(struct coord_req *q)
     if (rc != 0) {
         return rc;
     }
+    if (pf.n <= COORD_NODES_HERE) {
+        q->nodes = q->nodes_here;
+        q->calls = q->calls_here;
+    } else if ((q->nodes = malloc(pf.n * sizeof(*q->nodes))) == NULL ||
+               (q->calls = malloc(pf.n * sizeof(*q->calls))) == NULL) {
+        free(q->nodes);
+        q->nodes = NULL;
+        preflist_free(&pf);
+        return RK_ENOMEM;
+    }
     q->n = pf.n;
     q->n_rep = pf.n_replicas;
     q->self = -1;
@@ -245,7 +262,7 @@ static struct coord_req *req_new(struct coord *co, enum coord_kind kind, const u
     if (q != NULL) {
         co->req_spare = q->next;
         co->n_req_spare--;
-        memset(q, 0, offsetof(struct coord_req, nodes)); /* the nodes: req_plan() */
+        memset(q, 0, offsetof(struct coord_req, nodes_here)); /* the nodes: req_plan() */
     } else if ((q = calloc(1, sizeof(*q))) == NULL) {
         return NULL;
     }
@@ -289,6 +306,10 @@ static void req_free(struct coord_req *q)
     }
     for (size_t i = 0; i < q->n; i++) {
         record_deinit(&q->nodes[i].rec);
+    }
+    if (q->nodes != q->nodes_here) {
+        free(q->nodes); /* a list past COORD_NODES_HERE (NULL when never planned) */
+        free(q->calls);
     }
     if (q->kind == COORD_WRITE) {
         sibling_deinit(&q->lw.op.written); /* initialised by kv_write_init() when coordinated */
