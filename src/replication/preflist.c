@@ -300,7 +300,10 @@ int preflist_build(const struct ring *r, uint64_t pos, unsigned rf, bool sloppy,
     if (rc != 0) {
         return rc;
     }
-    ring_owner_token(r, pos, &out->owner_token, NULL);
+    out->owner_token = 0;
+    if (explain) {
+        ring_owner_token(r, pos, &out->owner_token, NULL); /* shown, never used to place */
+    }
     out->pos = pos;
     out->n_replicas = n;
     out->n = n;

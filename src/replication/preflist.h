@@ -71,7 +71,7 @@ struct preflist_skip {
 
 struct preflist {
     uint64_t pos;       /* the key's position */
-    size_t owner_token; /* index (ring order) of the token that owns pos */
+    size_t owner_token; /* index (ring order) of the token that owns pos; only when explain */
     size_t n_replicas;  /* min(rf, members): nodes[0 .. n_replicas) are the replicas */
     size_t n;           /* n_replicas + fallbacks: nodes[n_replicas .. n) are fallbacks */
     struct preflist_node nodes[2 * RING_RF_MAX];
