@@ -52,6 +52,8 @@ uint32_t msg_kv_status_from_rk(int rc)
         return MSG_KV_CLOSED;
     case RK_ESYNTAX:
         return MSG_KV_BADINPUT;
+    case RK_ECLOCKFULL:
+        return MSG_KV_CLOCKFULL;
     default:
         return MSG_KV_FAILED;
     }
@@ -72,6 +74,7 @@ int msg_kv_status_to_rk(uint32_t status)
         [MSG_KV_CLOSED] = RK_ECLOSED,
         [MSG_KV_FAILED] = RK_EIO,
         [MSG_KV_BADINPUT] = RK_ESYNTAX,
+        [MSG_KV_CLOCKFULL] = RK_ECLOCKFULL,
     };
 
     return status <= MSG_KV_STATUS_MAX ? rk[status] : RK_EIO;

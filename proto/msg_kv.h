@@ -52,7 +52,8 @@ enum msg_kv_status {
     MSG_KV_CLOSED = 9,     /* the node is shutting down */
     MSG_KV_FAILED = 10,    /* anything else */
     MSG_KV_BADINPUT = 11,  /* a record or context that does not decode */
-    MSG_KV_STATUS_MAX = 11,
+    MSG_KV_CLOCKFULL = 12, /* the key's version vector is full (VCLOCK_ENTRIES_MAX entries) */
+    MSG_KV_STATUS_MAX = 12,
 };
 
 /* A ringkv error code (error.h) as a status, and back (an unknown status: RK_EIO). */

@@ -5,7 +5,8 @@
  * Invariants.  Every function that changes a record or a sibling either
  * succeeds or leaves it exactly as it was: it checks every bound, allocates
  * everything the result needs, and only then moves siblings.  That is what
- * makes "RK_ETOOBIG, r unchanged" true, and RK_ENOMEM harmless to retry.
+ * makes "RK_ETOOBIG (or RK_ECLOCKFULL), r unchanged" true, and RK_ENOMEM
+ * harmless to retry.
  * In siblings mode record_apply() keeps the siblings pairwise concurrent
  * (given that they were), and record_prune() does not break that.
  *
@@ -610,8 +611,10 @@ static bool record_context_misses(const struct record *r, const struct vclock *c
  * past what a clock holds, and a blind write, whose clock covers every
  * sibling, can no longer be built.  And every counter the key's clock does
  * not hold at most a day past hlc, the write's timestamp (the top of this
- * file).  RK_ECONTEXT when a
- * bound is broken.
+ * file).  RK_ECONTEXT when a bound is broken; but RK_ECLOCKFULL, whatever
+ * the context, when the key's clock alone leaves no room: it holds
+ * VCLOCK_ENTRIES_MAX ids and none is actor's (or its siblings' clocks
+ * together name more), so no write by actor fits it.
  */
 static int record_context_check(const struct record *r, const char *actor, uint64_t hlc,
                                 const struct vclock *context, size_t max_siblings)
@@ -619,12 +622,18 @@ static int record_context_check(const struct record *r, const char *actor, uint6
     uint64_t ceiling = hlc_make(hlc_physical(hlc) + RECORD_CONTEXT_AHEAD_MS, HLC_LOGICAL_MAX);
     size_t unknown = 0;
     struct vclock key;
+    bool actor_new;
     int err;
 
     vclock_init(&key);
     err = record_context(r, &key);
     if (err != 0) {
-        return err == RK_ETOOBIG ? RK_ECONTEXT : err;
+        return err; /* RK_ECLOCKFULL: the siblings' clocks together are past full */
+    }
+    actor_new = vclock_get(&key, actor) == 0;
+    if (key.n + actor_new > VCLOCK_ENTRIES_MAX) {
+        err = RK_ECLOCKFULL; /* whatever the context: the key's clock has no room for actor */
+        goto out_deinit;
     }
     for (size_t i = 0; i < context->n; i++) {
         /* a counter the key's clock already holds is not the context's invention */
@@ -641,9 +650,8 @@ static int record_context_check(const struct record *r, const char *actor, uint6
     for (size_t i = 0; i < context->n; i++) {
         unknown += vclock_get(&key, context->e[i].id) == 0;
     }
-    if (unknown > max_siblings ||
-        key.n + unknown + (vclock_get(&key, actor) == 0 && vclock_get(context, actor) == 0) >
-            VCLOCK_ENTRIES_MAX) {
+    /* actor_new: the context holds no counter of actor either (at most the key's, above) */
+    if (unknown > max_siblings || key.n + unknown + actor_new > VCLOCK_ENTRIES_MAX) {
         err = RK_ECONTEXT;
     }
 

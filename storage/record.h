@@ -127,7 +127,7 @@ uint64_t record_max_hlc(const struct record *r);
  * The causal context of a record: the merge of its siblings' clocks.  A
  * write made with this context supersedes every sibling the record holds.
  * out must be initialised; its entries are replaced.  RK_ENOMEM, or
- * RK_ETOOBIG when the merge exceeds VCLOCK_ENTRIES_MAX.
+ * RK_ECLOCKFULL when the merge exceeds VCLOCK_ENTRIES_MAX.
  */
 int record_context(const struct record *r, struct vclock *out);
 
@@ -140,7 +140,8 @@ const char *record_conflicts_name(enum record_conflicts mode);
  * back.  Equal clocks are one version: v is ignored when a sibling has
  * v's clock, whatever the contents.  LWW mode keeps one sibling and
  * ignores max_siblings.  Errors: RK_ETOOBIG when siblings mode would
- * exceed max_siblings (r unchanged), RK_ENOMEM.  v is borrowed.
+ * exceed max_siblings, RK_ECLOCKFULL when LWW's merged clock would exceed
+ * VCLOCK_ENTRIES_MAX (r unchanged either way), RK_ENOMEM.  v is borrowed.
  */
 int record_apply(struct record *r, const struct sibling *v, enum record_conflicts mode,
                  size_t max_siblings, bool *changed);
@@ -176,7 +177,10 @@ bool record_apply_is_v(const struct record *r, const struct sibling *v, enum rec
  * actor's counter in it at most what r's clocks hold for actor, at most
  * max_siblings ids that r's clocks do not hold, and r's clocks, context and
  * actor naming at most VCLOCK_ENTRIES_MAX ids together (so a blind write can
- * always be built); otherwise RK_ECONTEXT and r is unchanged.  out, when not
+ * always be built); otherwise RK_ECONTEXT and r is unchanged.  When r's
+ * clocks alone leave no room for actor (they name VCLOCK_ENTRIES_MAX ids,
+ * actor not among them, or more), with a context or without: RK_ECLOCKFULL,
+ * r unchanged: the key's version vector is full.  out, when not
  * NULL, must be initialised; the caller owns it afterwards.  NULL when the
  * caller has no use for the version: r then takes it without copying its
  * clock and value.  Errors as record_apply(), and RK_EINVAL (bad node or

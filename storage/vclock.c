@@ -282,7 +282,7 @@ int vclock_merge(struct vclock *dst, const struct vclock *src)
     struct vclock_entry *out;
 
     if (n > VCLOCK_ENTRIES_MAX) {
-        return RK_ETOOBIG;
+        return RK_ECLOCKFULL;
     }
     if (n == 0) {
         return 0;
@@ -318,7 +318,7 @@ static int vclock_insert(struct vclock *vc, size_t at, const char *id, size_t le
     int err;
 
     if (vc->n >= VCLOCK_ENTRIES_MAX) {
-        return RK_ETOOBIG;
+        return RK_ECLOCKFULL;
     }
     err = vclock_grow(vc);
     if (err != 0) {

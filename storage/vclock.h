@@ -86,7 +86,7 @@ uint64_t vclock_get(const struct vclock *vc, const char *id);
  * dst = the pointwise maximum of dst and src (for each id the larger
  * counter, and with it that entry's stamp; on equal counters the larger
  * stamp).  Commutative, associative and idempotent.  RK_ENOMEM, or
- * RK_ETOOBIG past VCLOCK_ENTRIES_MAX; dst is unchanged on error.
+ * RK_ECLOCKFULL past VCLOCK_ENTRIES_MAX; dst is unchanged on error.
  */
 int vclock_merge(struct vclock *dst, const struct vclock *src);
 /*
@@ -97,7 +97,7 @@ bool vclock_covers(const struct vclock *a, const struct vclock *b);
 
 /*
  * Add one to id's counter (creating the entry at 1) and set its stamp.
- * RK_EINVAL for an invalid id, RK_ETOOBIG past VCLOCK_ENTRIES_MAX,
+ * RK_EINVAL for an invalid id, RK_ECLOCKFULL past VCLOCK_ENTRIES_MAX,
  * RK_ERANGE when the counter is already UINT64_MAX (a decoded clock may
  * carry it), RK_ENOMEM; vc is unchanged on error.
  */

@@ -25,6 +25,7 @@ static const char *const rk_error_text[] = {
     [-RK_ECONTEXT] = "the context names versions this node never issued",
     [-RK_ENOREPLICAS] = "not enough replicas reachable",
     [-RK_ETRYAGAIN] = "too few replicas answered in time",
+    [-RK_ECLOCKFULL] = "a version vector is full",
 };
 
 const char *rk_strerror(int err)

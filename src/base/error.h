@@ -29,7 +29,8 @@ enum rk_error {
     RK_ECONTEXT = -16,    /* a write's context names versions this node never issued */
     RK_ENOREPLICAS = -17, /* too few replicas of a key are reachable to try a request */
     RK_ETRYAGAIN = -18,   /* a request reached replicas, but too few answered in time */
-    RK_ERROR_MIN = -18
+    RK_ECLOCKFULL = -19, /* a version vector holds VCLOCK_ENTRIES_MAX entries: no new writer fits */
+    RK_ERROR_MIN = -19
 };
 
 /* A static, human-readable phrase for err; never NULL, also for unknown codes. */

@@ -516,6 +516,15 @@ static int cmd_kget(struct client *c, struct pending *p)
 
 /* --- writing ------------------------------------------------------------------------ */
 
+_Static_assert(VCLOCK_ENTRIES_MAX == 4096, "write_error_text() names the clock's bound");
+
+/*
+ * A write's error as the client reads it.  RK_ETOOBIG is the sibling cap
+ * (record_apply()); RK_ECLOCKFULL a version vector with no room for this
+ * node's entry (record_write_local()): one entry per data-directory life
+ * (store_actor()) of a node that wrote the key, pruned to 50 once older than
+ * a day, but only when the key is stored, which such a write never gets to.
+ */
 static const char *write_error_text(int rc)
 {
     switch (rc) {
@@ -524,6 +533,11 @@ static const char *write_error_text(int rc)
                "key again with KGET and retry";
     case RK_ETOOBIG:
         return "ERR the key holds max-siblings siblings: resolve them with KSET key value CONTEXT";
+    case RK_ECLOCKFULL:
+        return "ERR the key's version vector is full: 4096 entries, one per data-directory life "
+               "(actor) of each node that wrote the key, with no room for this node's; nothing "
+               "was written. Write it through a replica whose actor (INFO ringkv_actor) is in the "
+               "vector (RINGKV REPLICAS key): that write prunes entries older than a day";
     case RK_ECONTEXT:
         return "ERR the context names versions this node never issued: read the key again "
                "with KGET and send the context it returns";

@@ -477,12 +477,12 @@ static bool req_ask(struct coord_req *q, size_t idx, uint32_t op, const struct b
 
 /*
  * Whether a replica's refusal of a version is for good: it will refuse the
- * same version every time (over a limit, undecodable), so keeping it as a
- * hint would only re-send it forever.
+ * same version every time (over a limit, the key's version vector full,
+ * undecodable), so keeping it as a hint would only re-send it forever.
  */
 static bool status_final(uint32_t status)
 {
-    return status == MSG_KV_TOOBIG || status == MSG_KV_BADINPUT;
+    return status == MSG_KV_TOOBIG || status == MSG_KV_CLOCKFULL || status == MSG_KV_BADINPUT;
 }
 
 /*
@@ -1591,7 +1591,8 @@ static int cond_decide_expiry(struct coord_cond *cc, const struct record *rec, u
  * this node's wall clock is left out), and take rec's context for the
  * write.  A DEL (a delete with neither condition nor context) writes only
  * over a live value, which it counts (existed), as Redis's DEL.  0 or
- * RK_ENOMEM, RK_ETOOBIG, RK_EMISMATCH (an expiry change of siblings).
+ * RK_ENOMEM, RK_ECLOCKFULL (the siblings' clocks together past full),
+ * RK_EMISMATCH (an expiry change of siblings).
  */
 static int cond_decide(struct coord_cond *cc, const struct record *rec)
 {

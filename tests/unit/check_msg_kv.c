@@ -318,8 +318,8 @@ START_TEST(test_bad_bodies_refused)
     /* kind 2, quorum 17: over their bounds */
     ck_assert_int_eq(decode_any(2, "9602c4016bc0c2c000"), RK_ETOOBIG);
     ck_assert_int_eq(decode_any(2, "9600c4016bc0c2c011"), RK_ETOOBIG);
-    /* status 12; a record with an error status; answered 17 */
-    ck_assert_int_eq(decode_any(3, "950c0000c0c2"), RK_ETOOBIG);
+    /* status 13; a record with an error status; answered 17 */
+    ck_assert_int_eq(decode_any(3, "950d0000c0c2"), RK_ETOOBIG);
     ck_assert_int_eq(decode_any(3, "95030000c40101c2"), RK_ESYNTAX);
     ck_assert_int_eq(decode_any(3, "95001100c0c2"), RK_ETOOBIG);
     /* parts: a from over the sibling bound; a write with a from; next not after first;
@@ -403,6 +403,11 @@ START_TEST(test_status_mapping)
     }
     ck_assert_uint_eq(msg_kv_status_from_rk(RK_EAUTH), MSG_KV_FAILED);
     ck_assert_int_eq(msg_kv_status_to_rk(MSG_KV_STATUS_MAX + 1), RK_EIO);
+    /* a full version vector and the sibling cap travel apart (PROTOCOL.md 7.15) */
+    ck_assert_uint_eq(msg_kv_status_from_rk(RK_ETOOBIG), MSG_KV_TOOBIG);
+    ck_assert_uint_eq(msg_kv_status_from_rk(RK_ECLOCKFULL), MSG_KV_CLOCKFULL);
+    ck_assert_uint_eq(MSG_KV_CLOCKFULL, 12);
+    ck_assert_int_eq(decode_any(3, "950c0000c0c2"), 0);
 }
 END_TEST
 

@@ -798,6 +798,107 @@ START_TEST(test_sibling_cap)
 }
 END_TEST
 
+/*
+ * A version vector at VCLOCK_ENTRIES_MAX: ids "w0000" .. (fixed width, so
+ * vclock_increment() appends each in order), each at counter 1.
+ */
+static void clock_full(struct vclock *vc)
+{
+    char id[16];
+
+    vclock_deinit(vc);
+    for (unsigned i = 0; i < VCLOCK_ENTRIES_MAX; i++) {
+        snprintf(id, sizeof(id), "w%04u", i);
+        ck_assert_int_eq(vclock_increment(vc, id, 1000), 0);
+    }
+    ck_assert_uint_eq(vc->n, VCLOCK_ENTRIES_MAX);
+    ck_assert_int_eq(vclock_increment(vc, "n1:a", 1000), RK_ECLOCKFULL);
+}
+
+/*
+ * A key whose version vector is full and a key at max-siblings are two
+ * refusals a client acts on differently, so they are two codes: RK_ECLOCKFULL
+ * for the clock, whatever the context (none, KGET's, an empty one), and for
+ * LWW's merge of clocks past the bound; RK_ETOOBIG for the sibling cap
+ * alone.  r stays as it was.  A writer whose actor the clock already names
+ * still writes it.
+ */
+START_TEST(test_clock_full_not_sibling_cap)
+{
+    struct record r, before;
+    struct sibling v;
+    struct vclock full, ctx, none;
+    bool changed = true;
+
+    record_init(&r);
+    record_init(&before);
+    sibling_init(&v);
+    vclock_init(&full);
+    vclock_init(&ctx);
+    vclock_init(&none);
+    clock_full(&full);
+    ck_assert_int_eq(sibling_set(&v, &full, 1000, "w0000", false, "x", 1), 0);
+    ck_assert_int_eq(record_push(&r, &v), 0);
+    ck_assert_int_eq(record_push(&before, &v), 0);
+
+    /* a write by an actor the clock does not name: SET (blind), DEL, KSET with a context */
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1:a", 2000, NULL, false, "y", 1,
+                                        RECORD_SIBLINGS, CAP_WIDE, NULL),
+                     RK_ECLOCKFULL);
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1:a", 2000, NULL, true, NULL, 0,
+                                        RECORD_SIBLINGS, CAP_WIDE, NULL),
+                     RK_ECLOCKFULL);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1:a", 2000, &ctx, false, "y", 1,
+                                        RECORD_SIBLINGS, CAP_WIDE, NULL),
+                     RK_ECLOCKFULL);
+    ck_assert_int_eq(record_write_local(&r, "n1", "n1:a", 2000, &none, false, "y", 1,
+                                        RECORD_SIBLINGS, CAP_WIDE, NULL),
+                     RK_ECLOCKFULL);
+    ck_assert_int_eq(record_write_expiring(&r, "n1", "n1:a", 2000, NULL, "y", 1, 5000, RECORD_LWW,
+                                           CAP_WIDE, NULL),
+                     RK_ECLOCKFULL);
+    ck_assert(same_bytes(&r, &before));
+
+    /* a replica applying a concurrent version: siblings keep both (up to the cap), lww merges */
+    ck_assert_int_eq(apply(&r, "zz:1", 3000, "zz", "z", RECORD_LWW, CAP_WIDE, &changed),
+                     RK_ECLOCKFULL);
+    ck_assert(!changed);
+    ck_assert(same_bytes(&r, &before));
+    ck_assert_int_eq(apply(&r, "zz:1", 3000, "zz", "z", RECORD_SIBLINGS, 1, &changed), RK_ETOOBIG);
+    ck_assert(same_bytes(&r, &before));
+    ck_assert_int_eq(apply(&r, "zz:1", 3000, "zz", "z", RECORD_SIBLINGS, CAP_WIDE, &changed), 0);
+    ck_assert_uint_eq(r.n, 2);
+
+    /* two siblings whose clocks together name 4097 ids: no context covers them */
+    ck_assert_int_eq(record_context(&r, &ctx), RK_ECLOCKFULL);
+    ck_assert_int_eq(record_write_local(&r, "n1", "w0001", 4000, NULL, false, "y", 1,
+                                        RECORD_SIBLINGS, CAP_WIDE, NULL),
+                     RK_ECLOCKFULL);
+    ck_assert_int_eq(record_write_local(&r, "n1", "w0001", 4000, &none, false, "y", 1,
+                                        RECORD_SIBLINGS, CAP_WIDE, NULL),
+                     RK_ECLOCKFULL);
+    ck_assert_uint_eq(r.n, 2);
+
+    /* an actor the full clock names writes it: its counter moves, no entry is added */
+    record_deinit(&r);
+    ck_assert_int_eq(record_push(&r, &v), 0);
+    ck_assert_int_eq(record_write_local(&r, "w0007", "w0007", 5000, NULL, false, "y", 1,
+                                        RECORD_SIBLINGS, CAP_WIDE, NULL),
+                     0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_uint_eq(r.s[0].clock.n, VCLOCK_ENTRIES_MAX);
+    ck_assert_uint_gt(vclock_get(&r.s[0].clock, "w0007"), 1);
+
+    vclock_deinit(&full);
+    vclock_deinit(&ctx);
+    vclock_deinit(&none);
+    sibling_deinit(&v);
+    record_deinit(&r);
+    record_deinit(&before);
+}
+END_TEST
+
 START_TEST(test_lww_highest_hlc)
 {
     struct record r;
@@ -1791,6 +1892,7 @@ static Suite *record_suite(void)
         {"write_without_out_same_record", test_write_without_out_same_record},
         {"tombstone_siblings", test_tombstone_siblings},
         {"sibling_cap", test_sibling_cap},
+        {"clock_full_not_sibling_cap", test_clock_full_not_sibling_cap},
         {"lww_highest_hlc", test_lww_highest_hlc},
         {"lww_node_tiebreak", test_lww_node_tiebreak},
         {"lww_converges", test_lww_converges},

@@ -656,6 +656,114 @@ START_TEST(test_sibling_cap)
 }
 END_TEST
 
+/*
+ * A version whose clock names VCLOCK_ENTRIES_MAX writers ("w0000" .., and
+ * actor in place of the last when not NULL), stamped now: pruning, which
+ * leaves entries younger than a day, keeps them all.
+ */
+static void version_full(struct sibling *v, const char *actor)
+{
+    struct vclock vc;
+    uint64_t now = hlc_make(fake_now_ms, 0);
+    char id[16];
+
+    vclock_init(&vc);
+    for (unsigned i = 0; vc.n < VCLOCK_ENTRIES_MAX - (actor != NULL); i++) {
+        snprintf(id, sizeof(id), "w%04u", i);
+        ck_assert_int_eq(vclock_increment(&vc, id, now), 0);
+    }
+    if (actor != NULL) {
+        ck_assert_int_eq(vclock_increment(&vc, actor, now), 0);
+    }
+    ck_assert_int_eq(sibling_set(v, &vc, now, "w0000", false, "full", 4), 0);
+    vclock_deinit(&vc);
+}
+
+/* A WRITE operation of key (value NULL: a delete), as SET and DEL submit it; its result. */
+static int write_result(struct store *s, const char *key, const char *value,
+                        const struct vclock *context)
+{
+    struct store_op op;
+
+    store_op_init(&op, STORE_OP_WRITE);
+    op.key = (const uint8_t *)key;
+    op.key_len = strlen(key);
+    op.value = (const uint8_t *)value;
+    op.value_len = value ? strlen(value) : 0;
+    op.tombstone = value == NULL;
+    op.context = context;
+    op.skip_written = true;
+    ck_assert_int_eq(store_submit(s, &op), 0);
+    return store_wait(s, &op);
+}
+
+/*
+ * A key whose stored version vector is full: every WRITE of this store's
+ * actor (not in it) fails with RK_ECLOCKFULL, SET, DEL, KSET with KGET's
+ * context alike, and two days later too (pruning runs only when the key is
+ * stored); the sibling cap stays RK_ETOOBIG.  A replica's APPLY in lww mode
+ * whose merge would pass the bound is RK_ECLOCKFULL.  A store whose actor
+ * the clock names writes the key, and that write prunes the clock.
+ */
+START_TEST(test_clock_full)
+{
+    struct store_config cfg;
+    struct store *s, *lww, *named;
+    struct sibling full, other;
+    struct vclock ctx;
+    struct record r;
+    char err[256];
+
+    settings_for(&cfg, "d", "n1");
+    cfg.max_siblings = 1;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    sibling_init(&full);
+    sibling_init(&other);
+    vclock_init(&ctx);
+    record_init(&r);
+    version_full(&full, NULL);
+    ck_assert_int_eq(store_apply(s, "k", 1, &full, NULL), 0);
+    ck_assert_int_eq(store_get(s, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.s[0].clock.n, VCLOCK_ENTRIES_MAX);
+    ck_assert_int_eq(record_context(&r, &ctx), 0);
+
+    ck_assert_int_eq(write_result(s, "k", "v", NULL), RK_ECLOCKFULL);
+    ck_assert_int_eq(write_result(s, "k", NULL, NULL), RK_ECLOCKFULL);
+    ck_assert_int_eq(write_result(s, "k", "v", &ctx), RK_ECLOCKFULL);
+    ck_assert_int_eq(write_result(s, "k", NULL, &ctx), RK_ECLOCKFULL);
+    /* a concurrent version past max-siblings 1 */
+    version_from("n2", "k", "other", false, &other);
+    ck_assert_int_eq(store_apply(s, "k", 1, &other, NULL), RK_ETOOBIG);
+    ck_assert_int_eq(write_result(s, "j", "v", NULL), 0);
+
+    settings_for(&cfg, "l", "n1");
+    cfg.conflicts = RECORD_LWW;
+    ck_assert_int_eq(store_open(&lww, &cfg, err, sizeof(err)), 0);
+    ck_assert_int_eq(store_apply(lww, "k", 1, &full, NULL), 0);
+    ck_assert_int_eq(store_apply(lww, "k", 1, &other, NULL), RK_ECLOCKFULL);
+    ck_assert_int_eq(write_result(lww, "k", "v", NULL), RK_ECLOCKFULL);
+    store_close(lww);
+
+    /* the remedy the client's error names: a writer the clock names, a day later */
+    named = open_store("named", "n3");
+    version_full(&full, store_actor(named));
+    ck_assert_int_eq(store_apply(named, "k", 1, &full, NULL), 0);
+    fake_now_ms += 2 * 24 * 3600 * 1000ull;
+    ck_assert_int_eq(write_result(s, "k", "v", NULL), RK_ECLOCKFULL); /* not this one, still */
+    store_close(s);
+    ck_assert_int_eq(write_result(named, "k", "v", NULL), 0);
+    ck_assert_int_eq(store_get(named, "k", 1, &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_uint_eq(r.s[0].clock.n, VCLOCK_PRUNE_KEEP_DEFAULT);
+    store_close(named);
+
+    sibling_deinit(&full);
+    sibling_deinit(&other);
+    vclock_deinit(&ctx);
+    record_deinit(&r);
+}
+END_TEST
+
 /* --- arcs ------------------------------------------------------------------ */
 
 #define ARC_KEYS 500
@@ -1770,6 +1878,7 @@ static Suite *store_suite(void)
         {"apply", test_apply_replicated_versions},
         {"lww", test_lww_mode},
         {"sibling_cap", test_sibling_cap},
+        {"clock_full", test_clock_full},
         {"arc_scans", test_arc_scans},
         {"scan_stop", test_scan_callback_stops},
         {"range_delete", test_range_delete},

@@ -601,7 +601,7 @@ START_TEST(test_merge_too_big)
     vclock_deinit(&b);
     clock_add(&b, "b", 1, 1);
     ck_assert_int_eq(vclock_copy(&before, &a), 0);
-    ck_assert_int_eq(vclock_merge(&a, &b), RK_ETOOBIG);
+    ck_assert_int_eq(vclock_merge(&a, &b), RK_ECLOCKFULL);
     assert_identical(&a, &before);
     vclock_deinit(&a);
     vclock_deinit(&b);
@@ -678,7 +678,7 @@ START_TEST(test_increment_errors)
 
     vclock_deinit(&vc);
     clock_many(&vc, "n", VCLOCK_ENTRIES_MAX);
-    ck_assert_int_eq(vclock_increment(&vc, "other", 1), RK_ETOOBIG);
+    ck_assert_int_eq(vclock_increment(&vc, "other", 1), RK_ECLOCKFULL);
     ck_assert_uint_eq(vc.n, VCLOCK_ENTRIES_MAX);
     ck_assert_int_eq(vclock_increment(&vc, "n7", 1), 0);
     vclock_deinit(&vc);
