@@ -10,11 +10,15 @@
  * at or after W's start, so only the largest end among the evident blind
  * ops (and the second largest, for W itself) matters; an accounted one
  * when it started after W ended, so only the latest start matters; the
- * kset rule marks the writes an accounted kset's context holds.  Values are found by binary search
- * in the key's writes sorted by value.  The monotonic-read check sweeps the reads in order of
- * start, folding in each read that ended before: the latest start of a
- * blind write read so far, and which writes the contexts read so far
- * covered.
+ * kset rule marks the writes an accounted kset's context holds.  A delete
+ * after the write (deleted()) is tested in O(log n) per write: the
+ * accounted deletes sorted by end, each with the least start from there
+ * on, and the ok reads sorted by start, each with the least limit from
+ * there on, are built once per key in O(n log n).  Values are found by
+ * binary search in the key's writes sorted by value.  The monotonic-read
+ * check sweeps the reads in order of start, folding in each read that
+ * ended before: the latest start of a blind write read so far, and which
+ * writes the contexts read so far covered.
  */
 #include "hcheck.h"
 
@@ -175,6 +179,11 @@ void hcheck_free(struct hcheck *hc)
 
 /* --- one key --------------------------------------------------------------------- */
 
+/* A time, and a value folded over it and every later one (deleted()). */
+struct span {
+    uint64_t at, v;
+};
+
 /* The state of checking one key; arrays are indexed like key->ops. */
 struct kcheck {
     struct hcheck *hc;
@@ -185,6 +194,12 @@ struct kcheck {
     size_t *covered; /* by an accounted kset: its local index, or NONE */
     size_t top[2];   /* the evident blind ops with the largest ends, or NONE */
     size_t after;    /* the accounted blind op with the latest start, or NONE */
+    /* For a delete after the write (deleted()): */
+    uint64_t *seen;    /* the latest start of an ok read that returned the op's value */
+    struct span *dels; /* the accounted deletes: end_x, then the least start from there on */
+    struct span *obs;  /* the ok reads: start, then the least limit from there on */
+    size_t n_dels, n_obs;
+    uint64_t final_limit; /* the least end_x of a present value's write (UINT64_MAX: none) */
 };
 
 static const struct history_entry *op_at(const struct kcheck *c, size_t l)
@@ -359,6 +374,151 @@ static void account_all(struct kcheck *c)
     fold_blind(c);
 }
 
+/* The values an ok read returned. */
+static const struct history_str *read_values(const struct history_entry *e, size_t *n)
+{
+    if (e->op == HISTORY_KGET) {
+        *n = e->n_values;
+        return e->values;
+    }
+    *n = e->has_value ? 1 : 0;
+    return &e->value;
+}
+
+static bool is_ok_read(const struct history_entry *e)
+{
+    return (e->op == HISTORY_GET || e->op == HISTORY_KGET) && e->outcome == HISTORY_OK;
+}
+
+/* --- a delete after the write (hcheck.h) ------------------------------------------ */
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* The first of s[0..n), sorted by at, whose at is at or after t (strictly after: > t), or n. */
+static size_t span_from(const struct span *s, size_t n, uint64_t t, bool strictly)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s[mid].at < t || (strictly && s[mid].at == t)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/*
+ * A read's limit, for a read that returned v[0..n) and ended at end: the
+ * latest time a delete may have acted and still be before it and before
+ * the writes of everything it returned, the least of end and those
+ * writes' end_x.  0 when the read cannot be placed at all: it returned a
+ * value no write wrote, or one whose write started after the read ended.
+ */
+static uint64_t read_limit(const struct kcheck *c, const struct history_str *v, size_t n,
+                           uint64_t end)
+{
+    uint64_t limit = end;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t w = find_write(c, &v[i]);
+        if (w == NONE || op_at(c, w)->start > end) {
+            return 0;
+        }
+        limit = min_u64(limit, end_x(op_at(c, w)));
+    }
+    return limit;
+}
+
+/*
+ * What deleted() reads, once acc is known: seen[] from the ok reads, the
+ * accounted deletes by end_x (each with the least start of it and those
+ * ending later), the ok reads as observations by start (each with the
+ * least limit of it and those starting later), the final state's limit.
+ */
+static int fold_deletes(struct kcheck *c)
+{
+    size_t n = c->k->n_ops;
+
+    c->seen = calloc(n + 1, sizeof(*c->seen));
+    c->dels = calloc(n + 1, sizeof(*c->dels));
+    c->obs = calloc(n + 1, sizeof(*c->obs));
+    if (c->seen == NULL || c->dels == NULL || c->obs == NULL) {
+        return RK_ENOMEM;
+    }
+    c->final_limit = UINT64_MAX;
+    for (size_t l = 0; l < n; l++) {
+        const struct history_entry *e = op_at(c, l);
+        const struct history_str *v;
+        size_t nv;
+        if (c->present[l]) {
+            c->final_limit = min_u64(c->final_limit, end_x(e));
+        }
+        if (e->op == HISTORY_DEL && c->acc[l]) {
+            c->dels[c->n_dels++] = (struct span){end_x(e), e->start};
+        }
+        if (!is_ok_read(e)) {
+            continue;
+        }
+        v = read_values(e, &nv);
+        for (size_t i = 0; i < nv; i++) {
+            size_t w = find_write(c, &v[i]);
+            if (w != NONE) {
+                c->seen[w] = max_u64(c->seen[w], e->start);
+            }
+        }
+        c->obs[c->n_obs++] = (struct span){e->start, read_limit(c, v, nv, e->end)};
+    }
+    qsort(c->dels, c->n_dels, sizeof(*c->dels), span_cmp);
+    qsort(c->obs, c->n_obs, sizeof(*c->obs), span_cmp);
+    for (size_t i = c->n_dels; i > 1; i--) {
+        c->dels[i - 2].v = min_u64(c->dels[i - 2].v, c->dels[i - 1].v);
+    }
+    for (size_t i = c->n_obs; i > 1; i--) {
+        c->obs[i - 2].v = min_u64(c->obs[i - 2].v, c->obs[i - 1].v);
+    }
+    return 0;
+}
+
+/*
+ * Was write l deleted, and read gone after (hcheck.h)?  The earliest the
+ * delete can act is t: after l started, after every ok read of l started,
+ * after the delete started.  Of the deletes that did not end before l's
+ * start and its reads', the one with the least start does best; every
+ * read that started after l ended and after its reads started must be
+ * after it, and the final state.  O(log n) from fold_deletes().
+ */
+static bool deleted(const struct kcheck *c, size_t l)
+{
+    const struct history_entry *w = op_at(c, l);
+    uint64_t t = max_u64(w->start, c->seen[l]);
+    size_t d = span_from(c->dels, c->n_dels, t, false);
+    size_t o = span_from(c->obs, c->n_obs, max_u64(w->end, c->seen[l]), true);
+
+    if (d == c->n_dels || o == c->n_obs) {
+        return false;
+    }
+    t = max_u64(t, c->dels[d].v);
+    return t <= c->obs[o].v && t <= c->final_limit;
+}
+
 /* Count op l and report it when it is lost or a present fail. */
 static int classify(struct kcheck *c, size_t l)
 {
@@ -385,7 +545,7 @@ static int classify(struct kcheck *c, size_t l)
     n->last_ok_write_end = e->end > n->last_ok_write_end ? e->end : n->last_ok_write_end;
     if (c->present[l]) {
         n->present++;
-    } else if (superseded(c, l)) {
+    } else if (superseded(c, l) || deleted(c, l)) {
         n->superseded++;
     } else if (c->o->loss_bound && e->end >= c->o->loss_after_us) {
         n->lost_allowed++;
@@ -437,22 +597,6 @@ static int check_stale(struct kcheck *c)
 }
 
 /* --- monotonic reads ------------------------------------------------------------- */
-
-/* The values an ok read returned. */
-static const struct history_str *read_values(const struct history_entry *e, size_t *n)
-{
-    if (e->op == HISTORY_KGET) {
-        *n = e->n_values;
-        return e->values;
-    }
-    *n = e->has_value ? 1 : 0;
-    return &e->value;
-}
-
-static bool is_ok_read(const struct history_entry *e)
-{
-    return (e->op == HISTORY_GET || e->op == HISTORY_KGET) && e->outcome == HISTORY_OK;
-}
 
 /* What the reads folded in so far returned. */
 struct seen {
@@ -568,7 +712,7 @@ out_free:
 static int check_key(struct hcheck *hc, size_t ki, const struct hcheck_opts *o)
 {
     const struct hcheck_key *k = &hc->keys[ki];
-    struct kcheck c = {hc, ki, k, o, NULL, NULL, NULL, NULL, {NONE, NONE}, NONE};
+    struct kcheck c = {.hc = hc, .ki = ki, .k = k, .o = o, .top = {NONE, NONE}, .after = NONE};
     int rc = RK_ENOMEM;
 
     c.present = calloc(k->n_ops + 1, sizeof(*c.present));
@@ -581,6 +725,7 @@ static int check_key(struct hcheck *hc, size_t ki, const struct hcheck_opts *o)
     rc = mark_present(&c);
     if (rc == 0) {
         account_all(&c);
+        rc = fold_deletes(&c);
     }
     for (size_t l = 0; rc == 0 && l < k->n_ops; l++) {
         rc = classify(&c, l);
@@ -592,6 +737,9 @@ out_free:
     free(c.acc);
     free(c.ev);
     free(c.covered);
+    free(c.seen);
+    free(c.dels);
+    free(c.obs);
     return rc;
 }
 

@@ -21,6 +21,28 @@
  *     Overlap alone is not enough for an op that is only trusted: two
  *     overlapping ok writes both absent would account for each other.
  *     With lww (hcheck_opts), every kset counts as blind here too.
+ *   - A delete D also supersedes W when W was deleted by it and read gone
+ *     after: D is accounted, at least one ok read (get, kget) started
+ *     after W ended and after every ok read that returned W started, and
+ *     some time t (when D took effect) has
+ *       t >= W.start, t >= D.start, t >= R.start for every ok read R of W,
+ *       t <= D's end (never, for unknown),
+ *       t <= O.end for every ok read O that started after W ended and
+ *            after the reads of W started (none returned W: each saw W
+ *            gone, and must be after D),
+ *       t <= the end of the write of each value such an O returned, and
+ *            of each value present (never, for an unknown write): what
+ *            was read or is there after D was written after D, or D
+ *            would have removed it.
+ *     Such an O that returned a value no write wrote, or one whose write
+ *     started after O ended, cannot be placed and rules every D out.  So
+ *     a read that may have come before W shows nothing of it; a delete
+ *     that ended before W started, or before a read of W started, came
+ *     before W; a read that returned a value written before D could act
+ *     saw W gone before D.  The final state bounds t but is no evidence
+ *     on its own: with no read after W, an ok delete overlapping W and a
+ *     later write that did not see W leaves W lost.  A read without W
+ *     that started before a read of W did was stale, and is not counted.
  * Violations:
  *   lost          an ok write whose value is absent and that nothing
  *                 accounted for supersedes (with a loss bound T, one that

@@ -4,8 +4,10 @@
  * reader (src/cli/history.h), with the key's final siblings given: a clean
  * history, a lost write, an old value written back, a failed write that is
  * present, an undone delete, concurrent writes in either order, a KSET
- * chain superseding by context, a loss bound, a foreign value, monotonic
- * reads; and the reader's refusals and its byte-exact escaping.
+ * chain superseding by context, a delete overlapping a KSET that later
+ * reads saw deleted (and the same shapes really lost), a loss bound, a
+ * foreign value, monotonic reads; and the reader's refusals and its
+ * byte-exact escaping.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -22,6 +24,10 @@
 #define SET(v, s, e, out) OP("set", "\"" v "\"", s, e, out)
 #define DEL(s, e, out) OP("del", "null", s, e, out)
 #define GET(v, s, e) OP("get", "\"" v "\"", s, e, "ok")
+/* An acknowledged KGET that returned vals (a JSON list). */
+#define KGET(vals, s, e)                                                                           \
+    "{\"op\":\"kget\",\"key\":\"a\",\"values\":" vals ",\"start\":" #s ",\"end\":" #e              \
+    ",\"node\":\"n1:7370\",\"outcome\":\"ok\"}\n"
 /* A KSET whose context's KGET returned ctx (a JSON list). */
 #define KSET(v, ctx, s, e, out)                                                                    \
     "{\"op\":\"kset\",\"key\":\"a\",\"value\":\"" v "\",\"context_of\":" ctx ",\"start\":" #s      \
@@ -304,6 +310,167 @@ START_TEST(test_lww_kset_supersedes)
 }
 END_TEST
 
+/*
+ * A DEL overlapping a KSET, the key written again later: the delete may
+ * have come after the KSET, and a read that started after the KSET ended
+ * saw the key without it (empty, or holding only what may have been
+ * written after the delete), so it was deleted, not lost.  The shapes are
+ * those `ringkv workload --causal --mix 1:1:1` recorded, where verify
+ * reported the KSET lost.
+ */
+START_TEST(test_delete_after_kset)
+{
+    struct run r;
+
+    /* two nodes, rf 1: the KGET of the next KSET saw the key deleted */
+    check(&r,
+          KGET("[]", 0, 10) KSET("v1", "[]", 11, 20, "ok") DEL(18, 30, "ok") KGET("[]", 40, 45)
+              KSET("v2", "[]", 46, 50, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    ck_assert_uint_eq(r.hc.counts.superseded, 1);
+    done(&r);
+    /* three nodes, rf 3: a read of v1 in between, which the delete may still have followed */
+    check(&r,
+          KSET("v1", "[]", 0, 20, "ok") DEL(13, 40, "ok") KGET("[\"v1\"]", 28, 30)
+              KGET("[]", 240, 245) KSET("v2", "[]", 246, 270, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    done(&r);
+    /*
+     * three nodes, rf 3: the read after v1 saw only v2, a sibling written
+     * beside it that the delete may have preceded
+     */
+    check(&r,
+          KSET("v0", "[]", 0, 10, "ok") KSET("v1", "[\"v0\"]", 20, 38, "ok")
+              KSET("v2", "[\"v0\"]", 30, 56, "ok") DEL(32, 57, "ok") KGET("[\"v2\"]", 100, 104)
+                  KSET("v3", "[\"v2\"]", 105, 120, "ok"),
+          FINAL("v3"));
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    done(&r);
+    /* a GET of the missing key sees the deletion as well */
+    check(&r,
+          SET("v1", 0, 10, "ok") DEL(5, 15, "ok") OP("get", "null", 20, 25, "ok")
+              KSET("v2", "[]", 26, 30, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    done(&r);
+    /* a read without v1 before a read of v1 was stale: only the reads after the last count */
+    check(&r,
+          KSET("v1", "[]", 0, 10, "ok") DEL(5, 30, "ok") KGET("[]", 12, 13) KGET("[\"v1\"]", 14, 15)
+              KGET("[]", 40, 45) KSET("v2", "[]", 46, 50, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    done(&r);
+    /*
+     * the delete that ended first is not the only candidate: d1 started
+     * after v0 ended, so it cannot have preceded the read of v0 (a delete
+     * undone in a read, which the checker does not judge), d2 can
+     */
+    check(&r,
+          KSET("v0", "[]", 0, 7, "ok") KSET("v1", "[]", 0, 10, "ok") DEL(9, 14, "ok")
+              DEL(5, 30, "ok") KGET("[\"v0\"]", 20, 25) KSET("v2", "[\"v0\"]", 26, 28, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 0);
+    done(&r);
+}
+END_TEST
+
+/*
+ * The same shapes where the write really is lost, or nothing shows it
+ * deleted: no read that certainly followed it saw the key without it, at
+ * a time the delete may have reached after it.
+ */
+START_TEST(test_delete_after_kset_lost)
+{
+    struct run r;
+
+    /* the delete ended before the write started */
+    check(&r,
+          DEL(0, 10, "ok") KSET("v1", "[]", 11, 20, "ok") KGET("[]", 40, 45)
+              KSET("v2", "[]", 46, 50, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 2, 0);
+    done(&r);
+    /* the delete ended before a read that returned v1 started: v1 outlived it */
+    check(&r,
+          KSET("v1", "[]", 0, 20, "ok") DEL(13, 25, "ok") KGET("[\"v1\"]", 28, 30)
+              KGET("[]", 240, 245) KSET("v2", "[]", 246, 270, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 1, 0);
+    done(&r);
+    /* nothing read the key after v1: the final state alone does not show v1 deleted */
+    check(&r, KSET("v1", "[]", 0, 10, "ok") DEL(5, 15, "ok") KSET("v2", "[]", 12, 20, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 1, 0);
+    done(&r);
+    /* the only read without v1 may have come before v1 */
+    check(&r,
+          DEL(5, 30, "ok") KSET("v1", "[]", 10, 20, "ok") KGET("[]", 12, 25)
+              KSET("v2", "[]", 40, 50, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 2, 0);
+    done(&r);
+    /* the read after v1 returned v0, written before the delete started */
+    check(&r,
+          KSET("v0", "[]", 0, 6, "ok") KSET("v1", "[]", 1, 10, "ok") DEL(8, 15, "ok")
+              KGET("[\"v0\"]", 20, 25) KSET("v2", "[\"v0\"]", 26, 30, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 2, 0);
+    done(&r);
+    /*
+     * every read after v1 must be after the delete: a later one saw the key
+     * empty, but an earlier one returned v0 without v1, and v0 was written
+     * before the delete started, so v1 was gone before the delete
+     */
+    check(&r,
+          KSET("v0", "[]", 0, 3, "ok") KSET("v1", "[]", 1, 10, "ok") DEL(5, 30, "ok")
+              KGET("[\"v0\"]", 20, 25) KGET("[]", 40, 45) KSET("v2", "[]", 46, 50, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 2, 0);
+    done(&r);
+    /*
+     * the final state holds v0, written before the delete could have
+     * followed v1: had the delete followed v1, v0 would be gone too
+     */
+    check(&r,
+          SET("v0", 0, 8, "ok") DEL(5, 30, "ok") KSET("v1", "[]", 10, 20, "ok") KGET("[]", 25, 28),
+          FINAL("v0"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 3, 0);
+    done(&r);
+    /* a read that returned a value before its write was sent cannot be placed: it shows nothing */
+    check(&r,
+          KSET("v1", "[]", 0, 10, "ok") DEL(5, 15, "ok") KGET("[\"v2\"]", 20, 25)
+              KSET("v2", "[]", 30, 40, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 1, 0);
+    done(&r);
+    /* a delete nothing shows to have taken effect (unknown, failed) removes nothing */
+    check(&r,
+          KSET("v1", "[]", 11, 20, "ok") DEL(18, 30, "unknown") KGET("[]", 40, 45)
+              KSET("v2", "[]", 46, 50, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 1, 0);
+    done(&r);
+    check(&r,
+          KSET("v1", "[]", 11, 20, "ok") DEL(18, 30, "fail") KGET("[]", 40, 45)
+              KSET("v2", "[]", 46, 50, "ok"),
+          FINAL("v2"));
+    ck_assert_uint_eq(r.hc.n_v, 1);
+    assert_violation(&r, 0, HCHECK_LOST, 1, 0);
+    done(&r);
+}
+END_TEST
+
 START_TEST(test_monotonic)
 {
     const char *text =
@@ -465,6 +632,8 @@ static Suite *hcheck_suite(void)
     tcase_add_test(tc, test_concurrent_both_lost);
     tcase_add_test(tc, test_kset_chain);
     tcase_add_test(tc, test_lww_kset_supersedes);
+    tcase_add_test(tc, test_delete_after_kset);
+    tcase_add_test(tc, test_delete_after_kset_lost);
     tcase_add_test(tc, test_monotonic);
     tcase_add_test(tc, test_loss_bound_and_foreign);
     tcase_add_test(tc, test_duplicate_value);
