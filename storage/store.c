@@ -2588,13 +2588,9 @@ static void batch_unstage(struct store *s, size_t keep)
 }
 
 /*
- * Read and decode the record of an LMDB data key; an absent key is empty.
- * The batch's cursor is left on the key when it exists (*found).
- */
-/*
  * The bytes of k's record as the batch sees them (*found false and v empty
  * when there is none), without decoding them; valid until the batch next
- * stores.
+ * stores.  The batch's cursor is left on the key when it exists (*found).
  */
 static int batch_load_raw(struct batch *b, const MDB_val *k, MDB_val *v, bool *found)
 {
@@ -2631,6 +2627,7 @@ static int batch_undecodable(struct batch *b)
     return RK_ESYNTAX;
 }
 
+/* Read and decode the record of an LMDB data key (batch_load_raw()); an absent key is empty. */
 static int batch_load(struct batch *b, const MDB_val *k, struct record *r, bool *found)
 {
     MDB_val v;

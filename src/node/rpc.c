@@ -350,7 +350,13 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     struct msg m = {.type = MSG_REQUEST};
     struct rpc_call *call;
     struct peer *p;
-    uint64_t now = rpc_loop_us(n);
+    /*
+     * The deadline counts from now, not from the iteration's start
+     * (rpc_loop_us()): a request sent after slow work in the same iteration
+     * (a pipeline of DBSIZEs, a large batch) would otherwise get less than
+     * request-timeout, or a deadline already past.
+     */
+    uint64_t now = clock_mono_us();
     int rc = n->stopping ? RK_ECLOSED : rpc_link(n, id, &p);
 
     if (rc == 0 && (!rpc_fits(n, len) || !rpc_fits_peer(p, op, len, "request"))) {

@@ -110,11 +110,12 @@ void rpc_coord_send_waiting(struct server *n, bool fail_all);
 /*
  * The monotonic clock, in µs, as the event loop's current iteration began
  * (read once per iteration, before any callback of it): the time peer
- * messages are stamped with (request deadlines, answer times, the lanes'
- * control gaps), where a clock read per message was a measurable share of
- * a replicated request.  Behind the real clock by at most the iteration's
- * own run time.  rpc_loop_clock_start() starts it (server_run()); until
- * then it is the clock itself.
+ * messages are stamped with (answer times, the lanes' control gaps), where
+ * a clock read per message was a measurable share of a replicated request.
+ * Behind the real clock by at most the iteration's own run time, which is
+ * unbounded: never a deadline's start (rpc_ask() reads the clock).
+ * rpc_loop_clock_start() starts it (server_run()); until then it is the
+ * clock itself.
  */
 uint64_t rpc_loop_us(const struct server *n);
 void rpc_loop_clock_start(struct server *n);

@@ -28,6 +28,7 @@
 
 #define TEST_STORE_DIR_NAME "check_store"
 #include "test_store_dir.h"
+#include "test_rng.h"
 
 static void settings_for(struct store_config *c, const char *sub, const char *node)
 {
@@ -761,6 +762,146 @@ START_TEST(test_clock_full)
     sibling_deinit(&other);
     vclock_deinit(&ctx);
     record_deinit(&r);
+}
+END_TEST
+
+/* --- replica writes as they arrive: views through both paths --------------- */
+
+/* A random version of key k: ids from a small set, a third of the stamps two days old (prunable).
+ */
+static void pv_random(struct sibling *v, const struct record *model, unsigned step)
+{
+    static const char *ids[] = {"a", "n1", "n10", "n2", "n3", "zz"};
+    static const char *nodes[] = {"n1", "n2", "n3"};
+    uint64_t now = hlc_make(fake_now_ms, 0);
+    uint8_t value[8];
+    size_t len = rng_below(sizeof(value) + 1);
+    bool tomb = rng_below(4) == 0;
+    struct vclock vc;
+
+    vclock_init(&vc);
+    if (step % 2 == 0) { /* descends from everything the key holds: the fast path's case */
+        for (size_t i = 0; i < model->n; i++) {
+            ck_assert_int_eq(vclock_merge(&vc, &model->s[i].clock), 0);
+        }
+    }
+    for (uint32_t k = 1 + rng_below(3); k > 0; k--) {
+        uint64_t old = rng_below(3) == 0 ? hlc_make(fake_now_ms - 2 * 24 * 3600 * 1000ull, 0) : 0;
+        ck_assert_int_eq(
+            vclock_increment(&vc, ids[rng_below(6)], old ? old : now + rng_below(1000)), 0);
+    }
+    for (size_t i = 0; i < len; i++) {
+        value[i] = (uint8_t)('a' + rng_below(3));
+    }
+    ck_assert_int_eq(
+        sibling_set(v, &vc, now + rng_below(50), nodes[rng_below(3)], tomb, value, tomb ? 0 : len),
+        0);
+    v->expire_ms = !tomb && rng_below(4) == 0 ? fake_now_ms + rng_below(3) * 1000 : 0;
+    vclock_deinit(&vc);
+}
+
+/*
+ * A replica write (STORE_OP_APPLY) of versions a peer sent, decoded as the
+ * served request decodes them (record_view(): values in the body, clocks
+ * in a small room or past it), gives what record_apply() gives the stored
+ * record, op by op: the record, changed, the result and the tombstone
+ * count.  Through the log (a batch of APPLYs) and through LMDB (a batch with
+ * a TABLE_PUT), in both conflict modes, with prune_keep 4 and old stamps
+ * so that long clocks are pruned when stored.  Under the sanitizers, nothing the store does
+ * may write to or free the view.
+ */
+START_TEST(test_apply_views_agree)
+{
+    rng_seed("check_store");
+    for (int mode = 0; mode < 2; mode++) {
+        struct store_config cfg;
+        struct store *s;
+        struct record model;
+        char err[256];
+
+        settings_for(&cfg, mode == 0 ? "pv-s" : "pv-l", "n1");
+        cfg.conflicts = mode == 0 ? RECORD_SIBLINGS : RECORD_LWW;
+        cfg.max_siblings = 3;
+        cfg.prune_keep = 4;
+        ck_assert_msg(store_open(&s, &cfg, err, sizeof(err)) == 0, "open: %s", err);
+        record_init(&model);
+        for (unsigned step = 0; step < 1500; step++) {
+            struct record sent, view, got;
+            struct vclock_entry room[6]; /* more than prune_keep: a clock in it may be pruned */
+            struct store_op ops[3], *list[3];
+            struct store_stats st;
+            size_t nv = 1 + rng_below(2), len, n = 0;
+            bool lmdb = rng_below(2) == 0;
+            uint8_t *buf;
+
+            record_init(&sent);
+            record_init(&view);
+            record_init(&got);
+            for (size_t i = 0; i < nv; i++) {
+                struct sibling v;
+                sibling_init(&v);
+                pv_random(&v, &model, step + (unsigned)i);
+                ck_assert_int_eq(record_push(&sent, &v), 0);
+                sibling_deinit(&v);
+            }
+            len = record_encoded_size(&sent);
+            buf = malloc(len);
+            ck_assert_ptr_nonnull(buf);
+            record_encode(&sent, buf);
+            ck_assert_int_eq(record_view(buf, len, &view, room, 6), 0);
+            for (size_t i = 0; i < view.n; i++) {
+                store_op_init(&ops[n], STORE_OP_APPLY);
+                ops[n].key = (const uint8_t *)"k";
+                ops[n].key_len = 1;
+                ops[n].version = &view.s[i];
+                list[n] = &ops[n];
+                n++;
+            }
+            if (lmdb) { /* a batch the log does not take */
+                store_op_init(&ops[n], STORE_OP_TABLE_PUT);
+                ops[n].table = STORE_TABLE_META;
+                ops[n].key = (const uint8_t *)"pv-marker";
+                ops[n].key_len = 9;
+                ops[n].value = (const uint8_t *)"x";
+                ops[n].value_len = 1;
+                list[n] = &ops[n];
+                n++;
+            }
+            ck_assert_int_eq(store_submit_list(s, list, n), 0);
+            for (size_t i = 0; i < n; i++) {
+                ck_assert_int_eq(store_wait(s, list[i]), list[i]->result);
+            }
+            for (size_t i = 0; i < view.n; i++) {
+                bool changed = false;
+                int want =
+                    record_apply(&model, &sent.s[i], cfg.conflicts, cfg.max_siblings, &changed);
+                if (want == 0 && changed) {
+                    record_prune(&model, cfg.prune_keep, fake_now_ms, cfg.prune_min_age_ms);
+                }
+                ck_assert_msg(ops[i].result == want, "step %u op %zu: result %d, want %d", step, i,
+                              ops[i].result, want);
+                ck_assert_msg(ops[i].changed == (want == 0 && changed),
+                              "step %u op %zu (%s): changed %d, want %d", step, i,
+                              lmdb ? "lmdb" : "log", ops[i].changed, changed);
+            }
+            if (model.n == 0) {
+                ck_assert_int_eq(store_get(s, "k", 1, &got), RK_ENOTFOUND);
+            } else {
+                ck_assert_int_eq(store_get(s, "k", 1, &got), 0);
+                ck_assert_msg(record_same(&got, &model), "step %u (%s, %s): stored record differs",
+                              step, mode == 0 ? "siblings" : "lww", lmdb ? "lmdb" : "log");
+            }
+            store_get_stats(s, &st);
+            ck_assert_uint_eq(st.tombstones, record_all_tombstones(&model) ? 1 : 0);
+            record_view_release(&view);
+            record_deinit(&view);
+            record_deinit(&got);
+            record_deinit(&sent);
+            free(buf);
+        }
+        record_deinit(&model);
+        store_close(s);
+    }
 }
 END_TEST
 
@@ -1879,6 +2020,7 @@ static Suite *store_suite(void)
         {"lww", test_lww_mode},
         {"sibling_cap", test_sibling_cap},
         {"clock_full", test_clock_full},
+        {"apply_views_agree", test_apply_views_agree},
         {"arc_scans", test_arc_scans},
         {"scan_stop", test_scan_callback_stops},
         {"range_delete", test_range_delete},
