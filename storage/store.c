@@ -2811,6 +2811,22 @@ out_free:
 }
 
 /*
+ * An applied version's end: r stored when it changed (was: the key held
+ * only tombstones before), and the clock's high-water mark kept.
+ */
+static int op_apply_store(struct batch *b, const MDB_val *k, struct record *r, bool found, bool was,
+                          bool changed)
+{
+    int rc = 0;
+
+    if (changed) {
+        rc = batch_store(b, k, r, found);
+        b->tombstones += rc == 0 ? (int)record_all_tombstones(r) - (int)was : 0;
+    }
+    return rc == 0 ? batch_hlc_persist(b) : rc;
+}
+
+/*
  * The common replica write: a version newer than everything the key holds
  * (record_apply_is_v()) is stored as it is, the stored record only looked
  * at (record_view(), its clocks in room on the stack), nothing built or
@@ -2839,14 +2855,7 @@ static int op_apply_newer(struct batch *b, struct store_op *op, const MDB_val *k
     was = record_all_tombstones(held);
     is_v = record_apply_is_v(held, op->version, b->s->cfg.conflicts, &op->changed);
     record_view_release(held); /* before the store: raw may move, and room goes */
-    if (!is_v) {
-        return STORE_RC_MERGE;
-    }
-    if (op->changed) {
-        rc = batch_store(b, k, &v, found);
-        b->tombstones += rc == 0 ? (int)op->version->tombstone - (int)was : 0;
-    }
-    return rc == 0 ? batch_hlc_persist(b) : rc;
+    return is_v ? op_apply_store(b, k, &v, found, was, op->changed) : STORE_RC_MERGE;
 }
 
 static int op_apply(struct batch *b, struct store_op *op)
@@ -2871,12 +2880,8 @@ static int op_apply(struct batch *b, struct store_op *op)
         rc = record_apply(&r, op->version, b->s->cfg.conflicts, b->s->cfg.max_siblings,
                           &op->changed);
     }
-    if (rc == 0 && op->changed) {
-        rc = batch_store(b, &k, &r, found);
-        b->tombstones += rc == 0 ? (int)record_all_tombstones(&r) - (int)was : 0;
-    }
     if (rc == 0) {
-        rc = batch_hlc_persist(b);
+        rc = op_apply_store(b, &k, &r, found, was, op->changed);
     }
     record_deinit(&r);
     return rc;
