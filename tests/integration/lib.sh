@@ -247,6 +247,23 @@ it_cli() {
 # it_info_field ID NAME: the value of NAME in node ID's INFO cluster section.
 it_info_field() { it_cli "$1" INFO cluster | tr -d '\r' | sed -n "s/^$2://p"; }
 
+# it_present_count ROWS: how many replicas a RINGKV REPLICAS reply (its lines, \r removed)
+# shows holding the key ("present" followed by 1)
+it_present_count() {
+    printf '%s\n' "$1" | awk 'p { if ($0 == "1") n++; p = 0 } $0 == "present" { p = 1 } END { print n + 0 }'
+}
+
+# it_lmdb_editor: PY, Debian's python3 (its python3-lmdb belongs to it, and it need not
+# be the first on PATH), and ED, the command that edits a stopped node's LMDB
+# (lmdb_edit.py); the test fails when python3-lmdb is missing
+it_lmdb_editor() {
+    PY=/usr/bin/python3
+    $PY -c 'import lmdb' 2> /dev/null ||
+        it_fail "python3-lmdb is missing: run cluster-scripts/install-deps"
+    # shellcheck disable=SC2034 # read by the test that asked for it
+    ED="$PY $top_srcdir/tests/integration/lmdb_edit.py"
+}
+
 # it_hints_total ID...: the hints those nodes hold, summed.
 it_hints_total() {
     _it_hints=0

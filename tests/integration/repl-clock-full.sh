@@ -14,11 +14,7 @@
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
-# Debian's python3-lmdb belongs to Debian's python3, which need not be the first on PATH
-PY=/usr/bin/python3
-$PY -c 'import lmdb' 2> /dev/null ||
-    it_fail "python3-lmdb is missing: run cluster-scripts/install-deps"
-ED="$PY $top_srcdir/tests/integration/lmdb_edit.py"
+it_lmdb_editor
 FLAGS="--rf 1 --r 1 --w 1 --max-siblings 1"
 FULL="ERR the key's version vector is full: 4096 entries, one per data-directory life (actor) of each node that wrote the key, with no room for this node's; nothing was written. Write it through a replica whose actor (INFO ringkv_actor) is in the vector (RINGKV REPLICAS key): that write prunes entries older than a day"
 SIBS="ERR the key holds max-siblings siblings: resolve them with KSET key value CONTEXT"

@@ -16,12 +16,8 @@
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
 it_key
-# Debian's python3-lmdb belongs to Debian's python3, which need not be the first on PATH
-PY=/usr/bin/python3
-$PY -c 'import lmdb' 2> /dev/null ||
-    it_fail "python3-lmdb is missing: run cluster-scripts/install-deps"
+it_lmdb_editor
 
-ED="$PY $top_srcdir/tests/integration/lmdb_edit.py"
 HOWS="trunc extra zero format badnode ctrzero"
 it_cluster 3 --request-timeout 1s
 it_wait_converged

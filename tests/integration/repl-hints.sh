@@ -68,7 +68,7 @@ it_log "healed: every hint delivered and deleted"
 i=0
 while [ $i -lt $KEYS ]; do
     rows=$(it_cli n1 RINGKV REPLICAS "h$i" | tr -d '\r')
-    present=$(printf '%s\n' "$rows" | awk 'p { if ($0 == "1") n++; p = 0 } $0 == "present" { p = 1 } END { print n + 0 }')
+    present=$(it_present_count "$rows")
     [ "$present" = 3 ] || it_fail "h$i is on $present of its 3 replicas after healing: $rows"
     i=$((i + 1))
 done

@@ -61,7 +61,7 @@ done
 i=0
 while [ $i -lt $KEYS ]; do
     rows=$(it_cli n1 RINGKV REPLICAS "long$i" | tr -d '\r')
-    present=$(printf '%s\n' "$rows" | awk 'p { if ($0 == "1") n++; p = 0 } $0 == "present" { p = 1 } END { print n + 0 }')
+    present=$(it_present_count "$rows")
     [ "$present" = 5 ] || it_fail "long$i is on $present of its 5 replicas after the restarts: $rows"
     i=$((i + 1))
 done
