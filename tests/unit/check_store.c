@@ -89,17 +89,23 @@ START_TEST(test_open_write_reopen)
 }
 END_TEST
 
+/* op: a WRITE of key (value NULL: a delete), as SET and DEL submit it. */
+static void write_op(struct store_op *op, const char *key, const char *value)
+{
+    store_op_init(op, STORE_OP_WRITE);
+    op->key = (const uint8_t *)key;
+    op->key_len = strlen(key);
+    op->value = (const uint8_t *)value;
+    op->value_len = value ? strlen(value) : 0;
+    op->tombstone = value == NULL;
+}
+
 /* A write says whether it replaced a live value: what DEL counts. */
 static bool write_existed(struct store *s, const char *key, const char *value)
 {
     struct store_op op;
 
-    store_op_init(&op, STORE_OP_WRITE);
-    op.key = (const uint8_t *)key;
-    op.key_len = strlen(key);
-    op.value = (const uint8_t *)value;
-    op.value_len = value ? strlen(value) : 0;
-    op.tombstone = value == NULL;
+    write_op(&op, key, value);
     ck_assert_int_eq(store_submit(s, &op), 0);
     ck_assert_int_eq(store_wait(s, &op), 0);
     sibling_deinit(&op.written);
@@ -686,12 +692,7 @@ static int write_result(struct store *s, const char *key, const char *value,
 {
     struct store_op op;
 
-    store_op_init(&op, STORE_OP_WRITE);
-    op.key = (const uint8_t *)key;
-    op.key_len = strlen(key);
-    op.value = (const uint8_t *)value;
-    op.value_len = value ? strlen(value) : 0;
-    op.tombstone = value == NULL;
+    write_op(&op, key, value);
     op.context = context;
     op.skip_written = true;
     ck_assert_int_eq(store_submit(s, &op), 0);
