@@ -90,7 +90,7 @@ START_TEST(test_open_write_reopen)
 END_TEST
 
 /* op: a WRITE of key (value NULL: a delete), as SET and DEL submit it. */
-static void write_op(struct store_op *op, const char *key, const char *value)
+static void write_plain(struct store_op *op, const char *key, const char *value)
 {
     store_op_init(op, STORE_OP_WRITE);
     op->key = (const uint8_t *)key;
@@ -105,7 +105,7 @@ static bool write_existed(struct store *s, const char *key, const char *value)
 {
     struct store_op op;
 
-    write_op(&op, key, value);
+    write_plain(&op, key, value);
     ck_assert_int_eq(store_submit(s, &op), 0);
     ck_assert_int_eq(store_wait(s, &op), 0);
     sibling_deinit(&op.written);
@@ -692,7 +692,7 @@ static int write_result(struct store *s, const char *key, const char *value,
 {
     struct store_op op;
 
-    write_op(&op, key, value);
+    write_plain(&op, key, value);
     op.context = context;
     op.skip_written = true;
     ck_assert_int_eq(store_submit(s, &op), 0);
@@ -1544,11 +1544,7 @@ static void wait_done(struct store *s, const int *done, int want)
 
 static void write_op(struct store_op *op, const char *key, const char *value, int *done)
 {
-    store_op_init(op, STORE_OP_WRITE);
-    op->key = (const uint8_t *)key;
-    op->key_len = strlen(key);
-    op->value = (const uint8_t *)value;
-    op->value_len = strlen(value);
+    write_plain(op, key, value);
     op->done = note_done;
     op->ctx = done;
 }
