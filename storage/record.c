@@ -471,14 +471,69 @@ static int record_lww_result(const struct record *r, const struct sibling *v, st
     return 0;
 }
 
-/* LWW mode: r becomes the one sibling record_lww_result() builds. */
+/*
+ * r becomes a copy of v alone, in its first sibling: that sibling's clock
+ * array, and its value's buffer when at least as long, are reused (a key
+ * rewritten with values of one size allocates nothing).  r is unchanged on
+ * error (RK_ENOMEM); r has room for one sibling.
+ */
+static int record_become(struct record *r, const struct sibling *v)
+{
+    struct sibling *s = &r->s[0];
+    uint8_t *value = NULL;
+    int err;
+
+    if (r->n == 0) {
+        sibling_init(s);
+    }
+    if (v->value_len > 0 && v->value_len > s->value_len) {
+        err = record_dup_value(&value, v->value, v->value_len);
+        if (err != 0) {
+            return err;
+        }
+    }
+    err = vclock_copy(&s->clock, &v->clock);
+    if (err != 0) {
+        free(value);
+        return err;
+    }
+    if (v->value_len == 0) {
+        free(s->value);
+        s->value = NULL;
+    } else if (value != NULL) {
+        free(s->value);
+        s->value = value;
+    } else {
+        memcpy(s->value, v->value, v->value_len); /* fits in the old value's buffer */
+    }
+    for (size_t i = 1; i < r->n; i++) {
+        sibling_deinit(&r->s[i]);
+    }
+    r->n = 1;
+    s->hlc = v->hlc;
+    memcpy(s->node, v->node, sizeof(s->node));
+    s->tombstone = v->tombstone;
+    s->value_len = v->value_len;
+    s->expire_ms = v->expire_ms;
+    return 0;
+}
+
+/*
+ * LWW mode: r becomes the one sibling record_lww_result() builds; when v
+ * supersedes everything r holds, that sibling is v itself.
+ */
 static int record_apply_lww(struct record *r, const struct sibling *v, bool *changed)
 {
     struct sibling next;
     int err;
 
-    sibling_init(&next);
     err = record_reserve(r, 1);
+    if (err == 0 && record_apply_is_v(r, v, RECORD_LWW, changed)) {
+        err = *changed ? record_become(r, v) : 0;
+        *changed = *changed && err == 0;
+        return err;
+    }
+    sibling_init(&next);
     if (err == 0) {
         err = record_lww_result(r, v, &next);
     }
