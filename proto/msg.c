@@ -899,12 +899,8 @@ static int msg_request_decode(struct mp_reader *r, size_t present, struct msg *m
     if (mp_skip(r, MSG_SKIP_DEPTH) != 0) {
         return r->err;
     }
-    q->body = malloc(r->pos - start);
-    if (q->body == NULL) {
-        return msg_fail(r, RK_ENOMEM);
-    }
+    q->body = (uint8_t *)(r->p + start); /* borrowed from the decoded bytes: no copy */
     q->body_len = r->pos - start;
-    memcpy(q->body, r->p + start, q->body_len);
     return 0;
 }
 
@@ -1084,8 +1080,7 @@ static void msg_entries_release(struct msg *m)
 
 static void msg_request_release(struct msg *m)
 {
-    free(m->u.request.body);
-    m->u.request.body = NULL;
+    m->u.request.body = NULL; /* borrowed (msg_request_decode()) */
     m->u.request.body_len = 0;
 }
 

@@ -208,9 +208,9 @@ enum msg_result {
 
 /*
  * A REQUEST or a RESPONSE.  body is one msgpack value (the operation's
- * argument or answer; nil when there is none).  Decoded: body is a copy
- * allocated by msg_decode(), at most as long as the message.  To encode:
- * body borrowed, body_len 0 sends nil.
+ * argument or answer; nil when there is none).  Decoded: body points into
+ * the bytes msg_decode() read, valid while they are (a handler that keeps
+ * any of it copies it).  To encode: body borrowed, body_len 0 sends nil.
  */
 struct msg_request {
     uint64_t id;

@@ -42,7 +42,7 @@ static void assert_encodes_to(const struct msg *m, const char *hex)
 
 static int decode_hex(const char *hex, struct msg *m)
 {
-    struct bytes b;
+    static struct bytes b; /* a decoded body points into it */
 
     unhex(&b, hex);
     return msg_decode(b.p, b.len, m);
