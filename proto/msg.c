@@ -955,7 +955,8 @@ int msg_frame_next(const uint8_t *in, size_t len, size_t *used)
     return 0;
 }
 
-int msg_decode(const uint8_t *in, size_t len, struct msg *out)
+/* msg_decode(), or with used msg_decode_next(): the message at the start of in[0..len). */
+static int msg_decode_in(const uint8_t *in, size_t len, struct msg *out, size_t *used)
 {
     const struct msg_kind *k;
     struct mp_reader r;
@@ -972,14 +973,27 @@ int msg_decode(const uint8_t *in, size_t len, struct msg *out)
     if (rc == 0 && present > k->fields) {
         rc = msg_skip_rest(&r, present - k->fields);
     }
-    if (rc == 0 && !mp_done(&r)) {
+    if (rc == 0 && used == NULL && !mp_done(&r)) {
         rc = RK_ESYNTAX;
     }
     if (rc != 0) {
         msg_free(out);
         memset(out, 0, sizeof(*out));
     }
+    if (used != NULL) {
+        *used = rc == 0 ? r.pos : 0;
+    }
     return rc;
+}
+
+int msg_decode(const uint8_t *in, size_t len, struct msg *out)
+{
+    return msg_decode_in(in, len, out, NULL);
+}
+
+int msg_decode_next(const uint8_t *in, size_t len, struct msg *out, size_t *used)
+{
+    return msg_decode_in(in, len, out, used);
 }
 
 int msg_members_decode(const uint8_t *in, size_t len, size_t max, struct msg_member **out,

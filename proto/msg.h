@@ -285,6 +285,16 @@ int msg_peek_type(const uint8_t *in, size_t len, uint64_t *type);
 int msg_frame_next(const uint8_t *in, size_t len, size_t *used);
 
 /*
+ * msg_decode() of the first message of a frame's plaintext in[0..len),
+ * whose length goes into *used: what msg_frame_next() and msg_decode() of
+ * those bytes give, reading them once.  The bytes after it are not looked
+ * at.  Errors as msg_decode(), with *used 0: the caller that must step
+ * over an unknown type (RK_ENOTFOUND), or name the error the frame's own
+ * walk finds first, asks msg_frame_next().
+ */
+int msg_decode_next(const uint8_t *in, size_t len, struct msg *out, size_t *used);
+
+/*
  * Whether a peer of message-set version proto knows type: the type exists
  * here and was introduced in proto or before.  A sender asks this before
  * sending a type that is newer than version 1.

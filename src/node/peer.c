@@ -773,17 +773,29 @@ static void peer_unknown_type(struct peer *p, const uint8_t *in, size_t len)
         p->remote.id, (unsigned long long)type, p->remote.proto);
 }
 
-/* Decode and handle one message, in[0..len); false when p was rejected for it. */
-static bool peer_message_one(struct peer *p, const uint8_t *in, size_t len)
+/*
+ * Decode and handle one message: all of in[0..len), or with several the
+ * first of the messages there, whose length goes into *used (each read
+ * once: msg_decode_next()).  False when p was rejected for it.
+ */
+static bool peer_message_one(struct peer *p, const uint8_t *in, size_t len, bool several,
+                             size_t *used)
 {
     struct msg m;
-    int rc = msg_decode(in, len, &m);
+    int rc;
 
+    *used = len;
+    rc = several ? msg_decode_next(in, len, &m, used) : msg_decode(in, len, &m);
+    if (rc != 0 && several) {
+        /* the message's end, and the frame walk's error when it finds one first */
+        int frc = msg_frame_next(in, len, used);
+        rc = frc != 0 ? frc : rc;
+    }
     if (rc == RK_ENOTFOUND && p->identified) {
-        peer_unknown_type(p, in, len);
+        peer_unknown_type(p, in, *used);
         return true;
     }
-    p->msg_len = len;
+    p->msg_len = *used;
     if (rc != 0) {
         peer_reject(p, METRICS_REJECT_SYNTAX, rc);
         return false;
@@ -822,15 +834,9 @@ static void peer_message(struct peer *p)
         peer_reject(p, METRICS_REJECT_SYNTAX, RK_ESYNTAX); /* a frame holds at least one message */
     }
     while (!p->dead && at < len) {
-        size_t used = len - at;
-        if (p->identified && p->remote.proto >= MSG_PROTO_V3) {
-            int rc = msg_frame_next(in + at, len - at, &used);
-            if (rc != 0) {
-                peer_reject(p, METRICS_REJECT_SYNTAX, rc);
-                break;
-            }
-        }
-        if (!peer_message_one(p, in + at, used)) {
+        size_t used;
+        if (!peer_message_one(p, in + at, len - at,
+                              p->identified && p->remote.proto >= MSG_PROTO_V3, &used)) {
             break;
         }
         at += used;

@@ -1035,6 +1035,42 @@ START_TEST(test_frame_next)
 }
 END_TEST
 
+/*
+ * The same frame read by msg_decode_next(): each message decoded where it
+ * starts, with the length msg_frame_next() gives, the bytes after it not
+ * looked at; an unknown type and a cut message fail with used 0, and the
+ * message with a request's body borrowed from the frame.
+ */
+START_TEST(test_decode_next)
+{
+    struct bytes b;
+    size_t used = 99;
+    struct msg m;
+
+    unhex(&b, "93 02 01 02  92 cc c8 91 a1 78  93 03 01 02  c1");
+    ck_assert_int_eq(msg_decode_next(b.p, b.len, &m, &used), 0);
+    ck_assert_int_eq(m.type, MSG_PING);
+    ck_assert_uint_eq(used, 4);
+    used = 99;
+    ck_assert_int_eq(msg_decode_next(b.p + 4, b.len - 4, &m, &used), RK_ENOTFOUND);
+    ck_assert_uint_eq(used, 0);
+    ck_assert_int_eq(msg_decode_next(b.p + 10, b.len - 10, &m, &used), 0);
+    ck_assert_int_eq(m.type, MSG_PONG);
+    ck_assert_uint_eq(used, 4); /* the byte after it (0xc1, never valid) is not read */
+    ck_assert_int_eq(msg_decode_next(b.p, 3, &m, &used), RK_ESYNTAX);
+    ck_assert_uint_eq(used, 0);
+    ck_assert_int_eq(msg_decode_next(b.p, 0, &m, &used), RK_ESYNTAX);
+    /* a REQUEST whose body is [1, 2], then a PING */
+    unhex(&b, "94 07 05 02 92 01 02  93 02 01 02");
+    ck_assert_int_eq(msg_decode_next(b.p, b.len, &m, &used), 0);
+    ck_assert_int_eq(m.type, MSG_REQUEST);
+    ck_assert_uint_eq(used, 7);
+    ck_assert_uint_eq(m.u.request.body_len, 3);
+    ck_assert_ptr_eq(m.u.request.body, b.p + 4);
+    msg_free(&m);
+}
+END_TEST
+
 START_TEST(test_encode_invalid_refused)
 {
     struct msg m = ident_example();
@@ -2251,6 +2287,7 @@ static Suite *msg_suite(void)
         {"fields_max", test_fields_max},
         {"unknown_type", test_unknown_type},
         {"frame_next", test_frame_next},
+        {"decode_next", test_decode_next},
         {"missing_fields", test_missing_fields},
         {"trailing_bytes_refused", test_trailing_bytes_refused},
         {"every_truncation_refused", test_every_truncation_refused},
