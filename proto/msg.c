@@ -503,7 +503,8 @@ static int msg_request_encode(msgpack_packer *pk, const struct msg *m)
     const struct msg_request *q = &m->u.request;
 
     if (q->id == 0 ||
-        (q->body_len > 0 && (q->body == NULL || !msg_body_valid(q->body, q->body_len)))) {
+        (q->body_len > 0 &&
+         (q->body == NULL || (!q->body_made && !msg_body_valid(q->body, q->body_len))))) {
         return RK_EINVAL;
     }
     if (msgpack_pack_uint64(pk, q->id) != 0 || msgpack_pack_uint32(pk, q->code) != 0) {

@@ -217,6 +217,12 @@ struct msg_request {
     uint32_t code; /* REQUEST: the operation, enum msg_op; RESPONSE: the result, enum msg_result */
     uint8_t *body;
     size_t body_len;
+    /*
+     * To encode: the caller made body with this library's encoders, so it
+     * is one value and encoding does not walk it to check (a node's own
+     * requests and answers); otherwise a body that is not is refused.
+     */
+    bool body_made;
 };
 
 /* The answer to MSG_OP_STATUS: the member's own view of itself and the cluster. */

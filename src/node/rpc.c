@@ -379,6 +379,7 @@ int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, 
     m.u.request.code = op;
     m.u.request.body = (uint8_t *)body;
     m.u.request.body_len = len;
+    m.u.request.body_made = true; /* rpc_ask()'s callers encode their bodies */
     /* held: a send that fails may close the connection, which must outlive this function */
     peer_hold(p);
     rc = peer_send(p, &m);
@@ -498,6 +499,7 @@ static void rpc_respond(struct peer *p, uint64_t id, uint32_t result, const stru
     answer.u.request.code = result;
     answer.u.request.body = body != NULL ? (uint8_t *)buf_data(body) : NULL;
     answer.u.request.body_len = body != NULL ? body->len : 0;
+    answer.u.request.body_made = true; /* an answer's encoder made it (rpc_ops, coord_serve()) */
     peer_send(p, &answer);
 }
 

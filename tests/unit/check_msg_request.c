@@ -240,6 +240,14 @@ START_TEST(test_encode_refuses_bad_body)
     m.u.request.id = 0;
     ck_assert_int_eq(msg_encode(&m, &out), RK_EINVAL);
     ck_assert_uint_eq(out.len, 0);
+    /* a body its caller made (body_made) is taken as it is, not walked: [1, 2] */
+    unhex(&body, "92 01 02");
+    m.u.request.id = 5;
+    m.u.request.code = 2;
+    m.u.request.body_len = body.len;
+    m.u.request.body_made = true;
+    ck_assert_int_eq(msg_encode(&m, &out), 0);
+    assert_encodes_to(&m, "94 07 05 02 92 01 02");
     buf_free(&out);
 }
 END_TEST
