@@ -366,6 +366,15 @@ struct store {
     struct buf wal_buf;       /* the record being built */
     struct ov_entry **staged; /* a logged batch's new entries, in order (batch_max) */
     size_t nstaged;
+    /*
+     * The staged entries by key, so a batch finds its own latest write of a
+     * key without scanning what it staged before: open addressing on the
+     * key's position, each slot 0 (empty) or 1 + the index in staged of the
+     * key's latest entry; staged_mask + 1 slots, a power of two at least
+     * twice batch_max, so the table is at most half full.
+     */
+    uint32_t *staged_at;
+    size_t staged_mask;
     uint64_t hlc_mark;        /* the clock's high-water mark as stored (meta or log) */
     atomic_bool wal_dirty;    /* sync batch: appended since the log's last fsync */
     struct log_limit wal_log; /* the log's failures, logged once a second at most */
@@ -1468,10 +1477,16 @@ static struct store *store_alloc(const struct store_config *cfg)
     s->path = strdup(cfg->path);
     s->batch_ops = calloc(cfg->batch_max, sizeof(*s->batch_ops));
     s->staged = calloc(cfg->batch_max, sizeof(*s->staged));
-    if (s->path == NULL || s->batch_ops == NULL || s->staged == NULL || overlay_init(&s->ov) != 0) {
+    for (s->staged_mask = 1; s->staged_mask < 2 * cfg->batch_max; s->staged_mask *= 2) {
+    }
+    s->staged_at = calloc(s->staged_mask, sizeof(*s->staged_at));
+    s->staged_mask--;
+    if (s->path == NULL || s->batch_ops == NULL || s->staged == NULL || s->staged_at == NULL ||
+        overlay_init(&s->ov) != 0) {
         free(s->path);
         free(s->batch_ops);
         free(s->staged);
+        free(s->staged_at);
         free(s);
         return NULL;
     }
@@ -1592,6 +1607,7 @@ void store_close(struct store *s)
     record_deinit(&s->apply_view); /* a view released after each use */
     buf_free(&s->wal_buf);
     free(s->staged);
+    free(s->staged_at);
     if (s->lock_fd >= 0) {
         close(s->lock_fd);
     }
@@ -2527,6 +2543,45 @@ static void batch_cursor_close(struct batch *b)
 }
 
 /*
+ * The slot of s->staged_at holding the latest staged entry of data key
+ * key[0..len) (at least its 8 bytes of position), or the empty slot where
+ * it would go.
+ */
+static size_t staged_probe(const struct store *s, const uint8_t *key, size_t len)
+{
+    uint64_t pos = bytes_get_be64(key); /* a hash already */
+    size_t i = (size_t)((pos ^ pos >> 32) & s->staged_mask);
+
+    for (;; i = (i + 1) & s->staged_mask) {
+        uint32_t at = s->staged_at[i];
+        const struct ov_entry *x = at != 0 ? s->staged[at - 1] : NULL;
+        if (x == NULL || (x->key_len == len && memcmp(ov_key(x), key, len) == 0)) {
+            return i;
+        }
+    }
+}
+
+/* Index staged entry i, now its key's latest. */
+static void staged_index(struct store *s, size_t i)
+{
+    const struct ov_entry *e = s->staged[i];
+
+    s->staged_at[staged_probe(s, ov_key(e), e->key_len)] = (uint32_t)i + 1;
+}
+
+/* Keep the first keep staged entries and their index; the others are the caller's. */
+static void staged_cut(struct store *s, size_t keep)
+{
+    if (s->nstaged > 0) {
+        memset(s->staged_at, 0, (s->staged_mask + 1) * sizeof(*s->staged_at));
+    }
+    s->nstaged = keep;
+    for (size_t i = 0; i < keep; i++) {
+        staged_index(s, i);
+    }
+}
+
+/*
  * The record of a data key as a logged batch sees it: this batch's own
  * latest write of it, else the overlay's, else LMDB's (the batch's read
  * transaction); notes in b->fresh whether LMDB lacks the key.
@@ -2537,14 +2592,9 @@ static int batch_load_logged(struct batch *b, const MDB_val *k, MDB_val *v)
     struct ov_entry *e = NULL;
     int rc;
 
-    uint64_t pos = bytes_get_be64(k->mv_data);
-
-    for (size_t i = s->nstaged; i-- > 0 && e == NULL;) {
-        struct ov_entry *x = s->staged[i]; /* the position first: a cheap miss */
-        if (bytes_get_be64(ov_key(x)) == pos && x->key_len == k->mv_size &&
-            memcmp(ov_key(x), k->mv_data, k->mv_size) == 0) {
-            e = x;
-        }
+    if (s->nstaged > 0) {
+        uint32_t at = s->staged_at[staged_probe(s, k->mv_data, k->mv_size)];
+        e = at != 0 ? s->staged[at - 1] : NULL;
     }
     e = e != NULL ? e : overlay_find(&s->ov, k->mv_data, k->mv_size);
     if (e != NULL) {
@@ -2575,16 +2625,18 @@ static int batch_stage(struct batch *b, const MDB_val *k, const struct record *r
         return RK_ENOMEM;
     }
     record_encode(r, ov_rec(e));
-    s->staged[s->nstaged++] = e;
+    s->staged[s->nstaged] = e;
+    staged_index(s, s->nstaged++);
     return 0;
 }
 
 /* Take a logged batch's staged entries back to the first keep. */
 static void batch_unstage(struct store *s, size_t keep)
 {
-    while (s->nstaged > keep) {
-        free(s->staged[--s->nstaged]);
+    for (size_t i = keep; i < s->nstaged; i++) {
+        free(s->staged[i]);
     }
+    staged_cut(s, keep);
 }
 
 /*
@@ -3629,7 +3681,7 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n, bool d
     if (read_begin(s, &b.txn) != 0) {
         return STORE_RC_SLOW;
     }
-    s->nstaged = 0;
+    staged_cut(s, 0);
     for (size_t i = 0; i < n && b.mdb_rc == 0; i += g) {
         g = group_len(ops + i, n - i);
         if (g > 1) {
@@ -3650,7 +3702,7 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n, bool d
     }
     batch_publish(&b); /* with the entries: a reader sees both or neither */
     pthread_rwlock_unlock(&s->resize_lock);
-    s->nstaged = 0;
+    staged_cut(s, 0); /* the overlay owns the entries now */
     s->hlc_mark = b.hlc_high;
     atomic_store(&s->stat.overlay_keys, s->ov.n);
     atomic_fetch_add(&s->stat.logged, 1);

@@ -1693,6 +1693,92 @@ START_TEST(test_atomic_all_or_nothing)
 }
 END_TEST
 
+/*
+ * One logged batch that writes the same keys again and again, with an
+ * atomic group failing in the middle (its staged entries taken back): each
+ * write finds the batch's own latest write of its key (it existed), every
+ * key ends with one version, the last, and the failed group's keys hold
+ * neither its values nor anything it staged.
+ */
+START_TEST(test_batch_rewrites_own_keys)
+{
+    enum { KEYS = 150, ROUNDS = 3 };
+    struct store *s = open_store("d", "n1");
+    struct store_cursor cur;
+    struct store_op hold, ops[ROUNDS * KEYS + KEYS], failed[3], *group[3];
+    char keys[KEYS][8], values[ROUNDS * KEYS + KEYS][12];
+    struct vclock empty;
+    size_t n = 0;
+    int done = 0;
+
+    put(s, "k7", "before");
+    ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
+    fake_now_ms += 10;
+    vclock_init(&empty);
+    sem_init(&gate_entered, 0, 0);
+    sem_init(&gate_release, 0, 0);
+    store_cursor_init(&cur);
+    store_op_init(&hold, STORE_OP_COLLECT); /* holds the writer while the rest queues */
+    hold.start = hold.end = 0;
+    hold.cursor = &cur;
+    hold.limit = 10;
+    hold.collect = gate;
+    hold.done = note_done;
+    hold.ctx = &done;
+    ck_assert_int_eq(store_submit(s, &hold), 0);
+    sem_wait(&gate_entered);
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int k = 0; k < KEYS; k++, n++) {
+            snprintf(keys[k], sizeof(keys[k]), "k%d", k);
+            snprintf(values[n], sizeof(values[n]), "r%d-%d", round, k);
+            write_op(&ops[n], keys[k], values[n], &done);
+            ck_assert_int_eq(store_submit(s, &ops[n]), 0);
+        }
+        if (round == 1) { /* k3 and k5 written, then k7 with a stale context: all three fail */
+            write_op(&failed[0], "k3", "lost", &done);
+            write_op(&failed[1], "k5", "lost", &done);
+            write_op(&failed[2], "k7", "lost", &done);
+            failed[2].context = &empty;
+            for (int i = 0; i < 3; i++) {
+                group[i] = &failed[i];
+            }
+            ck_assert_int_eq(store_submit_atomic(s, group, 3), 0);
+        }
+    }
+    for (int k = 0; k < KEYS; k++, n++) { /* and once more, after the failed group */
+        snprintf(values[n], sizeof(values[n]), "last-%d", k);
+        write_op(&ops[n], keys[k], values[n], &done);
+        ck_assert_int_eq(store_submit(s, &ops[n]), 0);
+    }
+    sem_post(&gate_release);
+    wait_done(s, &done, (int)n + 4);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(failed[i].result, RK_EMISMATCH);
+        sibling_deinit(&failed[i].written);
+    }
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(ops[i].result, 0);
+        /* the key existed for every write but the first of a new key: the batch saw its own */
+        ck_assert(ops[i].existed == (i >= KEYS || i == 7));
+        sibling_deinit(&ops[i].written);
+    }
+    for (int k = 0; k < KEYS; k++) {
+        struct record r;
+        char want[12];
+        record_init(&r);
+        ck_assert_int_eq(store_get(s, keys[k], strlen(keys[k]), &r), 0);
+        ck_assert_uint_eq(r.n, 1);
+        snprintf(want, sizeof(want), "last-%d", k);
+        ck_assert_uint_eq(r.s[0].value_len, strlen(want));
+        ck_assert_int_eq(memcmp(r.s[0].value, want, strlen(want)), 0);
+        /* every write of the batch built on the one before it (k7: on "before" too) */
+        record_deinit(&r);
+    }
+    vclock_deinit(&empty);
+    store_close(s);
+}
+END_TEST
+
 /* At map_max, a group that does not fit fails whole with RK_ENOSPC. */
 START_TEST(test_atomic_enospc)
 {
@@ -2030,6 +2116,7 @@ static Suite *store_suite(void)
         {"callbacks", test_callback_completion},
         {"group_commit", test_group_commit_one_transaction},
         {"submit_list", test_submit_list},
+        {"batch_rewrites_own_keys", test_batch_rewrites_own_keys},
         {"atomic_refused", test_atomic_refused_up_front},
         {"atomic_all_or_nothing", test_atomic_all_or_nothing},
         {"atomic_enospc", test_atomic_enospc},
