@@ -30,20 +30,80 @@ void request_table_deinit(struct request_table *t)
 {
     assert(t->n == 0 && "request_table_deinit: requests still outstanding");
     free(t->v);
+    free(t->at);
     t->v = NULL;
-    t->cap = 0;
+    t->at = NULL;
+    t->cap = t->at_mask = 0;
 }
 
-/* Room for one more entry: RK_ETOOBIG at max, RK_ENOMEM. */
+/* The index slot where id's probe starts: ids are consecutive, so they spread by themselves. */
+static size_t request_home(const struct request_table *t, uint64_t id)
+{
+    return (size_t)id & t->at_mask;
+}
+
+/* The slot of id in the index, or the empty slot that ends its probe. */
+static size_t request_slot(const struct request_table *t, uint64_t id)
+{
+    size_t i = request_home(t, id);
+
+    while (t->at[i] != 0 && t->v[t->at[i] - 1].id != id) {
+        i = (i + 1) & t->at_mask;
+    }
+    return i;
+}
+
+/* Empty slot i, moving up the entries whose probe passed it (linear probing's deletion). */
+static void request_unslot(struct request_table *t, size_t i)
+{
+    for (size_t j = (i + 1) & t->at_mask; t->at[j] != 0; j = (j + 1) & t->at_mask) {
+        size_t home = request_home(t, t->v[t->at[j] - 1].id);
+        /* j's entry may fill i unless its home lies cyclically in (i, j] */
+        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!stays) {
+            t->at[i] = t->at[j];
+            i = j;
+        }
+    }
+    t->at[i] = 0;
+}
+
+/* Index every entry anew in a table of at least twice cap slots: RK_ENOMEM, the old kept. */
+static int request_reindex(struct request_table *t)
+{
+    size_t slots = 16;
+    uint32_t *at;
+
+    while (slots < 2 * t->cap) {
+        slots *= 2;
+    }
+    if (slots == t->at_mask + 1 && t->at != NULL) {
+        return 0;
+    }
+    if ((at = calloc(slots, sizeof(*at))) == NULL) {
+        return RK_ENOMEM;
+    }
+    free(t->at);
+    t->at = at;
+    t->at_mask = slots - 1;
+    for (size_t i = 0; i < t->n; i++) {
+        t->at[request_slot(t, t->v[i].id)] = (uint32_t)i + 1;
+    }
+    return 0;
+}
+
+/* Room for one more entry, indexed: RK_ETOOBIG at max, RK_ENOMEM. */
 static int request_reserve(struct request_table *t)
 {
     size_t need = t->n + 1;
+    int rc;
 
     if (t->n >= t->max) {
         return RK_ETOOBIG;
     }
-    return grow_array_max(&t->v, &t->cap, need < REQUEST_INITIAL_CAP ? REQUEST_INITIAL_CAP : need,
-                          t->max, sizeof(*t->v));
+    rc = grow_array_max(&t->v, &t->cap, need < REQUEST_INITIAL_CAP ? REQUEST_INITIAL_CAP : need,
+                        t->max, sizeof(*t->v));
+    return rc != 0 ? rc : request_reindex(t);
 }
 
 int request_add(struct request_table *t, uint32_t op, uint64_t now_us, uint64_t timeout_us,
@@ -55,8 +115,9 @@ int request_add(struct request_table *t, uint32_t op, uint64_t now_us, uint64_t 
     if (rc != 0) {
         return rc;
     }
-    e = &t->v[t->n++];
+    e = &t->v[t->n];
     e->id = t->next_id++;
+    t->at[request_slot(t, e->id)] = (uint32_t)++t->n;
     e->op = op;
     e->sent_us = now_us;
     e->deadline_us = timeout_us > UINT64_MAX - now_us ? UINT64_MAX : now_us + timeout_us;
@@ -68,12 +129,9 @@ int request_add(struct request_table *t, uint32_t op, uint64_t now_us, uint64_t 
 
 static size_t request_index(const struct request_table *t, uint64_t id)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->v[i].id == id) {
-            return i;
-        }
-    }
-    return t->n;
+    uint32_t at = t->n > 0 ? t->at[request_slot(t, id)] : 0;
+
+    return at != 0 ? at - 1 : t->n;
 }
 
 const struct request_entry *request_find(const struct request_table *t, uint64_t id)
@@ -89,7 +147,11 @@ static void request_take(struct request_table *t, size_t i, int result,
 {
     struct request_entry e = t->v[i];
 
-    t->v[i] = t->v[--t->n];
+    request_unslot(t, request_slot(t, e.id));
+    if (i != --t->n) {
+        t->v[i] = t->v[t->n]; /* the last entry moves into i: its slot follows */
+        t->at[request_slot(t, t->v[i].id)] = (uint32_t)i + 1;
+    }
     e.done(e.ctx, result, reply, now_us > e.sent_us ? now_us - e.sent_us : 0);
 }
 

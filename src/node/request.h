@@ -24,9 +24,9 @@
  *
  * Pure: no I/O, no clock reads, no event loop.  Time comes in as
  * monotonic microseconds, so tests drive it with a fake clock.  The table
- * is small (at most max entries, each found by a linear scan): a
- * connection has few requests in flight at once, and a scan of a few
- * hundred entries costs less than the sealing of one frame.
+ * holds at most max entries; a response finds its entry through an index
+ * by id (open addressing, twice as many slots as entries), since a busy
+ * connection has hundreds in flight and every response looks one up.
  */
 #ifndef RINGKV_REQUEST_H
 #define RINGKV_REQUEST_H
@@ -76,6 +76,8 @@ enum request_outcome {
 struct request_table {
     struct request_entry *v; /* n outstanding, in no order; owned */
     size_t n, cap, max;
+    uint32_t *at;   /* by id: 0 (empty) or 1 + the entry's index in v; owned */
+    size_t at_mask; /* slots - 1: a power of two at least twice cap (0: none yet) */
     uint64_t next_id;
     uint64_t expired[REQUEST_EXPIRED_KEEP]; /* the last ids that timed out; 0: empty slot */
     size_t expired_at;                      /* next slot to overwrite */

@@ -7,6 +7,7 @@
  * that a request ended exactly once, and how.
  */
 #include <check.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "error.h"
@@ -268,6 +269,78 @@ START_TEST(test_callback_may_change_the_table)
 }
 END_TEST
 
+/*
+ * A table of 1024 against a model: ids added in bursts up to the bound and
+ * ended in random order, by response, failure or timeout, with some ids
+ * held outstanding for long (so the outstanding ids span far more than the
+ * table's slots): every response reaches exactly its request, every id
+ * ended or never issued is not found, and each probe ran once.
+ */
+START_TEST(test_random_order_against_model)
+{
+    enum { MAX = 1024, IDS = 20000 };
+    static struct probe probes[IDS + 1];
+    static bool open_[IDS + 1];
+    struct request_table t;
+    uint64_t next = 1, now = T_START, seed = 88172645463325252ull;
+    size_t outstanding = 0;
+
+    request_table_init(&t, MAX);
+    while (next <= IDS || outstanding > 0) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        if (next <= IDS && outstanding < MAX && seed % 3 != 0) {
+            uint64_t id = 0;
+            ck_assert_int_eq(request_add(&t, 1, now, next % 97 == 0 ? 100 * T_TIMEOUT : T_TIMEOUT,
+                                         probe_done, &probes[next], &id),
+                             0);
+            ck_assert_uint_eq(id, next);
+            open_[next++] = true;
+            outstanding++;
+        } else {
+            /* end a random outstanding id, mostly a recent one, as answers come */
+            uint64_t top = next - 1, window = top < 3000 || next > IDS ? top : 3000;
+            uint64_t id = top - (seed >> 8) % window;
+            struct request_reply reply = {7, NULL, 0};
+            if (id == 0 || !open_[id]) {
+                ck_assert_ptr_null(request_find(&t, id));
+                ck_assert_int_ne(request_complete(&t, id, now, &reply), REQUEST_DELIVERED);
+                continue;
+            }
+            ck_assert_ptr_nonnull(request_find(&t, id));
+            ck_assert_uint_eq(request_find(&t, id)->id, id);
+            if (seed % 5 == 0) {
+                ck_assert_int_eq(request_fail(&t, id, RK_ECLOSED, now), 0);
+            } else {
+                ck_assert_int_eq(request_complete(&t, id, now, &reply), REQUEST_DELIVERED);
+            }
+            ck_assert_int_eq(probes[id].calls, 1);
+            open_[id] = false;
+            outstanding--;
+        }
+        if (seed % 1000 == 0) { /* time passes: the short requests still open time out */
+            now += 2 * T_TIMEOUT;
+            size_t n = request_expire(&t, now);
+            for (uint64_t id = 1; id < next; id++) {
+                if (open_[id] && probes[id].calls == 1) {
+                    ck_assert_int_eq(probes[id].result, RK_ETIMEOUT);
+                    open_[id] = false;
+                    outstanding--;
+                    n--;
+                }
+            }
+            ck_assert_uint_eq(n, 0);
+        }
+        ck_assert_uint_eq(request_count(&t), outstanding);
+    }
+    for (uint64_t id = 1; id <= IDS; id++) {
+        ck_assert_int_eq(probes[id].calls, 1);
+    }
+    request_table_deinit(&t);
+}
+END_TEST
+
 static Suite *request_suite(void)
 {
     Suite *s = suite_create("request");
@@ -283,6 +356,7 @@ static Suite *request_suite(void)
         {"late_response", test_late_response_ignored_and_counted},
         {"unknown_id", test_unknown_id_counted},
         {"reentrant", test_callback_may_change_the_table},
+        {"random_order", test_random_order_against_model},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
