@@ -40,6 +40,9 @@ uint8_t *buf_reserve(struct buf *b, size_t n)
     if ((b->max != 0 && (n > b->max || b->len > b->max - n)) || n > SIZE_MAX - b->start - b->len) {
         return NULL;
     }
+    if (b->p != NULL && b->cap - b->start - b->len >= n) {
+        return b->p + b->start + b->len; /* room already: the common case of every append */
+    }
     if (b->start > 0 && (b->len == 0 || b->start >= BUF_COMPACT_MIN) &&
         b->start + b->len + n > b->cap) {
         memmove(b->p, b->p + b->start, b->len);
