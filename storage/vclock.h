@@ -38,10 +38,13 @@
 #include "ring.h"
 
 /*
- * Hard bound on entries: one per member a ring can hold.  Pruning keeps
- * real clocks far below it (VCLOCK_PRUNE_KEEP_DEFAULT).
+ * Hard bound on entries.  A clock names the data-directory lives that
+ * coordinated a write of its key, which are replicas of the key, not every
+ * member of the ring, so the bound is its own and not RING_MEMBERS_MAX
+ * (clients' contexts, the CLOCKFULL error text and PROTOCOL.md 7.15 name
+ * it).  Pruning keeps real clocks far below it (VCLOCK_PRUNE_KEEP_DEFAULT).
  */
-#define VCLOCK_ENTRIES_MAX RING_MEMBERS_MAX
+#define VCLOCK_ENTRIES_MAX 4096
 /* Smallest encoded entry: id_len, a 1-byte id, counter, stamp. */
 #define VCLOCK_ENTRY_MIN_BYTES (1 + 1 + 8 + 8)
 

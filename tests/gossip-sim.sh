@@ -115,7 +115,7 @@ test "$status" -eq 3 || fail "the replay exited $status, not 3"
 cmp -s "$tmp/f.err" "$tmp/r.err" || fail "the replay differs: $(cat "$tmp/r.err")"
 
 # Bad input: one line, exit 2.
-for bad in "--nodes 2" "--nodes 10,x" "--loss 1.5" "--partition 0-4|3-9 --partition-at 1 --heal-at 2" \
+for bad in "--nodes 2" "--nodes 10,x" "--nodes 8192" "--loss 1.5" "--partition 0-4|3-9 --partition-at 1 --heal-at 2" \
     "--partition 0-4|5-9" "--partition-at 3" "--phases join,dance" "--bogus"; do
     set +e
     # shellcheck disable=SC2086
@@ -125,4 +125,9 @@ for bad in "--nodes 2" "--nodes 10,x" "--loss 1.5" "--partition 0-4|3-9 --partit
     test "$status" -eq 2 || fail "'$bad' exited $status, not 2"
     grep -q '^ringkv: ' "$tmp/bad.err" || fail "'$bad': no error line: $(cat "$tmp/bad.err")"
 done
+# The largest size is one under the ring's member bound (RING_MEMBERS_MAX 8192), the joiner's room.
+set +e
+"$ringkv" gossip sim --nodes 5000,8192 > "$tmp/bad.out" 2> "$tmp/bad.err"
+set -e
+grep -q 'sizes from 3 to 8191' "$tmp/bad.err" || fail "no size bound named: $(cat "$tmp/bad.err")"
 echo "gossip-sim: ok"

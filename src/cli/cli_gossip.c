@@ -14,9 +14,10 @@
  * latency 1 ms plus up to 0.5 ms of jitter; the node's gossip-interval
  * (200 ms); 1 token per member (tokens only size the ring each member
  * builds).  A and B of --partition are member ranges "LO-HI" (or one index)
- * of the smallest size.  Sizes go up to 4095, as far as memory allows: a
- * size whose member tables would not fit in the memory available is
- * refused before it starts.
+ * of the smallest size.  Sizes go up to 8191 (a ring holds 8192 members,
+ * the joiner included), as far as memory allows: a size whose member
+ * tables would not fit in the memory available is refused before it
+ * starts.
  *
  * --phases runs only the phases named (the warm-up always runs; a
  * partition runs when given); the figures of a phase not run are null.

@@ -947,7 +947,7 @@ void gossip_message(struct gossip *g, struct peer *p, const char *from_id, const
         on_ack2(g, m);
         break;
     case MSG_PING: /* the arrival above, and the heartbeat it names (membership.h) */
-        membership_told(g->m, from_id, m->u.ping.generation, m->u.ping.version);
+        membership_told(g->m, from_id, m->u.ping.generation, m->u.ping.version, gossip_now(g));
         break;
     default: /* PONG: the arrival above is all it carries */
         break;

@@ -455,6 +455,28 @@ const struct member *membership_self(const struct membership *m)
 }
 
 /*
+ * When a relayed entry e of member mb was written, at the latest
+ * (membership.h, Failure detection): for a version above the one its PING
+ * told us in the same generation, one interval per version after that
+ * PING, never later than now; otherwise now.
+ */
+static uint64_t membership_dated(const struct membership *m, const struct member *mb,
+                                 const struct msg_member *e, uint64_t now_ms)
+{
+    uint64_t k;
+
+    if (mb->told_version == 0 || e->generation != mb->told_generation ||
+        e->version <= mb->told_version) {
+        return now_ms;
+    }
+    k = e->version - mb->told_version;
+    if (now_ms <= mb->told_ms || k >= (now_ms - mb->told_ms) / m->heartbeat_ms) {
+        return now_ms;
+    }
+    return mb->told_ms + k * m->heartbeat_ms;
+}
+
+/*
  * A newer entry of a known member is a heartbeat arrival.  In the same
  * generation its version grew: one more interval for the detector.  A new
  * generation is a restart, a new life: the old intervals (and the downtime
@@ -469,15 +491,18 @@ static void membership_arrival(const struct membership *m, struct member *mb,
 {
     bool told = mb->told_version != 0 &&
                 !membership_newer(e->generation, e->version, mb->told_generation, mb->told_version);
+    uint64_t at = membership_dated(m, mb, e, now_ms);
 
     if (e->generation > mb->e.generation && !told) {
         detector_init(&mb->det, m->heartbeat_ms, now_ms);
-    } else if (e->version > mb->e.version && e->status != MSG_MEMBER_REMOVED && !told) {
-        detector_heartbeat(&mb->det, now_ms);
+        at = now_ms;
+    } else if (e->version > mb->e.version && e->status != MSG_MEMBER_REMOVED && !told &&
+               at > mb->det.last_ms) {
+        detector_heartbeat(&mb->det, at);
     } else {
         return;
     }
-    mb->heard_ms = now_ms;
+    mb->heard_ms = at;
 }
 
 /*
@@ -598,7 +623,8 @@ void membership_heard(struct membership *m, const char *id, uint64_t now_ms)
     m->members[pos].heard_ms = now_ms;
 }
 
-void membership_told(struct membership *m, const char *id, uint64_t generation, uint64_t version)
+void membership_told(struct membership *m, const char *id, uint64_t generation, uint64_t version,
+                     uint64_t now_ms)
 {
     struct member *mb;
     size_t pos;
@@ -611,6 +637,7 @@ void membership_told(struct membership *m, const char *id, uint64_t generation, 
     if (membership_newer(generation, version, mb->told_generation, mb->told_version)) {
         mb->told_generation = generation;
         mb->told_version = version;
+        mb->told_ms = now_ms;
     }
 }
 

@@ -58,8 +58,17 @@
  * and an answer at most MSG_GOSSIP_ENTRIES_MAX entries while every entry
  * changes every round).  Counted as an arrival, it would restart the
  * detector's silence of a member that has crashed, again and again, and
- * bring one held down back up.  A member we cannot reach directly tells
- * us nothing, so its relayed versions count in full, as in Cassandra.
+ * bring one held down back up.  A relayed version above the told one
+ * proves the member wrote it, not when: it may be a ring-digest bump
+ * written after its last PING, just before a crash, that gossip carries
+ * for seconds.  So it is dated, not taken as arriving now: a member
+ * writes one heartbeat per interval, so version told + k was written at
+ * the latest k intervals after the PING that told us (sooner when some of
+ * the k were digest bumps), and that time, never later than now, is the
+ * arrival.  A member we cannot reach directly still has its versions
+ * counted (dated from the last PING that reached us, which for a member
+ * cut off from us for long comes close to the time they were written),
+ * as in Cassandra; one that never told us has them counted as they arrive.
  */
 #ifndef RINGKV_MEMBERSHIP_H
 #define RINGKV_MEMBERSHIP_H
@@ -99,6 +108,7 @@ struct member {
     uint64_t heard_ms; /* monotonic ms of the last arrival; 0 never */
     /* the heartbeat the member last told us of directly (membership_told()); 0, 0: none */
     uint64_t told_generation, told_version;
+    uint64_t told_ms; /* monotonic ms the PING that told it arrived */
 };
 
 struct membership;
@@ -161,12 +171,14 @@ int membership_commit(struct membership *m, bool *ring_changed);
 void membership_heard(struct membership *m, const char *id, uint64_t now_ms);
 
 /*
- * Member id told us directly (its PING) that its own entry is at
- * (generation, version): from now on a relayed entry of it at or below
- * that is no detector arrival (top of file).  Kept as the highest told;
- * the arrival itself is membership_heard()'s.  Version 0 tells nothing.
+ * Member id told us directly (its PING, arrived at now_ms) that its own
+ * entry is at (generation, version): from now on a relayed entry of it at
+ * or below that is no detector arrival, and one above it is dated from
+ * this PING (top of file).  Kept as the highest told; the arrival itself
+ * is membership_heard()'s.  Version 0 tells nothing.
  */
-void membership_told(struct membership *m, const char *id, uint64_t generation, uint64_t version);
+void membership_told(struct membership *m, const char *id, uint64_t generation, uint64_t version,
+                     uint64_t now_ms);
 
 /* Our own entry: a heartbeat (version + 1). */
 void membership_heartbeat(struct membership *m);

@@ -83,6 +83,9 @@ const uint8_t ring_default_seed[RING_SEED_LEN] = {
  */
 #define RING_DIGEST_LEN 8
 
+/* Preference rows hold member indices as uint16_t (ring.h, RING_MEMBERS_MAX). */
+_Static_assert(RING_MEMBERS_MAX - 1 <= UINT16_MAX, "a member index must fit a preference row");
+
 struct ring_node {
     char id[RING_NAME_MAX + 1];
     char rack[RING_NAME_MAX + 1];

@@ -51,11 +51,14 @@
 #define RING_TOKENS_MAX 4096
 /*
  * Members in one ring.  Member indices are stored as uint16_t in the
- * per-token preference cache; 4096 is well above the size at which a
- * gossip-based Dynamo-style cluster is run (Cassandra's largest documented
- * clusters are around 1000 nodes).
+ * per-token preference cache (ring.c asserts the bound fits).  8192 is
+ * above the size at which a gossip-based Dynamo-style cluster is run
+ * (Cassandra's largest documented clusters are around 1000 nodes) and
+ * leaves room for the 5000 members, plus one joining, that the gossip
+ * simulator is asked to run.  A member table costs about 1.2 kB per
+ * entry, allocated as members arrive, never at this bound.
  */
-#define RING_MEMBERS_MAX 4096
+#define RING_MEMBERS_MAX 8192
 /*
  * Largest replication factor.  Production Dynamo-style stores use 3 and
  * rarely more than 5-7; a bound keeps every preference list a small fixed

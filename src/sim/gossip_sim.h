@@ -42,8 +42,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ring.h"
+
 #define GOSSIP_SIM_NODES_MIN 3
-#define GOSSIP_SIM_NODES_MAX 4095 /* plus the one that joins: RING_MEMBERS_MAX */
+#define GOSSIP_SIM_NODES_MAX (RING_MEMBERS_MAX - 1) /* plus the one that joins */
 #define GOSSIP_SIM_WARMUP_ROUNDS 3
 #define GOSSIP_SIM_FS_LOSSES 2
 extern const double gossip_sim_fs_losses[GOSSIP_SIM_FS_LOSSES]; /* 1% and 5% */

@@ -1036,7 +1036,7 @@ START_TEST(test_told_versions_not_arrivals)
     for (uint64_t v = 2; v <= 20; v++) {
         now += T_HB;
         membership_heard(m, "n2", now);
-        membership_told(m, "n2", 1, v);
+        membership_told(m, "n2", 1, v, now);
         if (v > 5) {
             e.version = v - 5;
             merge(m, &e, now + 1, NULL);
@@ -1048,8 +1048,8 @@ START_TEST(test_told_versions_not_arrivals)
     ck_assert_uint_eq(mb->told_version, 20);
     ck_assert_uint_eq(mb->det.last_ms, last);
     /* Told nothing (version 0), or something older: kept as it was. */
-    membership_told(m, "n2", 1, 0);
-    membership_told(m, "n2", 1, 7);
+    membership_told(m, "n2", 1, 0, now);
+    membership_told(m, "n2", 1, 7, now);
     ck_assert_uint_eq(membership_find(m, "n2")->told_version, 20);
     /* n2 crashed after its ping of version 20; its versions 16..20 keep arriving. */
     for (uint64_t v = 16; v <= 20; v++) {
@@ -1064,9 +1064,22 @@ START_TEST(test_told_versions_not_arrivals)
     membership_detect(m, last + (uint64_t)down_at + 1, DETECTOR_SUSPECT_PHI_DEFAULT,
                       DETECTOR_DOWN_PHI_DEFAULT);
     ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_DOWN);
-    /* A version it never told us of is a sign of life. */
+    /*
+     * A version above the told one is dated from the PING that told it:
+     * 21 (a ring-digest bump written after its last PING, say, carried by
+     * gossip for seconds) was written one interval after it at the latest,
+     * which does not make n2 alive now.
+     */
     now = last + (uint64_t)down_at + 100;
     e.version = 21;
+    merge(m, &e, now, NULL);
+    mb = membership_find(m, "n2");
+    ck_assert_uint_eq(mb->det.last_ms, last + T_HB);
+    ck_assert_uint_eq(mb->heard_ms, last + T_HB);
+    membership_detect(m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
+    ck_assert_int_ne(membership_find(m, "n2")->state, DETECTOR_ALIVE);
+    /* 21 beats above it take 4.2 s of life to write, more than has passed: a sign of life now. */
+    e.version = 41;
     merge(m, &e, now, NULL);
     ck_assert_uint_eq(membership_find(m, "n2")->det.last_ms, now);
     membership_detect(m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
@@ -1077,7 +1090,7 @@ START_TEST(test_told_versions_not_arrivals)
     ck_assert_uint_eq(membership_find(m, "n3")->det.last_ms, now);
     ck_assert_uint_eq(membership_find(m, "n3")->det.n, 1);
     /* A told heartbeat of a later life outranks every version of the earlier one. */
-    membership_told(m, "n3", 2, 1);
+    membership_told(m, "n3", 2, 1, now);
     quiet.version = 3;
     merge(m, &quiet, now + 500, NULL);
     ck_assert_uint_eq(membership_find(m, "n3")->det.last_ms, now);

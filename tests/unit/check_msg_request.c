@@ -279,6 +279,47 @@ START_TEST(test_status_view_refusals)
 }
 END_TEST
 
+/*
+ * up_count and members go up to RING_MEMBERS_MAX (8192, PROTOCOL.md 7.14):
+ * a cluster of 5000 and a joiner fits, one more than the bound is refused
+ * both ways.
+ */
+START_TEST(test_status_view_member_bound)
+{
+    struct msg_status_view v = status_example(), back;
+    struct bytes b;
+    struct buf out;
+
+    ck_assert_int_eq(RING_MEMBERS_MAX, 8192);
+    buf_init(&out, 0);
+    v.up_count = v.members = 5001;
+    ck_assert_int_eq(msg_status_view_encode(&v, &out), 0);
+    ck_assert_int_eq(msg_status_view_decode(buf_data(&out), out.len, &back), 0);
+    ck_assert(back.up_count == 5001 && back.members == 5001);
+    buf_clear(&out);
+    v.up_count = v.members = RING_MEMBERS_MAX;
+    ck_assert_int_eq(msg_status_view_encode(&v, &out), 0);
+    ck_assert_int_eq(msg_status_view_decode(buf_data(&out), out.len, &back), 0);
+    ck_assert(back.up_count == RING_MEMBERS_MAX && back.members == RING_MEMBERS_MAX);
+    buf_clear(&out);
+    v.members = RING_MEMBERS_MAX + 1;
+    ck_assert_int_eq(msg_status_view_encode(&v, &out), RK_EINVAL);
+    v.members = 3;
+    v.up_count = RING_MEMBERS_MAX + 1;
+    ck_assert_int_eq(msg_status_view_encode(&v, &out), RK_EINVAL);
+    ck_assert_uint_eq(out.len, 0);
+    /* up_count 8192, members 8193; then up_count 8193, members 3 */
+    unhex(&b, "99 a2 6e 32 01 0c 00 c3 cd 20 00 cd 20 01 2a 00");
+    ck_assert_int_eq(msg_status_view_decode(b.p, b.len, &back), RK_ETOOBIG);
+    unhex(&b, "99 a2 6e 32 01 0c 00 c3 cd 20 01 03 2a 00");
+    ck_assert_int_eq(msg_status_view_decode(b.p, b.len, &back), RK_ETOOBIG);
+    unhex(&b, "99 a2 6e 32 01 0c 00 c3 cd 20 00 cd 20 00 2a 00");
+    ck_assert_int_eq(msg_status_view_decode(b.p, b.len, &back), 0);
+    ck_assert(back.up_count == 8192 && back.members == 8192);
+    buf_free(&out);
+}
+END_TEST
+
 static Suite *msg_request_suite(void)
 {
     Suite *s = suite_create("msg_request");
@@ -294,6 +335,7 @@ static Suite *msg_request_suite(void)
         {"every_truncation_refused", test_every_truncation_refused},
         {"encode_refuses_bad_body", test_encode_refuses_bad_body},
         {"status_view_refusals", test_status_view_refusals},
+        {"status_view_member_bound", test_status_view_member_bound},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

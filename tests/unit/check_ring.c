@@ -112,6 +112,42 @@ START_TEST(test_create_errors)
 }
 END_TEST
 
+/*
+ * A ring at RING_MEMBERS_MAX (8192: 5000 simulated members and a joiner fit)
+ * builds, and the fast path's uint16_t member indices reach the last member:
+ * for every token, ring_preflist() names the token's member first and agrees
+ * with the walk.
+ */
+START_TEST(test_members_at_bound)
+{
+    struct ring_member *m = calloc(RING_MEMBERS_MAX, sizeof(*m));
+    char(*ids)[8] = calloc(RING_MEMBERS_MAX, sizeof(*ids));
+    static const char *const racks[] = {"r0", "r1", "r2"};
+    struct ring *r;
+
+    ck_assert(m != NULL && ids != NULL);
+    for (size_t i = 0; i < RING_MEMBERS_MAX; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "m%04zu", i);
+        m[i] = (struct ring_member){ids[i], racks[i % 3], 1};
+    }
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, m, RING_MEMBERS_MAX), 0);
+    ck_assert_uint_eq(ring_member_count(r), RING_MEMBERS_MAX);
+    ck_assert_int_eq(ring_member_find(r, "m8191"), RING_MEMBERS_MAX - 1);
+    for (size_t t = 0; t < ring_token_count(r); t++) {
+        struct ring_token tok = ring_token_at(r, t);
+        uint32_t fast[3], walk[3];
+        size_t n_fast, n_walk;
+        ck_assert_int_eq(ring_preflist(r, tok.pos, 3, fast, &n_fast), 0);
+        ck_assert_int_eq(ring_preflist_walk(r, tok.pos, 3, walk, &n_walk, NULL, NULL), 0);
+        ck_assert(n_fast == 3 && n_walk == 3 && fast[0] == tok.member);
+        ck_assert(memcmp(fast, walk, sizeof(fast)) == 0);
+    }
+    ring_unref(r);
+    free(ids);
+    free(m);
+}
+END_TEST
+
 START_TEST(test_empty_ring)
 {
     struct ring *r;
@@ -611,6 +647,7 @@ static Suite *ring_suite(void)
         {"names", test_name_rules},
         {"member_check", test_member_check},
         {"create_errors", test_create_errors},
+        {"members_at_bound", test_members_at_bound},
         {"empty_ring", test_empty_ring},
         {"rf_bounds", test_rf_bounds},
         {"token_order", test_token_order_rules},
