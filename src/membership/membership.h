@@ -66,10 +66,11 @@
  * the latest k intervals after the PING that told us (sooner when some of
  * the k were digest bumps), and that time, never later than now, is the
  * arrival.  The interval is this node's own: every node of a cluster is
- * meant to beat at the same gossip-interval (README, Settings).  A member we cannot reach directly still has its versions
- * counted (dated from the last PING that reached us, which for a member
- * cut off from us for long comes close to the time they were written),
- * as in Cassandra; one that never told us has them counted as they arrive.
+ * meant to beat at the same gossip-interval (README, Settings).  A member
+ * we cannot reach directly still has its versions counted (dated from the
+ * last PING that reached us, which for a member cut off from us for long
+ * comes close to the time they were written), as in Cassandra; one that
+ * never told us has them counted as they arrive.
  */
 #ifndef RINGKV_MEMBERSHIP_H
 #define RINGKV_MEMBERSHIP_H

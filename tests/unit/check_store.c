@@ -176,6 +176,7 @@ START_TEST(test_read_hold)
     free(v);
     store_close(s);
 }
+
 END_TEST
 
 /*
@@ -1542,6 +1543,29 @@ static void wait_done(struct store *s, const int *done, int want)
     }
 }
 
+/*
+ * Hold s's writer inside a collection (of a tombstone written first, for it
+ * to look at) until gate_release is posted: what is submitted meanwhile
+ * queues, then runs as one batch.  The collection's end counts in *done.
+ */
+static void hold_writer(struct store *s, struct store_op *hold, struct store_cursor *cur, int *done)
+{
+    ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
+    fake_now_ms += 10;
+    sem_init(&gate_entered, 0, 0);
+    sem_init(&gate_release, 0, 0);
+    store_cursor_init(cur);
+    store_op_init(hold, STORE_OP_COLLECT);
+    hold->start = hold->end = 0;
+    hold->cursor = cur;
+    hold->limit = 10;
+    hold->collect = gate;
+    hold->done = note_done;
+    hold->ctx = done;
+    ck_assert_int_eq(store_submit(s, hold), 0);
+    sem_wait(&gate_entered);
+}
+
 static void write_op(struct store_op *op, const char *key, const char *value, int *done)
 {
     write_plain(op, key, value);
@@ -1633,21 +1657,8 @@ START_TEST(test_atomic_all_or_nothing)
     cfg.batch_max = 4;
     ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
     put(s, "full", "only");
-    ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
-    fake_now_ms += 10; /* a tombstone for the holding collection to look at */
     vclock_init(&empty);
-    sem_init(&gate_entered, 0, 0);
-    sem_init(&gate_release, 0, 0);
-    store_cursor_init(&cur);
-    store_op_init(&hold, STORE_OP_COLLECT); /* holds the writer while the rest queues */
-    hold.start = hold.end = 0;
-    hold.cursor = &cur;
-    hold.limit = 10;
-    hold.collect = gate;
-    hold.done = note_done;
-    hold.ctx = &done;
-    ck_assert_int_eq(store_submit(s, &hold), 0);
-    sem_wait(&gate_entered);
+    hold_writer(s, &hold, &cur, &done);
     write_op(&lone[0], "x", "1", &done);
     write_op(&lone[1], "y", "1", &done);
     ck_assert_int_eq(store_submit(s, &lone[0]), 0);
@@ -1712,21 +1723,8 @@ START_TEST(test_batch_rewrites_own_keys)
     int done = 0;
 
     put(s, "k7", "before");
-    ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
-    fake_now_ms += 10;
     vclock_init(&empty);
-    sem_init(&gate_entered, 0, 0);
-    sem_init(&gate_release, 0, 0);
-    store_cursor_init(&cur);
-    store_op_init(&hold, STORE_OP_COLLECT); /* holds the writer while the rest queues */
-    hold.start = hold.end = 0;
-    hold.cursor = &cur;
-    hold.limit = 10;
-    hold.collect = gate;
-    hold.done = note_done;
-    hold.ctx = &done;
-    ck_assert_int_eq(store_submit(s, &hold), 0);
-    sem_wait(&gate_entered);
+    hold_writer(s, &hold, &cur, &done);
     for (int round = 0; round < ROUNDS; round++) {
         for (int k = 0; k < KEYS; k++, n++) {
             snprintf(keys[k], sizeof(keys[k]), "k%d", k);
