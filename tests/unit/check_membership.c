@@ -1098,6 +1098,42 @@ START_TEST(test_told_versions_not_arrivals)
 }
 END_TEST
 
+/*
+ * A member cut off from us (a partial partition) that told us version 10
+ * directly, then paused for 20 intervals and resumed: it lost the 20
+ * heartbeats it did not write, so each later version is written 20
+ * intervals after the time dating from the old PING gives it.  Dated so
+ * for as long as the partition lasts, it would be held down while alive;
+ * once it has written more versions than MEMBERSHIP_DATED_VERSIONS_MAX
+ * above the told one, the PING is too old to date anything and its
+ * versions count as they arrive: alive again within that many intervals.
+ */
+START_TEST(test_told_long_ago_paused)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    const uint64_t told = T_START + 1000, lag = 20 * T_HB;
+    struct msg_member e;
+    uint64_t now = told;
+    bool alive = false;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, 10);
+    merge(m, &e, now, NULL);
+    membership_heard(m, "n2", now);
+    membership_told(m, "n2", 1, 10, now);
+    for (uint64_t k = 1; k <= MEMBERSHIP_DATED_VERSIONS_MAX + 1; k++) {
+        now = told + k * T_HB + lag + T_HB; /* written lag late, relayed one round late */
+        e.version = 10 + k;
+        merge(m, &e, now, NULL);
+        membership_detect(m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
+        alive = membership_find(m, "n2")->state == DETECTOR_ALIVE;
+    }
+    ck_assert_msg(alive, "n2 still held %d after %d versions past its last ping",
+                  (int)membership_find(m, "n2")->state, MEMBERSHIP_DATED_VERSIONS_MAX + 1);
+    ck_assert_uint_eq(membership_find(m, "n2")->det.last_ms, now);
+    membership_destroy(m);
+}
+END_TEST
+
 START_TEST(test_table_full)
 {
     struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
@@ -1556,6 +1592,7 @@ static Suite *membership_suite(void)
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
         {"told_versions", test_told_versions_not_arrivals},
+        {"told_long_ago_paused", test_told_long_ago_paused},
         {"table_full", test_table_full},
         {"ring_listeners", test_ring_listeners},
         {"ring_holder", test_ring_holder_outlives_changes},
