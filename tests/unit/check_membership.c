@@ -1162,6 +1162,42 @@ START_TEST(test_table_full)
 END_TEST
 
 /*
+ * A saved or forged member list at the bound: MEMBERSHIP_MAX - 1 members
+ * besides us fill the table (8192 with us, one ring of them all); one more
+ * (8193 entries) is refused whole and leaves the table as it was.
+ */
+START_TEST(test_restore_at_bound)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member *list = calloc(MEMBERSHIP_MAX + 1, sizeof(*list));
+    uint64_t digest = membership_digest(m);
+    struct buf out;
+
+    ck_assert_ptr_nonnull(list);
+    for (size_t i = 0; i <= MEMBERSHIP_MAX; i++) {
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "m%05zu", i);
+        entry_make(&list[i], id, "r1", 1, MSG_MEMBER_NORMAL, 1, 1);
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(list, MEMBERSHIP_MAX + 1, &out), 0);
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), RK_ETOOBIG);
+    ck_assert_uint_eq(membership_count(m), 1);
+    ck_assert_uint_eq(membership_digest(m), digest);
+    buf_clear(&out);
+    ck_assert_int_eq(msg_members_encode(list, MEMBERSHIP_MAX - 1, &out), 0);
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), 0);
+    ck_assert_uint_eq(membership_count(m), MEMBERSHIP_MAX);
+    ck_assert_uint_eq(ring_member_count(membership_ring(m)), MEMBERSHIP_MAX);
+    ck_assert_int_eq(ring_member_find(membership_ring(m), "m08190"), MEMBERSHIP_MAX - 1);
+    buf_free(&out);
+    free(list);
+    membership_destroy(m);
+}
+END_TEST
+
+/*
  * A member removed while it was down comes back in a new generation: its
  * entry replaces the removed one everywhere, and the epoch must not come
  * back to the value the cluster had while it was out.  Its restart takes
@@ -1593,6 +1629,7 @@ static Suite *membership_suite(void)
         {"arrivals", test_arrivals},
         {"told_versions", test_told_versions_not_arrivals},
         {"told_long_ago_paused", test_told_long_ago_paused},
+        {"restore_at_bound", test_restore_at_bound},
         {"table_full", test_table_full},
         {"ring_listeners", test_ring_listeners},
         {"ring_holder", test_ring_holder_outlives_changes},
