@@ -10,7 +10,8 @@
 #     heartbeats it did not write: its versions stay behind one per
 #     interval paused, which must not date every later relayed version in
 #     the past for as long as the partition lasts);
-#   - n1 killed (kill -9): n3 still sees it down within the bound.
+#   - n1 killed (kill -9): n3 still sees it down within the bound;
+#   - n1 restarted (a new generation), still cut from n3: alive at n3 again.
 . "$top_srcdir/tests/integration/lib.sh"
 it_private_net "$@"
 it_setup
@@ -45,5 +46,12 @@ it_stop n1 KILL
 IT_WAIT=$(it_rounds_s $IT_DOWN_ROUNDS) it_wait it_ask state down n1 "$(at n2)" "$(at n3)" ||
     it_fail "killed n1 not marked down within $IT_DOWN_ROUNDS rounds"
 it_log "n1 killed behind the partition: down at n2 and n3"
+
+it_node n1 --rack r1
+it_wait_ping n1
+IT_WAIT=$(it_rounds_s 30) it_wait it_ask state alive n1 "$(at n2)" "$(at n3)" ||
+    it_fail "restarted n1 not alive at n2 and n3: $(it_ask wrongly-down none "$(at n2)" "$(at n3)")"
+it_expect_eq "n1's generation at n3" "$(it_generation "$(at n3)" n1)" 2
+it_log "n1 restarted behind the partition: generation 2, alive at n2 and n3"
 it_heal
 it_pass
