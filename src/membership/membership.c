@@ -457,8 +457,9 @@ const struct member *membership_self(const struct membership *m)
 /*
  * When a relayed entry e of member mb was written, at the latest
  * (membership.h, Failure detection): for a version above the one its PING
- * told us in the same generation, one interval per version after that
- * PING, never later than now; otherwise now.
+ * told us in the same generation, by at most MEMBERSHIP_DATED_VERSIONS_MAX,
+ * one interval per version after that PING, never later than now;
+ * otherwise now.
  */
 static uint64_t membership_dated(const struct membership *m, const struct member *mb,
                                  const struct msg_member *e, uint64_t now_ms)
@@ -470,7 +471,8 @@ static uint64_t membership_dated(const struct membership *m, const struct member
         return now_ms;
     }
     k = e->version - mb->told_version;
-    if (now_ms <= mb->told_ms || k >= (now_ms - mb->told_ms) / m->heartbeat_ms) {
+    if (k > MEMBERSHIP_DATED_VERSIONS_MAX || now_ms <= mb->told_ms ||
+        k >= (now_ms - mb->told_ms) / m->heartbeat_ms) {
         return now_ms;
     }
     return mb->told_ms + k * m->heartbeat_ms;

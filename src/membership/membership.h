@@ -66,11 +66,14 @@
  * the latest k intervals after the PING that told us (sooner when some of
  * the k were digest bumps), and that time, never later than now, is the
  * arrival.  The interval is this node's own: every node of a cluster is
- * meant to beat at the same gossip-interval (README, Settings).  A member
- * we cannot reach directly still has its versions counted (dated from the
- * last PING that reached us, which for a member cut off from us for long
- * comes close to the time they were written), as in Cassandra; one that
- * never told us has them counted as they arrive.
+ * meant to beat at the same gossip-interval (README, Settings).  "At the
+ * latest" holds only while the member misses no beat: one paused (SIGSTOP,
+ * a stalled loop) writes each later version as late as it was paused, so
+ * a version more than MEMBERSHIP_DATED_VERSIONS_MAX above the told one is
+ * not dated (a member writes that many only while alive and cut off from
+ * us for long).  A member we cannot reach directly still has its versions
+ * counted, as in Cassandra: dated while few above its last PING, then as
+ * they arrive; one that never told us has them counted as they arrive.
  */
 #ifndef RINGKV_MEMBERSHIP_H
 #define RINGKV_MEMBERSHIP_H
@@ -94,6 +97,19 @@
 #define MEMBERSHIP_REMOVE_RING_BUMP 1
 /* Members one table holds: as many as a ring may have. */
 #define MEMBERSHIP_MAX RING_MEMBERS_MAX
+/*
+ * Versions above the one a member last told us directly up to which a
+ * relayed version is dated from that PING (top of file).  A member writes
+ * one heartbeat an interval and a version more when its ring digest
+ * changes, so the versions it writes between its last PING and a crash
+ * are a few; more than this many it writes only while alive and cut off
+ * from us for longer than the down bound (18.4 intervals at the default
+ * phi), when the old PING dates nothing: a pause (SIGSTOP, a stalled
+ * loop) or a slower gossip-interval would put every later version
+ * further in the past than it was written, and hold a live member down
+ * for as long as the partition lasts.
+ */
+#define MEMBERSHIP_DATED_VERSIONS_MAX 32
 /*
  * Ring listeners one table holds: room for those DESIGN.md names
  * (coordinator, hints, handoff, anti-entropy, metrics) and a few more.

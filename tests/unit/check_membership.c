@@ -1098,6 +1098,42 @@ START_TEST(test_told_versions_not_arrivals)
 }
 END_TEST
 
+/*
+ * A member cut off from us (a partial partition) that told us version 10
+ * directly, then paused for 20 intervals and resumed: it lost the 20
+ * heartbeats it did not write, so each later version is written 20
+ * intervals after the time dating from the old PING gives it.  Dated so
+ * for as long as the partition lasts, it would be held down while alive;
+ * once it has written more versions than MEMBERSHIP_DATED_VERSIONS_MAX
+ * above the told one, the PING is too old to date anything and its
+ * versions count as they arrive: alive again within that many intervals.
+ */
+START_TEST(test_told_long_ago_paused)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    const uint64_t told = T_START + 1000, lag = 20 * T_HB;
+    struct msg_member e;
+    uint64_t now = told;
+    bool alive = false;
+
+    entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, 10);
+    merge(m, &e, now, NULL);
+    membership_heard(m, "n2", now);
+    membership_told(m, "n2", 1, 10, now);
+    for (uint64_t k = 1; k <= MEMBERSHIP_DATED_VERSIONS_MAX + 1; k++) {
+        now = told + k * T_HB + lag + T_HB; /* written lag late, relayed one round late */
+        e.version = 10 + k;
+        merge(m, &e, now, NULL);
+        membership_detect(m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
+        alive = membership_find(m, "n2")->state == DETECTOR_ALIVE;
+    }
+    ck_assert_msg(alive, "n2 still held %d after %d versions past its last ping",
+                  (int)membership_find(m, "n2")->state, MEMBERSHIP_DATED_VERSIONS_MAX + 1);
+    ck_assert_uint_eq(membership_find(m, "n2")->det.last_ms, now);
+    membership_destroy(m);
+}
+END_TEST
+
 START_TEST(test_table_full)
 {
     struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
@@ -1121,6 +1157,42 @@ START_TEST(test_table_full)
     entry_make(&e, "j0001", "r1", 1, MSG_MEMBER_NORMAL, 1, 2);
     ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_UPDATED);
     ck_assert(changed);
+    membership_destroy(m);
+}
+END_TEST
+
+/*
+ * A saved or forged member list at the bound: MEMBERSHIP_MAX - 1 members
+ * besides us fill the table (8192 with us, one ring of them all); one more
+ * (8193 entries) is refused whole and leaves the table as it was.
+ */
+START_TEST(test_restore_at_bound)
+{
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member *list = calloc(MEMBERSHIP_MAX + 1, sizeof(*list));
+    uint64_t digest = membership_digest(m);
+    struct buf out;
+
+    ck_assert_ptr_nonnull(list);
+    for (size_t i = 0; i <= MEMBERSHIP_MAX; i++) {
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "m%05zu", i);
+        entry_make(&list[i], id, "r1", 1, MSG_MEMBER_NORMAL, 1, 1);
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(list, MEMBERSHIP_MAX + 1, &out), 0);
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), RK_ETOOBIG);
+    ck_assert_uint_eq(membership_count(m), 1);
+    ck_assert_uint_eq(membership_digest(m), digest);
+    buf_clear(&out);
+    ck_assert_int_eq(msg_members_encode(list, MEMBERSHIP_MAX - 1, &out), 0);
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), 0);
+    ck_assert_uint_eq(membership_count(m), MEMBERSHIP_MAX);
+    ck_assert_uint_eq(ring_member_count(membership_ring(m)), MEMBERSHIP_MAX);
+    ck_assert_int_eq(ring_member_find(membership_ring(m), "m08190"), MEMBERSHIP_MAX - 1);
+    buf_free(&out);
+    free(list);
     membership_destroy(m);
 }
 END_TEST
@@ -1556,6 +1628,8 @@ static Suite *membership_suite(void)
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
         {"told_versions", test_told_versions_not_arrivals},
+        {"told_long_ago_paused", test_told_long_ago_paused},
+        {"restore_at_bound", test_restore_at_bound},
         {"table_full", test_table_full},
         {"ring_listeners", test_ring_listeners},
         {"ring_holder", test_ring_holder_outlives_changes},
