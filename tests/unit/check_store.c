@@ -1777,6 +1777,140 @@ START_TEST(test_batch_rewrites_own_keys)
 }
 END_TEST
 
+/*
+ * Logged batches of random writes over few keys, with atomic groups of
+ * which some fail (a member with a stale, empty context on a key that
+ * exists), queued while the writer is held so that batches fill to
+ * batch_max: each key ends with the last write applied in submission order,
+ * and a write says it existed exactly when an applied write came before it.
+ */
+START_TEST(test_batch_random_groups_against_model)
+{
+    enum { OPS = 700, KEYS = 9 };
+    static const size_t batch_maxes[] = {3, 5, 16, 64, 1024};
+    for (unsigned round = 0; round < 10; round++) {
+        struct store_config cfg;
+        struct store *s;
+        struct store_cursor cur;
+        struct store_op hold;
+        static struct store_op ops[OPS];
+        static struct store_op *group[8];
+        static char values[OPS][64];
+        static char keys[KEYS][8];
+        static int model_last[KEYS]; /* index of the last applied write, -1 none */
+        static bool expect_fail[OPS];
+        static bool expect_existed[OPS];
+        struct vclock empty;
+        char err[256], sub[16];
+        int done = 0, n = 0;
+        uint64_t rs = 0x9E3779B97F4A7C15ull * (round + 1 + (uint64_t)_i * 1000);
+
+        snprintf(sub, sizeof(sub), "r%u", round);
+        settings_for(&cfg, sub, "n1");
+        cfg.batch_max = batch_maxes[round % 5];
+        ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+        for (int k = 0; k < KEYS; k++) {
+            snprintf(keys[k], sizeof(keys[k]), "k%d", k);
+            model_last[k] = -1;
+        }
+        put(s, "k0", "base"); /* k0 always exists: a stale write to it fails */
+        model_last[0] = -2;
+        ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
+        fake_now_ms += 10;
+        vclock_init(&empty);
+        sem_init(&gate_entered, 0, 0);
+        sem_init(&gate_release, 0, 0);
+        store_cursor_init(&cur);
+        store_op_init(&hold, STORE_OP_COLLECT);
+        hold.start = hold.end = 0;
+        hold.cursor = &cur;
+        hold.limit = 10;
+        hold.collect = gate;
+        hold.done = note_done;
+        hold.ctx = &done;
+        ck_assert_int_eq(store_submit(s, &hold), 0);
+        sem_wait(&gate_entered);
+        while (n < OPS - 8) {
+            rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+            size_t g = rs % 3 == 0 ? 2 + (rs >> 8) % 4 : 1;
+            bool fail = g > 1 && (rs >> 16) % 3 == 0;
+            if (g > cfg.batch_max) {
+                g = 1, fail = false;
+            }
+            size_t stale_at = (rs >> 24) % g;
+            int first = n;
+            for (size_t j = 0; j < g; j++, n++) {
+                rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+                int k = fail && j == stale_at ? 0 : (int)(rs % KEYS);
+                size_t len = (rs >> 20) % 4 == 0 ? 0 : (rs >> 24) % 60;
+                int pre = snprintf(values[n], sizeof(values[n]), "%d.", n);
+                len = len < (size_t)pre ? (size_t)pre : len;
+                memset(values[n] + pre, 'a' + n % 26, len - (size_t)pre);
+                values[n][len] = '\0';
+                write_op(&ops[n], keys[k], k != 0 && (rs >> 40) % 7 == 0 ? NULL : values[n], &done);
+                if (fail && j == stale_at) {
+                    ops[n].context = &empty;
+                }
+                group[j] = &ops[n];
+            }
+            for (int i = first; i < n; i++) {
+                expect_fail[i] = fail;
+            }
+            if (!fail) {
+                for (int i = first; i < n; i++) {
+                    int k = (int)(ops[i].key[1] - '0');
+                    expect_existed[i] = model_last[k] != -1 &&
+                                        (model_last[k] == -2 || !ops[model_last[k]].tombstone);
+                    model_last[k] = i;
+                }
+            }
+            if (g == 1) {
+                ck_assert_int_eq(store_submit(s, &ops[first]), 0);
+            } else {
+                ck_assert_int_eq(store_submit_atomic(s, group, g), 0);
+            }
+        }
+        sem_post(&gate_release);
+        wait_done(s, &done, n + 1);
+        for (int i = 0; i < n; i++) {
+            if (expect_fail[i]) {
+                ck_assert_int_eq(ops[i].result, RK_EMISMATCH);
+            } else {
+                ck_assert_msg(ops[i].result == 0, "round %u op %d: %d", round, i, ops[i].result);
+                ck_assert_msg(ops[i].existed == expect_existed[i],
+                              "round %u op %d key %.*s existed %d", round, i, (int)ops[i].key_len,
+                              ops[i].key, ops[i].existed);
+            }
+            sibling_deinit(&ops[i].written);
+        }
+        for (int k = 0; k < KEYS; k++) {
+            struct record r;
+            int last = model_last[k];
+            record_init(&r);
+            int rc = store_get(s, keys[k], strlen(keys[k]), &r);
+            if (last == -1) {
+                ck_assert_int_eq(rc, RK_ENOTFOUND);
+            } else if (last == -2) {
+                ck_assert_int_eq(rc, 0);
+                ck_assert_int_eq(memcmp(r.s[0].value, "base", 4), 0);
+            } else if (ops[last].tombstone && rc == RK_ENOTFOUND) {
+                /* a tombstone may read as absent */
+            } else {
+                ck_assert_int_eq(rc, 0);
+                ck_assert_uint_eq(r.n, 1);
+                ck_assert_int_eq(r.s[0].tombstone, ops[last].tombstone);
+                ck_assert_uint_eq(r.s[0].value_len, ops[last].value_len);
+                ck_assert(ops[last].value_len == 0 ||
+                          memcmp(r.s[0].value, ops[last].value, ops[last].value_len) == 0);
+            }
+            record_deinit(&r);
+        }
+        vclock_deinit(&empty);
+        store_close(s);
+    }
+}
+END_TEST
+
 /* At map_max, a group that does not fit fails whole with RK_ENOSPC. */
 START_TEST(test_atomic_enospc)
 {
@@ -2115,6 +2249,7 @@ static Suite *store_suite(void)
         {"group_commit", test_group_commit_one_transaction},
         {"submit_list", test_submit_list},
         {"batch_rewrites_own_keys", test_batch_rewrites_own_keys},
+        {"batch_random_groups", test_batch_random_groups_against_model},
         {"atomic_refused", test_atomic_refused_up_front},
         {"atomic_all_or_nothing", test_atomic_all_or_nothing},
         {"atomic_enospc", test_atomic_enospc},
