@@ -31,9 +31,29 @@ void request_table_deinit(struct request_table *t)
     assert(t->n == 0 && "request_table_deinit: requests still outstanding");
     free(t->v);
     free(t->at);
+    free(t->expired);
     t->v = NULL;
     t->at = NULL;
+    t->expired = NULL;
     t->cap = t->at_mask = 0;
+}
+
+/* Set or clear id's bit of the timed-out window (a set one needs the window: none, none kept). */
+static void request_expired_mark(struct request_table *t, uint64_t id, bool on)
+{
+    size_t bit = (size_t)(id % REQUEST_EXPIRED_WINDOW);
+
+    if (t->expired == NULL && on) {
+        t->expired = calloc(REQUEST_EXPIRED_WINDOW / 8, 1);
+    }
+    if (t->expired == NULL) {
+        return; /* out of memory: its late answer counts as unknown */
+    }
+    if (on) {
+        t->expired[bit / 8] |= (uint8_t)(1u << (bit % 8));
+    } else {
+        t->expired[bit / 8] &= (uint8_t) ~(1u << (bit % 8));
+    }
 }
 
 /* The index slot where id's probe starts: ids are consecutive, so they spread by themselves. */
@@ -117,6 +137,7 @@ int request_add(struct request_table *t, uint32_t op, uint64_t now_us, uint64_t 
     }
     e = &t->v[t->n];
     e->id = t->next_id++;
+    request_expired_mark(t, e->id, false); /* the bit last held id - REQUEST_EXPIRED_WINDOW's */
     t->at[request_slot(t, e->id)] = (uint32_t)++t->n;
     e->op = op;
     e->sent_us = now_us;
@@ -155,15 +176,19 @@ static void request_take(struct request_table *t, size_t i, int result,
     e.done(e.ctx, result, reply, now_us > e.sent_us ? now_us - e.sent_us : 0);
 }
 
+/* Whether id timed out within the window, its bit cleared: a second late copy is unknown. */
 static bool request_was_expired(struct request_table *t, uint64_t id)
 {
-    for (size_t i = 0; i < REQUEST_EXPIRED_KEEP; i++) {
-        if (id != 0 && t->expired[i] == id) {
-            t->expired[i] = 0; /* a second late copy is unknown */
-            return true;
-        }
+    size_t bit = (size_t)(id % REQUEST_EXPIRED_WINDOW);
+    bool was;
+
+    if (t->expired == NULL || id == 0 || id >= t->next_id ||
+        t->next_id - id > REQUEST_EXPIRED_WINDOW) {
+        return false;
     }
-    return false;
+    was = (t->expired[bit / 8] >> (bit % 8)) & 1u;
+    request_expired_mark(t, id, false);
+    return was;
 }
 
 enum request_outcome request_complete(struct request_table *t, uint64_t id, uint64_t now_us,
@@ -205,8 +230,7 @@ size_t request_expire(struct request_table *t, uint64_t now_us)
             i++;
             continue;
         }
-        t->expired[t->expired_at] = t->v[i].id;
-        t->expired_at = (t->expired_at + 1) % REQUEST_EXPIRED_KEEP;
+        request_expired_mark(t, t->v[i].id, true);
         request_take(t, i, RK_ETIMEOUT, NULL, now_us);
         count++;
         i = 0;

@@ -18,9 +18,9 @@
  * Ids are 1, 2, 3, ... per table (a 64-bit counter never wraps), so a
  * response is matched to the one request of its connection with that id.
  * A response whose id is not outstanding is ignored and counted: as late
- * when the id is one of the last REQUEST_EXPIRED_KEEP ids that timed out
+ * when the id timed out among the last REQUEST_EXPIRED_WINDOW ids issued
  * (the peer answered after we gave up), as unknown otherwise (an id never
- * issued, or already answered).
+ * issued, already answered, or a late answer for a second time).
  *
  * Pure: no I/O, no clock reads, no event loop.  Time comes in as
  * monotonic microseconds, so tests drive it with a fake clock.  The table
@@ -36,11 +36,12 @@
 #include <stdint.h>
 
 /*
- * Timed-out ids remembered to tell a late response from an unknown one:
- * the requests one connection can time out in a burst (a stalled peer
- * times out everything sent to it within one request-timeout).
+ * The most recent ids issued whose timing out is remembered, one bit each,
+ * to tell a late response from an unknown one: a stalled peer times out
+ * everything sent to it meanwhile, thousands of requests, all answered late
+ * once it resumes (8 KiB a connection, allocated at its first timeout).
  */
-#define REQUEST_EXPIRED_KEEP 64
+#define REQUEST_EXPIRED_WINDOW 65536
 
 /* What ended a request, for its callback (result 0: a response). */
 struct request_reply {
@@ -79,9 +80,8 @@ struct request_table {
     uint32_t *at;   /* by id: 0 (empty) or 1 + the entry's index in v; owned */
     size_t at_mask; /* slots - 1: a power of two at least twice cap (0: none yet) */
     uint64_t next_id;
-    uint64_t expired[REQUEST_EXPIRED_KEEP]; /* the last ids that timed out; 0: empty slot */
-    size_t expired_at;                      /* next slot to overwrite */
-    uint64_t late, unknown;                 /* responses ignored, by kind */
+    uint8_t *expired;       /* bit id % REQUEST_EXPIRED_WINDOW: id timed out; NULL before any did */
+    uint64_t late, unknown; /* responses ignored, by kind */
 };
 
 /* An empty table for at most max outstanding requests (max >= 1). */

@@ -209,6 +209,50 @@ START_TEST(test_late_response_ignored_and_counted)
 }
 END_TEST
 
+/*
+ * A stalled peer: 3000 requests time out in three waves (more than the
+ * table holds at once), then every answer arrives late: each is counted
+ * late once, a second copy and an id never issued unknown; an id that timed
+ * out further back than REQUEST_EXPIRED_WINDOW ids is unknown too.
+ */
+START_TEST(test_stall_answers_all_late)
+{
+    static struct probe p[3001];
+    struct request_table t;
+    struct probe q = {0};
+    uint64_t now = T_START, first;
+
+    request_table_init(&t, 1024);
+    for (uint64_t id = 1; id <= 3000;) {
+        for (size_t k = 0; k < 1024 && id <= 3000; k++, id++) {
+            ck_assert_uint_eq(add(&t, &p[id], now), id);
+        }
+        now += T_TIMEOUT;
+        request_expire(&t, now);
+    }
+    ck_assert_uint_eq(request_count(&t), 0);
+    for (uint64_t id = 1; id <= 3000; id++) {
+        ck_assert_int_eq(p[id].result, RK_ETIMEOUT);
+        ck_assert_int_eq(request_complete(&t, id, now, &(struct request_reply){0}), REQUEST_LATE);
+    }
+    ck_assert_int_eq(request_complete(&t, 2999, now, &(struct request_reply){0}), REQUEST_UNKNOWN);
+    ck_assert_int_eq(request_complete(&t, 3001, now, &(struct request_reply){0}), REQUEST_UNKNOWN);
+    ck_assert_uint_eq(t.late, 3000);
+    ck_assert_uint_eq(t.unknown, 2);
+    /* one more times out, then a window's worth of ids is issued and answered in time */
+    first = add(&t, &q, now);
+    request_expire(&t, now + T_TIMEOUT);
+    for (uint64_t k = 0; k < REQUEST_EXPIRED_WINDOW; k++) {
+        struct probe r = {0};
+        uint64_t id = add(&t, &r, now);
+        ck_assert_int_eq(request_complete(&t, id, now, &(struct request_reply){0}),
+                         REQUEST_DELIVERED);
+    }
+    ck_assert_int_eq(request_complete(&t, first, now, &(struct request_reply){0}), REQUEST_UNKNOWN);
+    request_table_deinit(&t);
+}
+END_TEST
+
 START_TEST(test_unknown_id_counted)
 {
     struct request_table t;
@@ -355,6 +399,7 @@ static Suite *request_suite(void)
         {"close_fails_once", test_close_fails_every_request_once},
         {"late_response", test_late_response_ignored_and_counted},
         {"unknown_id", test_unknown_id_counted},
+        {"stall_all_late", test_stall_answers_all_late},
         {"reentrant", test_callback_may_change_the_table},
         {"random_order", test_random_order_against_model},
     };
