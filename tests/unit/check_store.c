@@ -1815,21 +1815,8 @@ START_TEST(test_batch_random_groups_against_model)
         }
         put(s, "k0", "base"); /* k0 always exists: a stale write to it fails */
         model_last[0] = -2;
-        ck_assert_int_eq(store_write(s, "t", 1, NULL, 0, true, NULL, NULL), 0);
-        fake_now_ms += 10;
         vclock_init(&empty);
-        sem_init(&gate_entered, 0, 0);
-        sem_init(&gate_release, 0, 0);
-        store_cursor_init(&cur);
-        store_op_init(&hold, STORE_OP_COLLECT);
-        hold.start = hold.end = 0;
-        hold.cursor = &cur;
-        hold.limit = 10;
-        hold.collect = gate;
-        hold.done = note_done;
-        hold.ctx = &done;
-        ck_assert_int_eq(store_submit(s, &hold), 0);
-        sem_wait(&gate_entered);
+        hold_writer(s, &hold, &cur, &done);
         while (n < OPS - 8) {
             rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
             size_t g = rs % 3 == 0 ? 2 + (rs >> 8) % 4 : 1;
