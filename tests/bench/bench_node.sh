@@ -76,6 +76,7 @@ RUN_SECONDS=${BENCH_RUN_SECONDS:-120}
 KEYS=100000
 VALUE=100
 top_builddir=${top_builddir:-$(pwd)}
+FREE_PORT="$(cd "$(dirname "$0")/.." && pwd)/free_port.py"
 RINGKVD="$top_builddir/src/ringkvd"
 RINGKV="$top_builddir/src/ringkv"
 LMDB="$top_builddir/tests/bench/bench_lmdb"
@@ -101,7 +102,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    python3 "$FREE_PORT" 127.0.0.1
 }
 
 wait_ping() {

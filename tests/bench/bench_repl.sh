@@ -67,6 +67,7 @@ KEYS=100000
 VALUE=100
 PIPE=16
 top_builddir=${top_builddir:-$(pwd)}
+FREE_PORT="$(cd "$(dirname "$0")/.." && pwd)/free_port.py"
 RINGKVD="$top_builddir/src/ringkvd"
 RINGKV="$top_builddir/src/ringkv"
 for tool in redis-benchmark redis-server redis-cli python3 timeout; do
@@ -86,7 +87,7 @@ trap cleanup EXIT INT TERM
 
 # free_port ADDRESS: a TCP port nobody listens on at ADDRESS.
 free_port() {
-    python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
+    python3 "$FREE_PORT" "$1"
 }
 
 # wait_ping ADDRESS PORT

@@ -89,10 +89,11 @@ it_pass() {
     it_log "ok${1:+: $1}"
 }
 
-# A TCP port nobody listens on, on address $1 (default 127.0.0.1).
+# A TCP port nobody has bound on address $1 (default 127.0.0.1), from below
+# the ephemeral range so that no outgoing connection takes it while a node
+# the test restarts is down.
 it_free_port() {
-    python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1]); s.close()' \
-        "${1:-127.0.0.1}"
+    python3 "$top_srcdir/tests/free_port.py" "${1:-127.0.0.1}"
 }
 
 # --- nodes on addresses of their own, and faults between them --------------

@@ -14,7 +14,7 @@ it_setup
 it_key
 
 free_port6() {
-    python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0)); print(s.getsockname()[1]); s.close()'
+    it_free_port ::1
 }
 
 if ! port1=$(free_port6 2> /dev/null); then
