@@ -82,6 +82,7 @@
 #include "log.h"
 #include "net.h"
 #include "rpc.h"
+#include "peer.h"
 #include "server.h"
 #include "txn.h"
 
@@ -388,6 +389,7 @@ static void client_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
         }
         /* a request refused there completes now, and its caller may start a write */
     } while (n->to_process != NULL || kv_queued(n->kv));
+    peer_flush_queued(n); /* this pass's replica writes and answers, one send() a peer */
     while ((c = n->to_flush) != NULL) {
         n->to_flush = c->flush_next;
         c->flush_queued = false;

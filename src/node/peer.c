@@ -39,6 +39,7 @@ static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_on_request_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_flush(struct peer *p);
+static void peer_flush_later(struct peer *p);
 static int peer_seal_pending(struct peer *p);
 static void peer_bulk_closed(struct peer *p);
 static void peer_bulk_kick(struct peer *p);
@@ -431,13 +432,7 @@ int peer_send(struct peer *p, const struct msg *m)
         }
     }
     lanes_queued(&p->lanes, peer_queued(p));
-    /*
-     * The bytes leave when the socket is next writable, from the loop:
-     * every message this loop pass sends to p (a coordinator's replica
-     * writes for a pipeline of client commands) shares one send(), and
-     * the caller never sees p closed by a failed write under it.
-     */
-    ev_io_start(p->node->loop, &p->wio);
+    peer_flush_later(p);
     return 0;
 }
 
@@ -954,6 +949,55 @@ static void peer_on_read(struct ev_loop *loop, ev_io *w, int revents)
     peer_input(p);
 out_leave:
     peer_release(p);
+}
+
+static void peer_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)revents;
+    peer_flush_queued(w->data);
+    ev_prepare_stop(loop, w); /* started again by the next peer_flush_later() */
+}
+
+/*
+ * The bytes leave before the loop sleeps (peer_flush_queued()): every
+ * message this loop pass sends to p (a coordinator's replica writes for a
+ * pipeline of client commands) shares one send(), and the caller never
+ * sees p closed by a failed write under it.  The write watcher is armed
+ * only when the socket does not take them all; arming it for every pass
+ * cost two epoll_ctl() calls and a wakeup more per pass.
+ */
+static void peer_flush_later(struct peer *p)
+{
+    struct server *n = p->node;
+
+    if (p->flush_queued || ev_is_active(&p->wio)) {
+        return;
+    }
+    peer_hold(p);
+    p->flush_queued = true;
+    p->flush_next = n->peers_to_flush;
+    n->peers_to_flush = p;
+    if (!ev_is_active(&n->peer_prepare_w)) {
+        ev_prepare_init(&n->peer_prepare_w, peer_on_prepare);
+        n->peer_prepare_w.data = n;
+        /* after the client layer's, which may send more in the same pass */
+        ev_set_priority(&n->peer_prepare_w, EV_MINPRI);
+        ev_prepare_start(n->loop, &n->peer_prepare_w);
+    }
+}
+
+void peer_flush_queued(struct server *n)
+{
+    struct peer *p;
+
+    while ((p = n->peers_to_flush) != NULL) {
+        n->peers_to_flush = p->flush_next;
+        p->flush_queued = false;
+        if (!p->dead && !ev_is_active(&p->wio)) {
+            peer_flush(p);
+        }
+        peer_release(p);
+    }
 }
 
 static void peer_flush(struct peer *p)

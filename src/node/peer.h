@@ -93,7 +93,17 @@ struct peer {
     uint64_t request_w_at;         /* when request_w fires while active (monotonic us) */
     struct rpc_answer *answers;    /* requests from it being served, answered later (rpc.c) */
     bool over_frame_logged;        /* a message over the remote's frame-max was refused (rpc.c) */
+    struct peer *flush_next;       /* in server.peers_to_flush while flush_queued */
+    bool flush_queued;
 };
+
+/*
+ * Write what this loop pass sent to each peer: one send() a peer, without
+ * arming its write watcher unless the socket does not take it all.  Runs
+ * before the loop sleeps, from the peer layer's prepare watcher and at the
+ * end of the client layer's (whose store submission sends replica writes).
+ */
+void peer_flush_queued(struct server *n);
 
 /* Take over an accepted connection on the peer port. */
 void peer_accept(struct server *n, int fd, const struct sockaddr_storage *addr);

@@ -594,6 +594,7 @@ void server_destroy(struct server *n)
     while (n->peers != NULL) {
         peer_close(n->peers, "exit");
     }
+    peer_flush_queued(n); /* lets the closed peers it held go */
     bulktest_destroy(n);
     while (n->clients != NULL) {
         client_close(n->clients, "exit");

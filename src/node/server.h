@@ -136,6 +136,8 @@ struct server {
     uint64_t n_clients;
     uint64_t next_client_id;
     struct peer *peers;
+    struct peer *peers_to_flush; /* peer.c: peers with messages this pass, via flush_next */
+    ev_prepare peer_prepare_w;   /* peer.c: writes them before the loop sleeps */
     uint64_t n_peers;
     struct bulktest *bulktest;    /* RINGKV BULKTEST's stream (bulktest.h); NULL until used */
     struct peer_hooks peer_hooks; /* peer_set_hooks() */

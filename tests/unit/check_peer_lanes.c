@@ -15,6 +15,10 @@
  * - A bulk stream (RINGKV BULKTEST) started on a connection the other end
  *   has reset fails, and never touches the connection after its write
  *   error closed it (run in the ASan build to see a use after free).
+ * - What one loop pass sends leaves before the loop sleeps, in one frame,
+ *   without arming the write watcher; a connection closed in the pass it
+ *   was queued to be written in is let go (ASan sees a leak or a use after
+ *   free otherwise).
  *
  * Waits drive the loop until a condition holds, with an iteration bound;
  * nothing asserts on time.
@@ -137,6 +141,51 @@ static bool a_closed(void *arg)
     return a->n_peers == 0;
 }
 
+static uint64_t b_in_want;
+
+static bool b_got_all(void *arg)
+{
+    (void)arg;
+    return b->metrics.peer_messages_in >= b_in_want;
+}
+
+START_TEST(test_pass_leaves_before_sleep)
+{
+    struct msg ping = {.type = MSG_PING};
+
+    ev_run(a->loop, EVRUN_NOWAIT); /* what the handshake left to send */
+    b_in_want = b->metrics.peer_messages_in + 100;
+    for (int i = 0; i < 100; i++) {
+        ping.u.ping.seq = (uint64_t)i;
+        ck_assert_int_eq(peer_send(pa, &ping), 0);
+    }
+    ck_assert(pa->flush_queued);
+    ck_assert(!ev_is_active(&pa->wio));
+    ck_assert_uint_eq(pa->out.len, 0);
+    ck_assert_uint_ge(pa->pending_n, 100);
+    ev_run(a->loop, EVRUN_NOWAIT);         /* its prepare watcher writes them */
+    ck_assert_uint_lt(pa->pending_n, 100); /* (the pass may have queued a gossip answer) */
+    ck_assert_uint_eq(pa->out.len, 0);
+    ck_assert(!ev_is_active(&pa->wio));
+    ck_assert(two_nodes_spin(&tn, b_got_all, NULL));
+}
+END_TEST
+
+START_TEST(test_closed_while_queued)
+{
+    struct msg ping = {.type = MSG_PING};
+
+    ck_assert_int_eq(peer_send(pa, &ping), 0);
+    ck_assert(pa->flush_queued);
+    peer_close(pa, "test");
+    ck_assert_uint_eq(a->n_peers, 0);
+    ck_assert_ptr_nonnull(a->peers_to_flush); /* still held: freed when let go */
+    ev_run(a->loop, EVRUN_NOWAIT);
+    ck_assert_ptr_null(a->peers_to_flush);
+    ck_assert(two_nodes_spin(&tn, b_closed, NULL));
+}
+END_TEST
+
 START_TEST(test_bulk_over_credit_refused)
 {
     struct msg m = bulk(300 * 1024); /* over b's whole window of 256 KiB */
@@ -237,6 +286,8 @@ static Suite *peer_lanes_suite(void)
         {"bulk_refused_in_control_lane", test_bulk_refused_in_control_lane},
         {"bulktest_on_reset_connection", test_bulktest_on_reset_connection},
         {"second_ident_refused", test_second_ident_refused},
+        {"pass_leaves_before_sleep", test_pass_leaves_before_sleep},
+        {"closed_while_queued", test_closed_while_queued},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
