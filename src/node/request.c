@@ -56,10 +56,16 @@ static void request_expired_mark(struct request_table *t, uint64_t id, bool on)
     }
 }
 
-/* The index slot where id's probe starts: ids are consecutive, so they spread by themselves. */
+/*
+ * The index slot where id's probe starts.  Ids are consecutive, and the
+ * outstanding ones would fill one run of consecutive slots if they were
+ * their own homes: a deletion (request_unslot()) walks the run to its end,
+ * so the oldest of 300 outstanding answers took 300 steps.  A Fibonacci
+ * hash scatters them, and runs stay a few slots long at half load.
+ */
 static size_t request_home(const struct request_table *t, uint64_t id)
 {
-    return (size_t)id & t->at_mask;
+    return (size_t)((id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & t->at_mask;
 }
 
 /* The slot of id in the index, or the empty slot that ends its probe. */
