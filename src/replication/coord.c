@@ -2098,22 +2098,29 @@ static void delivery_step(struct coord_delivery *d, bool ok)
     }
 }
 
+/* A node's outcome of a delivery, a replica's or this node's own: a refusal for good drops the
+ * hint. */
+static void delivery_outcome(struct coord_delivery *d, uint32_t status)
+{
+    if (status_final(status)) {
+        LOG(LOG_WARN, "hint_dropped", "target=%s seq=%llu status=%u", d->target,
+            (unsigned long long)d->seq, (unsigned)status);
+    }
+    delivery_step(d, status == MSG_KV_OK || status_final(status));
+}
+
 static void delivery_answer(void *dctx, int result, const uint8_t *body, size_t len)
 {
-    struct coord_delivery *d = dctx;
     struct msg_kv_answer a;
 
     answer_read(result, body, len, &a);
-    if (status_final(a.status)) {
-        LOG(LOG_WARN, "hint_dropped", "target=%s seq=%llu status=%u", d->target,
-            (unsigned long long)d->seq, (unsigned)a.status);
-    }
-    delivery_step(d, a.status == MSG_KV_OK || status_final(a.status));
+    delivery_outcome(dctx, a.status);
 }
 
+/* This node's store merged the hint (a target gone from the ring, this node a replica now). */
 static void delivery_applied(struct store_op *op, void *ctx)
 {
-    delivery_step(ctx, op->result == 0);
+    delivery_outcome(ctx, msg_kv_status_from_rk(op->result));
 }
 
 /* The nodes a hint goes to: its target while in the ring, else the key's replicas now. */
