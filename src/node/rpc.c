@@ -317,10 +317,10 @@ static bool rpc_member_current(uint32_t status)
 }
 
 /* The connection that may carry requests to member id: identified as it, at its address. */
-static int rpc_link(struct server *n, const char *id, struct peer **out)
+/* rpc_link() for member e (NULL: not a member) of id. */
+static int rpc_link_member(struct server *n, const struct member *e, const char *id,
+                           struct peer **out)
 {
-    const struct member *e = membership_find(gossip_members(n->gossip), id);
-
     *out = NULL;
     if (e == NULL || !rpc_member_current(e->e.status)) {
         return RK_ENOTFOUND;
@@ -333,6 +333,11 @@ static int rpc_link(struct server *n, const char *id, struct peer **out)
         }
     }
     return RK_EIO;
+}
+
+static int rpc_link(struct server *n, const char *id, struct peer **out)
+{
+    return rpc_link_member(n, membership_find(gossip_members(n->gossip), id), id, out);
 }
 
 /* A request that was never sent: counted by why. */
@@ -756,10 +761,9 @@ static const struct ring *rpc_coord_ring(void *ctx)
     return gossip_ring(n->gossip);
 }
 
-bool rpc_member_up(struct server *n, const char *id)
+/* rpc_member_up() for member e (NULL: not a member). */
+static bool rpc_member_is_up(struct server *n, const struct member *e)
 {
-    const struct member *e = membership_find(gossip_members(n->gossip), id);
-
     if (e == NULL) {
         return false;
     }
@@ -767,13 +771,27 @@ bool rpc_member_up(struct server *n, const char *id)
            (rpc_member_current(e->e.status) && e->state != DETECTOR_DOWN);
 }
 
-/* Up for the coordinator: up, and a connection that can carry a request is open now. */
+bool rpc_member_up(struct server *n, const char *id)
+{
+    return rpc_member_is_up(n, membership_find(gossip_members(n->gossip), id));
+}
+
+/*
+ * Up for the coordinator: up, and a connection that can carry a request is
+ * open now.  Asked for every node of every request's preference list: the
+ * member is looked up once for both.
+ */
 static bool rpc_coord_up(void *ctx, const char *id)
 {
     struct server *n = ctx;
+    const struct member *e;
     struct peer *p;
 
-    return strcmp(id, n->cfg.id) == 0 || (rpc_member_up(n, id) && rpc_link(n, id, &p) == 0);
+    if (strcmp(id, n->cfg.id) == 0) {
+        return true;
+    }
+    e = membership_find(gossip_members(n->gossip), id);
+    return rpc_member_is_up(n, e) && rpc_link_member(n, e, id, &p) == 0;
 }
 
 /* What member id's connection leaves a body (rpc_peer_body_max()); 0 with no connection. */
