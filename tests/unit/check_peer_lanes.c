@@ -252,6 +252,81 @@ static void b_resets(void)
     peer_close(pb, "test_reset");
 }
 
+/*
+ * Stand-ins for the client layer, which finishes the commands a peer's
+ * closing ends in its own prepare watcher (priority 0, before the peer
+ * layer's), and for the loop's sleeps: a check watcher counts the polls.
+ */
+static unsigned polls, done_at_poll, seen_at_poll;
+static bool req_done, req_seen;
+
+static void count_poll(struct ev_loop *loop, ev_check *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+    polls++;
+}
+
+static void client_layer_stand_in(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+    if (req_done && !req_seen) {
+        req_seen = true;
+        seen_at_poll = polls;
+    }
+}
+
+static void req_ended(void *ctx, int result, const struct request_reply *reply, uint64_t elapsed_us)
+{
+    (void)ctx;
+    (void)reply;
+    (void)elapsed_us;
+    ck_assert_int_eq(result, RK_ECLOSED);
+    req_done = true;
+    done_at_poll = polls;
+}
+
+static bool req_was_seen(void *arg)
+{
+    (void)arg;
+    return req_seen;
+}
+
+/*
+ * A write that fails in the pass's flush (b reset the connection) closes
+ * the peer and ends its outstanding requests.  What their callbacks finish
+ * (a coordinator's client commands) is taken by the client layer's prepare
+ * watcher: it must see them before the loop sleeps, not at whatever wakes
+ * the loop next (a gossip round, 200 ms later).
+ */
+START_TEST(test_write_error_seen_before_sleep)
+{
+    struct msg ping = {.type = MSG_PING};
+    ev_prepare stand_in;
+    ev_check poll_w;
+    uint64_t id;
+
+    ev_run(a->loop, EVRUN_NOWAIT); /* what the handshake left to send */
+    ev_prepare_init(&stand_in, client_layer_stand_in);
+    ev_prepare_start(a->loop, &stand_in);
+    ev_check_init(&poll_w, count_poll);
+    ev_check_start(a->loop, &poll_w);
+    ck_assert_int_eq(request_add(&pa->requests, 1, 0, UINT64_MAX, req_ended, NULL, &id), 0);
+    b_resets();
+    ck_assert_int_eq(peer_send(pa, &ping), 0); /* its write meets the reset */
+    ck_assert(two_nodes_spin(&tn, req_was_seen, NULL));
+    ck_assert_uint_eq(a->n_peers, 0);
+    ev_prepare_stop(a->loop, &stand_in);
+    ev_check_stop(a->loop, &poll_w);
+    ck_assert_msg(seen_at_poll == done_at_poll,
+                  "request ended after poll %u, the client layer saw it after poll %u",
+                  done_at_poll, seen_at_poll);
+}
+END_TEST
+
 START_TEST(test_bulktest_on_reset_connection)
 {
     struct buf report;
@@ -288,6 +363,7 @@ static Suite *peer_lanes_suite(void)
         {"second_ident_refused", test_second_ident_refused},
         {"pass_leaves_before_sleep", test_pass_leaves_before_sleep},
         {"closed_while_queued", test_closed_while_queued},
+        {"write_error_seen_before_sleep", test_write_error_seen_before_sleep},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
