@@ -39,6 +39,7 @@ static void peer_on_write(struct ev_loop *loop, ev_io *w, int revents);
 static void peer_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_on_request_timer(struct ev_loop *loop, ev_timer *w, int revents);
 static void peer_flush(struct peer *p);
+static void peer_flush_at(struct peer *p, bool from_prepare);
 static void peer_flush_later(struct peer *p);
 static int peer_seal_pending(struct peer *p);
 static void peer_bulk_closed(struct peer *p);
@@ -994,13 +995,27 @@ void peer_flush_queued(struct server *n)
         n->peers_to_flush = p->flush_next;
         p->flush_queued = false;
         if (!p->dead && !ev_is_active(&p->wio)) {
-            peer_flush(p);
+            peer_flush_at(p, true);
         }
         peer_release(p);
     }
 }
 
 static void peer_flush(struct peer *p)
+{
+    peer_flush_at(p, false);
+}
+
+/*
+ * Write what p holds.  From a prepare watcher (from_prepare), a failed
+ * write does not close p there: closing ends p's requests, and what their
+ * callbacks finish (client commands, hints) is taken by the client layer's
+ * prepare watcher, which has run already, so it would wait for whatever
+ * wakes the loop next.  The write watcher is armed instead: the socket's
+ * error wakes the loop at once, and its callback's write fails and closes p
+ * in the loop's I/O phase, before the next pass of the prepare watchers.
+ */
+static void peer_flush_at(struct peer *p, bool from_prepare)
 {
     size_t sent;
 
@@ -1009,6 +1024,10 @@ static void peer_flush(struct peer *p)
         return;
     }
     if (!p->connecting && net_send_buf(p->fd, &p->out, &sent) != 0) {
+        if (from_prepare) {
+            ev_io_start(p->node->loop, &p->wio);
+            return;
+        }
         peer_close(p, "write_error");
         return;
     }
