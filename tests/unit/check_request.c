@@ -9,6 +9,7 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "request.h"
@@ -385,6 +386,123 @@ START_TEST(test_random_order_against_model)
 }
 END_TEST
 
+/* Every index slot in use points at an entry whose probe reaches it; every entry is found. */
+static void assert_index_sound(const struct request_table *t)
+{
+    size_t used = 0;
+
+    for (size_t s = 0; t->n > 0 && s <= t->at_mask; s++) {
+        if (t->at[s] == 0) {
+            continue;
+        }
+        used++;
+        ck_assert_uint_lt(t->at[s] - 1, t->n);
+        /* no empty slot between the entry's home and its slot: its probe gets there */
+        size_t home =
+            (size_t)((t->v[t->at[s] - 1].id * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & t->at_mask;
+        for (size_t k = home; k != s; k = (k + 1) & t->at_mask) {
+            ck_assert_uint_ne(t->at[k], 0);
+        }
+    }
+    ck_assert_uint_eq(used, t->n);
+    for (size_t i = 0; i < t->n; i++) {
+        ck_assert_ptr_eq(request_find(t, t->v[i].id), &t->v[i]);
+    }
+}
+
+/*
+ * Ids from where the multiplied hash's bits turn over (2^32) and from just
+ * below 2^64, tables of several bounds grown from empty while full of
+ * outstanding requests, then drained from the middle, with timeouts: each
+ * id ends exactly once, ids never issued are never found, and the index
+ * stays sound (every entry reachable from its home).
+ */
+START_TEST(test_index_wrap_and_grow)
+{
+    enum { ROUNDS = 15000, IDS = 1 << 16 };
+    static const uint64_t starts[] = {1, (UINT64_C(1) << 32) - 300, UINT64_MAX - 20000};
+    static const size_t maxes[] = {1024, 7, 100};
+    static struct probe probes[IDS];
+    static uint64_t open_ids[IDS];
+    uint64_t seed = 0x2545F4914F6CDD1Dull;
+
+    for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++) {
+        for (size_t mi = 0; mi < sizeof(maxes) / sizeof(maxes[0]); mi++) {
+            struct request_table t;
+            size_t nopen = 0, issued = 0;
+            uint64_t now = T_START;
+
+            memset(probes, 0, sizeof(probes));
+            request_table_init(&t, maxes[mi]);
+            t.next_id = starts[si];
+            for (int r = 0; r < ROUNDS; r++) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                /* phases of 3000: mostly adding (up to the bound), mostly ending, even */
+                int phase = (r / 3000) % 3;
+                bool adding = phase == 0 ? seed % 10 < 8 : phase == 1 ? seed % 10 < 2 : seed % 2;
+                if (adding && issued < IDS) {
+                    uint64_t id = 0;
+                    int rc = request_add(&t, 1, now, (seed >> 20) % 3 == 0 ? 5000 : 100 * T_TIMEOUT,
+                                         probe_done, &probes[issued], &id);
+                    if (nopen == maxes[mi]) {
+                        ck_assert_int_eq(rc, RK_ETOOBIG);
+                        continue;
+                    }
+                    ck_assert_int_eq(rc, 0);
+                    ck_assert_uint_eq(id - starts[si], issued);
+                    open_ids[nopen++] = id;
+                    issued++;
+                } else if (nopen > 0) {
+                    size_t k = (size_t)((seed >> 8) % nopen);
+                    uint64_t id = open_ids[k];
+                    struct probe *p = &probes[id - starts[si]];
+                    struct request_reply reply = {7, NULL, 0};
+                    open_ids[k] = open_ids[--nopen];
+                    if (p->calls == 1) {
+                        continue; /* timed out before */
+                    }
+                    if (seed % 7 == 0) {
+                        ck_assert_int_eq(request_fail(&t, id, RK_ECLOSED, now), 0);
+                    } else {
+                        ck_assert_int_eq(request_complete(&t, id, now, &reply), REQUEST_DELIVERED);
+                    }
+                    ck_assert_int_eq(p->calls, 1);
+                    ck_assert_ptr_null(request_find(&t, id));
+                }
+                if (seed % 997 == 0) {
+                    size_t ended, w = 0;
+                    now += 10000;
+                    ended = request_expire(&t, now);
+                    for (size_t k = 0; k < nopen; k++) {
+                        if (probes[open_ids[k] - starts[si]].calls == 0) {
+                            open_ids[w++] = open_ids[k];
+                        } else {
+                            ck_assert_int_eq(probes[open_ids[k] - starts[si]].result, RK_ETIMEOUT);
+                            ended--;
+                        }
+                    }
+                    ck_assert_uint_eq(ended, 0);
+                    nopen = w;
+                }
+                ck_assert_ptr_null(request_find(&t, t.next_id + seed % 1000));
+                ck_assert_uint_eq(request_count(&t), nopen);
+                if (r % 211 == 0) {
+                    assert_index_sound(&t);
+                }
+            }
+            assert_index_sound(&t);
+            request_fail_all(&t, RK_ECLOSED, now);
+            for (size_t c = 0; c < issued; c++) {
+                ck_assert_int_eq(probes[c].calls, 1);
+            }
+            request_table_deinit(&t);
+        }
+    }
+}
+END_TEST
+
 static Suite *request_suite(void)
 {
     Suite *s = suite_create("request");
@@ -402,6 +520,7 @@ static Suite *request_suite(void)
         {"stall_all_late", test_stall_answers_all_late},
         {"reentrant", test_callback_may_change_the_table},
         {"random_order", test_random_order_against_model},
+        {"index_wrap_and_grow", test_index_wrap_and_grow},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
