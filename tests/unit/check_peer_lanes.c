@@ -19,6 +19,10 @@
  *   without arming the write watcher; a connection closed in the pass it
  *   was queued to be written in is let go (ASan sees a leak or a use after
  *   free otherwise).
+ * - A write that fails in that flush (the other end reset the connection)
+ *   closes the connection from the loop's I/O phase, so the requests it
+ *   ends are seen by the client layer's prepare watcher before the loop
+ *   sleeps.
  *
  * Waits drive the loop until a condition holds, with an iteration bound;
  * nothing asserts on time.
