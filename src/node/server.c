@@ -617,5 +617,14 @@ void server_destroy(struct server *n)
     channel_key_free(n->key);
     buf_free(&n->answer_buf);
     rpc_spares_free(n);
+    if (n->loop != NULL) {
+        /* the default loop outlives n: nothing of n's may stay on it (none is active unless run) */
+        ev_prepare_stop(n->loop, &n->client_prepare_w);
+        ev_prepare_stop(n->loop, &n->peer_prepare_w);
+        ev_check_stop(n->loop, &n->loop_clock_w);
+        ev_signal_stop(n->loop, &n->sigterm_w);
+        ev_signal_stop(n->loop, &n->sigint_w);
+        ev_signal_stop(n->loop, &n->sighup_w);
+    }
     free(n);
 }

@@ -18,7 +18,7 @@
  * - What one loop pass sends leaves before the loop sleeps, in one frame,
  *   without arming the write watcher; a connection closed in the pass it
  *   was queued to be written in is let go (ASan sees a leak or a use after
- *   free otherwise).
+ *   free otherwise); a node destroyed then leaves nothing on the shared loop.
  * - A write that fails in that flush (the other end reset the connection)
  *   closes the connection from the loop's I/O phase, so the requests it
  *   ends are seen by the client layer's prepare watcher before the loop
@@ -186,6 +186,19 @@ START_TEST(test_closed_while_queued)
     ck_assert_ptr_nonnull(a->peers_to_flush); /* still held: freed when let go */
     ev_run(a->loop, EVRUN_NOWAIT);
     ck_assert_ptr_null(a->peers_to_flush);
+    ck_assert(two_nodes_spin(&tn, b_closed, NULL));
+}
+END_TEST
+
+START_TEST(test_destroyed_while_queued)
+{
+    struct msg ping = {.type = MSG_PING};
+
+    ck_assert_int_eq(peer_send(pa, &ping), 0);
+    ck_assert(ev_is_active(&a->peer_prepare_w));
+    server_destroy(a); /* before a pass wrote it: its watchers leave the shared loop */
+    tn.a = NULL;
+    ev_run(b->loop, EVRUN_NOWAIT); /* a's prepare watcher would run on freed memory (ASan) */
     ck_assert(two_nodes_spin(&tn, b_closed, NULL));
 }
 END_TEST
@@ -367,6 +380,7 @@ static Suite *peer_lanes_suite(void)
         {"second_ident_refused", test_second_ident_refused},
         {"pass_leaves_before_sleep", test_pass_leaves_before_sleep},
         {"closed_while_queued", test_closed_while_queued},
+        {"destroyed_while_queued", test_destroyed_while_queued},
         {"write_error_seen_before_sleep", test_write_error_seen_before_sleep},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -78,7 +78,7 @@ bool two_nodes_spin(struct two_nodes *t, bool (*cond)(void *), void *arg)
         if (cond(arg)) {
             return true;
         }
-        ev_run(t->a->loop, EVRUN_ONCE);
+        ev_run(t->b->loop, EVRUN_ONCE); /* the one loop of both; a may be destroyed already */
     }
     return cond(arg);
 }
@@ -129,7 +129,7 @@ void two_nodes_stop(struct two_nodes *t)
 {
     char cmd[128];
 
-    ev_timer_stop(t->a->loop, &t->tick);
+    ev_timer_stop(t->b->loop, &t->tick);
     server_destroy(t->a);
     server_destroy(t->b);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);

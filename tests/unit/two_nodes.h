@@ -34,7 +34,7 @@ struct two_nodes {
  * "name", "value", ... set on both, NULL-ended; NULL for none.
  */
 void two_nodes_start(struct two_nodes *t, const char *test, const char *const *extra);
-/* Destroy both nodes and remove their directory. */
+/* Destroy both nodes (a test that destroyed a sets t->a to NULL) and remove their directory. */
 void two_nodes_stop(struct two_nodes *t);
 /* Turn a's loop until cond(arg) holds; false when it never did. */
 bool two_nodes_spin(struct two_nodes *t, bool (*cond)(void *), void *arg);
