@@ -81,8 +81,8 @@
 #include "kv.h"
 #include "log.h"
 #include "net.h"
-#include "rpc.h"
 #include "peer.h"
+#include "rpc.h"
 #include "server.h"
 #include "txn.h"
 

@@ -316,8 +316,10 @@ static bool rpc_member_current(uint32_t status)
     return status != MSG_MEMBER_LEFT && status != MSG_MEMBER_REMOVED;
 }
 
-/* The connection that may carry requests to member id: identified as it, at its address. */
-/* rpc_link() for member e (NULL: not a member) of id. */
+/*
+ * The connection that may carry requests to member id, whose entry is e
+ * (NULL: not a member): identified as it, at its address.
+ */
 static int rpc_link_member(struct server *n, const struct member *e, const char *id,
                            struct peer **out)
 {
@@ -335,6 +337,7 @@ static int rpc_link_member(struct server *n, const struct member *e, const char 
     return RK_EIO;
 }
 
+/* rpc_link_member() of id, looked up. */
 static int rpc_link(struct server *n, const char *id, struct peer **out)
 {
     return rpc_link_member(n, membership_find(gossip_members(n->gossip), id), id, out);

@@ -51,13 +51,18 @@ typedef void (*rpc_done_fn)(void *ctx, int result, const struct request_reply *r
 
 /*
  * Ask member id to run op with body (one msgpack value made by the msg_*
- * encoders, borrowed and not walked again; len 0 sends nil).  0: the request is outstanding and
- * done will be called exactly once with ctx - perhaps before rpc_ask() returns, when the connection
- * fails while sending.  Otherwise nothing was sent, done is not called, and the error (counted)
- * says why: RK_ENOTFOUND  id is not a current member; RK_EIO        no identified connection to it
- * is open; RK_EMISMATCH  its message-set version does not know requests; RK_ETOOBIG
- * RPC_OUTSTANDING_MAX requests are outstanding on it; RK_EINVAL     body is too large for one
- * frame; RK_ECLOSED    this node is shutting down; RK_ENOMEM.
+ * encoders, borrowed and not walked again; len 0 sends nil).  0: the
+ * request is outstanding and done will be called exactly once with ctx -
+ * perhaps before rpc_ask() returns, when the connection fails while
+ * sending.  Otherwise nothing was sent, done is not called, and the error
+ * (counted) says why:
+ *   RK_ENOTFOUND  id is not a current member;
+ *   RK_EIO        no identified connection to it is open;
+ *   RK_EMISMATCH  its message-set version does not know requests;
+ *   RK_ETOOBIG    RPC_OUTSTANDING_MAX requests are outstanding on it;
+ *   RK_EINVAL     body is too large for one frame;
+ *   RK_ECLOSED    this node is shutting down;
+ *   RK_ENOMEM.
  */
 int rpc_ask(struct server *n, const char *id, uint32_t op, const uint8_t *body, size_t len,
             rpc_done_fn done, void *ctx);

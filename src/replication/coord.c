@@ -2098,8 +2098,7 @@ static void delivery_step(struct coord_delivery *d, bool ok)
     }
 }
 
-/* A node's outcome of a delivery, a replica's or this node's own: a refusal for good drops the
- * hint. */
+/* One node's outcome of a delivery (a replica's, or this node's own): refused for good drops it. */
 static void delivery_outcome(struct coord_delivery *d, uint32_t status)
 {
     if (status_final(status)) {
