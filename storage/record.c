@@ -1335,3 +1335,63 @@ int record_peek(const uint8_t *buf, size_t len, size_t *n, bool *tombstone, cons
 {
     return record_peek_at(buf, len, 0, n, tombstone, value, value_len);
 }
+
+/* One sibling's encoding inside a canonical form being built. */
+struct canon_part {
+    const uint8_t *p;
+    size_t len;
+};
+
+/* memcmp order of encodings, the shorter first when one is a prefix of the other. */
+static int canon_part_cmp(const void *a, const void *b)
+{
+    const struct canon_part *x = a, *y = b;
+    int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+
+    if (c != 0) {
+        return c;
+    }
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Encode every sibling of r into enc and point parts[i] at the i-th. */
+static void canon_parts(const struct record *r, uint8_t *enc, struct canon_part *parts)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        parts[i].p = enc;
+        parts[i].len = sibling_encode(&r->s[i], enc);
+        enc += parts[i].len;
+    }
+}
+
+int record_canonical(const struct record *r, uint8_t **out, size_t *len)
+{
+    size_t body = 0, n = r->n;
+    struct canon_part *parts = malloc((n ? n : 1) * sizeof(*parts));
+    uint8_t *enc, *p;
+
+    for (size_t i = 0; i < n; i++) {
+        body += sibling_encoded_size(&r->s[i]);
+    }
+    enc = malloc(body ? body : 1);
+    *out = malloc(4 + 4 * n + body);
+    if (parts == NULL || enc == NULL || *out == NULL) {
+        free(parts);
+        free(enc);
+        free(*out);
+        *out = NULL;
+        return RK_ENOMEM;
+    }
+    canon_parts(r, enc, parts);
+    qsort(parts, n, sizeof(*parts), canon_part_cmp);
+    p = bytes_put_be32(*out, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        p = bytes_put_be32(p, (uint32_t)parts[i].len);
+        memcpy(p, parts[i].p, parts[i].len);
+        p += parts[i].len;
+    }
+    *len = (size_t)(p - *out);
+    free(parts);
+    free(enc);
+    return 0;
+}

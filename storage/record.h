@@ -273,4 +273,21 @@ size_t sibling_encode(const struct sibling *s, uint8_t *out);
 /* s must be initialised and is emptied first; *used = bytes read.  Errors as record_decode(). */
 int sibling_decode(const uint8_t *buf, size_t len, size_t *used, struct sibling *s);
 
+/*
+ * The canonical form of r, for digests that must not depend on the order
+ * of its siblings (store_arc_digest()):
+ *
+ *   u32 n                      siblings
+ *   n times, in ascending order of their encodings (memcmp over the
+ *   shorter length, the shorter first when one is a prefix of the other):
+ *     u32 len                  bytes of the sibling's encoding
+ *     len bytes                sibling_encode() of it
+ *
+ * Big-endian.  Two records holding the same siblings, in any order, have
+ * the same canonical form; the decoder admits one encoding per sibling, so
+ * a record decoded and one built agree.  *out is malloc'd (the caller
+ * frees it) and *len its size.  RK_ENOMEM.
+ */
+int record_canonical(const struct record *r, uint8_t **out, size_t *len);
+
 #endif

@@ -113,15 +113,17 @@
  *
  * The write-ahead log
  * -------------------
- * A batch of writes (STORE_OP_WRITE and STORE_OP_APPLY only) does not
- * touch LMDB: each operation reads its key's record (the batch's own
- * earlier write of it, else the overlay, else LMDB), and the records it
- * leaves are appended to `wal` as one record with one write(), then
- * published to the overlay (overlay.h) under the resize lock, so a reader
- * sees all of a batch or none of it.  A random key thus costs one
- * sequential append instead of rewriting the 4 KiB B-tree page it lands
- * on at every commit.  Durability per sync mode: `always` fdatasyncs the
- * log before the batch completes; `batch` has the syncer fdatasync it
+ * A batch of writes (STORE_OP_WRITE, STORE_OP_APPLY and
+ * STORE_OP_APPLY_RECORD only) does not touch LMDB: each operation reads
+ * its key's record (the batch's own earlier write of it, else the
+ * overlay, else LMDB), and the records it leaves are appended to `wal` as
+ * one record with one write(), then published to the overlay (overlay.h)
+ * under the resize lock, so a reader sees all of a batch or none of it.
+ * The log holds the whole records a batch leaves, never the operations,
+ * so an APPLY_RECORD needs no kind of its own in it (wal.c).  A random key
+ * thus costs one sequential append instead of rewriting the 4 KiB B-tree
+ * page it lands on at every commit.  Durability per sync mode: `always`
+ * fdatasyncs the log before the batch completes; `batch` has the syncer fdatasync it
  * every batch_ms; `none` leaves it to the kernel.
  *
  * A checkpoint moves the overlay into LMDB: one transaction puts every
@@ -2201,6 +2203,104 @@ int store_arc_stats(struct store *s, uint64_t start, uint64_t end, uint64_t *key
     return rc;
 }
 
+/*
+ * Digests of an arc's sub-arcs (store_arc_digest()): the scan visits the
+ * arc in position order, so sub-arcs come in order and one hash state at a
+ * time is open.
+ */
+struct digest_ctx {
+    uint64_t start;
+    unsigned __int128 len; /* the arc's length in positions: 1 .. 2^64 */
+    unsigned parts;
+    unsigned cur; /* the sub-arc whose state is open */
+    crypto_generichash_state st;
+    uint8_t (*out)[STORE_DIGEST_LEN];
+    uint64_t keys;
+};
+
+/*
+ * The sub-arc of position pos: the i with floor(i*L/parts) < d <=
+ * floor((i+1)*L/parts), d pos's offset from start in 1 .. L; that is
+ * i = floor((d*parts - 1) / L).
+ */
+static unsigned digest_part(const struct digest_ctx *dc, uint64_t pos)
+{
+    unsigned __int128 d = (uint64_t)(pos - dc->start);
+
+    if (d == 0) {
+        d = (unsigned __int128)1 << 64; /* start itself: the whole circle's last position */
+    }
+    return (unsigned)((d * dc->parts - 1) / dc->len);
+}
+
+/* Finish the open sub-arc's digest and open the next ones up to part. */
+static void digest_advance(struct digest_ctx *dc, unsigned part)
+{
+    while (dc->cur < part) {
+        crypto_generichash_final(&dc->st, dc->out[dc->cur], STORE_DIGEST_LEN);
+        dc->cur++;
+        crypto_generichash_init(&dc->st, NULL, 0, STORE_DIGEST_LEN);
+    }
+}
+
+/* Hash one key: position, key length and bytes, the record's canonical form. */
+static int digest_visit(void *ctx, const struct store_item *it)
+{
+    struct digest_ctx *dc = ctx;
+    uint8_t head[12], *canon = NULL;
+    struct record r;
+    size_t canon_len = 0;
+    int rc;
+
+    record_init(&r);
+    rc = record_decode(it->record, it->record_len, &r);
+    if (rc != 0) {
+        record_deinit(&r);
+        return rc == RK_ENOMEM ? rc : RK_ESYNTAX;
+    }
+    rc = record_canonical(&r, &canon, &canon_len);
+    record_deinit(&r);
+    if (rc != 0) {
+        return rc;
+    }
+    digest_advance(dc, digest_part(dc, it->pos));
+    bytes_put_be64(head, it->pos);
+    bytes_put_be32(head + 8, (uint32_t)it->key_len);
+    crypto_generichash_update(&dc->st, head, sizeof(head));
+    crypto_generichash_update(&dc->st, it->key, it->key_len);
+    crypto_generichash_update(&dc->st, canon, canon_len);
+    free(canon);
+    dc->keys++;
+    return 0;
+}
+
+int store_arc_digest(struct store *s, uint64_t start, uint64_t end, unsigned parts,
+                     uint8_t (*out)[STORE_DIGEST_LEN], uint64_t *keys)
+{
+    struct digest_ctx dc = {.start = start, .parts = parts, .out = out};
+    struct store_cursor cur;
+    int rc = 0;
+
+    if (parts < 1 || parts > STORE_DIGEST_PARTS_MAX) {
+        return RK_EINVAL;
+    }
+    dc.len = (uint64_t)(end - start);
+    if (dc.len == 0) {
+        dc.len = (unsigned __int128)1 << 64;
+    }
+    crypto_generichash_init(&dc.st, NULL, 0, STORE_DIGEST_LEN);
+    store_cursor_init(&cur);
+    while (!cur.done && rc == 0) {
+        rc = store_scan(s, start, end, &cur, STORE_STATS_CHUNK, 0, digest_visit, &dc);
+    }
+    digest_advance(&dc, parts - 1);
+    crypto_generichash_final(&dc.st, out[parts - 1], STORE_DIGEST_LEN);
+    if (keys != NULL) {
+        *keys = dc.keys;
+    }
+    return rc;
+}
+
 int store_table_get(struct store *s, enum store_table t, const void *key, size_t key_len, void *buf,
                     size_t cap, size_t *len)
 {
@@ -2939,6 +3039,60 @@ static int op_apply(struct batch *b, struct store_op *op)
     return rc;
 }
 
+/*
+ * Merge every sibling of the decoded record in into r, as op_apply() merges
+ * one version: r is the caller's copy, so a refusal part way leaves the
+ * stored record alone.  *changed: whether any sibling changed r.
+ */
+static int apply_siblings(struct batch *b, struct record *r, const struct record *in, bool *changed)
+{
+    *changed = false;
+    for (size_t i = 0; i < in->n; i++) {
+        bool c = false;
+        int rc = record_apply(r, &in->s[i], b->s->cfg.conflicts, b->s->cfg.max_siblings, &c);
+        if (rc != 0) {
+            return rc;
+        }
+        *changed = *changed || c;
+    }
+    return 0;
+}
+
+/*
+ * STORE_OP_APPLY_RECORD: one read-modify-write of the key for all the
+ * siblings of a record another store held (handoff).  Each sibling's stamp
+ * reaches the clock as an applied version's does (op_apply()).
+ */
+static int op_apply_record(struct batch *b, struct store_op *op)
+{
+    uint8_t kb[8 + STORE_KEY_MAX];
+    MDB_val k = {data_key(kb, store_position(b->s, op->key, op->key_len), op->key, op->key_len),
+                 kb};
+    struct record in, r;
+    bool found, was, changed = false;
+    int rc;
+
+    record_init(&in);
+    record_init(&r);
+    rc = record_decode(op->value, op->value_len, &in);
+    if (rc != 0) {
+        rc = rc == RK_ENOMEM ? rc : RK_ESYNTAX;
+        goto out_free;
+    }
+    for (size_t i = 0; i < in.n; i++) {
+        (void)hlc_update(&b->s->hlc, in.s[i].hlc, b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
+    }
+    rc = batch_load(b, &k, &r, &found);
+    was = record_all_tombstones(&r);
+    rc = rc ? rc : apply_siblings(b, &r, &in, &changed);
+    rc = rc ? rc : op_apply_store(b, &k, &r, found, was, changed);
+    op->changed = rc == 0 && changed;
+out_free:
+    record_deinit(&r);
+    record_deinit(&in);
+    return rc;
+}
+
 struct range_ctx {
     struct batch *b;
     struct store_op *op;
@@ -3134,10 +3288,15 @@ static int op_table_put(struct batch *b, struct store_op *op)
 typedef int (*op_fn)(struct batch *b, struct store_op *op);
 
 static const op_fn op_table[] = {
-    [STORE_OP_WRITE] = op_write,         [STORE_OP_APPLY] = op_apply,
-    [STORE_OP_DELETE_RANGE] = op_range,  [STORE_OP_COLLECT] = op_range,
-    [STORE_OP_HINT_PUT] = op_hint_put,   [STORE_OP_HINT_DELETE] = op_hint_delete,
-    [STORE_OP_TABLE_PUT] = op_table_put, [STORE_OP_DELETE_IF] = op_delete_if,
+    [STORE_OP_WRITE] = op_write,
+    [STORE_OP_APPLY] = op_apply,
+    [STORE_OP_DELETE_RANGE] = op_range,
+    [STORE_OP_COLLECT] = op_range,
+    [STORE_OP_HINT_PUT] = op_hint_put,
+    [STORE_OP_HINT_DELETE] = op_hint_delete,
+    [STORE_OP_TABLE_PUT] = op_table_put,
+    [STORE_OP_DELETE_IF] = op_delete_if,
+    [STORE_OP_APPLY_RECORD] = op_apply_record,
 };
 
 /*
@@ -3565,7 +3724,8 @@ static bool batch_loggable(struct store *s, struct store_op **ops, size_t n)
         return false;
     }
     for (size_t i = 0; i < n; i++) {
-        if (ops[i]->type != STORE_OP_WRITE && ops[i]->type != STORE_OP_APPLY) {
+        if (ops[i]->type != STORE_OP_WRITE && ops[i]->type != STORE_OP_APPLY &&
+            ops[i]->type != STORE_OP_APPLY_RECORD) {
             return false;
         }
     }
@@ -4190,14 +4350,16 @@ void store_op_init(struct store_op *op, enum store_op_type type)
 static bool op_valid(const struct store_op *op)
 {
     bool keyed = op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY ||
-                 op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_DELETE_IF;
+                 op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_DELETE_IF ||
+                 op->type == STORE_OP_APPLY_RECORD;
     bool ranged = op->type == STORE_OP_DELETE_RANGE || op->type == STORE_OP_COLLECT;
     bool targeted = op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_HINT_DELETE;
 
-    if ((unsigned)op->type > STORE_OP_DELETE_IF) {
+    if ((unsigned)op->type > STORE_OP_APPLY_RECORD) {
         return false;
     }
-    if (op->type == STORE_OP_DELETE_IF && op->value == NULL) {
+    if ((op->type == STORE_OP_DELETE_IF || op->type == STORE_OP_APPLY_RECORD) &&
+        op->value == NULL) {
         return false;
     }
     if (keyed && op->key == NULL && op->key_len > 0) {
@@ -4222,7 +4384,8 @@ static bool op_valid(const struct store_op *op)
 static int op_check(const struct store_op *op)
 {
     bool keyed = op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY ||
-                 op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_DELETE_IF;
+                 op->type == STORE_OP_HINT_PUT || op->type == STORE_OP_DELETE_IF ||
+                 op->type == STORE_OP_APPLY_RECORD;
 
     if (keyed && op->key_len > STORE_KEY_MAX) {
         return RK_ETOOBIG;
@@ -4450,6 +4613,25 @@ int store_write(struct store *s, const void *key, size_t len, const void *value,
         *written = op.written;
     } else {
         sibling_deinit(&op.written);
+    }
+    return rc;
+}
+
+int store_apply_record(struct store *s, const void *key, size_t len, const uint8_t *rec,
+                       size_t rec_len, bool *changed)
+{
+    struct store_op op;
+    int rc;
+
+    store_op_init(&op, STORE_OP_APPLY_RECORD);
+    op.key = key;
+    op.key_len = len;
+    op.value = rec;
+    op.value_len = rec_len;
+    rc = store_submit(s, &op);
+    rc = rc ? rc : store_wait(s, &op);
+    if (changed != NULL) {
+        *changed = rc == 0 && op.changed;
     }
     return rc;
 }

@@ -241,6 +241,42 @@ int store_scan(struct store *s, uint64_t start, uint64_t end, struct store_curso
 /* Keys and stored bytes (key plus record) on the arc (start, end]. */
 int store_arc_stats(struct store *s, uint64_t start, uint64_t end, uint64_t *keys, uint64_t *bytes);
 
+#define STORE_DIGEST_LEN 32
+#define STORE_DIGEST_PARTS_MAX 64
+
+/*
+ * Digests of the content of the arc (start, end] (store_scan()'s arc: it
+ * wraps when start >= end, start == end is the whole circle), split into
+ * parts (1 .. STORE_DIGEST_PARTS_MAX) sub-arcs, so two replicas of an arc
+ * can compare it and find the parts that differ.  Reads as store_scan():
+ * LMDB and the write-ahead log's newer records.
+ *
+ * Sub-arc boundaries, which two nodes must cut identically: let L be the
+ * arc's length in positions, (end - start) mod 2^64, or 2^64 when that is
+ * 0 (the whole circle), and b(i) = (start + floor(i * L / parts)) mod 2^64
+ * for i = 0 .. parts, computed exactly (128-bit).  Sub-arc i is
+ * (b(i), b(i + 1)]: the positions p whose offset d = (p - start) mod 2^64
+ * (d = 2^64 when p == start on the whole circle) satisfies
+ * floor(i * L / parts) < d <= floor((i + 1) * L / parts).  When L <
+ * parts some sub-arcs are empty.
+ *
+ * out[i] is the BLAKE2b-256 (crypto_generichash, no key) of the keys of
+ * sub-arc i in position order (key bytes as the tie-break), each as
+ *   u64 position, u32 key_len, key bytes, then the record's canonical
+ *   form (record_canonical(): u32 sibling count, then each sibling as u32
+ *   length and its record.h encoding, in order of those encodings),
+ * integers big-endian, so stores holding the same siblings in any order
+ * agree.  An empty sub-arc's digest is that of zero bytes.  *keys (keys
+ * may be NULL) receives the keys counted over the whole arc.  Each chunk
+ * of keys is read in its own read transaction, as store_arc_stats() does:
+ * under concurrent writes the digest mixes moments.  Returns 0, RK_EINVAL
+ * for parts outside 1 .. STORE_DIGEST_PARTS_MAX, RK_ESYNTAX for a stored
+ * record that does not decode, RK_ENOMEM or a read error; out is then
+ * undefined.
+ */
+int store_arc_digest(struct store *s, uint64_t start, uint64_t end, unsigned parts,
+                     uint8_t (*out)[STORE_DIGEST_LEN], uint64_t *keys);
+
 /* A value of the metadata or handoff table (see store.c); RK_ENOTFOUND. */
 enum store_table {
     STORE_TABLE_META,
@@ -358,6 +394,21 @@ enum store_op_type {
      * transaction, so a version that arrived after the read is never lost.
      */
     STORE_OP_DELETE_IF,
+    /*
+     * A whole record of key from another store (handoff): `value` is one
+     * encoded record (record.h, as store_scan() hands it out).  In the
+     * writer's transaction it is decoded (RK_ESYNTAX when it does not
+     * decode, nothing written) and each of its siblings is merged into the
+     * key's record as STORE_OP_APPLY merges one version (record_apply()
+     * under the store's conflicts mode and max_siblings), all in one
+     * read-modify-write of the key, stored only when it changed (changed).
+     * A merge refused (RK_ETOOBIG over max_siblings, RK_ECLOCKFULL) leaves
+     * the key as it was and fails the operation with that error.  Each
+     * sibling's stamp reaches the clock as an APPLY's does.  Like APPLY it
+     * goes to the write-ahead log (whole records), so reads see it as soon
+     * as it completes and a crash replays it.
+     */
+    STORE_OP_APPLY_RECORD,
 };
 
 /*
@@ -409,7 +460,11 @@ struct store_op {
     /* inputs (borrowed until completion) */
     const uint8_t *key;
     size_t key_len;
-    const uint8_t *value; /* WRITE, TABLE_PUT (NULL deletes), DELETE_IF (the record expected) */
+    /*
+     * WRITE, TABLE_PUT (NULL deletes), DELETE_IF (the record expected),
+     * APPLY_RECORD (the encoded record to merge)
+     */
+    const uint8_t *value;
     size_t value_len;
     bool tombstone;               /* WRITE: a delete */
     const struct vclock *context; /* WRITE: what it supersedes; NULL = all */
@@ -439,8 +494,8 @@ struct store_op {
     /* results, valid after completion */
     int result;
     struct sibling written; /* WRITE: the version created; the caller deinits it */
-    bool changed;           /* APPLY: the stored record changed; DELETE_IF: the key was deleted;
-                               WRITE: a version was written */
+    bool changed;           /* APPLY, APPLY_RECORD: the stored record changed; DELETE_IF: the
+                               key was deleted; WRITE: a version was written */
     bool existed;           /* WRITE: the key had a live value (neither tombstone nor expired);
                                TOUCH: a version was written (as changed) */
     bool skipped;           /* WRITE: cond did not hold, or conflict: nothing was written */
@@ -539,5 +594,12 @@ int store_write(struct store *s, const void *key, size_t len, const void *value,
 /* Submit and wait: apply a replicated version. */
 int store_apply(struct store *s, const void *key, size_t len, const struct sibling *v,
                 bool *changed);
+/*
+ * Submit and wait: merge the encoded record rec[0..rec_len) (record.h) into
+ * key's (STORE_OP_APPLY_RECORD).  *changed (when not NULL) says whether the
+ * stored record changed.  key and rec are borrowed for the call.
+ */
+int store_apply_record(struct store *s, const void *key, size_t len, const uint8_t *rec,
+                       size_t rec_len, bool *changed);
 
 #endif
