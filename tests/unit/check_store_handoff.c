@@ -1,0 +1,840 @@
+/*
+ * check_store_handoff.c - the store's operations for ownership handoff
+ * (storage/store.c) on real LMDB files in temporary directories:
+ * STORE_OP_APPLY_RECORD merging a whole record another store held (new
+ * siblings, the same record again, an older one, a damaged one, one past
+ * max_siblings), in atomic groups with a handoff checkpoint (all or
+ * nothing), through store_submit_list() and store_queue(), and across a
+ * crash (the write-ahead log's replay) and a checkpoint; and
+ * store_arc_digest(): stores holding the same siblings in another order
+ * agree, one differing key changes only its sub-arc's digest, sub-arcs cut
+ * as the header says (each equal to the digest of its own arc), wrapping
+ * arcs, the whole circle, and writes still only in the log.
+ *
+ * No new decoder of outside bytes: APPLY_RECORD's input goes through
+ * record_decode(), which tests/fuzz/ covers already.
+ */
+#include <check.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "record.h"
+#include "store.h"
+#include "wal.h"
+
+#define TEST_STORE_DIR_NAME "check_store_handoff"
+#include "test_store_dir.h"
+
+/* Keys of the digest tests: enough that 16 sub-arcs each hold some. */
+#define DIGEST_KEYS 300
+
+static struct store *open_with(const char *sub, const char *node, size_t max_siblings,
+                               bool keep_log)
+{
+    static char path[512];
+    struct store_config c;
+    struct store *s;
+    char err[512];
+
+    store_config_in(&c, path, sizeof(path), sub);
+    c.node_id = node;
+    if (max_siblings > 0) {
+        c.max_siblings = max_siblings;
+    }
+    if (keep_log) {
+        c.test_idle_checkpoint_ms = UINT64_MAX; /* only close checkpoints */
+    }
+    ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open %s: %s", sub, err);
+    return s;
+}
+
+static struct store *open_store(const char *sub, const char *node)
+{
+    return open_with(sub, node, 0, false);
+}
+
+/* A version of key written on a store of node's own (value NULL: a delete). */
+static void version_from(const char *node, const char *key, const char *value, struct sibling *out)
+{
+    char sub[32];
+    struct store *o;
+
+    snprintf(sub, sizeof(sub), "other-%s", node);
+    o = open_store(sub, node);
+    ck_assert_int_eq(store_write(o, key, strlen(key), value, value ? strlen(value) : 0,
+                                 value == NULL, NULL, out),
+                     0);
+    store_close(o);
+}
+
+/* The encoded record of the siblings v[0..n), malloc'd; its length in *len. */
+static uint8_t *encode_of(const struct sibling *const *v, size_t n, size_t *len)
+{
+    struct record r;
+    uint8_t *p;
+
+    record_init(&r);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(record_push(&r, v[i]), 0);
+    }
+    *len = record_encoded_size(&r);
+    p = malloc(*len);
+    ck_assert_ptr_nonnull(p);
+    record_encode(&r, p);
+    record_deinit(&r);
+    return p;
+}
+
+struct raw {
+    uint8_t *p;
+    size_t len;
+};
+
+static int raw_copy(void *ctx, const uint8_t *rec, size_t len)
+{
+    struct raw *r = ctx;
+
+    r->p = malloc(len);
+    ck_assert_ptr_nonnull(r->p);
+    memcpy(r->p, rec, len);
+    r->len = len;
+    return 0;
+}
+
+/* The stored bytes of key (p NULL when absent); the caller frees p. */
+static struct raw stored(struct store *s, const char *key)
+{
+    struct raw r = {NULL, 0};
+    int rc = store_read(s, key, strlen(key), raw_copy, &r);
+
+    ck_assert(rc == 0 || rc == RK_ENOTFOUND);
+    return r;
+}
+
+static void assert_stored(struct store *s, const char *key, const struct raw *want)
+{
+    struct raw got = stored(s, key);
+
+    ck_assert_uint_eq(got.len, want->len);
+    if (want->len > 0) {
+        ck_assert_mem_eq(got.p, want->p, want->len);
+    }
+    free(got.p);
+}
+
+static size_t siblings_of(struct store *s, const char *key)
+{
+    struct record r;
+    size_t n;
+
+    record_init(&r);
+    if (store_get(s, key, strlen(key), &r) == RK_ENOTFOUND) {
+        return 0;
+    }
+    n = r.n;
+    record_deinit(&r);
+    return n;
+}
+
+/* Does key's record hold a sibling with v's clock? */
+static bool holds(struct store *s, const char *key, const struct sibling *v)
+{
+    struct record r;
+    bool found = false;
+
+    record_init(&r);
+    ck_assert_int_eq(store_get(s, key, strlen(key), &r), 0);
+    for (size_t i = 0; i < r.n; i++) {
+        found = found || vclock_compare(&r.s[i].clock, &v->clock) == VCLOCK_EQUAL;
+    }
+    record_deinit(&r);
+    return found;
+}
+
+/* Three concurrent versions of "k", from nodes na, nb and nc. */
+struct three {
+    struct sibling a, b, c;
+};
+
+static void three_make(struct three *t)
+{
+    sibling_init(&t->a);
+    sibling_init(&t->b);
+    sibling_init(&t->c);
+    version_from("na", "k", "from-a", &t->a);
+    version_from("nb", "k", "from-b", &t->b);
+    version_from("nc", "k", "from-c", &t->c);
+}
+
+static void three_free(struct three *t)
+{
+    sibling_deinit(&t->a);
+    sibling_deinit(&t->b);
+    sibling_deinit(&t->c);
+}
+
+/*
+ * A record of two siblings (a, b) merged into a key holding a and a third
+ * concurrent one (c): three siblings, changed; the same record again
+ * changes nothing, nor does a record of a version older than the stored.
+ */
+START_TEST(test_apply_record_merges)
+{
+    struct store *s = open_store("d", "n1");
+    const struct sibling *ab[2];
+    struct sibling old, newer;
+    struct three t;
+    struct raw before;
+    uint8_t *rec;
+    size_t len;
+    bool changed = true;
+
+    three_make(&t);
+    ab[0] = &t.a;
+    ab[1] = &t.b;
+    ck_assert_int_eq(store_apply(s, "k", 1, &t.a, NULL), 0);
+    ck_assert_int_eq(store_apply(s, "k", 1, &t.c, NULL), 0);
+    rec = encode_of(ab, 2, &len);
+    ck_assert_int_eq(store_apply_record(s, "k", 1, rec, len, &changed), 0);
+    ck_assert(changed);
+    ck_assert_uint_eq(siblings_of(s, "k"), 3);
+    ck_assert(holds(s, "k", &t.a) && holds(s, "k", &t.b) && holds(s, "k", &t.c));
+    before = stored(s, "k");
+    ck_assert_int_eq(store_apply_record(s, "k", 1, rec, len, &changed), 0);
+    ck_assert(!changed);
+    assert_stored(s, "k", &before);
+    free(before.p);
+    free(rec);
+
+    /* an older version of a key holding a newer one: nothing changes */
+    sibling_init(&old);
+    sibling_init(&newer);
+    version_from("nd", "old", "first", &old);
+    version_from("nd", "old", "second", &newer); /* the same store: descends from old */
+    ck_assert_int_eq(store_apply(s, "old", 3, &newer, NULL), 0);
+    before = stored(s, "old");
+    rec = encode_of((const struct sibling *[]){&old}, 1, &len);
+    ck_assert_int_eq(store_apply_record(s, "old", 3, rec, len, &changed), 0);
+    ck_assert(!changed);
+    assert_stored(s, "old", &before);
+    free(before.p);
+    free(rec);
+    /* and the newer over the older replaces it, on a key that had none too */
+    rec = encode_of((const struct sibling *[]){&old}, 1, &len);
+    ck_assert_int_eq(store_apply_record(s, "fresh", 5, rec, len, &changed), 0);
+    ck_assert(changed);
+    free(rec);
+    rec = encode_of((const struct sibling *[]){&newer}, 1, &len);
+    ck_assert_int_eq(store_apply_record(s, "fresh", 5, rec, len, &changed), 0);
+    ck_assert(changed);
+    ck_assert_uint_eq(siblings_of(s, "fresh"), 1);
+    ck_assert(holds(s, "fresh", &newer));
+    free(rec);
+    sibling_deinit(&old);
+    sibling_deinit(&newer);
+    three_free(&t);
+    store_close(s);
+}
+END_TEST
+
+/* A record that does not decode: RK_ESYNTAX, the key as it was; a NULL record: refused. */
+START_TEST(test_apply_record_damaged)
+{
+    struct store *s = open_store("d", "n1");
+    struct store_op op;
+    struct three t;
+    struct raw before;
+    uint8_t *rec, *longer;
+    size_t len;
+    bool changed = true;
+
+    three_make(&t);
+    ck_assert_int_eq(store_apply(s, "k", 1, &t.c, NULL), 0);
+    before = stored(s, "k");
+    rec = encode_of((const struct sibling *[]){&t.a, &t.b}, 2, &len);
+    /* cut short, one byte too many, a reserved flag, an unknown format, nothing */
+    ck_assert_int_eq(store_apply_record(s, "k", 1, rec, len - 1, &changed), RK_ESYNTAX);
+    ck_assert(!changed);
+    longer = malloc(len + 1);
+    ck_assert_ptr_nonnull(longer);
+    memcpy(longer, rec, len);
+    longer[len] = 0;
+    ck_assert_int_eq(store_apply_record(s, "k", 1, longer, len + 1, NULL), RK_ESYNTAX);
+    longer[1] = 1;
+    ck_assert_int_eq(store_apply_record(s, "k", 1, longer, len, NULL), RK_ESYNTAX);
+    longer[1] = 0;
+    longer[0] = 9;
+    ck_assert_int_eq(store_apply_record(s, "k", 1, longer, len, NULL), RK_ESYNTAX);
+    ck_assert_int_eq(store_apply_record(s, "k", 1, longer, 0, NULL), RK_ESYNTAX);
+    assert_stored(s, "k", &before);
+    ck_assert_int_eq(store_apply_record(s, "none", 4, rec, len - 1, NULL), RK_ESYNTAX);
+    ck_assert_uint_eq(siblings_of(s, "none"), 0);
+    store_op_init(&op, STORE_OP_APPLY_RECORD);
+    op.key = (const uint8_t *)"k";
+    op.key_len = 1;
+    ck_assert_int_eq(store_submit(s, &op), RK_EINVAL); /* value NULL */
+    free(longer);
+    free(rec);
+    free(before.p);
+    three_free(&t);
+    store_close(s);
+}
+END_TEST
+
+/*
+ * Past max_siblings: the first sibling of the record would fit, the second
+ * not; the operation fails with RK_ETOOBIG and the key keeps its one
+ * sibling (one read-modify-write, not one write per sibling).
+ */
+START_TEST(test_apply_record_sibling_cap)
+{
+    struct store *s = open_with("d", "n1", 2, false);
+    struct three t;
+    struct raw before;
+    uint8_t *rec;
+    size_t len;
+    bool changed = true;
+
+    three_make(&t);
+    ck_assert_int_eq(store_apply(s, "k", 1, &t.c, NULL), 0);
+    before = stored(s, "k");
+    rec = encode_of((const struct sibling *[]){&t.a, &t.b}, 2, &len);
+    ck_assert_int_eq(store_apply_record(s, "k", 1, rec, len, &changed), RK_ETOOBIG);
+    ck_assert(!changed);
+    assert_stored(s, "k", &before);
+    ck_assert_uint_eq(siblings_of(s, "k"), 1);
+    free(rec);
+    free(before.p);
+    three_free(&t);
+    store_close(s);
+}
+END_TEST
+
+/* op: an APPLY_RECORD of rec to key, completing by store_wait(). */
+static void apply_record_op(struct store_op *op, const char *key, const uint8_t *rec, size_t len)
+{
+    store_op_init(op, STORE_OP_APPLY_RECORD);
+    op->key = (const uint8_t *)key;
+    op->key_len = strlen(key);
+    op->value = rec;
+    op->value_len = len;
+}
+
+static void table_put_op(struct store_op *op, const char *key, const char *value)
+{
+    store_op_init(op, STORE_OP_TABLE_PUT);
+    op->table = STORE_TABLE_HANDOFF;
+    op->key = (const uint8_t *)key;
+    op->key_len = strlen(key);
+    op->value = (const uint8_t *)value;
+    op->value_len = strlen(value);
+}
+
+static bool handoff_has(struct store *s, const char *key, const char *want)
+{
+    char buf[64];
+    size_t len;
+    int rc = store_table_get(s, STORE_TABLE_HANDOFF, key, strlen(key), buf, sizeof(buf), &len);
+
+    ck_assert(rc == 0 || rc == RK_ENOTFOUND);
+    return rc == 0 && len == strlen(want) && memcmp(buf, want, len) == 0;
+}
+
+/* Submit ops[0..n) as one atomic group and wait for each; every result must be want. */
+static void run_atomic(struct store *s, struct store_op **ops, size_t n, int want)
+{
+    ck_assert_int_eq(store_submit_atomic(s, ops, n), 0);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(store_wait(s, ops[i]), want);
+    }
+}
+
+/*
+ * A handoff batch: APPLY_RECORDs and the TABLE_PUT of its checkpoint in
+ * one atomic group are visible together; with one damaged record in the
+ * group, neither the records nor the checkpoint are.  The same with
+ * APPLY_RECORDs alone (a group the write-ahead log takes).
+ */
+START_TEST(test_apply_record_atomic)
+{
+    struct store *s = open_store("d", "n1");
+    struct store_op ops[4], *group[4] = {&ops[0], &ops[1], &ops[2], &ops[3]};
+    struct three t;
+    uint8_t *rec;
+    size_t len;
+
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.a, &t.b}, 2, &len);
+    apply_record_op(&ops[0], "g1", rec, len);
+    apply_record_op(&ops[1], "g2", rec, len);
+    apply_record_op(&ops[2], "g3", rec, len - 1); /* damaged */
+    table_put_op(&ops[3], "ckpt", "at-3");
+    run_atomic(s, group, 4, RK_ESYNTAX);
+    ck_assert_uint_eq(siblings_of(s, "g1"), 0);
+    ck_assert_uint_eq(siblings_of(s, "g2"), 0);
+    ck_assert(!handoff_has(s, "ckpt", "at-3"));
+
+    apply_record_op(&ops[0], "g1", rec, len); /* logged: APPLY_RECORDs alone */
+    apply_record_op(&ops[1], "g2", rec, len);
+    apply_record_op(&ops[2], "g3", rec, len - 1);
+    run_atomic(s, group, 3, RK_ESYNTAX);
+    ck_assert_uint_eq(siblings_of(s, "g1"), 0);
+    ck_assert_uint_eq(siblings_of(s, "g2"), 0);
+
+    apply_record_op(&ops[0], "g1", rec, len);
+    apply_record_op(&ops[1], "g2", rec, len);
+    apply_record_op(&ops[2], "g3", rec, len);
+    table_put_op(&ops[3], "ckpt", "at-3");
+    run_atomic(s, group, 4, 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert(ops[i].changed);
+    }
+    ck_assert_uint_eq(siblings_of(s, "g1"), 2);
+    ck_assert_uint_eq(siblings_of(s, "g3"), 2);
+    ck_assert(handoff_has(s, "ckpt", "at-3"));
+
+    apply_record_op(&ops[0], "h1", rec, len);
+    apply_record_op(&ops[1], "h2", rec, len);
+    run_atomic(s, group, 2, 0);
+    ck_assert_uint_eq(siblings_of(s, "h2"), 2);
+    free(rec);
+    three_free(&t);
+    store_close(s);
+}
+END_TEST
+
+static void count_done(struct store_op *op, void *ctx)
+{
+    ++*(int *)ctx;
+    (void)op;
+}
+
+static void wait_done(struct store *s, const int *done, int want)
+{
+    while (*done < want) {
+        struct pollfd p = {store_event_fd(s), POLLIN, 0};
+        ck_assert_int_ge(poll(&p, 1, 10000), 1);
+        store_dispatch(s);
+    }
+}
+
+/* store_submit_list() and store_queue() (atomic too) carry APPLY_RECORD. */
+START_TEST(test_apply_record_list_and_queue)
+{
+    struct store *s = open_store("d", "n1");
+    struct store_op ops[3], *list[3] = {&ops[0], &ops[1], &ops[2]};
+    struct three t;
+    uint8_t *rec;
+    size_t len;
+    int done = 0;
+
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.a, &t.c}, 2, &len);
+    for (int i = 0; i < 3; i++) {
+        apply_record_op(&ops[i], i == 0 ? "l0" : i == 1 ? "l1" : "l2", rec, len);
+    }
+    ck_assert_int_eq(store_submit_list(s, list, 3), 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(store_wait(s, &ops[i]), 0);
+        ck_assert(ops[i].changed);
+    }
+    for (int i = 0; i < 3; i++) {
+        apply_record_op(&ops[i], i == 0 ? "q0" : i == 1 ? "q1" : "l2", rec, len);
+        ops[i].done = count_done;
+        ops[i].ctx = &done;
+    }
+    ck_assert_int_eq(store_queue(s, list, 3, true), 0);
+    store_run_ready(s);
+    wait_done(s, &done, 3);
+    ck_assert_int_eq(ops[0].result, 0);
+    ck_assert(ops[0].changed && ops[1].changed && !ops[2].changed); /* l2 had it already */
+    ck_assert_uint_eq(siblings_of(s, "q1"), 2);
+    free(rec);
+    three_free(&t);
+    store_close(s);
+}
+END_TEST
+
+/* The child: merge the records, check the log took them, and crash. */
+static void child_apply(const char *sub, const uint8_t *rec, size_t len)
+{
+    struct store *s = open_with(sub, "n1", 0, true);
+    struct store_stats st;
+    bool changed = false;
+
+    if (store_apply_record(s, "k", 1, rec, len, &changed) != 0 || !changed ||
+        store_apply_record(s, "k2", 2, rec, len, &changed) != 0 || !changed) {
+        _exit(3);
+    }
+    store_get_stats(s, &st);
+    if (st.logged == 0 || st.overlay_keys != 2) {
+        _exit(4); /* the records did not go to the log */
+    }
+    _exit(0); /* no store_close(): no checkpoint, only the log holds them */
+}
+
+/*
+ * Merged records survive a crash (the log's replay at the next open) and
+ * the checkpoint after it (close, open again).
+ */
+START_TEST(test_apply_record_reopen)
+{
+    char wal[600];
+    struct three t;
+    struct store *s;
+    struct stat sb;
+    uint8_t *rec;
+    size_t len;
+    int status;
+    pid_t pid;
+
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.a, &t.b}, 2, &len);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        child_apply("d", rec, len);
+        _exit(2);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    snprintf(wal, sizeof(wal), "%s/d/wal", tmp_dir);
+    ck_assert_int_eq(stat(wal, &sb), 0);
+    ck_assert_int_gt(sb.st_size, WAL_HEADER_LEN);
+    s = open_store("d", "n1");
+    ck_assert_uint_eq(siblings_of(s, "k"), 2);
+    ck_assert(holds(s, "k", &t.a) && holds(s, "k", &t.b));
+    ck_assert_uint_eq(siblings_of(s, "k2"), 2);
+    store_close(s); /* checkpoints */
+    ck_assert_int_eq(stat(wal, &sb), 0);
+    ck_assert_int_eq(sb.st_size, WAL_HEADER_LEN);
+    s = open_store("d", "n1");
+    ck_assert_uint_eq(siblings_of(s, "k"), 2);
+    ck_assert(holds(s, "k2", &t.a) && holds(s, "k2", &t.b));
+    store_close(s);
+    free(rec);
+    three_free(&t);
+}
+END_TEST
+
+/* --- store_arc_digest() ----------------------------------------------------- */
+
+/* Two concurrent versions per key of the digest tests, from nodes "x" and "y". */
+struct versions {
+    struct sibling x[DIGEST_KEYS], y[DIGEST_KEYS];
+};
+
+static void digest_key(int i, char *out, size_t cap)
+{
+    snprintf(out, cap, "dkey-%d", i);
+}
+
+static struct versions *versions_make(void)
+{
+    struct versions *v = calloc(1, sizeof(*v));
+    struct store *x, *y;
+    char key[32], value[32];
+
+    ck_assert_ptr_nonnull(v);
+    x = open_store("vx", "x");
+    y = open_store("vy", "y");
+    for (int i = 0; i < DIGEST_KEYS; i++) {
+        digest_key(i, key, sizeof(key));
+        snprintf(value, sizeof(value), "v%d", i);
+        sibling_init(&v->x[i]);
+        sibling_init(&v->y[i]);
+        ck_assert_int_eq(
+            store_write(x, key, strlen(key), value, strlen(value), false, NULL, &v->x[i]), 0);
+        ck_assert_int_eq(store_write(y, key, strlen(key), "w", 1, false, NULL, &v->y[i]), 0);
+    }
+    store_close(x);
+    store_close(y);
+    return v;
+}
+
+static void versions_free(struct versions *v)
+{
+    for (int i = 0; i < DIGEST_KEYS; i++) {
+        sibling_deinit(&v->x[i]);
+        sibling_deinit(&v->y[i]);
+    }
+    free(v);
+}
+
+/* Every key with both versions, x first or y first; every third key x alone. */
+static void fill(struct store *s, const struct versions *v, bool y_first)
+{
+    char key[32];
+
+    for (int i = 0; i < DIGEST_KEYS; i++) {
+        const struct sibling *one = y_first && i % 3 != 0 ? &v->y[i] : &v->x[i];
+        const struct sibling *two = y_first ? &v->x[i] : &v->y[i];
+        digest_key(i, key, sizeof(key));
+        ck_assert_int_eq(store_apply(s, key, strlen(key), one, NULL), 0);
+        if (i % 3 != 0) {
+            ck_assert_int_eq(store_apply(s, key, strlen(key), two, NULL), 0);
+        }
+    }
+}
+
+static void digest(struct store *s, uint64_t start, uint64_t end, unsigned parts,
+                   uint8_t (*out)[STORE_DIGEST_LEN], uint64_t *keys)
+{
+    ck_assert_int_eq(store_arc_digest(s, start, end, parts, out, keys), 0);
+}
+
+/* The boundary b(i) of store.h's rule, computed here on its own. */
+static uint64_t boundary(uint64_t start, uint64_t end, unsigned parts, unsigned i)
+{
+    unsigned __int128 len = (uint64_t)(end - start);
+
+    if (len == 0) {
+        len = (unsigned __int128)1 << 64;
+    }
+    return start + (uint64_t)(len * i / parts);
+}
+
+/* Each sub-arc's digest is the digest of its own arc, cut by boundary(). */
+static void check_cuts(struct store *s, uint64_t start, uint64_t end, unsigned parts)
+{
+    uint8_t all[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN], one[1][STORE_DIGEST_LEN];
+    uint64_t keys, sum = 0, n;
+
+    digest(s, start, end, parts, all, &keys);
+    for (unsigned i = 0; i < parts; i++) {
+        uint64_t lo = boundary(start, end, parts, i), hi = boundary(start, end, parts, i + 1);
+        ck_assert_uint_ne(lo, hi); /* no empty sub-arc in these tests */
+        digest(s, lo, hi, 1, one, &n);
+        ck_assert_mem_eq(one[0], all[i], STORE_DIGEST_LEN);
+        sum += n;
+    }
+    ck_assert_uint_eq(sum, keys);
+}
+
+/*
+ * Two stores given the same versions in opposite orders hold different
+ * bytes but equal digests, for every arc shape; the sub-arcs follow the
+ * header's cut; parts out of range are refused; an empty arc part digests
+ * zero bytes.
+ */
+START_TEST(test_digest_order_free)
+{
+    struct versions *v = versions_make();
+    struct store *a = open_store("a", "na"), *b = open_store("b", "nb");
+    uint8_t da[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN],
+        db[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN];
+    uint8_t empty[STORE_DIGEST_LEN];
+    const uint64_t arcs[][2] = {
+        {0, 0},
+        {123456789, 123456789},
+        {1ull << 62, 3ull << 62},
+        {3ull << 62, 1ull << 62},
+        {UINT64_MAX, 1ull << 63},
+        {5, 4},
+    };
+    uint64_t ka, kb, stat_keys, bytes;
+    struct raw ra, rb;
+
+    fill(a, v, false);
+    fill(b, v, true);
+    ra = stored(a, "dkey-1");
+    rb = stored(b, "dkey-1");
+    ck_assert_uint_eq(ra.len, rb.len);
+    ck_assert_int_ne(memcmp(ra.p, rb.p, ra.len), 0); /* the siblings lie in another order */
+    free(ra.p);
+    free(rb.p);
+    for (size_t i = 0; i < sizeof(arcs) / sizeof(arcs[0]); i++) {
+        for (unsigned parts = 1; parts <= STORE_DIGEST_PARTS_MAX; parts *= 4) {
+            digest(a, arcs[i][0], arcs[i][1], parts, da, &ka);
+            digest(b, arcs[i][0], arcs[i][1], parts, db, &kb);
+            ck_assert_uint_eq(ka, kb);
+            ck_assert_mem_eq(da, db, parts * STORE_DIGEST_LEN);
+            ck_assert_int_eq(store_arc_stats(a, arcs[i][0], arcs[i][1], &stat_keys, &bytes), 0);
+            ck_assert_uint_eq(ka, stat_keys);
+        }
+        check_cuts(a, arcs[i][0], arcs[i][1], 16);
+    }
+    digest(a, 7, 7, 1, da, &ka);
+    ck_assert_uint_eq(ka, DIGEST_KEYS); /* the whole circle */
+    ck_assert_int_eq(store_arc_digest(a, 0, 0, 0, da, NULL), RK_EINVAL);
+    ck_assert_int_eq(store_arc_digest(a, 0, 0, STORE_DIGEST_PARTS_MAX + 1, da, NULL), RK_EINVAL);
+    /* an arc of 3 positions in 8 parts: most are empty, the digest of zero bytes */
+    crypto_generichash(empty, sizeof(empty), NULL, 0, NULL, 0);
+    digest(a, 10, 13, 8, da, &ka);
+    ck_assert_uint_eq(ka, 0);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_mem_eq(da[i], empty, STORE_DIGEST_LEN);
+    }
+    versions_free(v);
+    store_close(a);
+    store_close(b);
+}
+END_TEST
+
+/* The sub-arc of pos in the arc (start, end] cut in parts (store.h's rule). */
+static unsigned part_of(uint64_t start, uint64_t end, unsigned parts, uint64_t pos)
+{
+    for (unsigned i = 0; i < parts; i++) {
+        uint64_t lo = boundary(start, end, parts, i), hi = boundary(start, end, parts, i + 1);
+        if ((uint64_t)(pos - lo - 1) < (uint64_t)(hi - lo)) {
+            return i;
+        }
+    }
+    ck_abort_msg("position %llu not on the arc", (unsigned long long)pos);
+    return 0;
+}
+
+/*
+ * One key that differs (a third sibling on b) changes exactly the digest of
+ * its sub-arc, on a plain arc, a wrapping one, the whole circle and a
+ * short arc around the key.
+ */
+START_TEST(test_digest_one_key_differs)
+{
+    struct versions *v = versions_make();
+    struct store *a = open_store("a", "na"), *b = open_store("b", "nb");
+    uint8_t da[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN],
+        db[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN];
+    struct sibling extra;
+    uint64_t pos = store_position(a, "dkey-7", 6), ka, kb;
+    bool upper = pos >= 1ull << 63;
+    uint64_t arcs[][2] = {{pos - (1ull << 60), pos + (1ull << 60)},
+                          /* wraps (start > end), the key before the wrap or after it */
+                          {upper ? pos - (1ull << 50) : UINT64_MAX - (1ull << 50),
+                           upper ? 1ull << 50 : pos + (1ull << 50)},
+                          {pos ^ (1ull << 63), pos ^ (1ull << 63)},
+                          {pos - (1ull << 20), pos + (1ull << 20)}};
+
+    sibling_init(&extra);
+    version_from("nz", "dkey-7", "extra", &extra);
+    fill(a, v, false);
+    fill(b, v, false);
+    ck_assert_int_eq(store_apply(b, "dkey-7", 6, &extra, NULL), 0);
+    for (size_t i = 0; i < sizeof(arcs) / sizeof(arcs[0]); i++) {
+        unsigned parts = 16, want = part_of(arcs[i][0], arcs[i][1], parts, pos);
+        digest(a, arcs[i][0], arcs[i][1], parts, da, &ka);
+        digest(b, arcs[i][0], arcs[i][1], parts, db, &kb);
+        ck_assert_uint_eq(ka, kb);
+        for (unsigned j = 0; j < parts; j++) {
+            bool same = memcmp(da[j], db[j], STORE_DIGEST_LEN) == 0;
+            ck_assert_msg(same == (j != want), "arc %zu part %u (want %u) same %d", i, j, want,
+                          same);
+        }
+        digest(a, arcs[i][0], arcs[i][1], 1, da, &ka);
+        digest(b, arcs[i][0], arcs[i][1], 1, db, &kb);
+        ck_assert_int_ne(memcmp(da[0], db[0], STORE_DIGEST_LEN), 0);
+    }
+    /* off the key's arc, nothing differs */
+    digest(a, pos, pos - 1, 4, da, &ka);
+    digest(b, pos, pos - 1, 4, db, &kb);
+    ck_assert_uint_eq(ka, DIGEST_KEYS - 1);
+    ck_assert_mem_eq(da, db, 4 * STORE_DIGEST_LEN);
+    sibling_deinit(&extra);
+    versions_free(v);
+    store_close(a);
+    store_close(b);
+}
+END_TEST
+
+/* parts 1 and 16 count the same keys, which store_arc_stats() counts too. */
+START_TEST(test_digest_key_counts)
+{
+    struct versions *v = versions_make();
+    struct store *a = open_store("a", "na");
+    uint8_t d[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN];
+    uint64_t k1, k16, keys, bytes, start = 1ull << 63, end = 1ull << 62;
+
+    fill(a, v, false);
+    digest(a, start, end, 1, d, &k1);
+    digest(a, start, end, 16, d, &k16);
+    ck_assert_int_eq(store_arc_stats(a, start, end, &keys, &bytes), 0);
+    ck_assert_uint_eq(k1, k16);
+    ck_assert_uint_eq(k1, keys);
+    ck_assert_uint_gt(k1, 0);
+    ck_assert_uint_lt(k1, DIGEST_KEYS);
+    digest(a, 0, 0, 1, d, &k1);
+    digest(a, 0, 0, 16, d, &k16);
+    ck_assert_uint_eq(k1, DIGEST_KEYS);
+    ck_assert_uint_eq(k16, DIGEST_KEYS);
+    ck_assert_int_eq(store_arc_digest(a, 0, 0, 16, d, NULL), 0);
+    versions_free(v);
+    store_close(a);
+}
+END_TEST
+
+/*
+ * A store whose writes are still only in the write-ahead log digests as
+ * one that has them in LMDB: the digest reads through the log.
+ */
+START_TEST(test_digest_sees_log)
+{
+    struct versions *v = versions_make();
+    struct store *a = open_store("a", "na"), *b;
+    uint8_t da[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN],
+        db[STORE_DIGEST_PARTS_MAX][STORE_DIGEST_LEN];
+    struct store_stats st;
+    uint64_t ka, kb;
+
+    fill(a, v, false);
+    store_close(a); /* checkpointed: all in LMDB */
+    a = open_store("a", "na");
+    b = open_with("b", "nb", 0, true);
+    fill(b, v, true);
+    store_get_stats(b, &st);
+    ck_assert_uint_eq(st.overlay_keys, DIGEST_KEYS);
+    digest(a, 0, 0, 8, da, &ka);
+    digest(b, 0, 0, 8, db, &kb);
+    ck_assert_uint_eq(ka, DIGEST_KEYS);
+    ck_assert_uint_eq(kb, DIGEST_KEYS);
+    ck_assert_mem_eq(da, db, 8 * STORE_DIGEST_LEN);
+    versions_free(v);
+    store_close(a);
+    store_close(b);
+}
+END_TEST
+
+static Suite *store_handoff_suite(void)
+{
+    Suite *s = suite_create("store_handoff");
+    const struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"apply_record_merges", test_apply_record_merges},
+        {"apply_record_damaged", test_apply_record_damaged},
+        {"apply_record_sibling_cap", test_apply_record_sibling_cap},
+        {"apply_record_atomic", test_apply_record_atomic},
+        {"apply_record_list_and_queue", test_apply_record_list_and_queue},
+        {"apply_record_reopen", test_apply_record_reopen},
+        {"digest_order_free", test_digest_order_free},
+        {"digest_one_key_differs", test_digest_one_key_differs},
+        {"digest_key_counts", test_digest_key_counts},
+        {"digest_sees_log", test_digest_sees_log},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(store_handoff_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
