@@ -22,7 +22,10 @@
  * was left from an older generation behind a rewritten header, and
  * nothing after it is read.  Replay (store.c) puts every item of every
  * whole record into LMDB in order, so a key ends with the record of its
- * last put.
+ * last put.  Items are the records a batch left, not its operations, so
+ * every kind of write the log takes (STORE_OP_WRITE, STORE_OP_APPLY,
+ * STORE_OP_APPLY_RECORD) is a put, and a new kind of write needs no new
+ * kind of item.
  */
 #include "wal.h"
 
