@@ -17,7 +17,7 @@
  *   digest  [id str, generation uint, version uint]
  *   entry   [id str, rack str, tokens uint, peer_addr str, client_addr str,
  *            status uint, generation uint, version uint, instance bin,
- *            ring_version uint, digest uint]
+ *            ring_version uint, digest uint, target uint]
  *   cluster [rf uint, conflicts str, ring_seed bin 16], or nil
  *   CREDIT  [9, grant uint, window uint]                       (version 2)
  *   BULK    [10, seq uint, data bin]                           (version 2)
@@ -28,6 +28,8 @@
  * needs no new version: earlier nodes skip it); absent, it decodes as 0.
  * Its frame_max (the largest frame the sender reads) was appended the same
  * way within message set 3; absent, it decodes as 0, not announced.
+ * An entry's target (the target ring's digest) was appended the same way;
+ * an entry of 11 fields decodes with target 0, not told.
  * PING's generation and version (the sender's heartbeat) were appended the
  * same way; absent, they decode as 0, and a PONG never carries them.
  *
@@ -90,8 +92,13 @@
 #define MSG_HEAD_ELEMENTS 1
 /* Bytes of a member's instance: a random 128-bit value. */
 #define MSG_INSTANCE_LEN sizeof(((struct msg_member *)0)->instance)
-/* Fields of a member entry and of a digest that this version reads and writes. */
-#define MSG_MEMBER_FIELDS 11
+/*
+ * Fields of a member entry: those every entry has (target came later: an
+ * entry of 11 fields decodes with target 0), and those this version
+ * writes.  Fields of a digest.
+ */
+#define MSG_MEMBER_V1_FIELDS 11
+#define MSG_MEMBER_FIELDS 12
 #define MSG_DIGEST_FIELDS 3
 #define MSG_CLUSTER_FIELDS 3
 /* IDENT's fields in message-set version 1, and with those appended since: proto, cluster,
@@ -103,7 +110,8 @@
  * against the bytes left.  An entry: fixarray head 1, id and rack 2 each
  * (one character), tokens 1, two addresses 4 each ("h:1"), status,
  * generation and version 1 each, instance 18 (bin 8 of 16 bytes),
- * ring_version and digest 1 each.  A digest: head 1, id 2, two uints 1
+ * ring_version and digest 1 each, no target (an entry of 11 fields, which
+ * is still read).  A digest: head 1, id 2, two uints 1
  * each.  A requested id: 2.
  */
 #define MSG_MEMBER_MIN_BYTES 37
@@ -171,6 +179,9 @@ static const char *const msg_op_names[MSG_OP_MAX + 1] = {
     [MSG_OP_FORWARD] = "forward",
     [MSG_OP_HINTS_HELD] = "hints_held",
     [MSG_OP_REPLICA_REAP] = "replica_reap",
+    [MSG_OP_HANDOFF_PULL] = "handoff_pull",
+    [MSG_OP_HANDOFF_DIGEST] = "handoff_digest",
+    [MSG_OP_HANDOFF_DONE] = "handoff_done",
 };
 
 static const struct msg_kind *msg_kind_find(uint64_t type)
@@ -364,7 +375,8 @@ static int msg_member_encode(msgpack_packer *pk, const struct msg_member *e)
         msgpack_pack_uint32(pk, e->status) != 0 || msgpack_pack_uint64(pk, e->generation) != 0 ||
         msgpack_pack_uint64(pk, e->version) != 0 || msgpack_pack_bin(pk, MSG_INSTANCE_LEN) != 0 ||
         msgpack_pack_bin_body(pk, e->instance, MSG_INSTANCE_LEN) != 0 ||
-        msgpack_pack_uint64(pk, e->ring_version) != 0 || msgpack_pack_uint64(pk, e->digest) != 0) {
+        msgpack_pack_uint64(pk, e->ring_version) != 0 || msgpack_pack_uint64(pk, e->digest) != 0 ||
+        msgpack_pack_uint64(pk, e->target) != 0) {
         return RK_ENOMEM;
     }
     return 0;
@@ -716,13 +728,14 @@ static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m)
 
 /*
  * One entry.  Numbers over their bound (tokens, status) are RK_ETOOBIG as
- * they are read; the other rules of msg_member_valid() are RK_ESYNTAX.
+ * they are read; the other rules of msg_member_valid() are RK_ESYNTAX.  An
+ * entry of 11 fields (before target) has target 0.
  */
 static int msg_member_decode(struct mp_reader *r, struct msg_member *e)
 {
     size_t n;
 
-    if (msg_read_record(r, MSG_MEMBER_FIELDS, &n) != 0) {
+    if (msg_read_record(r, MSG_MEMBER_V1_FIELDS, &n) != 0) {
         return r->err;
     }
     msg_read_cstr(r, e->id, sizeof(e->id));
@@ -736,10 +749,14 @@ static int msg_member_decode(struct mp_reader *r, struct msg_member *e)
     msg_read_instance(r, e->instance);
     mp_read_uint(r, &e->ring_version);
     mp_read_uint(r, &e->digest);
+    e->target = 0;
+    if (n > MSG_MEMBER_V1_FIELDS) {
+        mp_read_uint(r, &e->target);
+    }
     if (r->err == 0 && !msg_member_valid(e)) {
         return msg_fail(r, RK_ESYNTAX);
     }
-    return msg_skip_rest(r, n - MSG_MEMBER_FIELDS);
+    return msg_skip_rest(r, n > MSG_MEMBER_V1_FIELDS ? n - MSG_MEMBER_FIELDS : 0);
 }
 
 static int msg_digest_decode(struct mp_reader *r, struct msg_digest *d)

@@ -133,6 +133,13 @@ struct msg_member {
     uint8_t instance[16];  /* random per data directory */
     uint64_t ring_version; /* grows when rack, tokens or status change */
     uint64_t digest;       /* the ring digest the member holds */
+    /*
+     * The digest of the target ring the member holds: the ring of the
+     * entries whose status is normal or joining, equal to digest when no
+     * change is under way.  0: not told (an entry of 11 fields, from a
+     * node that predates it).
+     */
+    uint64_t target;
 };
 
 /* (id, generation, version): what a SYN says it knows of a member. */
@@ -189,13 +196,16 @@ struct msg_bulk {
  * it does not know.  Operation and result numbers are never reused.
  */
 enum msg_op {
-    MSG_OP_STATUS = 1,        /* the member's own view: body nil, answer struct msg_status_view */
-    MSG_OP_REPLICA_WRITE = 2, /* merge a version into a key (msg_kv.h) */
-    MSG_OP_REPLICA_READ = 3,  /* a key's record (msg_kv.h) */
-    MSG_OP_FORWARD = 4,       /* a client's read or write for a replica to coordinate (msg_kv.h) */
-    MSG_OP_HINTS_HELD = 5,    /* whether the member holds a hint of a key (msg_kv.h) */
-    MSG_OP_REPLICA_REAP = 6,  /* delete a key's tombstone if unchanged (msg_kv.h) */
-    MSG_OP_MAX = 6,
+    MSG_OP_STATUS = 1,         /* the member's own view: body nil, answer struct msg_status_view */
+    MSG_OP_REPLICA_WRITE = 2,  /* merge a version into a key (msg_kv.h) */
+    MSG_OP_REPLICA_READ = 3,   /* a key's record (msg_kv.h) */
+    MSG_OP_FORWARD = 4,        /* a client's read or write for a replica to coordinate (msg_kv.h) */
+    MSG_OP_HINTS_HELD = 5,     /* whether the member holds a hint of a key (msg_kv.h) */
+    MSG_OP_REPLICA_REAP = 6,   /* delete a key's tombstone if unchanged (msg_kv.h) */
+    MSG_OP_HANDOFF_PULL = 7,   /* a batch of the records of an arc (msg_handoff.h) */
+    MSG_OP_HANDOFF_DIGEST = 8, /* the digests of an arc's sub-arcs (msg_handoff.h) */
+    MSG_OP_HANDOFF_DONE = 9,   /* the asker holds the arc, verified (msg_handoff.h) */
+    MSG_OP_MAX = 9,
 };
 
 enum msg_result {

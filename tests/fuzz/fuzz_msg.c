@@ -54,7 +54,7 @@ static bool fuzz_member_equal(const struct msg_member *a, const struct msg_membe
            strcmp(a->peer_addr, b->peer_addr) == 0 && strcmp(a->client_addr, b->client_addr) == 0 &&
            a->status == b->status && a->generation == b->generation && a->version == b->version &&
            memcmp(a->instance, b->instance, sizeof(a->instance)) == 0 &&
-           a->ring_version == b->ring_version && a->digest == b->digest;
+           a->ring_version == b->ring_version && a->digest == b->digest && a->target == b->target;
 }
 
 static bool fuzz_members_equal(const struct msg_member *a, const struct msg_member *b, size_t n)

@@ -30,14 +30,15 @@
 
 /* Round trips of random messages. */
 #define TRIALS 2000
-/* Fields of a member entry (PROTOCOL.md section 7.5). */
-#define MEMBER_FIELDS 11
+/* Fields of a member entry (PROTOCOL.md section 7.5), and of one before target. */
+#define MEMBER_FIELDS 12
+#define MEMBER_V1_FIELDS 11
 /* The largest address of an entry: a 255-byte host, ':' and a 5-digit port. */
 #define MEMBER_ADDR_LONGEST (255 + 1 + 5)
 /* Encoded sizes of the largest gossip messages (PROTOCOL.md section 7.10). */
 #define SYN_BYTES_MAX 21784
-#define ACK_BYTES_MAX 62920
-#define ACK2_BYTES_MAX 46021
+#define ACK_BYTES_MAX 63496
+#define ACK2_BYTES_MAX 46597
 /* The smallest frame-max a node accepts (64 KiB) less the 16-byte tag. */
 #define SEALED_PLAINTEXT_MIN (64 * 1024 - 16)
 
@@ -183,6 +184,7 @@ static void assert_member_eq(const struct msg_member *a, const struct msg_member
     ck_assert(a->generation == b->generation && a->version == b->version);
     ck_assert_int_eq(memcmp(a->instance, b->instance, sizeof(a->instance)), 0);
     ck_assert(a->ring_version == b->ring_version && a->digest == b->digest);
+    ck_assert(a->target == b->target);
 }
 
 static void assert_members_eq(const struct msg_member *a, const struct msg_member *b, size_t n)
@@ -427,6 +429,7 @@ static void random_member(struct msg_member *e)
     }
     e->ring_version = random_u64();
     e->digest = random_u64();
+    e->target = random_u64();
 }
 
 /* n random entries, n < max + 1, in an array the caller frees. */
@@ -1147,6 +1150,7 @@ static const char *const member_fields[MEMBER_FIELDS] = {
     "c4 10 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f", /* instance */
     "02",                                                    /* ring_version 2 */
     "cf 01 23 45 67 89 ab cd ef",                            /* digest */
+    "cf fe dc ba 98 76 54 32 10",                            /* target */
 };
 
 static struct msg_member member_example(void)
@@ -1167,6 +1171,7 @@ static struct msg_member member_example(void)
     }
     e.ring_version = 2;
     e.digest = 0x0123456789abcdefull;
+    e.target = 0xfedcba9876543210ull;
     return e;
 }
 
@@ -1286,17 +1291,18 @@ START_TEST(test_member_golden)
     memset(e[1].instance, 0xff, sizeof(e[1].instance));
     e[1].ring_version = 0;
     e[1].digest = UINT64_MAX;
+    e[1].target = 7;
     unhex(&want, "92");
     add_member_example(&want);
-    add_hex(&want, "9b d9 28");
+    add_hex(&want, "9c d9 28");
     for (int i = 0; i < 40; i++) {
         add_text(&want, "a");
     }
     add_hex(&want, "a3 72 2d 32 01 a7 5b 3a 3a 31 5d 3a 31 a7 68 3a 36 35 35 33 35 04");
     add_hex(&want, "cf 00 00 00 01 00 00 00 00 ce 00 01 00 00");
     add_hex(&want, "c4 10 ff ff ff ff ff ff ff ff ff ff ff ff ff ff ff ff");
-    add_hex(&want, "00 cf ff ff ff ff ff ff ff ff");
-    ck_assert_uint_eq(want.len, 1 + 71 + 107);
+    add_hex(&want, "00 cf ff ff ff ff ff ff ff ff 07");
+    ck_assert_uint_eq(want.len, 1 + 80 + 108);
     buf_init(&out, 0);
     ck_assert_int_eq(msg_members_encode(e, 2, &out), 0);
     ck_assert_uint_eq(out.len, want.len);
@@ -1306,6 +1312,49 @@ START_TEST(test_member_golden)
     assert_members_eq(e, back, 2);
     free(back);
     buf_free(&out);
+}
+END_TEST
+
+/* The example entry as a node that predates target writes it: 11 fields, 71 bytes. */
+static void add_member_v1_example(struct bytes *b)
+{
+    add_hex(b, "9b");
+    for (int i = 0; i < MEMBER_V1_FIELDS; i++) {
+        add_hex(b, member_fields[i]);
+    }
+}
+
+/* An entry of 11 fields (before target) still decodes, with target 0, in gossip and lists. */
+START_TEST(test_member_without_target)
+{
+    struct msg_member want = member_example();
+    struct msg_member *back;
+    struct bytes b;
+    struct msg m;
+    size_t n;
+
+    want.target = 0;
+    unhex(&b, "92 06 91");
+    add_member_v1_example(&b);
+    ck_assert_uint_eq(b.len, 3 + 71);
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.entries.n, 1);
+    assert_member_eq(&want, &m.u.entries.entries[0]);
+    msg_free(&m);
+    /* A saved member list of two such entries, as an earlier release wrote it. */
+    unhex(&b, "92");
+    add_member_v1_example(&b);
+    add_member_v1_example(&b);
+    ck_assert_int_eq(msg_members_decode(b.p, b.len, 2, &back, &n), 0);
+    ck_assert_uint_eq(n, 2);
+    assert_member_eq(&want, &back[0]);
+    assert_member_eq(&want, &back[1]);
+    free(back);
+    /* cut anywhere, refused */
+    for (size_t len = 0; len < b.len; len++) {
+        ck_assert(msg_members_decode(b.p, len, 2, &back, &n) != 0);
+        ck_assert(back == NULL && n == 0);
+    }
 }
 END_TEST
 
@@ -1331,7 +1380,7 @@ START_TEST(test_ack_golden)
     struct bytes want;
 
     ack_example_bytes(&want);
-    ck_assert_uint_eq(want.len, 78);
+    ck_assert_uint_eq(want.len, 87);
     assert_golden(&m, &want);
     /* A requested id goes out bare: its generation and version are not sent. */
     req.generation = 5;
@@ -1351,7 +1400,7 @@ START_TEST(test_ack2_golden)
     struct bytes want;
 
     ack2_example_bytes(&want);
-    ck_assert_uint_eq(want.len, 74);
+    ck_assert_uint_eq(want.len, 83);
     assert_golden(&m, &want);
     m.u.entries = (struct msg_gossip_entries){0};
     unhex(&want, "92 06 90");
@@ -1372,7 +1421,7 @@ static void member_largest(struct msg_member *e, size_t i)
     strcpy(e->client_addr + 255, ":65534");
     ck_assert_uint_eq(strlen(e->client_addr), MEMBER_ADDR_LONGEST);
     e->status = MSG_MEMBER_STATUS_MAX;
-    e->generation = e->version = e->ring_version = e->digest = UINT64_MAX - i;
+    e->generation = e->version = e->ring_version = e->digest = e->target = UINT64_MAX - i;
     memset(e->instance, (int)i, sizeof(e->instance));
 }
 
@@ -1622,6 +1671,9 @@ START_TEST(test_member_invalid_refused)
                      RK_ESYNTAX);                          /* a str, not a bin */
     ck_assert_int_eq(member_with(6, "a1 33"), RK_ESYNTAX); /* generation as a str */
     ck_assert_int_eq(member_with(10, "c0"), RK_ESYNTAX);   /* digest nil */
+    ck_assert_int_eq(member_with(11, "c0"), RK_ESYNTAX);   /* target nil */
+    ck_assert_int_eq(member_with(11, "ff"), RK_ESYNTAX);   /* target -1 */
+    ck_assert_int_eq(member_with(11, "00"), 0);            /* target 0: not told */
 }
 END_TEST
 
@@ -1659,7 +1711,7 @@ START_TEST(test_gossip_fields_refused)
     }
     /* An entry of 10 fields, all there. */
     unhex(&b, "92 06 91 9a");
-    for (int i = 0; i < MEMBER_FIELDS - 1; i++) {
+    for (int i = 0; i < MEMBER_V1_FIELDS - 1; i++) {
         add_hex(&b, member_fields[i]);
     }
     ck_assert_int_eq(decode(&b, &m), RK_ESYNTAX);
@@ -1846,7 +1898,7 @@ START_TEST(test_members_max)
     }
     buf_init(&out, 0);
     ck_assert_int_eq(msg_members_encode(e, RING_MEMBERS_MAX, &out), 0);
-    ck_assert_uint_eq(out.len, 3 + (size_t)RING_MEMBERS_MAX * 719);
+    ck_assert_uint_eq(out.len, 3 + (size_t)RING_MEMBERS_MAX * 728);
     ck_assert_int_eq(msg_members_decode(buf_data(&out), out.len, RING_MEMBERS_MAX, &back, &n), 0);
     ck_assert_uint_eq(n, RING_MEMBERS_MAX);
     assert_members_eq(e, back, n);
@@ -2296,6 +2348,7 @@ static Suite *msg_suite(void)
         {"encode_invalid_refused", test_encode_invalid_refused},
         {"encode_bounded_buffer", test_encode_bounded_buffer},
         {"member_golden", test_member_golden},
+        {"member_without_target", test_member_without_target},
         {"ident_versions", test_ident_versions},
         {"ident_cluster_refused", test_ident_cluster_refused},
         {"type_known", test_type_known},
