@@ -50,6 +50,7 @@ struct gossip {
     uint64_t rng;
     uint64_t ping_seq;
     bool exchanged;                  /* completed a gossip exchange since start */
+    bool whole;                      /* an exchange gave us the whole table since start */
     bool dirty;                      /* the table changed in a way worth saving */
     bool saving;                     /* a save is in flight */
     bool removed;                    /* an operator removed this node: stop at the next round */
@@ -398,6 +399,16 @@ static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t
         return rc;
     }
     have = len > 0 && gossip_saved_self(blob, len, g->cfg.id, &saved);
+    if (have && g->cfg.join_by_handoff && g->cfg.n_seeds == 0 &&
+        (saved.status == MSG_MEMBER_LEFT || saved.status == MSG_MEMBER_REMOVED)) {
+        snprintf(err, err_len,
+                 "data: this node %s the cluster, and its data is not current: give seeds to join "
+                 "again (its data is then merged as it joins), or start with an empty data "
+                 "directory",
+                 saved.status == MSG_MEMBER_LEFT ? "left" : "was removed from");
+        free(blob);
+        return RK_EINVAL;
+    }
     gossip_self_entry(g, 1, have ? &saved : NULL, &self);
     if (g->cfg.store != NULL) { /* without one, nothing is written that a refusal must spare */
         rc = gossip_restore(g, &self, blob, len, &scratch, err, err_len);
@@ -851,22 +862,76 @@ int gossip_remove(struct gossip *g, const char *id, gossip_removed_fn done, void
  * a larger cluster takes a few rounds to teach a newcomer), a joining node
  * now knows the cluster and takes its place.
  */
+static bool gossip_tracked(const struct gossip *g, const struct member *e);
+
 static void gossip_exchanged(struct gossip *g, bool whole)
 {
     size_t live, down;
     bool first = !g->exchanged;
 
     g->exchanged = true;
+    g->whole |= whole;
     if (first) {
         /* Dial (and ping) every member just learnt of now, not at the next round. */
         gossip_ping_all(g, &live, &down);
     }
-    if (whole && membership_self(g->m)->e.status == MSG_MEMBER_JOINING &&
-        membership_set_status(g->m, MSG_MEMBER_NORMAL) == 0) {
-        g->dirty = true;
-        LOG(LOG_INFO, "joined", "digest=%016llx", (unsigned long long)membership_digest(g->m));
-        gossip_event(g, "joined", g->cfg.id);
+    if (whole && !g->cfg.join_by_handoff && membership_self(g->m)->e.status == MSG_MEMBER_JOINING) {
+        (void)gossip_set_status(g, MSG_MEMBER_NORMAL);
     }
+}
+
+int gossip_set_status(struct gossip *g, enum msg_member_status status)
+{
+    static const char *const events[MSG_MEMBER_STATUS_MAX + 1] = {[MSG_MEMBER_JOINING] = "joining",
+                                                                  [MSG_MEMBER_NORMAL] = "joined",
+                                                                  [MSG_MEMBER_LEAVING] = "leaving",
+                                                                  [MSG_MEMBER_LEFT] = "left",
+                                                                  [MSG_MEMBER_REMOVED] = "removed"};
+    uint32_t before = membership_self(g->m)->e.status;
+    int rc;
+
+    if (before == (uint32_t)status) {
+        return 0;
+    }
+    rc = membership_set_status(g->m, status);
+    if (rc != 0) {
+        return rc;
+    }
+    g->dirty = true;
+    LOG(LOG_INFO, events[status], "from=%s digest=%016llx target=%016llx",
+        membership_status_names[before], (unsigned long long)membership_digest(g->m),
+        (unsigned long long)membership_target_digest(g->m));
+    gossip_event(g, events[status], g->cfg.id);
+    return 0;
+}
+
+const struct ring *gossip_target(const struct gossip *g)
+{
+    return membership_target(g->m);
+}
+
+bool gossip_table_whole(const struct gossip *g)
+{
+    return g->whole || g->cfg.n_seeds == 0;
+}
+
+bool gossip_agreed(const struct gossip *g, bool ring_too)
+{
+    uint64_t digest = membership_digest(g->m), target = membership_target_digest(g->m);
+
+    if (ring_too && digest != target) {
+        return false;
+    }
+    for (size_t i = 0; i < membership_count(g->m); i++) {
+        const struct member *e = membership_at(g->m, i);
+        if (e == membership_self(g->m) || !gossip_tracked(g, e) || e->state == DETECTOR_DOWN) {
+            continue;
+        }
+        if (e->e.target != target || (ring_too && e->e.digest != digest)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /*
@@ -1205,6 +1270,8 @@ int gossip_ring_listen(struct gossip *g, membership_ring_fn fn, void *ctx)
 bool gossip_converged(const struct gossip *g, size_t *agree, size_t *up)
 {
     uint64_t digest = membership_digest(g->m);
+    bool settled = membership_target_digest(g->m) == digest;
+
     *agree = *up = 0;
     for (size_t i = 0; i < membership_count(g->m); i++) {
         const struct member *e = membership_at(g->m, i);
@@ -1213,7 +1280,7 @@ bool gossip_converged(const struct gossip *g, size_t *agree, size_t *up)
             continue;
         }
         (*up)++;
-        *agree += is_self || e->e.digest == digest;
+        *agree += is_self || (e->e.digest == digest && (e->e.target == 0 || e->e.target == digest));
     }
-    return *agree == *up;
+    return *agree == *up && settled;
 }

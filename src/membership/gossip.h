@@ -98,6 +98,12 @@ struct gossip_settings {
     struct store *store;  /* the data directory, or NULL (Seams); borrowed until gossip_destroy() */
     struct ev_loop *loop; /* rounds run on it, or NULL (Seams); borrowed until gossip_destroy() */
     uint64_t seed;        /* the random source's seed; 0: from libsodium (Seams) */
+    /*
+     * A joining node stays joining until the node says it holds its arcs
+     * (gossip_set_status(), handoff.h); false: it turns normal at its first
+     * whole exchange, as a node with no data to receive may.
+     */
+    bool join_by_handoff;
     const uint8_t
         *table; /* without a store: the table to start from; borrowed for gossip_create() */
     size_t table_len;
@@ -205,7 +211,31 @@ const struct ring *gossip_ring(const struct gossip *g);
 /* Register a ring-change listener (membership_ring_listen()): 0 or RK_ETOOBIG. */
 int gossip_ring_listen(struct gossip *g, membership_ring_fn fn, void *ctx);
 
-/* Whether every member that is up reports the ring digest we hold. */
+/*
+ * Whether every member that is up reports the ring digest we hold, and no
+ * change is under way: our target is our ring, and so is each one's
+ * (an entry from a node that predates targets, 0, says nothing of it).
+ */
 bool gossip_converged(const struct gossip *g, size_t *agree, size_t *up);
+
+/* The target ring (membership_target()), borrowed like gossip_ring(). */
+const struct ring *gossip_target(const struct gossip *g);
+
+/*
+ * Whether every member that is up (ourselves included) reports, in its
+ * entry, the target digest we hold; with ring_too, also the ring digest we
+ * hold, and target and ring equal (no change under way anywhere).
+ */
+bool gossip_agreed(const struct gossip *g, bool ring_too);
+
+/* Whether an exchange has given us the whole member table since start. */
+bool gossip_table_whole(const struct gossip *g);
+
+/*
+ * Change our own status (a join or leave completing, a leave starting):
+ * the entry is saved and spread by the next round, the change logged and
+ * told to hooks.changed as `joined`, `leaving` or `left`.  RK_ENOMEM.
+ */
+int gossip_set_status(struct gossip *g, enum msg_member_status status);
 
 #endif

@@ -73,12 +73,13 @@ struct membership {
     struct member *members; /* n entries sorted by id, room for cap */
     uint64_t *keys;         /* keys[i]: membership_key() of members[i].e.id; room for cap */
     size_t n, cap;
-    size_t self;             /* index of our own entry */
-    const struct ring *ring; /* in force; one reference held; from the entries in the ring set */
-    size_t rotation;         /* the other entry membership_digests() offers first */
-    bool deferring;          /* between membership_defer() and membership_commit() */
-    bool ring_stale;         /* an entry changed that the ring does not reflect yet */
-    bool installing;         /* ring listeners are being called */
+    size_t self;               /* index of our own entry */
+    const struct ring *ring;   /* in force; one reference held; from the entries in the ring set */
+    const struct ring *target; /* the target ring; one reference held (ring itself when equal) */
+    size_t rotation;           /* the other entry membership_digests() offers first */
+    bool deferring;            /* between membership_defer() and membership_commit() */
+    bool ring_stale;           /* an entry changed that the ring does not reflect yet */
+    bool installing;           /* ring listeners are being called */
     struct membership_listener {
         membership_ring_fn fn;
         void *ctx;
@@ -111,6 +112,11 @@ struct membership_reply {
 bool membership_in_ring(uint32_t status)
 {
     return status == MSG_MEMBER_NORMAL || status == MSG_MEMBER_LEAVING;
+}
+
+bool membership_in_target(uint32_t status)
+{
+    return status == MSG_MEMBER_NORMAL || status == MSG_MEMBER_JOINING;
 }
 
 /* Whether membership_detect() follows a member of this status (top of file). */
@@ -283,8 +289,8 @@ static void membership_erase(struct membership *m, size_t pos)
     }
 }
 
-/* A new ring from the entries in the ring set. */
-static int membership_ring_build(const struct membership *m, struct ring **out)
+/* A new ring from the entries in the ring set (target: the target set). */
+static int membership_ring_build(const struct membership *m, bool target, struct ring **out)
 {
     struct ring_member *rm = malloc(m->n * sizeof(*rm));
     size_t k = 0;
@@ -296,7 +302,7 @@ static int membership_ring_build(const struct membership *m, struct ring **out)
     for (size_t i = 0; i < m->n; i++) {
         const struct msg_member *e = &m->members[i].e;
 
-        if (membership_in_ring(e->status)) {
+        if (target ? membership_in_target(e->status) : membership_in_ring(e->status)) {
             rm[k].id = e->id;
             rm[k].rack = e->rack;
             rm[k].tokens = e->tokens;
@@ -343,18 +349,33 @@ static void membership_ring_install(struct membership *m, struct ring *r)
 static int membership_ring_rebuild(struct membership *m, bool *self_changed)
 {
     struct msg_member *self = &m->members[m->self].e;
-    struct ring *r;
+    struct ring *r, *t = NULL;
+    bool moving = false;
     int rc;
 
     assert(!m->installing && "membership: a ring listener changed the table");
-    rc = membership_ring_build(m, &r);
+    for (size_t i = 0; i < m->n && !moving; i++) {
+        uint32_t st = m->members[i].e.status;
+        moving = st == MSG_MEMBER_JOINING || st == MSG_MEMBER_LEAVING;
+    }
+    rc = membership_ring_build(m, false, &r);
     if (rc != 0) {
         return rc;
     }
+    if (moving && (rc = membership_ring_build(m, true, &t)) != 0) {
+        ring_unref(r);
+        return rc;
+    }
     membership_ring_install(m, r);
+    ring_unref(m->target);
+    m->target = t != NULL && ring_digest(t) != ring_digest(m->ring) ? t : ring_ref(m->ring);
+    if (m->target != t) {
+        ring_unref(t);
+    }
     m->ring_stale = false;
-    *self_changed = self->digest != ring_digest(m->ring);
+    *self_changed = self->digest != ring_digest(m->ring) || self->target != ring_digest(m->target);
     self->digest = ring_digest(m->ring);
+    self->target = ring_digest(m->target);
     return 0;
 }
 
@@ -425,6 +446,7 @@ void membership_destroy(struct membership *m)
     if (m == NULL) {
         return;
     }
+    ring_unref(m->target);
     ring_unref(m->ring);
     free(m->members);
     free(m->keys);
@@ -521,7 +543,7 @@ static int membership_apply(struct membership *m, const struct msg_member *e, si
     undo->pos = pos;
     undo->added = !found;
     if (!found) {
-        *affects_ring = membership_in_ring(e->status);
+        *affects_ring = membership_in_ring(e->status) || membership_in_target(e->status);
         return membership_insert(m, pos, e, now_ms);
     }
     mb = &m->members[pos];
@@ -804,6 +826,16 @@ uint64_t membership_epoch(const struct membership *m)
 uint64_t membership_digest(const struct membership *m)
 {
     return ring_digest(m->ring);
+}
+
+const struct ring *membership_target(const struct membership *m)
+{
+    return m->target;
+}
+
+uint64_t membership_target_digest(const struct membership *m)
+{
+    return ring_digest(m->target);
 }
 
 int membership_ring_listen(struct membership *m, membership_ring_fn fn, void *ctx)

@@ -19,7 +19,10 @@
  * a new generation, which beats the removal: that is a new life, a join.
  *
  * The ring.  Members whose status is normal or leaving own ranges; joining
- * members do not yet, left and removed ones no longer.  The ring is rebuilt
+ * members do not yet, left and removed ones no longer.  Beside the ring in
+ * force the table keeps the target ring: normal and joining members, the
+ * ring a change under way leads to (handoff.h).  Both are rebuilt
+ * together, and our entry's target field names the target's digest.  The ring is rebuilt
  * (ring_create(), immutable, reference-counted) whenever a ring-affecting
  * field of any entry changes: rack, tokens or status.  A ring is named by
  * its digest (ring.h: a hash of the ring's exact content, seed and, in id
@@ -263,6 +266,18 @@ typedef void (*membership_ring_fn)(void *ctx, const struct ring *old_ring,
 int membership_ring_listen(struct membership *m, membership_ring_fn fn, void *ctx);
 /* Whether a status owns ranges. */
 bool membership_in_ring(uint32_t status);
+/* Whether a status owns ranges in the target ring: normal and joining. */
+bool membership_in_target(uint32_t status);
+
+/*
+ * The target ring, borrowed like membership_ring(): the ring built from
+ * the members whose status is normal or joining, towards which a change
+ * (a join, a leave) moves.  It is the ring in force itself (the same
+ * pointer) while no member is joining or leaving.  Our entry's target
+ * field carries its digest, so gossip shows who agrees on it.
+ */
+const struct ring *membership_target(const struct membership *m);
+uint64_t membership_target_digest(const struct membership *m);
 
 /*
  * The digests for a SYN: our own entry first, then up to max - 1 others,

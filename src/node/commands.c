@@ -61,6 +61,7 @@
 #include "ring.h"
 #include "rpc.h"
 #include "scan.h"
+#include "transfers.h"
 #include "txn.h"
 
 /* The protocol level HELLO reports, for clients that gate features on it. */
@@ -2468,11 +2469,12 @@ struct ringkv_verb {
 };
 
 static const struct ringkv_verb ringkv_verbs[] = {
-    {"status", 1, 1, ringkv_status, NULL},     {"members", 1, 1, ringkv_members, NULL},
-    {"ring", 1, 2, ringkv_ring, NULL},         {"remove", 2, 2, NULL, ringkv_remove},
-    {"bulktest", 1, 3, ringkv_bulktest, NULL}, {"status", 2, 2, NULL, ringkv_status_deep},
-    {"preflist", 2, 2, ringkv_preflist, NULL}, {"replicas", 2, 2, NULL, ringkv_replicas},
-    {"hints", 1, 2, ringkv_hints, NULL},
+    {"status", 1, 1, ringkv_status, NULL},       {"members", 1, 1, ringkv_members, NULL},
+    {"ring", 1, 2, ringkv_ring, NULL},           {"remove", 2, 2, NULL, ringkv_remove},
+    {"bulktest", 1, 3, ringkv_bulktest, NULL},   {"status", 2, 2, NULL, ringkv_status_deep},
+    {"preflist", 2, 2, ringkv_preflist, NULL},   {"replicas", 2, 2, NULL, ringkv_replicas},
+    {"hints", 1, 2, ringkv_hints, NULL},         {"leave", 1, 1, ringkv_leave, NULL},
+    {"transfers", 1, 1, ringkv_transfers, NULL},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -2490,11 +2492,13 @@ static int cmd_ringkv(struct client *c, struct pending *p)
             return CMD_DONE;
         }
     }
-    client_error(p,
-                 "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
-                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, BULKTEST [id bytes], REPLICAS key, "
-                 "HINTS)",
-                 arg_str(p, 1));
+    client_error(
+        p,
+        "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
+        "MEMBERS, RING [rf], PREFLIST key, REMOVE id, LEAVE, TRANSFERS, BULKTEST [id bytes], "
+        "REPLICAS key, "
+        "HINTS)",
+        arg_str(p, 1));
     return CMD_DONE;
 }
 

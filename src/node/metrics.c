@@ -27,6 +27,7 @@
 #include "coord.h"
 #include "error.h"
 #include "gossip.h"
+#include "handoff.h"
 #include "log.h"
 #include "membership.h"
 #include "net.h"
@@ -331,6 +332,37 @@ static void metrics_info_replication(struct server *n, struct buf *out)
                (unsigned long long)cs.hints_stored, (unsigned long long)cs.hints_delivered);
 }
 
+/* Ownership handoff (handoff.h): the change under way and what moved, in INFO's Cluster section. */
+static void metrics_info_handoff(struct server *n, struct buf *out)
+{
+    const struct membership *mem = gossip_members(n->gossip);
+    struct handoff_stats hs;
+
+    handoff_get_stats(n->handoff, &hs);
+    buf_printf(out,
+               "ringkv_target:%016llx\r\nringkv_changing:%d\r\nringkv_transfers_active:%zu\r\n"
+               "ringkv_handoff_changes:%llu\r\nringkv_handoff_moved_fraction:%.6f\r\n"
+               "ringkv_handoff_arcs_planned:%llu\r\nringkv_handoff_arcs_done:%llu\r\n"
+               "ringkv_handoff_arcs_same:%llu\r\nringkv_handoff_keys_received:%llu\r\n"
+               "ringkv_handoff_bytes_received:%llu\r\nringkv_handoff_batches_received:%llu\r\n"
+               "ringkv_handoff_keys_sent:%llu\r\nringkv_handoff_bytes_sent:%llu\r\n"
+               "ringkv_handoff_batches_sent:%llu\r\nringkv_handoff_resumed:%llu\r\n"
+               "ringkv_handoff_verify_mismatch:%llu\r\nringkv_handoff_verify_superset:%llu\r\n"
+               "ringkv_handoff_failures:%llu\r\nringkv_handoff_refused:%llu\r\n"
+               "ringkv_handoff_cleanup_keys:%llu\r\n",
+               (unsigned long long)membership_target_digest(mem),
+               membership_target_digest(mem) != membership_digest(mem), handoff_active(n->handoff),
+               (unsigned long long)hs.changes, (double)hs.moved_fraction_ppm / 1e6,
+               (unsigned long long)hs.arcs_planned, (unsigned long long)hs.arcs_done,
+               (unsigned long long)hs.arcs_same, (unsigned long long)hs.keys_received,
+               (unsigned long long)hs.bytes_received, (unsigned long long)hs.batches_received,
+               (unsigned long long)hs.keys_sent, (unsigned long long)hs.bytes_sent,
+               (unsigned long long)hs.batches_sent, (unsigned long long)hs.resumed,
+               (unsigned long long)hs.verify_mismatch, (unsigned long long)hs.verify_superset,
+               (unsigned long long)hs.failures, (unsigned long long)hs.refused,
+               (unsigned long long)hs.cleanup_keys);
+}
+
 static void info_cluster(struct server *n, struct buf *out)
 {
     const struct metrics *m = &n->metrics;
@@ -364,6 +396,7 @@ static void info_cluster(struct server *n, struct buf *out)
                (unsigned long long)m->peer_frames_shared);
     metrics_info_replication(n, out);
     metrics_info_tombstones(n, out);
+    metrics_info_handoff(n, out);
     buf_printf(out, "\r\n");
 }
 
@@ -584,6 +617,31 @@ static void prom_requests(struct server *n, struct buf *out)
                (unsigned long long)r->late, (unsigned long long)r->unknown);
 }
 
+static void prom_handoff(struct server *n, struct buf *out)
+{
+    struct handoff_stats hs;
+
+    handoff_get_stats(n->handoff, &hs);
+    prom_gauge(out, "ringkv_transfers_active", "Handoff transfers under way, in and out.",
+               handoff_active(n->handoff));
+    prom_counter(out, "ringkv_handoff_changes_total", "Target rings planned for.", hs.changes);
+    prom_counter(out, "ringkv_handoff_arcs_done_total", "Arcs received and verified.",
+                 hs.arcs_done);
+    prom_counter(out, "ringkv_handoff_keys_received_total", "Keys received by handoff.",
+                 hs.keys_received);
+    prom_counter(out, "ringkv_handoff_bytes_received_total", "Bytes received by handoff.",
+                 hs.bytes_received);
+    prom_counter(out, "ringkv_handoff_keys_sent_total", "Keys served to pulling nodes.",
+                 hs.keys_sent);
+    prom_counter(out, "ringkv_handoff_bytes_sent_total", "Bytes served to pulling nodes.",
+                 hs.bytes_sent);
+    prom_counter(out, "ringkv_handoff_cleanup_keys_total",
+                 "Keys deleted as no longer replicated here.", hs.cleanup_keys);
+    prom_gauge(out, "ringkv_handoff_moved_fraction_ppm",
+               "Part of the circle whose replicas the last change moved, in millionths.",
+               hs.moved_fraction_ppm);
+}
+
 static void prom_store(struct server *n, struct buf *out)
 {
     struct store_stats st;
@@ -669,6 +727,7 @@ int metrics_prometheus(struct server *n, struct buf *out)
     prom_lanes(n, out);
     prom_requests(n, out);
     prom_store(n, out);
+    prom_handoff(n, out);
     return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "membership.h"
 #include "msg_kv.h"
 #include "peer.h"
+#include "handoff.h"
 #include "reaper.h"
 #include "server.h"
 
@@ -597,6 +598,14 @@ void rpc_on_request(struct peer *p, const struct msg *m)
         result = rc == 0            ? MSG_RESULT_OK
                  : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY
                                     : MSG_RESULT_FAILED;
+    } else if (q->code == MSG_OP_HANDOFF_PULL || q->code == MSG_OP_HANDOFF_DIGEST ||
+               q->code == MSG_OP_HANDOFF_DONE) {
+        size_t max = rpc_peer_body_max(p), mine = rpc_body_max(p->node);
+        rc = handoff_serve(p->node->handoff, p->remote.id, q->code, q->body, q->body_len,
+                           max == 0 || (mine != 0 && mine < max) ? mine : max, &body);
+        result = rc == 0            ? MSG_RESULT_OK
+                 : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY
+                                    : MSG_RESULT_FAILED;
     } else if (rpc_serve_kv(p, q, &result)) {
         later = result == MSG_RESULT_OK;
     }
@@ -805,11 +814,19 @@ static size_t rpc_coord_body_max(void *ctx, const char *id)
     return rpc_link(ctx, id, &p) == 0 ? rpc_peer_body_max(p) : 0;
 }
 
+static const struct ring *rpc_coord_target(void *ctx)
+{
+    const struct server *n = ctx;
+
+    return n->gossip != NULL ? gossip_target(n->gossip) : NULL;
+}
+
 void rpc_coord_hooks(struct server *n, struct coord_hooks *h)
 {
     *h = (struct coord_hooks){.ctx = n,
                               .ask = rpc_coord_ask,
                               .ring = rpc_coord_ring,
+                              .target = rpc_coord_target,
                               .up = rpc_coord_up,
                               .body_max = rpc_coord_body_max};
 }

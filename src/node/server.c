@@ -36,6 +36,7 @@
 #include "net.h"
 #include "peer.h"
 #include "reaper.h"
+#include "transfers.h"
 #include "reload.h"
 #include "rpc.h"
 
@@ -190,6 +191,7 @@ static void server_begin_shutdown(struct server *n, const char *cause)
     n->stopping = true;
     gossip_stop(n->gossip);
     collect_stop(n->collect);
+    transfers_stop(n);
     server_close_listeners(n);
     reaper_stop(n->reaper); /* the peers' closing fails its inspections: nothing more to do */
     while (n->peers != NULL) {
@@ -349,6 +351,7 @@ static void server_gossip_settings(struct server *n, struct gossip_settings *gs)
     gs->n_seeds = c->n_seeds;
     gs->store = n->store;
     gs->loop = n->loop;
+    gs->join_by_handoff = true;
 }
 
 /* Membership over the store, its hooks into this node, and our ring listener. */
@@ -479,6 +482,7 @@ static int server_open(struct server *n, char *err, size_t err_len)
     }
     rc = rc ? rc : server_open_gossip(n, err, err_len);
     rc = rc ? rc : server_open_coord(n, err, err_len);
+    rc = rc ? rc : transfers_start(n, err, err_len);
     struct coord_hooks hooks;
     rpc_coord_hooks(n, &hooks);
     if (rc == 0 && (reaper_create(&n->reaper, n->coord, n->store, &hooks, n->cfg.id) != 0 ||
@@ -603,6 +607,7 @@ void server_destroy(struct server *n)
         ev_io_stop(n->loop, &n->store_w);
         ev_timer_stop(n->loop, &n->hints_w);
     }
+    transfers_stop(n);
     gossip_destroy(n->gossip);
     collect_stop(n->collect);
     if (n->kv != NULL) {
@@ -610,6 +615,7 @@ void server_destroy(struct server *n)
     }
     store_close(n->store);       /* completes queued writes; their clients are already closed */
     collect_destroy(n->collect); /* after its step in flight completed */
+    transfers_free(n);           /* after its writes completed */
     rpc_coord_send_waiting(n, true);
     coord_destroy(n->coord);   /* every peer request of it ended when the peers closed */
     reaper_destroy(n->reaper); /* after its inspections (coord) and deletes (store) ended */

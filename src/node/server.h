@@ -111,6 +111,9 @@ struct server {
     struct spare call_spare, coord_call_spare, answer_spare;
     struct collect *collect; /* local tombstone collection (collect.h) */
     struct reaper *reaper;   /* its check with the other replicas (reaper.h) */
+    struct handoff *handoff; /* ownership handoff (handoff.h, transfers.h) */
+    ev_timer handoff_w;      /* its ticks */
+    uint64_t left_ms;        /* when this node turned left: it stops soon after */
     int exit_code;           /* what server_run() returns */
     uint64_t start_ms;       /* clock_mono_ms() at start, for uptime */
     uint64_t run_id;         /* random per process, never 0: INFO's run_id, IDENT's instance */

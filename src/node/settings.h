@@ -62,7 +62,8 @@ struct settings {
     enum store_sync sync;
     uint64_t sync_interval_ms;
     uint64_t gossip_interval_ms;
-    uint64_t handoff_rate; /* bytes per second */
+    uint64_t handoff_rate;        /* bytes per second */
+    uint32_t handoff_concurrency; /* arcs streamed at once */
     enum log_level log_level;
     enum record_conflicts conflicts;
     uint32_t max_siblings;

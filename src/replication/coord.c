@@ -60,6 +60,7 @@ struct coord_node {
     enum preflist_role role;
     bool up;
     int stands_for; /* a fallback: the index of the replica it stands for */
+    bool pending;   /* a write's node that gains the key's arc in the target ring (coord.h) */
     enum coord_state state;
     struct record rec; /* a read: what it answered */
     bool stale;        /* a read: it lacks part of the merged record */
@@ -207,41 +208,68 @@ static int req_plan(struct coord_req *q)
 {
     struct coord *co = q->co;
     const struct ring *ring = co->hooks.ring(co->hooks.ctx);
+    const struct ring *target = co->hooks.target != NULL ? co->hooks.target(co->hooks.ctx) : NULL;
     struct coord_up_ctx u = {co, ring};
     struct preflist pf;
+    uint32_t tl[RING_RF_MAX];
+    const char *pend[RING_RF_MAX];
+    size_t nt = 0, n_pend = 0, n;
+    uint64_t pos;
     int rc;
 
     if (ring == NULL) {
         return RK_EEMPTY;
     }
-    rc = preflist_build(ring, ring_key_position(ring, q->key, q->key_len), co->cfg.rf,
-                        co->cfg.sloppy, coord_member_up, &u, false, &pf);
+    pos = ring_key_position(ring, q->key, q->key_len);
+    rc = preflist_build(ring, pos, co->cfg.rf, co->cfg.sloppy, coord_member_up, &u, false, &pf);
     if (rc != 0) {
         return rc;
     }
-    if (pf.n <= COORD_NODES_HERE) {
+    /* a write during a change also goes to the nodes that gain its arc (coord.h) */
+    if (q->kind == COORD_WRITE && target != NULL && ring_digest(target) != ring_digest(ring) &&
+        ring_member_count(target) > 0 && ring_preflist(target, pos, co->cfg.rf, tl, &nt) == 0) {
+        for (size_t j = 0; j < nt; j++) {
+            const char *id = ring_member_id(target, tl[j]);
+            bool known = false;
+            for (size_t i = 0; i < pf.n && !known; i++) {
+                known = strcmp(ring_member_id(ring, pf.nodes[i].member), id) == 0;
+            }
+            if (!known) {
+                pend[n_pend++] = id;
+            }
+        }
+    }
+    n = pf.n + n_pend;
+    if (n <= COORD_NODES_HERE) {
         q->nodes = q->nodes_here;
         q->calls = q->calls_here;
-    } else if ((q->nodes = malloc(pf.n * sizeof(*q->nodes))) == NULL ||
-               (q->calls = malloc(pf.n * sizeof(*q->calls))) == NULL) {
+    } else if ((q->nodes = malloc(n * sizeof(*q->nodes))) == NULL ||
+               (q->calls = malloc(n * sizeof(*q->calls))) == NULL) {
         free(q->nodes);
         q->nodes = NULL;
         preflist_free(&pf);
         return RK_ENOMEM;
     }
-    q->n = pf.n;
+    q->n = n;
     q->n_rep = pf.n_replicas;
     q->self = -1;
-    for (size_t i = 0; i < pf.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct coord_node *nd = &q->nodes[i];
-        const char *id = ring_member_id(ring, pf.nodes[i].member);
+        const char *id = i < pf.n ? ring_member_id(ring, pf.nodes[i].member) : pend[i - pf.n];
         size_t id_len = strnlen(id, sizeof(nd->id) - 1);
         memset(nd, 0, sizeof(*nd));
         memcpy(nd->id, id, id_len); /* a ring's names are valid ones, at most RING_NAME_MAX */
         nd->id[id_len] = '\0';
-        nd->role = pf.nodes[i].role;
-        nd->up = pf.nodes[i].up;
-        nd->stands_for = pf.nodes[i].stands_for;
+        if (i < pf.n) {
+            nd->role = pf.nodes[i].role;
+            nd->up = pf.nodes[i].up;
+            nd->stands_for = pf.nodes[i].stands_for;
+        } else {
+            nd->role = PREFLIST_REPLICA;
+            nd->up = strcmp(id, co->cfg.self) == 0 || co->hooks.up(co->hooks.ctx, id);
+            nd->stands_for = -1;
+            nd->pending = true;
+        }
         nd->state = NODE_IDLE;
         record_init(&nd->rec);
         q->calls[i].req = q;
@@ -361,8 +389,13 @@ static bool coord_key_local(struct coord *co, const uint8_t *key, size_t len, un
     uint32_t members[RING_RF_MAX];
     size_t n = 0;
 
+    const struct ring *target = co->hooks.target != NULL ? co->hooks.target(co->hooks.ctx) : NULL;
+
     if (ring == NULL) {
         return true;
+    }
+    if (target != NULL && ring_digest(target) != ring_digest(ring)) {
+        return false; /* a change is under way: its writes have pending nodes */
     }
     if (needed > 1 ||
         ring_preflist(ring, ring_key_position(ring, key, len), co->cfg.rf, members, &n) != 0) {
@@ -389,6 +422,9 @@ static unsigned req_reachable(const struct coord_req *q, bool with_fallbacks)
 
     for (size_t i = 0; i < q->n; i++) {
         bool replica = i < q->n_rep;
+        if (q->nodes[i].pending) {
+            continue;
+        }
         if ((replica || with_fallbacks) && ((int)i == q->self || q->nodes[i].up)) {
             k++;
         }
@@ -905,8 +941,12 @@ static void write_send(struct coord_req *q, const struct sibling *version)
         struct msg_replica_write m = {
             .key = q->key, .key_len = q->key_len, .record = rec, .record_len = rlen};
         struct coord_node *nd = &q->nodes[i];
-        bool fallback = i >= q->n_rep, encoded;
-        if ((int)i == q->self) {
+        bool fallback = i >= q->n_rep && !nd->pending, encoded;
+        if ((int)i == q->self || (nd->pending && strcmp(nd->id, q->co->cfg.self) == 0)) {
+            continue;
+        }
+        if (nd->pending && !nd->up) {
+            write_hint_here(q, i); /* a gaining node that is down gets it as a hint */
             continue;
         }
         if (!fallback && !nd->up && q->co->cfg.sloppy) {
@@ -963,10 +1003,11 @@ static void write_answer(void *dctx, int result, const uint8_t *body, size_t len
     q->outstanding--;
     answer_read(result, body, len, &a);
     q->nodes[call->idx].state = a.status == MSG_KV_OK ? NODE_ANSWERED : NODE_FAILED;
-    q->acks += a.status == MSG_KV_OK;
+    q->acks += a.status == MSG_KV_OK && !q->nodes[call->idx].pending; /* pending: not in w */
     if (a.status != MSG_KV_OK && !status_final(a.status)) {
         size_t idx = (size_t)call->idx;
-        write_hint_here(q, idx >= q->n_rep ? (size_t)q->nodes[idx].stands_for : idx);
+        bool fallback = idx >= q->n_rep && !q->nodes[idx].pending;
+        write_hint_here(q, fallback ? (size_t)q->nodes[idx].stands_for : idx);
     }
     write_decide(q, q->lw.existed);
     req_release(q);

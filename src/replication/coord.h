@@ -20,6 +20,15 @@
  * fallback, which keeps the version as a hint for it (durably: a hint
  * counts toward w; preflist.h says which node stands in).
  *
+ * Writes during a change.  While the target ring differs from the ring in
+ * force (a member joining or leaving, handoff.h), a write is also sent to
+ * every node of the key's preference list in the target ring that is not
+ * in its list in force: a pending replica, which is gaining the key's arc.
+ * It does not count toward w (the replicas in force decide the write, as
+ * before); one that is down, or does not take the version, gets it as a
+ * hint kept here, so no write made while an arc is copied misses the node
+ * that receives it.  Reads never ask pending replicas.
+ *
  * Reads.  The coordinator reads its own copy and asks r - 1 other
  * replicas that are up (another one when one fails), merges the versions
  * that came back (siblings stay siblings), and before answering writes the
@@ -92,6 +101,11 @@ struct coord_hooks {
                coord_answer_fn done, void *dctx);
     /* The ring in force, borrowed for the call; NULL before there is one. */
     const struct ring *(*ring)(void *ctx);
+    /*
+     * The target ring (handoff.h), borrowed for the call: the ring in force
+     * itself, or NULL, while no change is under way.  NULL hook: never one.
+     */
+    const struct ring *(*target)(void *ctx);
     /* Whether the failure detector sees member id up. */
     bool (*up)(void *ctx, const char *id);
     /*

@@ -308,11 +308,18 @@ START_TEST(test_ring_rebuilt_only_on_ring_changes)
     membership_heartbeat(m);
     ck_assert_ptr_eq(membership_ring(m), r);
 
-    /* A joining member is not in the ring: adding it keeps the ring. */
+    /*
+     * A joining member is not in the ring: adding it keeps the ring in
+     * force, and rebuilds the target ring, which holds it.
+     */
     entry_make(&e, "n3", "r1", 4, MSG_MEMBER_JOINING, 1, 1);
     ck_assert_int_eq(merge(m, &e, T_START, &changed), MEMBERSHIP_ADDED);
-    ck_assert(!changed);
+    ck_assert(changed);
     ck_assert_ptr_eq(membership_ring(m), r);
+    ck_assert_int_lt(ring_member_find(membership_ring(m), "n3"), 0);
+    ck_assert_int_ge(ring_member_find(membership_target(m), "n3"), 0);
+    ck_assert_uint_ne(membership_target_digest(m), membership_digest(m));
+    ck_assert_uint_eq(membership_self(m)->e.target, membership_target_digest(m));
 
     /* Tokens, rack and status each rebuild it. */
     entry_make(&e, "n2", "r1", 8, MSG_MEMBER_NORMAL, 1, ++v);
@@ -602,12 +609,18 @@ START_TEST(test_own_entry_versions)
     merge(m, &e, T_START, NULL);
     ck_assert_uint_eq(membership_self(m)->e.version, 4);
     ck_assert_uint_eq(membership_self(m)->e.digest, membership_digest(m));
-    /* A member outside the ring changes no digest: no bump. */
-    entry_make(&e, "n3", "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+    /* A member outside both rings changes no digest: no bump. */
+    entry_make(&e, "n4", "r1", 4, MSG_MEMBER_LEFT, 1, 1);
     merge(m, &e, T_START, NULL);
     ck_assert_uint_eq(membership_self(m)->e.version, 4);
-    ck_assert_int_eq(membership_remove(m, "n2"), 0);
+    /* A joining member changes the target field alone: one bump. */
+    entry_make(&e, "n3", "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+    merge(m, &e, T_START, NULL);
     ck_assert_uint_eq(membership_self(m)->e.version, 5);
+    ck_assert_uint_eq(membership_self(m)->e.digest, membership_digest(m));
+    ck_assert_uint_eq(membership_self(m)->e.target, membership_target_digest(m));
+    ck_assert_int_eq(membership_remove(m, "n2"), 0);
+    ck_assert_uint_eq(membership_self(m)->e.version, 6);
     ck_assert_uint_eq(membership_self(m)->e.digest, membership_digest(m));
     membership_destroy(m);
 }
@@ -623,7 +636,8 @@ static struct membership *table_with_others(size_t others)
         char id[RING_NAME_MAX + 1];
 
         snprintf(id, sizeof(id), "o%zu", i);
-        entry_make(&e, id, "r1", 4, MSG_MEMBER_JOINING, 1, 1);
+        /* left: outside both rings, so our own entry stays at (1, 1) */
+        entry_make(&e, id, "r1", 4, MSG_MEMBER_LEFT, 1, 1);
         merge(m, &e, T_START, NULL);
     }
     return m;
@@ -1531,7 +1545,9 @@ START_TEST(test_ring_holder_outlives_changes)
     ck_assert_uint_ne(membership_digest(m), req_digest);
 
     ck_assert_uint_eq(ring_refs(req), 2); /* the request's and the listener's */
-    ck_assert_uint_eq(ring_refs(membership_ring(m)), 1);
+    /* the table's two: in force, and as the target while no change is under way */
+    ck_assert_uint_eq(ring_refs(membership_ring(m)), 2);
+    ck_assert_ptr_eq(membership_target(m), membership_ring(m));
     ck_assert_uint_eq(ring_digest(req), req_digest);
     ck_assert_uint_eq(ring_member_count(req), 3);
     ck_assert_int_eq(ring_preflist(req, pos, 2, again, &n_again), 0);

@@ -1,0 +1,43 @@
+/*
+ * transfers.h - the node's side of ownership handoff (handoff.h): the
+ * handoff's timer, what it is told of the member table, the status
+ * changes it asks for, and the client verbs over it:
+ *
+ *   RINGKV LEAVE       this node starts leaving: its status turns leaving,
+ *                      the nodes that gain its arcs pull them, and once
+ *                      each has said its arc is done the node turns left
+ *                      and stops.  +OK at once; an error when it is not
+ *                      normal (joining: still receiving; leaving: already),
+ *                      or when it is the ring's last node.
+ *   RINGKV TRANSFERS   the transfers not finished, a map:
+ *                        node, status, ring, target (16 hex digits),
+ *                        changing (1 while ring and target differ),
+ *                        agreed (1 when every live member holds the target),
+ *                        transfers: an array of maps with kind, state,
+ *                        direction (in, out), start, end (hex), from, to,
+ *                        keys, keys_total, bytes, rate_bps, eta_s.
+ */
+#ifndef RINGKV_TRANSFERS_H
+#define RINGKV_TRANSFERS_H
+
+#include <stddef.h>
+
+struct server;
+struct client;
+struct pending;
+
+/* Time between two handoff ticks. */
+#define TRANSFERS_TICK_S 0.1
+/* A node that turned left stops after this long, so gossip carries the news first. */
+#define TRANSFERS_LEFT_STOP_MS 3000
+
+/* Create the handoff and start its timer (server_create()); err holds one line. */
+int transfers_start(struct server *n, char *err, size_t err_len);
+/* Stop the timer (shutdown); the handoff stays readable until transfers_free(). */
+void transfers_stop(struct server *n);
+void transfers_free(struct server *n);
+
+void ringkv_leave(struct client *c, struct pending *p);
+void ringkv_transfers(struct client *c, struct pending *p);
+
+#endif
