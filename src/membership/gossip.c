@@ -927,7 +927,8 @@ bool gossip_agreed(const struct gossip *g, bool ring_too)
         if (e == membership_self(g->m) || !gossip_tracked(g, e) || e->state == DETECTOR_DOWN) {
             continue;
         }
-        if (e->e.target != target || (ring_too && e->e.digest != digest)) {
+        /* target 0: a node that predates targets, which cannot say; its ring digest must do */
+        if ((e->e.target != 0 && e->e.target != target) || (ring_too && e->e.digest != digest)) {
             return false;
         }
     }
