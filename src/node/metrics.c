@@ -349,7 +349,7 @@ static void metrics_info_handoff(struct server *n, struct buf *out)
                "ringkv_handoff_batches_sent:%llu\r\nringkv_handoff_resumed:%llu\r\n"
                "ringkv_handoff_verify_mismatch:%llu\r\nringkv_handoff_verify_superset:%llu\r\n"
                "ringkv_handoff_failures:%llu\r\nringkv_handoff_refused:%llu\r\n"
-               "ringkv_handoff_cleanup_keys:%llu\r\n",
+               "ringkv_handoff_cleanup_keys:%llu\r\nringkv_handoff_arcs_unsupported:%llu\r\n",
                (unsigned long long)membership_target_digest(mem),
                membership_target_digest(mem) != membership_digest(mem), handoff_active(n->handoff),
                (unsigned long long)hs.changes, (double)hs.moved_fraction_ppm / 1e6,
@@ -360,7 +360,7 @@ static void metrics_info_handoff(struct server *n, struct buf *out)
                (unsigned long long)hs.batches_sent, (unsigned long long)hs.resumed,
                (unsigned long long)hs.verify_mismatch, (unsigned long long)hs.verify_superset,
                (unsigned long long)hs.failures, (unsigned long long)hs.refused,
-               (unsigned long long)hs.cleanup_keys);
+               (unsigned long long)hs.cleanup_keys, (unsigned long long)hs.arcs_unsupported);
 }
 
 static void info_cluster(struct server *n, struct buf *out)

@@ -638,7 +638,9 @@ static void rpc_coord_done(void *ctx, int result, const struct request_reply *re
     struct rpc_coord_call *c = ctx;
 
     (void)rtt_us;
-    if (result == 0 && reply->status != MSG_RESULT_OK) {
+    if (result == 0 && reply->status == MSG_RESULT_UNKNOWN_OP) {
+        result = RK_EMISMATCH; /* a node that predates the operation: as one without requests */
+    } else if (result == 0 && reply->status != MSG_RESULT_OK) {
         result = RK_EIO; /* refused: the member could not serve it */
     }
     c->done(c->dctx, result, result == 0 ? reply->body : NULL, result == 0 ? reply->body_len : 0);

@@ -84,8 +84,10 @@ struct coord;
 
 /*
  * How a peer request ended: result 0 with the answer's body (borrowed for
- * the call), or an error (RK_ETIMEOUT, RK_ECLOSED, RK_EIO for an answer
- * that is not a result 0, RK_EINVAL for a body over the member's frame,
+ * the call), or an error (RK_ETIMEOUT, RK_ECLOSED, RK_EMISMATCH from a
+ * member that does not know the operation (its message set has no
+ * requests, or it answered result 1), RK_EIO for another answer that is
+ * not a result 0, RK_EINVAL for a body over the member's frame,
  * never sent and never sendable) with no body.
  */
 typedef void (*coord_answer_fn)(void *dctx, int result, const uint8_t *body, size_t len);

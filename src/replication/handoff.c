@@ -52,6 +52,7 @@ struct handoff_in {
     char kind[8];
     char sources[RING_RF_MAX][RING_NAME_MAX + 1];
     size_t n_sources;
+    unsigned unsupported;           /* bit i: sources[i] does not know handoff (an older node) */
     char source[RING_NAME_MAX + 1]; /* the one asked last */
     enum in_state state;
     bool busy;         /* a request or a store group outstanding */
@@ -397,21 +398,41 @@ static void in_range(const struct handoff_in *t, uint64_t *s, uint64_t *e, uint6
     *run = (hi - lo + 1 == 64 ? ~0ull : ((1ull << (hi - lo + 1)) - 1)) << lo;
 }
 
-/* The first source of t that is up, or NULL. */
+/* The first source of t that is up and knows handoff, or NULL. */
 static const char *in_source(struct handoff *h, struct handoff_in *t)
 {
     for (size_t i = 0; i < t->n_sources; i++) {
-        if (h->hooks.up(h->hooks.ctx, t->sources[i])) {
+        if ((t->unsupported >> i & 1) == 0 && h->hooks.up(h->hooks.ctx, t->sources[i])) {
             return t->sources[i];
         }
     }
     return NULL;
 }
 
+static void in_done(struct handoff *h, struct handoff_in *t);
+
 static void in_failed(struct handoff_in *t, const char *what, int rc)
 {
     struct handoff *h = t->h;
+    unsigned all = (1u << t->n_sources) - 1;
 
+    if (rc == RK_EMISMATCH) { /* the source predates handoff: another one, or none */
+        for (size_t i = 0; i < t->n_sources; i++) {
+            if (strcmp(t->sources[i], t->source) == 0) {
+                t->unsupported |= 1u << i;
+            }
+        }
+        if ((t->unsupported & all) == all) {
+            /* nobody can send it: the arc comes by writes and read repair, as before handoff */
+            h->stats.arcs_unsupported++;
+            LOG(LOG_WARN, "handoff_unsupported", "start=%016llx end=%016llx source=%s",
+                (unsigned long long)t->start, (unsigned long long)t->end, t->source);
+            in_done(h, t);
+            return;
+        }
+        t->retry_ms = 0;
+        return;
+    }
     h->stats.failures++;
     t->retry_ms = h->now_ms + HANDOFF_RETRY_MS;
     LOG(LOG_WARN, "handoff_retry", "start=%016llx end=%016llx source=%s step=%s error=\"%s\"",

@@ -46,6 +46,10 @@
  *      receiver and not the source): it is accepted and counted
  *      (verify_superset);
  *   4. done: the checkpoint is deleted and the source told (HANDOFF_DONE).
+ * A source that predates handoff (it does not know the operations) is
+ * passed over for the next; an arc none of whose sources knows them is
+ * left to writes and read repair, as before handoff existed, and counted
+ * (arcs_unsupported), so a node can still join a cluster of older nodes.
  * Done arcs are remembered in memory only: after a restart they are
  * checked again (step 1), which moves nothing for an arc already held.
  *
@@ -128,10 +132,11 @@ struct handoff_stats {
     uint64_t keys_sent, bytes_sent, batches_sent; /* served to pulling nodes */
     uint64_t resumed;                             /* arcs resumed from a checkpoint */
     uint64_t verify_mismatch;                     /* sub-arcs that differed at a verification */
-    uint64_t verify_superset; /* sub-arcs accepted holding more than the source */
-    uint64_t failures;        /* pulls, checks or applies that failed (retried) */
-    uint64_t refused;         /* records the store refused for good (logged, skipped) */
-    uint64_t cleanup_keys;    /* keys deleted as no longer replicated here */
+    uint64_t verify_superset;  /* sub-arcs accepted holding more than the source */
+    uint64_t failures;         /* pulls, checks or applies that failed (retried) */
+    uint64_t refused;          /* records the store refused for good (logged, skipped) */
+    uint64_t arcs_unsupported; /* arcs no source could send: every one predates handoff */
+    uint64_t cleanup_keys;     /* keys deleted as no longer replicated here */
     uint64_t
         moved_fraction_ppm; /* of the last change: the part of the circle whose replicas change */
 };
