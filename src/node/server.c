@@ -35,6 +35,7 @@
 #include "log.h"
 #include "net.h"
 #include "peer.h"
+#include "handoff.h"
 #include "reaper.h"
 #include "transfers.h"
 #include "reload.h"
@@ -302,6 +303,9 @@ static void server_ring_changed(void *ctx, const struct ring *old_ring, const st
     LOG(LOG_INFO, "ring_changed", "digest=%016llx members=%zu old_digest=%016llx old_members=%zu",
         (unsigned long long)ring_digest(new_ring), ring_member_count(new_ring),
         (unsigned long long)ring_digest(old_ring), ring_member_count(old_ring));
+    if (n->handoff != NULL) {
+        handoff_ring_changed(n->handoff, old_ring, new_ring);
+    }
 }
 
 static void server_peer_identified(void *ctx, struct peer *p)

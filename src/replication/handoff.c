@@ -56,6 +56,7 @@ struct handoff_in {
     char source[RING_NAME_MAX + 1]; /* the one asked last */
     enum in_state state;
     bool busy;         /* a request or a store group outstanding */
+    bool repair;       /* copied from one surviving replica after a change without handoff */
     uint64_t retry_ms; /* not before this (after a failure) */
     uint64_t mask;     /* sub-arcs to stream */
     struct store_cursor cur;
@@ -104,6 +105,8 @@ struct handoff {
     uint64_t planned_ring, planned_target; /* digests the plan is for; 0: none */
     struct handoff_in **in;
     size_t n_in;
+    struct handoff_in **rep; /* repairs after a change made without handoff (a removal) */
+    size_t n_rep;
     struct handoff_out *out;
     size_t n_out;
     struct handoff_give *give;
@@ -113,6 +116,7 @@ struct handoff {
     uint64_t allowance_ms;
     uint64_t now_ms;
     bool may_drive;      /* the last tick allowed copying (table whole, target agreed) */
+    bool whole;          /* the last tick had the whole member table: repairs may run */
     bool driving, again; /* drive() is running; asked again meanwhile */
     /* clean-up */
     uint64_t agreed_since_ms; /* 0: not agreed */
@@ -186,6 +190,14 @@ void handoff_destroy(struct handoff *h)
         return;
     }
     plan_drop(h);
+    for (size_t i = 0; i < h->n_rep; i++) {
+        if (h->rep[i]->busy) {
+            h->rep[i]->h = NULL;
+        } else {
+            in_free(h->rep[i]);
+        }
+    }
+    free(h->rep);
     free(h->out);
     free(h->clean_arcs);
     free(h);
@@ -500,6 +512,9 @@ static void in_done(struct handoff *h, struct handoff_in *t)
         ckpt_delete(h, t->ckpt_key);
     }
     t->mask = 0;
+    if (t->repair) {
+        return; /* a repair's source gives nothing up */
+    }
     buf_init(&body, 0);
     if (msg_handoff_done_encode(&m, &body) == 0) {
         for (size_t i = 0; i < t->n_sources; i++) {
@@ -905,21 +920,16 @@ static void drive(struct handoff *h)
 /* An arc moved on: start the next step now, not at the next tick. */
 static void kick(struct handoff *h)
 {
-    if (h->may_drive) {
+    if (h->may_drive || h->whole) {
         drive(h);
     }
 }
 
-static void drive_once(struct handoff *h)
+/* One list's next steps, within the bounds (active: arcs streaming or verifying, all lists). */
+static void drive_list(struct handoff *h, struct handoff_in **list, size_t n, unsigned *active)
 {
-    unsigned active = 0;
-
-    for (size_t i = 0; i < h->n_in; i++) {
-        enum in_state st = h->in[i]->state;
-        active += st == IN_STREAMING || st == IN_VERIFYING;
-    }
-    for (size_t i = 0; i < h->n_in; i++) {
-        struct handoff_in *t = h->in[i];
+    for (size_t i = 0; i < n; i++) {
+        struct handoff_in *t = list[i];
 
         if (t->busy || t->state == IN_DONE || h->now_ms < t->retry_ms) {
             continue;
@@ -933,10 +943,10 @@ static void drive_once(struct handoff *h)
             }
             break;
         case IN_QUEUED:
-            if (active >= h->cfg.concurrency) {
+            if (*active >= h->cfg.concurrency) {
                 break;
             }
-            active++;
+            (*active)++;
             t->state = IN_STREAMING;
             if (t->started_ms == 0) {
                 t->started_ms = h->now_ms;
@@ -953,6 +963,28 @@ static void drive_once(struct handoff *h)
         case IN_DONE:
             break;
         }
+    }
+}
+
+static unsigned count_active(struct handoff_in **list, size_t n)
+{
+    unsigned active = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        active += list[i]->state == IN_STREAMING || list[i]->state == IN_VERIFYING;
+    }
+    return active;
+}
+
+static void drive_once(struct handoff *h)
+{
+    unsigned active = count_active(h->in, h->n_in) + count_active(h->rep, h->n_rep);
+
+    if (h->may_drive) {
+        drive_list(h, h->in, h->n_in, &active);
+    }
+    if (h->whole) {
+        drive_list(h, h->rep, h->n_rep, &active);
     }
 }
 
@@ -1256,6 +1288,92 @@ static void cleanup(struct handoff *h, const struct handoff_view *v)
     clean_next(h);
 }
 
+/* --- repairs ---------------------------------------------------------------------- */
+
+/* Drop the repairs that are done. */
+static void rep_prune(struct handoff *h)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < h->n_rep; i++) {
+        if (h->rep[i]->state == IN_DONE && !h->rep[i]->busy) {
+            in_free(h->rep[i]);
+        } else {
+            h->rep[k++] = h->rep[i];
+        }
+    }
+    h->n_rep = k;
+}
+
+static int rep_add(struct handoff *h, const struct ring *new_ring, const struct ring_move *mv,
+                   const char *source, unsigned idx)
+{
+    struct handoff_in *t = calloc(1, sizeof(*t));
+    struct handoff_in **grown;
+
+    if (t == NULL || (grown = realloc(h->rep, (h->n_rep + 1) * sizeof(*grown))) == NULL) {
+        free(t);
+        return RK_ENOMEM;
+    }
+    h->rep = grown;
+    t->h = h;
+    t->start = mv->start;
+    t->end = mv->end;
+    t->repair = true;
+    buf_init(&t->ckpt_val, 0);
+    store_cursor_init(&t->cur);
+    snprintf(t->kind, sizeof(t->kind), "repair");
+    snprintf(t->sources[0], RING_NAME_MAX + 1, "%s", source);
+    t->n_sources = 1;
+    ckpt_key(t->ckpt_key, ring_digest(new_ring), t->start, t->end);
+    t->ckpt_key[0] = 'r';
+    t->ckpt_key[1] = (uint8_t)('0' + idx);
+    t->state = IN_PENDING;
+    h->rep[h->n_rep++] = t;
+    in_resume(h, t);
+    return 0;
+}
+
+void handoff_ring_changed(struct handoff *h, const struct ring *old_ring,
+                          const struct ring *new_ring)
+{
+    struct ring_diff d;
+    size_t added = 0;
+    int rc;
+
+    if (ring_digest(new_ring) == h->planned_target || ring_member_count(old_ring) == 0 ||
+        ring_member_count(new_ring) == 0 || ring_member_find(new_ring, h->cfg.self) < 0) {
+        return; /* the change handoff made, the first ring, or one we are not in */
+    }
+    rep_prune(h);
+    rc = ring_diff(old_ring, new_ring, h->cfg.rf, &d);
+    if (rc != 0) {
+        LOG(LOG_ERROR, "handoff_repair_failed", "error=\"%s\"", rk_strerror(rc));
+        return;
+    }
+    for (size_t i = 0; i < d.n_moves && rc == 0; i++) {
+        const struct ring_move *mv = &d.moves[i];
+        unsigned idx = 0;
+        if (!id_in(h->cfg.self, mv->gain, mv->n_gain)) {
+            continue;
+        }
+        /* every old replica still in the ring: a write acknowledged by w of them is on one */
+        for (size_t j = 0; j < mv->n_old && rc == 0; j++) {
+            if (ring_member_find(new_ring, mv->old_list[j]) >= 0 &&
+                strcmp(mv->old_list[j], h->cfg.self) != 0) {
+                rc = rep_add(h, new_ring, mv, mv->old_list[j], idx++);
+                added++;
+            }
+        }
+    }
+    ring_diff_free(&d);
+    if (added > 0) {
+        LOG(LOG_INFO, "handoff_repair", "ring=%016llx old_ring=%016llx transfers=%zu",
+            (unsigned long long)ring_digest(new_ring), (unsigned long long)ring_digest(old_ring),
+            added);
+    }
+}
+
 /* --- the tick ---------------------------------------------------------------------- */
 
 size_t handoff_active(const struct handoff *h)
@@ -1267,6 +1385,9 @@ size_t handoff_active(const struct handoff *h)
     }
     for (size_t i = 0; i < h->n_give; i++) {
         n += !h->give[i].done;
+    }
+    for (size_t i = 0; i < h->n_rep; i++) {
+        n += h->rep[i]->state != IN_DONE;
     }
     return n;
 }
@@ -1293,7 +1414,8 @@ enum handoff_action handoff_tick(struct handoff *h, const struct handoff_view *v
     h->allowance_ms = v->now_ms;
     h->may_drive =
         v->table_whole && v->target_agreed && h->planned_target == ring_digest(v->target);
-    if (h->may_drive) {
+    h->whole = v->table_whole;
+    if (h->may_drive || h->whole) {
         drive(h);
     }
     cleanup(h, v);
@@ -1317,8 +1439,8 @@ enum handoff_action handoff_tick(struct handoff *h, const struct handoff_view *v
 
 void handoff_each(struct handoff *h, handoff_each_fn fn, void *ctx)
 {
-    for (size_t i = 0; i < h->n_in; i++) {
-        const struct handoff_in *t = h->in[i];
+    for (size_t i = 0; i < h->n_in + h->n_rep; i++) {
+        const struct handoff_in *t = i < h->n_in ? h->in[i] : h->rep[i - h->n_in];
         uint64_t ms = t->started_ms ? h->now_ms - t->started_ms : 0;
         struct handoff_transfer x = {.kind = t->kind,
                                      .state = in_state_names[t->state],

@@ -171,6 +171,17 @@ enum handoff_action handoff_tick(struct handoff *h, const struct handoff_view *v
 int handoff_serve(struct handoff *h, const char *peer, uint32_t op, const uint8_t *body, size_t len,
                   size_t answer_max, struct buf *out);
 
+/*
+ * The ring in force changed from old_ring to new_ring (the node's ring
+ * listener).  A change that is not the target this node planned for was
+ * made without handoff (a removal of a dead member, a member back with
+ * other tokens): every arc this node gains by it is copied from each of
+ * its old replicas still in the ring ("repair" transfers), since a write
+ * acknowledged by w of them is on at least one.
+ */
+void handoff_ring_changed(struct handoff *h, const struct ring *old_ring,
+                          const struct ring *new_ring);
+
 /* Every transfer not finished (and the finished ones of the change under way). */
 void handoff_each(struct handoff *h, handoff_each_fn fn, void *ctx);
 /* Transfers under way: not done, incoming and outgoing. */
