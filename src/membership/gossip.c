@@ -380,6 +380,95 @@ static void gossip_storeless_identity(struct gossip *g, const struct msg_member 
     }
 }
 
+/* The cluster's rf as the data directory records it (store.h); 3 when it cannot say. */
+static unsigned gossip_store_rf(const struct gossip *g)
+{
+    uint8_t v[4];
+    size_t len;
+
+    if (g->cfg.store != NULL &&
+        store_table_get(g->cfg.store, STORE_TABLE_META, "rf", 2, v, sizeof(v), &len) == 0 &&
+        len == 4 && bytes_get_be32(v) >= 1 && bytes_get_be32(v) <= RING_RF_MAX) {
+        return bytes_get_be32(v);
+    }
+    return STORE_RF_DEFAULT;
+}
+
+/*
+ * The churn alarm: this node's ring entry was saved with other tokens or
+ * another rack than its settings give now.  Such a restart changes the
+ * ring at once, without a handoff (repairs copy what moved afterwards,
+ * handoff.h), and a slip of a setting can reshuffle much of the cluster,
+ * so one that moves any replica is refused unless forced
+ * (force-ring-change), with the figures: the part of the circle whose
+ * replicas would change, and this node's share before and after.  0 when
+ * nothing moves; RK_EINVAL with err set.
+ */
+static int gossip_churn_alarm(struct gossip *g, struct membership *scratch,
+                              const struct msg_member *saved, char *err, size_t err_len)
+{
+    const struct ring *now = membership_ring(scratch);
+    size_t n = membership_count(scratch), k = 0;
+    struct ring_member *rm = malloc((n ? n : 1) * sizeof(*rm));
+    unsigned rf = gossip_store_rf(g);
+    struct ring *before = NULL;
+    struct ring_diff d;
+    double moved = -1, share_before = -1, share_now = -1;
+    ring_len *own;
+    int rc;
+
+    if (rm == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct member *e = membership_at(scratch, i);
+        bool self = strcmp(e->e.id, g->cfg.id) == 0;
+        if (membership_in_ring(self ? saved->status : e->e.status)) {
+            rm[k].id = e->e.id;
+            rm[k].rack = self ? saved->rack : e->e.rack;
+            rm[k].tokens = self ? saved->tokens : e->e.tokens;
+            k++;
+        }
+    }
+    rc = ring_create(&before, g->cfg.ring_seed, rm, k);
+    free(rm);
+    if (rc == 0 && ring_member_count(now) > 0 && ring_diff(before, now, rf, &d) == 0) {
+        moved = ring_len_fraction(d.moved);
+        ring_diff_free(&d);
+    }
+    own = rc == 0 ? calloc(ring_member_count(before) + ring_member_count(now) + 1, sizeof(*own))
+                  : NULL;
+    if (own != NULL && ring_ownership(before, rf, own) == 0 &&
+        ring_member_find(before, g->cfg.id) >= 0) {
+        share_before = ring_len_fraction(own[ring_member_find(before, g->cfg.id)]);
+    }
+    if (own != NULL && ring_member_count(now) > 0 && ring_ownership(now, rf, own) == 0 &&
+        ring_member_find(now, g->cfg.id) >= 0) {
+        share_now = ring_len_fraction(own[ring_member_find(now, g->cfg.id)]);
+    }
+    free(own);
+    ring_unref(before);
+    if (moved == 0) { /* every replica stays where it is (rf as large as the racks, say) */
+        LOG(LOG_INFO, "ring_entry_changed",
+            "tokens_saved=%u tokens=%u rack_saved=%s rack=%s rf=%u moved_fraction=0", saved->tokens,
+            g->cfg.tokens, saved->rack, g->cfg.rack, rf);
+        return 0;
+    }
+    LOG(LOG_ERROR, "churn_alarm",
+        "tokens_saved=%u tokens=%u rack_saved=%s rack=%s rf=%u moved_fraction=%.4f "
+        "share_before=%.4f share_after=%.4f",
+        saved->tokens, g->cfg.tokens, saved->rack, g->cfg.rack, rf, moved, share_before, share_now);
+    snprintf(err, err_len,
+             "tokens/rack: this node joined the ring with %u tokens in rack '%s' and now has %u in "
+             "rack '%s': restarting so would move the replicas of %.1f%% of the ring at once "
+             "(this node's share %.1f%% -> %.1f%%, rf %u); start it with its old values, or give "
+             "force-ring-change yes to accept the move",
+             saved->tokens, saved->rack, g->cfg.tokens, g->cfg.rack, moved * 100,
+             share_before * 100, share_now * 100, rf);
+    return RK_EINVAL;
+}
+
 /*
  * The saved table, read and tried in a scratch table before anything is
  * written (a refused start leaves the directory as it was), then our
@@ -412,6 +501,11 @@ static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t
     gossip_self_entry(g, 1, have ? &saved : NULL, &self);
     if (g->cfg.store != NULL) { /* without one, nothing is written that a refusal must spare */
         rc = gossip_restore(g, &self, blob, len, &scratch, err, err_len);
+    }
+    if (rc == 0 && scratch != NULL && have && membership_in_ring(saved.status) &&
+        !g->cfg.force_ring_change &&
+        (saved.tokens != g->cfg.tokens || strcmp(saved.rack, g->cfg.rack) != 0)) {
+        rc = gossip_churn_alarm(g, scratch, &saved, err, err_len);
     }
     if (scratch != NULL) {
         membership_destroy(scratch);

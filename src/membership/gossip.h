@@ -104,6 +104,12 @@ struct gossip_settings {
      * whole exchange, as a node with no data to receive may.
      */
     bool join_by_handoff;
+    /*
+     * Start even when our saved ring entry has other tokens or another rack
+     * than the settings (the churn alarm, gossip.c); false: refuse, with
+     * the figures.
+     */
+    bool force_ring_change;
     const uint8_t
         *table; /* without a store: the table to start from; borrowed for gossip_create() */
     size_t table_len;

@@ -356,6 +356,7 @@ static void server_gossip_settings(struct server *n, struct gossip_settings *gs)
     gs->store = n->store;
     gs->loop = n->loop;
     gs->join_by_handoff = true;
+    gs->force_ring_change = n->cfg.force_ring_change;
 }
 
 /* Membership over the store, its hooks into this node, and our ring listener. */

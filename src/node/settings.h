@@ -64,6 +64,7 @@ struct settings {
     uint64_t gossip_interval_ms;
     uint64_t handoff_rate;        /* bytes per second */
     uint32_t handoff_concurrency; /* arcs streamed at once */
+    bool force_ring_change;       /* start even with tokens or rack changed (gossip.h) */
     enum log_level log_level;
     enum record_conflicts conflicts;
     uint32_t max_siblings;
