@@ -2474,7 +2474,7 @@ static const struct ringkv_verb ringkv_verbs[] = {
     {"bulktest", 1, 3, ringkv_bulktest, NULL},   {"status", 2, 2, NULL, ringkv_status_deep},
     {"preflist", 2, 2, ringkv_preflist, NULL},   {"replicas", 2, 2, NULL, ringkv_replicas},
     {"hints", 1, 2, ringkv_hints, NULL},         {"leave", 1, 1, ringkv_leave, NULL},
-    {"transfers", 1, 1, ringkv_transfers, NULL},
+    {"transfers", 1, 1, ringkv_transfers, NULL}, {"plan", 3, 5, ringkv_plan, NULL},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -2492,13 +2492,13 @@ static int cmd_ringkv(struct client *c, struct pending *p)
             return CMD_DONE;
         }
     }
-    client_error(
-        p,
-        "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
-        "MEMBERS, RING [rf], PREFLIST key, REMOVE id, LEAVE, TRANSFERS, BULKTEST [id bytes], "
-        "REPLICAS key, "
-        "HINTS)",
-        arg_str(p, 1));
+    client_error(p,
+                 "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
+                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, LEAVE, TRANSFERS, PLAN change, "
+                 "BULKTEST [id bytes], "
+                 "REPLICAS key, "
+                 "HINTS)",
+                 arg_str(p, 1));
     return CMD_DONE;
 }
 

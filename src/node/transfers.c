@@ -4,6 +4,7 @@
 #include "transfers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
@@ -13,9 +14,11 @@
 #include "handoff.h"
 #include "log.h"
 #include "membership.h"
+#include "num.h"
 #include "resp.h"
 #include "rpc.h"
 #include "server.h"
+#include "store.h"
 
 static bool transfers_up(void *ctx, const char *id)
 {
@@ -220,4 +223,254 @@ void ringkv_transfers(struct client *c, struct pending *p)
     resp_put_array(out, r.n);
     buf_append(out, buf_data(&r.rows), r.rows.len);
     buf_free(&r.rows);
+}
+
+/* --- plans (dry runs) -------------------------------------------------------------- */
+
+enum plan_kind { PLAN_LEAVE, PLAN_REMOVE, PLAN_TOKENS, PLAN_JOIN };
+
+/*
+ * The ring the change would give: the ring in force's members with the
+ * change made (a member out, another token count, one more member).
+ * RK_ENOTFOUND for a member not in the ring.
+ */
+static int plan_ring(struct server *n, enum plan_kind kind, const char *id, const char *rack,
+                     uint32_t tokens, struct ring **out)
+{
+    const struct membership *m = gossip_members(n->gossip);
+    size_t count = membership_count(m), k = 0;
+    struct ring_member *rm = calloc(count + 1, sizeof(*rm));
+    bool found = false;
+    int rc;
+
+    if (rm == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const struct msg_member *e = &membership_at(m, i)->e;
+        bool it = strcmp(e->id, id) == 0;
+        if (!membership_in_ring(e->status)) {
+            continue;
+        }
+        found |= it;
+        if (it && (kind == PLAN_LEAVE || kind == PLAN_REMOVE)) {
+            continue;
+        }
+        rm[k].id = e->id;
+        rm[k].rack = e->rack;
+        rm[k].tokens = it && kind == PLAN_TOKENS ? tokens : e->tokens;
+        k++;
+    }
+    if (kind == PLAN_JOIN && !found) {
+        rm[k].id = id;
+        rm[k].rack = rack;
+        rm[k].tokens = tokens;
+        k++;
+        found = true;
+    }
+    rc = !found ? RK_ENOTFOUND : ring_create(out, n->cfg.ring_seed, rm, k);
+    free(rm);
+    return rc;
+}
+
+static uint64_t scale(uint64_t v, double f)
+{
+    return (uint64_t)((double)v * f + 0.5);
+}
+
+/*
+ * RINGKV PLAN LEAVE id | REMOVE id | TOKENS id n | JOIN id rack tokens:
+ * what the change would move, without making it (`--dry-run`): a map of
+ *   change, member, ring, target (hex), moved_fraction (of the circle
+ *   whose replicas change), arcs (that would be streamed), copies_fraction
+ *   (replica copies to stream, in circles), keys, bytes (estimated from
+ *   this node's data: what it holds of each moving arc, scaled by the arc
+ *   lengths it does not hold), and owners: per member after the change,
+ *   id, share_before and share_after (parts of the circle it replicates,
+ *   as text with 4 decimals).
+ */
+void ringkv_plan(struct client *c, struct pending *p)
+{
+    static const char *const kinds[] = {"leave", "remove", "tokens", "join"};
+    struct server *n = c->node;
+    const struct resp_cmd *cmd = p->cmd;
+    const struct ring *ring = gossip_ring(n->gossip);
+    struct ring *target = NULL;
+    enum plan_kind kind;
+    char id[RING_NAME_MAX + 1] = "", rack[RING_NAME_MAX + 1] = "";
+    uint64_t tokens = 0, keys = 0, bytes = 0, held_keys = 0, held_bytes = 0;
+    ring_len held_len = 0, moved_len = 0;
+    struct ring_diff d;
+    ring_len *before = NULL, *after = NULL;
+    struct buf *out;
+    size_t want;
+    int rc;
+
+    if (cmd->argc < 4) {
+        client_error(p, "ERR RINGKV PLAN: LEAVE id, REMOVE id, TOKENS id n or JOIN id rack tokens");
+        return;
+    }
+    if (resp_arg_is(cmd, 2, "leave")) {
+        kind = PLAN_LEAVE, want = 4;
+    } else if (resp_arg_is(cmd, 2, "remove")) {
+        kind = PLAN_REMOVE, want = 4;
+    } else if (resp_arg_is(cmd, 2, "tokens")) {
+        kind = PLAN_TOKENS, want = 5;
+    } else if (resp_arg_is(cmd, 2, "join")) {
+        kind = PLAN_JOIN, want = 6;
+    } else {
+        client_error(p, "ERR RINGKV PLAN: the change is LEAVE, REMOVE, TOKENS or JOIN");
+        return;
+    }
+    if (cmd->argc != want || cmd->argv[3].len == 0 || cmd->argv[3].len > RING_NAME_MAX ||
+        !ring_name_valid((const char *)cmd->argv[3].p, cmd->argv[3].len)) {
+        client_error(p, "ERR RINGKV PLAN %s: wrong arguments, or an invalid member id",
+                     kinds[kind]);
+        return;
+    }
+    memcpy(id, cmd->argv[3].p, cmd->argv[3].len);
+    if (kind == PLAN_JOIN && (cmd->argv[4].len == 0 || cmd->argv[4].len > RING_NAME_MAX ||
+                              !ring_name_valid((const char *)cmd->argv[4].p, cmd->argv[4].len))) {
+        client_error(p, "ERR RINGKV PLAN JOIN: an invalid rack");
+        return;
+    }
+    if (kind == PLAN_JOIN) {
+        memcpy(rack, cmd->argv[4].p, cmd->argv[4].len);
+    }
+    if (kind == PLAN_TOKENS || kind == PLAN_JOIN) {
+        const struct resp_arg *a = &cmd->argv[kind == PLAN_JOIN ? 5 : 4];
+        if (num_parse_u64((const char *)a->p, a->len, RING_TOKENS_MAX, &tokens) != 0 ||
+            tokens < RING_TOKENS_MIN) {
+            client_error(p, "ERR RINGKV PLAN: tokens must be %u to %u", RING_TOKENS_MIN,
+                         RING_TOKENS_MAX);
+            return;
+        }
+    }
+    if (ring == NULL || ring_member_count(ring) == 0) {
+        client_error(p, "ERR RINGKV PLAN: this node holds no ring yet");
+        return;
+    }
+    rc = plan_ring(n, kind, id, rack, (uint32_t)tokens, &target);
+    if (rc == RK_ENOTFOUND) {
+        client_error(p, "ERR RINGKV PLAN %s: '%s' is not in the ring", kinds[kind], id);
+        return;
+    }
+    if (rc == 0 && ring_member_count(target) == 0) {
+        ring_unref(target);
+        client_error(p, "ERR RINGKV PLAN %s: the ring would be empty", kinds[kind]);
+        return;
+    }
+    if (rc != 0 || ring_diff(ring, target, n->cfg.rf, &d) != 0) {
+        ring_unref(target);
+        client_error(p, "ERR RINGKV PLAN: %s", rk_strerror(rc != 0 ? rc : RK_ENOMEM));
+        return;
+    }
+    /* keys and bytes: what this node holds of the moving arcs, scaled to their whole length */
+    for (size_t i = 0; i < d.n_moves; i++) {
+        const struct ring_move *mv = &d.moves[i];
+        uint64_t k = 0, b = 0;
+        if (mv->n_gain == 0) {
+            continue;
+        }
+        moved_len += mv->len * mv->n_gain;
+        for (size_t j = 0; j < mv->n_old; j++) {
+            if (strcmp(mv->old_list[j], n->cfg.id) == 0 &&
+                store_arc_stats(n->store, mv->start, mv->end, &k, &b) == 0) {
+                held_len += mv->len * mv->n_gain;
+                held_keys += k * mv->n_gain;
+                held_bytes += b * mv->n_gain;
+            }
+        }
+    }
+    if (held_len > 0) {
+        double f = (double)moved_len / (double)held_len;
+        keys = scale(held_keys, f);
+        bytes = scale(held_bytes, f);
+    } else {
+        struct store_stats st;
+        ring_len *own = calloc(ring_member_count(ring), sizeof(*own));
+        int me = ring_member_find(ring, n->cfg.id);
+        store_get_stats(n->store, &st);
+        if (own != NULL && me >= 0 && ring_ownership(ring, n->cfg.rf, own) == 0 && own[me] > 0) {
+            double per_circle = (double)st.keys / ring_len_fraction(own[me]);
+            keys = scale((uint64_t)per_circle, ring_len_fraction(moved_len));
+            /* no arc of it here to measure: the store's pages per key */
+            bytes = st.keys > 0 ? scale(st.map_used / st.keys, (double)keys) : 0;
+        }
+        free(own);
+    }
+    before = calloc(ring_member_count(ring) + 1, sizeof(*before));
+    after = calloc(ring_member_count(target) + 1, sizeof(*after));
+    if (before == NULL || after == NULL || ring_ownership(ring, n->cfg.rf, before) != 0 ||
+        ring_ownership(target, n->cfg.rf, after) != 0) {
+        free(before);
+        free(after);
+        ring_diff_free(&d);
+        ring_unref(target);
+        client_error(p, "ERR RINGKV PLAN: out of memory");
+        return;
+    }
+    out = client_reply(p);
+    resp_put_map(out, 11, c->proto);
+    resp_put_bulk_str(out, "change");
+    resp_put_bulk_str(out, kinds[kind]);
+    resp_put_bulk_str(out, "member");
+    resp_put_bulk_str(out, id);
+    resp_put_bulk_str(out, "ring");
+    put_hex(out, ring_digest(ring));
+    resp_put_bulk_str(out, "target");
+    put_hex(out, ring_digest(target));
+    {
+        char f[32];
+        snprintf(f, sizeof(f), "%.4f", ring_len_fraction(d.moved));
+        resp_put_bulk_str(out, "moved_fraction");
+        resp_put_bulk_str(out, f);
+        snprintf(f, sizeof(f), "%.4f", ring_len_fraction(d.copies));
+        resp_put_bulk_str(out, "copies_fraction");
+        resp_put_bulk_str(out, f);
+    }
+    {
+        size_t arcs = 0;
+        for (size_t i = 0; i < d.n_moves; i++) {
+            arcs += d.moves[i].n_gain > 0;
+        }
+        resp_put_bulk_str(out, "arcs");
+        resp_put_int(out, (int64_t)arcs);
+    }
+    resp_put_bulk_str(out, "keys");
+    resp_put_int(out, (int64_t)keys);
+    resp_put_bulk_str(out, "bytes");
+    resp_put_int(out, (int64_t)bytes);
+    resp_put_bulk_str(out, "estimated_from");
+    resp_put_bulk_str(out, n->cfg.id);
+    resp_put_bulk_str(out, "owners");
+    {
+        size_t nm = ring_member_count(ring), nt = ring_member_count(target), rows = nm;
+        for (size_t i = 0; i < nt; i++) {
+            rows += ring_member_find(ring, ring_member_id(target, (uint32_t)i)) < 0;
+        }
+        resp_put_array(out, rows);
+        for (size_t i = 0; i < nm + nt; i++) {
+            const char *who = i < nm ? ring_member_id(ring, (uint32_t)i)
+                                     : ring_member_id(target, (uint32_t)(i - nm));
+            int b = ring_member_find(ring, who), a = ring_member_find(target, who);
+            char sb[16], sa[16];
+            if (i >= nm && b >= 0) {
+                continue;
+            }
+            snprintf(sb, sizeof(sb), "%.4f", b >= 0 ? ring_len_fraction(before[b]) : 0.0);
+            snprintf(sa, sizeof(sa), "%.4f", a >= 0 ? ring_len_fraction(after[a]) : 0.0);
+            resp_put_map(out, 3, c->proto);
+            resp_put_bulk_str(out, "id");
+            resp_put_bulk_str(out, who);
+            resp_put_bulk_str(out, "share_before");
+            resp_put_bulk_str(out, sb);
+            resp_put_bulk_str(out, "share_after");
+            resp_put_bulk_str(out, sa);
+        }
+    }
+    free(before);
+    free(after);
+    ring_diff_free(&d);
+    ring_unref(target);
 }

@@ -16,6 +16,9 @@
  *                        transfers: an array of maps with kind, state,
  *                        direction (in, out), start, end (hex), from, to,
  *                        keys, keys_total, bytes, rate_bps, eta_s.
+ *   RINGKV PLAN LEAVE id | REMOVE id | TOKENS id n | JOIN id rack tokens
+ *                      what that change would move, without making it
+ *                      (the CLI's --dry-run; transfers.c, ringkv_plan()).
  */
 #ifndef RINGKV_TRANSFERS_H
 #define RINGKV_TRANSFERS_H
@@ -39,5 +42,6 @@ void transfers_free(struct server *n);
 
 void ringkv_leave(struct client *c, struct pending *p);
 void ringkv_transfers(struct client *c, struct pending *p);
+void ringkv_plan(struct client *c, struct pending *p);
 
 #endif
