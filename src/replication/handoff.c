@@ -97,6 +97,14 @@ struct handoff_give {
     bool done;
 };
 
+/* A HANDOFF_DONE received: peer holds (start, end] of target. */
+struct handoff_told {
+    uint64_t target, start, end;
+    char peer[RING_NAME_MAX + 1];
+};
+/* HANDOFF_DONEs remembered at most (an arc of each of 4096 tokens, four gainers each). */
+#define HANDOFF_TOLD_MAX 65536
+
 struct handoff {
     struct store *store;
     struct handoff_config cfg;
@@ -111,6 +119,8 @@ struct handoff {
     size_t n_out;
     struct handoff_give *give;
     size_t n_give;
+    struct handoff_told *told; /* HANDOFF_DONEs received for the target, whatever the plan */
+    size_t n_told;
     unsigned checks, streams; /* requests outstanding of each kind */
     double allowance;         /* bytes the rate allows now */
     uint64_t allowance_ms;
@@ -199,6 +209,7 @@ void handoff_destroy(struct handoff *h)
     }
     free(h->rep);
     free(h->out);
+    free(h->told);
     free(h->clean_arcs);
     free(h);
 }
@@ -312,17 +323,46 @@ static int plan_add_give(struct handoff *h, const struct ring_move *mv)
         h->give = grown;
         h->give[h->n_give] = (struct handoff_give){.start = mv->start, .end = mv->end};
         snprintf(h->give[h->n_give].to, sizeof(h->give[h->n_give].to), "%s", mv->gain[i]);
-        /* a gainer that already said so under this target */
-        for (size_t j = 0; j < h->n_out; j++) {
-            const struct handoff_out *o = &h->out[j];
-            if (o->done && o->start == mv->start && o->end == mv->end &&
-                strcmp(o->peer, mv->gain[i]) == 0) {
-                h->give[h->n_give].done = true;
-            }
-        }
         h->n_give++;
     }
     return 0;
+}
+
+/* Whether position p lies on the arc (s, e] (the whole circle when s == e). */
+static bool arc_holds(uint64_t s, uint64_t e, uint64_t p)
+{
+    return s == e || p - s - 1 < e - s;
+}
+
+/*
+ * Whether the HANDOFF_DONEs of g's gainer under the target cover g's arc:
+ * the gainer cut its arcs from its own ring in force, which may differ
+ * from ours (a joiner turned normal meanwhile), so its arcs need not be
+ * ours; what counts is that every position of ours is on one of them.
+ */
+static bool give_covered(const struct handoff *h, const struct handoff_give *g)
+{
+    uint64_t cur = g->start;
+
+    for (size_t steps = 0; steps <= h->n_told; steps++) {
+        const struct handoff_told *hit = NULL;
+        for (size_t i = 0; i < h->n_told && hit == NULL; i++) {
+            const struct handoff_told *t = &h->told[i];
+            if (t->target == h->planned_target && strcmp(t->peer, g->to) == 0 &&
+                arc_holds(t->start, t->end, cur + 1)) {
+                hit = t;
+            }
+        }
+        if (hit == NULL) {
+            return false;
+        }
+        if (hit->start == hit->end || arc_holds(hit->start, hit->end, g->end) ||
+            (g->start == g->end && arc_holds(g->start, hit->end, g->start))) {
+            return true;
+        }
+        cur = hit->end;
+    }
+    return false;
 }
 
 /* A new (ring, target) pair: the arcs to receive and, leaving, to give. */
@@ -338,6 +378,13 @@ static void plan(struct handoff *h, const struct handoff_view *v)
     plan_drop(h);
     if (td != h->planned_target) {
         size_t k = 0;
+        for (size_t i = 0; i < h->n_told; i++) { /* what was told for another target goes */
+            if (h->told[i].target == td) {
+                h->told[k++] = h->told[i];
+            }
+        }
+        h->n_told = k;
+        k = 0;
         for (size_t i = 0; i < h->n_out; i++) { /* what was served for another target goes */
             if (h->out[i].target == td) {
                 h->out[k++] = h->out[i];
@@ -1146,18 +1193,18 @@ static int serve_done(struct handoff *h, const char *peer, const uint8_t *body, 
     if (rc != 0) {
         return RK_ESYNTAX;
     }
-    if (m.target == h->planned_target) {
-        for (size_t i = 0; i < h->n_give; i++) {
-            struct handoff_give *g = &h->give[i];
-            if (g->start == m.start && g->end == m.end && strcmp(g->to, peer) == 0) {
-                g->done = true;
-            }
+    if (h->n_told < HANDOFF_TOLD_MAX) {
+        struct handoff_told *grown = realloc(h->told, (h->n_told + 1) * sizeof(*grown));
+        if (grown != NULL) {
+            h->told = grown;
+            h->told[h->n_told] =
+                (struct handoff_told){.target = m.target, .start = m.start, .end = m.end};
+            snprintf(h->told[h->n_told].peer, sizeof(h->told[0].peer), "%s", peer);
+            h->n_told++;
         }
     }
     if ((o = out_entry(h, peer, m.target)) != NULL) {
-        o->done = true; /* at least one arc: remembered for a plan made after it */
-        o->start = m.start;
-        o->end = m.end;
+        o->done = true;
     }
     return msg_handoff_done_answer_encode(&(struct msg_handoff_done_answer){.status = MSG_KV_OK},
                                           out);
@@ -1426,6 +1473,7 @@ enum handoff_action handoff_tick(struct handoff *h, const struct handoff_view *v
         all_in &= h->in[i]->state == IN_DONE;
     }
     for (size_t i = 0; i < h->n_give; i++) {
+        h->give[i].done = h->give[i].done || give_covered(h, &h->give[i]);
         all_given &= h->give[i].done;
     }
     if (v->status == MSG_MEMBER_JOINING && all_in) {
