@@ -350,6 +350,7 @@ static int gossip_restore(struct gossip *g, const struct msg_member *self, const
         snprintf(err, err_len, "cannot build the member table: %s", rk_strerror(rc));
         return rc;
     }
+    membership_returning_joins(*m, c->join_by_handoff);
     rc = len > 0 ? membership_restore(*m, blob, len, gossip_now(g)) : 0;
     if (rc != 0) {
         snprintf(err, err_len,
@@ -736,8 +737,22 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
     enum membership_merged merged;
     bool ring_changed = false;
     const struct member *had = membership_find(g->m, e->id);
+    const struct member *self = membership_self(g->m);
     bool was_removed = had != NULL && had->e.status == MSG_MEMBER_REMOVED;
-    int rc = membership_merge(g->m, e, gossip_now(g), &merged, &ring_changed);
+    int rc;
+
+    if (had == self && g->cfg.join_by_handoff && e->generation < self->e.generation &&
+        (e->status == MSG_MEMBER_REMOVED || e->status == MSG_MEMBER_LEFT) &&
+        membership_in_ring(self->e.status)) {
+        /* we went (an earlier life) while this directory's data stood still: join again */
+        LOG(LOG_WARN, "rejoining",
+            "seen_generation=%llu seen_status=%s msg=\"this node %s the "
+            "cluster before this start; its data is merged as it joins again\"",
+            (unsigned long long)e->generation, membership_status_names[e->status],
+            e->status == MSG_MEMBER_LEFT ? "left" : "was removed from");
+        (void)gossip_set_status(g, MSG_MEMBER_JOINING);
+    }
+    rc = membership_merge(g->m, e, gossip_now(g), &merged, &ring_changed);
 
     if (rc != 0) {
         LOG(LOG_WARN, "member_refused", "id=%s error=\"%s\"", e->id, rk_strerror(rc));

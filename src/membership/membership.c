@@ -80,6 +80,7 @@ struct membership {
     bool deferring;            /* between membership_defer() and membership_commit() */
     bool ring_stale;           /* an entry changed that the ring does not reflect yet */
     bool installing;           /* ring listeners are being called */
+    bool returning_joins;      /* membership_returning_joins() */
     struct membership_listener {
         membership_ring_fn fn;
         void *ctx;
@@ -577,6 +578,18 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
         return RK_EINVAL;
     }
     found = membership_search(m, e->id, &pos);
+    if (found && pos != m->self && m->returning_joins && membership_in_ring(e->status) &&
+        !membership_in_ring(m->members[pos].e.status) &&
+        !membership_in_target(m->members[pos].e.status) &&
+        e->generation > m->members[pos].e.generation) {
+        /*
+         * A member we hold as left or removed, back in a new life claiming
+         * ranges: its data is not current, and it takes them back only by
+         * joining.  Kept out until its entry says joining, which it writes
+         * once it hears of its departure (our answer to its SYN).
+         */
+        return 0;
+    }
     if (found && !membership_newer(e->generation, e->version, m->members[pos].e.generation,
                                    m->members[pos].e.version)) {
         struct msg_member *self = &m->members[m->self].e;
@@ -826,6 +839,11 @@ uint64_t membership_epoch(const struct membership *m)
 uint64_t membership_digest(const struct membership *m)
 {
     return ring_digest(m->ring);
+}
+
+void membership_returning_joins(struct membership *m, bool on)
+{
+    m->returning_joins = on;
 }
 
 const struct ring *membership_target(const struct membership *m)

@@ -270,6 +270,14 @@ bool membership_in_ring(uint32_t status);
 bool membership_in_target(uint32_t status);
 
 /*
+ * With on, an entry of a member this table holds as left or removed, of a
+ * later generation and with a status that owns ranges (normal, leaving),
+ * is ignored: a member back in a new life takes ranges again only by
+ * joining (handoff.h), never with the data it had when it went.
+ */
+void membership_returning_joins(struct membership *m, bool on);
+
+/*
  * The target ring, borrowed like membership_ring(): the ring built from
  * the members whose status is normal or joining, towards which a change
  * (a join, a leave) moves.  It is the ring in force itself (the same

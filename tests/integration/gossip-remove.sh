@@ -6,7 +6,10 @@
 #   - kill -9 of a member, then `ringkv remove` on one node: every node
 #     lists it as removed and the ring of the others converges without it;
 #     starting it again (same data directory) is a new generation, which
-#     the cluster takes back, at an epoch above the one without it;
+#     the cluster takes back, at an epoch above the one without it: first
+#     as joining (its data is not current: the cluster holds back its
+#     entry claiming normal until it hears of its removal and joins
+#     again, event=rejoining), then normal once it holds its arcs;
 #   - a member removed while paused (SIGSTOP) learns of it at SIGCONT,
 #     logs event=removed_from_cluster and exits 3; started again, it
 #     rejoins;
@@ -82,8 +85,10 @@ IT_WAIT=$CONVERGE_S it_wait it_ask converged 4 $PORTS || it_fail "restarted n4 n
 it_ask status normal n4 $PORTS || it_fail "n4 is not normal everywhere"
 back_epoch=$(epoch n1)
 [ "$back_epoch" -gt "$out_epoch" ] || it_fail "epoch $back_epoch with n4 back is not above $out_epoch without it"
-grep -q 'event=member_back id=n4 generation=2 status=normal' "$IT_DIR/n2.log" ||
-    it_fail "n2 did not log n4 back: $(grep 'id=n4' "$IT_DIR/n2.log" | tail -n 3)"
+grep -q 'event=member_back id=n4 generation=2 status=joining' "$IT_DIR/n2.log" ||
+    it_fail "n2 did not log n4 back as joining: $(grep 'id=n4' "$IT_DIR/n2.log" | tail -n 3)"
+grep -q 'event=rejoining .*seen_status=removed' "$IT_DIR/n4.log" ||
+    it_fail "n4 did not rejoin: $(grep -E 'rejoin|joined|status' "$IT_DIR/n4.log" | tail -n 3)"
 it_log "n4 started again: back in the cluster, epoch $out_epoch -> $back_epoch"
 
 # Pause n3, remove it from n2, resume: n3 learns it was removed and stops with exit 3.
