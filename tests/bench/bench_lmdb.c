@@ -1,9 +1,12 @@
 /*
  * bench_lmdb.c - raw LMDB doing random puts: the physical peer of a ringkv
- * node's write path in tests/bench/bench_node.sh.
+ * node's write path in tests/bench/bench_node.sh; and, with a `load-` mode,
+ * raw LMDB loading records in key order: the physical peer of a node
+ * receiving arcs in tests/bench/bench_handoff.sh.
  *
  *   bench_lmdb KEYS VALUE_BYTES PUTS_PER_TXN MAX_PUTS MAX_SECONDS MODE DIR
- *   MODE: sync | nosync | batchMS | writemap-batchMS     (batch10: every 10 ms)
+ *   MODE: [load-]sync | [load-]nosync | [load-]batchMS | [load-]writemap-batchMS
+ *         (batch10: every 10 ms)
  *
  * Loads KEYS keys ("key:" and 12 digits, the keys redis-benchmark -r
  * sends) with VALUE_BYTES-byte values into a fresh environment in DIR, syncs
@@ -21,12 +24,23 @@
  * the map instead of by pwrite() at commit, flushed by msync().  All add
  * MDB_NOTLS, as storage/store.c does.
  *
+ * A mode prefixed `load-` measures a load instead, with the same flags and
+ * syncer: min(KEYS, MAX_PUTS) puts into the empty environment, PUTS_PER_TXN
+ * a transaction, each key once, in key order, bounded by MAX_SECONDS; the
+ * clock runs from the first transaction to the mdb_env_sync() after the
+ * last.  Keys are laid out as a node's data table lays them out
+ * (storage/store.c): a u64 position, big-endian, then "key:" and the
+ * decimal index (the keys tests/bench/handoff_load.py writes), positions
+ * being a fixed hash of the index, sorted before the clock starts; an arc
+ * streamed by handoff arrives in this order.  VALUE_BYTES is then the size
+ * of a stored record (header and value), not of a value.
+ *
  * DIR is created if missing and must not hold an environment already; it
  * should be on the disk being measured (not tmpfs, where fsync is free).
  * The program removes the files it created before it exits.  It prints one
  * line:
  *   bench_lmdb puts_per_s=R puts=N txns=T seconds=S puts_per_txn=B sync=MODE syncs=F
- * (F: the syncer's flushes, 0 without one)
+ * (F: the syncer's flushes, 0 without one; MODE as given, `load-` included)
  * and exits 0 when it ran, 1 when a setup step or LMDB failed, 2 on bad
  * arguments.
  */
@@ -61,9 +75,17 @@
 #define BENCH_MAP_FLOOR (256ull << 20)
 #define BENCH_RNG_SEED 0x9e3779b97f4a7c15ull
 
+/* A load key: u64 position, "key:" and up to 20 digits. */
+#define BENCH_LOAD_KEY_MAX (8 + 4 + 20)
+
+/* A key of a load: its position and its index, sorted by position. */
+struct load_key {
+    uint64_t pos, index;
+};
+
 struct bench {
     uint64_t keys, value_len, per_txn, max_puts, max_seconds;
-    bool sync, writemap;
+    bool sync, writemap, load;
     unsigned batch_ms; /* batchMS: the syncer's interval; 0 without a syncer */
     const char *mode;
     atomic_bool dirty, stop;
@@ -122,10 +144,15 @@ static bool parse_args(struct bench *b, int argc, char **argv)
         return false;
     }
     b->mode = argv[6];
-    if (strcmp(b->mode, "sync") == 0) {
+    const char *mode = b->mode;
+    if (strncmp(mode, "load-", 5) == 0) {
+        b->load = true;
+        mode += 5;
+    }
+    if (strcmp(mode, "sync") == 0) {
         b->sync = true;
-    } else if (strcmp(b->mode, "nosync") != 0) {
-        const char *ms = b->mode;
+    } else if (strcmp(mode, "nosync") != 0) {
+        const char *ms = mode;
         uint64_t v;
         if (strncmp(ms, "writemap-", 9) == 0) {
             b->writemap = true;
@@ -231,8 +258,8 @@ static void *syncer_main(void *arg)
     return NULL;
 }
 
-/* Opens the main database and loads every key once, then syncs the file. */
-static int load(struct bench *b)
+/* Opens the main database. */
+static int dbi_open(struct bench *b)
 {
     MDB_txn *txn;
     int rc = mdb_txn_begin(b->env, NULL, 0, &txn);
@@ -247,6 +274,17 @@ static int load(struct bench *b)
     if ((rc = mdb_txn_commit(txn)) != 0) {
         return lmdb_fail("mdb_txn_commit", rc);
     }
+    return 0;
+}
+
+/* Opens the main database and loads every key once, then syncs the file. */
+static int load(struct bench *b)
+{
+    int rc;
+
+    if (dbi_open(b) != 0) {
+        return -1;
+    }
     for (uint64_t i = 0; i < b->keys; i += BENCH_LOAD_TXN) {
         uint64_t n = b->keys - i < BENCH_LOAD_TXN ? b->keys - i : BENCH_LOAD_TXN;
         if (txn_run(b, i, n, false) != 0) {
@@ -259,6 +297,33 @@ static int load(struct bench *b)
     return 0;
 }
 
+/* batchMS: starts the syncer thread; nothing otherwise. */
+static int syncer_start(struct bench *b, pthread_t *syncer)
+{
+    atomic_store(&b->dirty, false);
+    if (b->batch_ms > 0 && pthread_create(syncer, NULL, syncer_main, b) != 0) {
+        fprintf(stderr, "bench_lmdb: cannot start the syncer thread\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void syncer_stop(struct bench *b, pthread_t syncer)
+{
+    if (b->batch_ms > 0) {
+        atomic_store(&b->stop, true);
+        pthread_join(syncer, NULL);
+    }
+}
+
+static void report(const struct bench *b, uint64_t puts, uint64_t txns, double elapsed)
+{
+    printf("bench_lmdb puts_per_s=%.0f puts=%" PRIu64 " txns=%" PRIu64
+           " seconds=%.3f puts_per_txn=%" PRIu64 " sync=%s syncs=%" PRIu64 "\n",
+           elapsed > 0 ? (double)puts / elapsed : 0.0, puts, txns, elapsed, b->per_txn, b->mode,
+           b->syncs);
+}
+
 /* The measurement: random puts in transactions of per_txn until a bound. */
 static int measure(struct bench *b)
 {
@@ -267,9 +332,8 @@ static int measure(struct bench *b)
     pthread_t syncer;
     int rc = 0;
 
-    atomic_store(&b->dirty, false); /* the load ended with its own sync */
-    if (b->batch_ms > 0 && pthread_create(&syncer, NULL, syncer_main, b) != 0) {
-        fprintf(stderr, "bench_lmdb: cannot start the syncer thread\n");
+    /* the load ended with its own sync */
+    if (syncer_start(b, &syncer) != 0) {
         return -1;
     }
 
@@ -283,17 +347,111 @@ static int measure(struct bench *b)
         txns++;
         elapsed = now_s() - start;
     }
-    if (b->batch_ms > 0) {
-        atomic_store(&b->stop, true);
-        pthread_join(syncer, NULL);
-    }
+    syncer_stop(b, syncer);
     if (rc == 0) {
-        printf("bench_lmdb puts_per_s=%.0f puts=%" PRIu64 " txns=%" PRIu64
-               " seconds=%.3f puts_per_txn=%" PRIu64 " sync=%s syncs=%" PRIu64 "\n",
-               elapsed > 0 ? (double)puts / elapsed : 0.0, puts, txns, elapsed, b->per_txn, b->mode,
-               b->syncs);
+        report(b, puts, txns, elapsed);
     }
     return rc;
+}
+
+/* splitmix64's finaliser: a fixed stand-in for the ring's keyed hash. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static int load_key_cmp(const void *a, const void *b)
+{
+    const struct load_key *x = a, *y = b;
+
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The keys of a load, sorted by position: n entries, the caller frees them. */
+static struct load_key *load_keys(uint64_t n)
+{
+    struct load_key *k = malloc(n * sizeof(*k));
+
+    if (k == NULL) {
+        fprintf(stderr, "bench_lmdb: out of memory for %" PRIu64 " keys\n", n);
+        return NULL;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        k[i] = (struct load_key){.pos = mix64(i), .index = i};
+    }
+    qsort(k, n, sizeof(*k), load_key_cmp);
+    return k;
+}
+
+/* One transaction of a load: keys[0..count), each put once. */
+static int load_txn(struct bench *b, const struct load_key *keys, uint64_t count)
+{
+    unsigned char key[BENCH_LOAD_KEY_MAX];
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(b->env, NULL, 0, &txn);
+
+    if (rc != 0) {
+        return lmdb_fail("mdb_txn_begin", rc);
+    }
+    for (uint64_t i = 0; i < count && rc == 0; i++) {
+        for (int j = 0; j < 8; j++) {
+            key[j] = (unsigned char)(keys[i].pos >> (56 - 8 * j));
+        }
+        int len = snprintf((char *)key + 8, sizeof(key) - 8, "key:%" PRIu64, keys[i].index);
+        memcpy(b->value, &keys[i].pos, b->value_len < 8 ? b->value_len : 8);
+        MDB_val k = {8 + (size_t)len, key};
+        MDB_val v = {b->value_len, b->value};
+        rc = mdb_put(txn, b->dbi, &k, &v, 0);
+    }
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return lmdb_fail("mdb_put", rc);
+    }
+    if ((rc = mdb_txn_commit(txn)) != 0) {
+        return lmdb_fail("mdb_txn_commit", rc);
+    }
+    atomic_store(&b->dirty, true);
+    return 0;
+}
+
+/* load- modes: the keys in position order into the empty environment, then a sync. */
+static int measure_load(struct bench *b)
+{
+    uint64_t n = b->keys < b->max_puts ? b->keys : b->max_puts, puts = 0, txns = 0;
+    struct load_key *keys = load_keys(n);
+    double start, elapsed = 0;
+    pthread_t syncer;
+    int rc;
+
+    if (keys == NULL || dbi_open(b) != 0 || syncer_start(b, &syncer) != 0) {
+        free(keys);
+        return -1;
+    }
+    start = now_s();
+    while (puts < n && elapsed < (double)b->max_seconds) {
+        uint64_t count = n - puts < b->per_txn ? n - puts : b->per_txn;
+        if (load_txn(b, keys + puts, count) != 0) {
+            break;
+        }
+        puts += count;
+        txns++;
+        elapsed = now_s() - start;
+    }
+    syncer_stop(b, syncer);
+    rc = mdb_env_sync(b->env, 1);
+    elapsed = now_s() - start;
+    free(keys);
+    if (rc != 0) {
+        return lmdb_fail("mdb_env_sync", rc);
+    }
+    if (puts < n && elapsed < (double)b->max_seconds) {
+        return -1; /* a transaction failed, and said so */
+    }
+    report(b, puts, txns, elapsed);
+    return 0;
 }
 
 /* Closes the environment and removes the files it made (not DIR itself). */
@@ -318,7 +476,7 @@ int main(int argc, char **argv)
 
     if (!parse_args(&b, argc, argv)) {
         fprintf(stderr, "usage: bench_lmdb KEYS VALUE_BYTES PUTS_PER_TXN MAX_PUTS MAX_SECONDS "
-                        "sync|nosync|batchMS|writemap-batchMS DIR\n");
+                        "[load-]sync|nosync|batchMS|writemap-batchMS DIR\n");
         return 2;
     }
     b.value = malloc(b.value_len);
@@ -327,7 +485,7 @@ int main(int argc, char **argv)
         return 1;
     }
     memset(b.value, 'v', b.value_len);
-    if (env_open(&b) == 0 && load(&b) == 0 && measure(&b) == 0) {
+    if (env_open(&b) == 0 && (b.load ? measure_load(&b) == 0 : load(&b) == 0 && measure(&b) == 0)) {
         status = 0;
     }
     env_remove(&b);
