@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "error.h"
 #include "record.h"
 #include "store.h"
@@ -800,6 +801,60 @@ START_TEST(test_digest_sees_log)
 }
 END_TEST
 
+/*
+ * A key of one sibling is hashed from its stored bytes without decoding
+ * them: the digest is still the one of the canonical form that
+ * record_canonical() gives, for a value, a tombstone and an expiring value.
+ */
+START_TEST(test_digest_one_sibling_form)
+{
+    struct store *a = open_store("a", "na");
+    const char *keys[] = {"one-value", "one-gone", "one-expiring"};
+
+    ck_assert_int_eq(store_write(a, keys[0], 9, "v", 1, false, NULL, NULL), 0);
+    ck_assert_int_eq(store_write(a, keys[1], 8, NULL, 0, true, NULL, NULL), 0);
+    {
+        struct store_op op;
+        store_op_init(&op, STORE_OP_WRITE);
+        op.key = (const uint8_t *)keys[2];
+        op.key_len = 12;
+        op.value = (const uint8_t *)"x";
+        op.value_len = 1;
+        op.expiry = STORE_EXPIRY_SET;
+        op.expire_ms = 4102444800000ull; /* 2100 */
+        ck_assert_int_eq(store_submit(a, &op), 0);
+        ck_assert_int_eq(store_wait(a, &op), 0);
+        sibling_deinit(&op.written);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        size_t len = strlen(keys[i]), canon_len;
+        uint64_t pos = store_position(a, keys[i], len), k;
+        uint8_t got[1][STORE_DIGEST_LEN], want[STORE_DIGEST_LEN], head[12], *canon;
+        crypto_generichash_state st;
+        struct record r;
+
+        record_init(&r);
+        ck_assert_int_eq(store_get(a, keys[i], len, &r), 0);
+        ck_assert_uint_eq(r.n, 1);
+        ck_assert_int_eq(record_canonical(&r, &canon, &canon_len), 0);
+        crypto_generichash_init(&st, NULL, 0, STORE_DIGEST_LEN);
+        bytes_put_be64(head, pos);
+        bytes_put_be32(head + 8, (uint32_t)len);
+        crypto_generichash_update(&st, head, sizeof(head));
+        crypto_generichash_update(&st, (const uint8_t *)keys[i], len);
+        crypto_generichash_update(&st, canon, canon_len);
+        crypto_generichash_final(&st, want, STORE_DIGEST_LEN);
+        /* the arc holding this key alone */
+        ck_assert_int_eq(store_arc_digest(a, pos - 1, pos, 1, got, &k), 0);
+        ck_assert_uint_eq(k, 1);
+        ck_assert_mem_eq(got[0], want, STORE_DIGEST_LEN);
+        free(canon);
+        record_deinit(&r);
+    }
+    store_close(a);
+}
+END_TEST
+
 static Suite *store_handoff_suite(void)
 {
     Suite *s = suite_create("store_handoff");
@@ -817,6 +872,7 @@ static Suite *store_handoff_suite(void)
         {"digest_one_key_differs", test_digest_one_key_differs},
         {"digest_key_counts", test_digest_key_counts},
         {"digest_sees_log", test_digest_sees_log},
+        {"digest_one_sibling_form", test_digest_one_sibling_form},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
