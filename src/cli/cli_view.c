@@ -444,11 +444,17 @@ static int table_row(struct view_table *t, const char *const *cells)
     return 0;
 }
 
+/* One line; empty cells at its end are left out, so no line ends in blanks. */
 static void table_line(FILE *f, const struct view_table *t, const size_t *width,
                        const char *const *cells)
 {
-    for (size_t i = 0; i < t->cols; i++) {
-        bool last = i + 1 == t->cols, right = (t->right >> i) & 1;
+    size_t end = t->cols;
+
+    while (end > 1 && cells[end - 1][0] == '\0') {
+        end--;
+    }
+    for (size_t i = 0; i < end; i++) {
+        bool last = i + 1 == end, right = (t->right >> i) & 1;
         if (i > 0) {
             fputs("  ", f);
         }
