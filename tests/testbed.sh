@@ -2,7 +2,8 @@
 # cluster-scripts/testbed against the built binaries: up -n 3 forms one
 # ring (status exits 0, converged, three members up and normal); kill n2
 # is seen as a member down and start n2 brings it back; a running node is
-# not started twice; pause and resume; down stops every node and clean
+# not started twice; pause and resume; add n4 joins it and leave n4 makes
+# it hand its arcs over and stop (n1, the seed, refuses to leave); down stops every node and clean
 # removes the folder; and no process is left behind, judged by the PIDs
 # the PID files named.
 #
@@ -142,6 +143,19 @@ grep -Eq '^n3 +paused ' "$tmp/out" || fail "ps does not show n3 paused: $(cat "$
 tb 0 resume n3
 tb 0 ps
 grep -Eq '^n3 +running ' "$tmp/out" || fail "ps does not show n3 running: $(cat "$tmp/out")"
+
+# add n4 (a join: waited for until n4 is normal), then leave n4: its process
+# exits and the rest converge without it; n1, the seed, does not leave.
+tb 0 add n4
+grep -q '^converged: n1 n2 n3 n4 see each other up' "$tmp/out" || fail "add n4: $(cat "$tmp/out")"
+pids="$pids $(pid_of n4)"
+old=$(pid_of n4)
+tb 0 leave n4
+grep -q '^n4  left the cluster and stopped' "$tmp/out" || fail "leave n4: $(cat "$tmp/out")"
+! alive "$old" || fail "n4 (pid $old) still runs after leave"
+status_is "$(member n4)['status'] == 'left' and s['converged']" || fail "n4 not left: $(cat "$tmp/status.json")"
+tb 1 leave n1
+grep -q "n1 is the testbed's seed" "$tmp/out" || fail "leave n1: $(cat "$tmp/out")"
 
 # down, then clean: every process gone, the folder removed.
 tb 0 down

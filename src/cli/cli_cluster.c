@@ -2,12 +2,16 @@
  * cli_cluster.c - `ringkv status`, `ringkv members` and `ringkv ring`: the
  * cluster as one node sees it, asked of that node's client port with
  * RINGKV STATUS, RINGKV MEMBERS and RINGKV RING [RF], and shown by
- * cli_view.c; and `ringkv remove ID` (RINGKV REMOVE), which asks that
- * node to remove a member it sees down.
+ * cli_view.c; `ringkv remove ID` (RINGKV REMOVE), which asks that node
+ * to remove a member it sees down; `ringkv leave [NODE]` (RINGKV LEAVE),
+ * which asks a node to hand its arcs over and stop; and `ringkv
+ * transfers` (RINGKV TRANSFERS), the copies of arcs a join or a leave
+ * makes, with --watch to follow them to their end.
  *
  * status is also what scripts and the testbed wait on.  Its exit code
  * says whether the cluster is healthy: 0 when the ring has converged
- * (every member that is up reports the digest this node holds) and every
+ * (no member is joining or leaving, and every member that is up reports
+ * the digest this node holds: the node's own answer) and every
  * member still in the ring's story (not left, not removed) is up, 3 when
  * not, 1 when the node cannot be reached or answers something else.
  *
@@ -23,6 +27,18 @@
  * connection under what is left of that limit, so a node that restarts
  * during the wait is simply asked again, and errors before the deadline
  * are not reported: a node that is still starting is what one waits for.
+ * A join or a leave is waited through: while one is under way the node
+ * does not answer converged.
+ *
+ * leave NODE finds NODE's client address in the member table of the node
+ * asked (RINGKV STATUS; a wildcard host such as 0.0.0.0 is replaced by
+ * the host asked) and sends RINGKV LEAVE there: a node leaves only when
+ * it is itself asked, since it is the one that must hand its arcs over.
+ *
+ * transfers --watch asks once a second (TRANSFERS_WATCH_MS), each time
+ * under -t, and redraws: on a terminal over the last frame, elsewhere
+ * after it (JSON: one compact object a line).  It ends when the node says
+ * no change is under way, or when SECONDS have passed (none: no limit).
  */
 #include "cli_cluster.h"
 
@@ -31,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli_data.h"
@@ -44,6 +61,8 @@
 #define MEMBERS_USAGE "ringkv members " CONN_OPTS " [--json]"
 #define RING_USAGE "ringkv ring " CONN_OPTS " [--rf N] [--json | --dot]"
 #define REMOVE_USAGE "ringkv remove " CONN_OPTS " [--json] ID"
+#define LEAVE_USAGE "ringkv leave " CONN_OPTS " [--json] [NODE]"
+#define TRANSFERS_USAGE "ringkv transfers " CONN_OPTS " [--json] [--watch [SECONDS]]"
 
 /* Time between two polls of --wait: ten a second, as the CLI's contract promises. */
 #define STATUS_POLL_MS 100
@@ -56,29 +75,50 @@
  * request-timeout is longer.
  */
 #define STATUS_DEEP_TIMEOUT_MS 60000
+/* Time between two redraws of `transfers --watch`: a person's glance, not a load on the node. */
+#define TRANSFERS_WATCH_MS 1000
+/* The longest --watch SECONDS: a week, past any handoff's length at the slowest handoff-rate. */
+#define TRANSFERS_WATCH_MAX_S 604800
 
-enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT, OPT_DEEP };
+enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT, OPT_DEEP, OPT_WATCH };
 
-/* The options beyond -H, -t and --json that a verb takes; TAKES_ID: one operand, a member id. */
-enum { TAKES_WAIT = 1, TAKES_RF = 2, TAKES_DOT = 4, TAKES_ID = 8, TAKES_DEEP = 16 };
+/*
+ * The options beyond -H, -t and --json that a verb takes; TAKES_ID: one
+ * operand, a member id; TAKES_ID_OPT: at most one.
+ */
+enum {
+    TAKES_WAIT = 1,
+    TAKES_RF = 2,
+    TAKES_DOT = 4,
+    TAKES_ID = 8,
+    TAKES_DEEP = 16,
+    TAKES_WATCH = 32,
+    TAKES_ID_OPT = 64,
+};
 
 struct cluster_opts {
     struct respc_opts conn;
-    bool json, dot, wait, deep;
+    bool json, dot, wait, deep, watch;
     bool timeout_given; /* -t or RINGKV_TIMEOUT */
     long rf;            /* 0: the node's own */
-    const char *id;     /* TAKES_ID */
+    long watch_s;       /* --watch SECONDS; 0: until the change is done */
+    const char *id;     /* TAKES_ID, TAKES_ID_OPT (NULL: none given) */
+    const char *addr;   /* -H as given, NULL when not */
 };
 
 /* Options of the verb; flags says which of --wait, --rf and --dot it takes. */
 static int cluster_parse(int argc, char **argv, const char *usage, unsigned flags,
                          struct cluster_opts *o)
 {
-    static const struct option opts[] = {
-        {"host", required_argument, NULL, 'H'},  {"timeout", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, OPT_JSON},   {"wait", required_argument, NULL, OPT_WAIT},
-        {"rf", required_argument, NULL, OPT_RF}, {"dot", no_argument, NULL, OPT_DOT},
-        {"deep", no_argument, NULL, OPT_DEEP},   {0, 0, 0, 0}};
+    static const struct option opts[] = {{"host", required_argument, NULL, 'H'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, OPT_JSON},
+                                         {"wait", required_argument, NULL, OPT_WAIT},
+                                         {"rf", required_argument, NULL, OPT_RF},
+                                         {"dot", no_argument, NULL, OPT_DOT},
+                                         {"deep", no_argument, NULL, OPT_DEEP},
+                                         {"watch", optional_argument, NULL, OPT_WATCH},
+                                         {0, 0, 0, 0}};
     const char *addr = NULL, *timeout = NULL;
     int c;
 
@@ -103,6 +143,12 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
             o->dot = true;
         } else if (c == OPT_DEEP && (flags & TAKES_DEEP)) {
             o->deep = true;
+        } else if (c == OPT_WATCH && (flags & TAKES_WATCH)) {
+            o->watch = true;
+            if (optarg != NULL &&
+                !cli_parse_long("--watch", optarg, 1, TRANSFERS_WATCH_MAX_S, &o->watch_s)) {
+                return CLI_USAGE;
+            }
         } else if (c == ':') {
             return cli_usage(usage, "option '%s' needs a value", argv[optind - 1]);
         } else {
@@ -112,7 +158,14 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
     if ((flags & TAKES_ID) && optind == argc) {
         return cli_usage(usage, "which member? give its id");
     }
-    if ((flags & TAKES_ID) && optind < argc) {
+    /* "--watch 30": the verb takes no operand, so a number after --watch is its limit */
+    if (o->watch && o->watch_s == 0 && optind < argc && strspn(argv[optind], "0123456789") > 0 &&
+        argv[optind][strspn(argv[optind], "0123456789")] == '\0') {
+        if (!cli_parse_long("--watch", argv[optind++], 1, TRANSFERS_WATCH_MAX_S, &o->watch_s)) {
+            return CLI_USAGE;
+        }
+    }
+    if ((flags & (TAKES_ID | TAKES_ID_OPT)) && optind < argc) {
         o->id = argv[optind++];
     }
     if (optind != argc) {
@@ -125,6 +178,7 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
         return cli_usage(usage, "--wait and --deep do not go together: --deep asks once");
     }
     o->timeout_given = timeout != NULL || getenv(CLI_ENV_TIMEOUT) != NULL;
+    o->addr = addr;
     return cli_data_conn_set(&o->conn, addr, timeout, usage);
 }
 
@@ -260,8 +314,9 @@ static int status_wait(const struct cluster_opts *o)
         rc = status_print(o, &s);
     }
     if (rc == CLI_OK && !s.converged) {
-        cli_error("the ring has not converged within %.1f s: %lld of %lld up members agree",
-                  (double)o->conn.timeout_ms / 1000.0, (long long)s.agree, (long long)s.up_count);
+        cli_error("the ring has not converged within %.1f s: %lld of %lld up members agree%s",
+                  (double)o->conn.timeout_ms / 1000.0, (long long)s.agree, (long long)s.up_count,
+                  view_status_changing(&s) ? ", and a change is still under way" : "");
         rc = CLI_UNHEALTHY;
     }
     view_status_free(&s);
@@ -432,6 +487,293 @@ int cli_cluster_remove(int argc, char **argv)
     } else {
         printf("removed %s: the removal spreads by gossip; `ringkv status` shows it\n", o.id);
     }
+    resp_reply_free(reply);
+    return rc;
+}
+
+/* --- leave ----------------------------------------------------------------------- */
+
+/* Whether host is a wildcard a node may announce when it listens on every address. */
+static bool leave_wildcard(const char *host)
+{
+    return strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+}
+
+/*
+ * Point conn at member m's client port, as the node at o->conn announces
+ * it; a wildcard host (a node listening on every address) is replaced by
+ * the host the node was asked at.  Returns CLI_OK or, after one sentence,
+ * CLI_ERROR.
+ */
+static int leave_member_addr(const struct cluster_opts *o, const struct view_status_member *m,
+                             struct respc_opts *conn)
+{
+    char err[400];
+
+    *conn = o->conn;
+    if (respc_opts_set_addr(conn, m->client_addr, "client_addr", err, sizeof(err)) != 0) {
+        return cli_error("'%s' announces a client address that cannot be used: %s", m->id, err);
+    }
+    if (leave_wildcard(conn->host)) {
+        snprintf(conn->host, sizeof(conn->host), "%s", o->conn.host);
+    }
+    return CLI_OK;
+}
+
+/* Why member m cannot be asked to leave, or NULL when it can. */
+static const char *leave_refusal(const struct view_status_member *m)
+{
+    if (strcmp(m->status, "left") == 0) {
+        return "has already left the cluster";
+    }
+    if (strcmp(m->status, "removed") == 0) {
+        return "was removed from the cluster";
+    }
+    if (!m->up) {
+        return "is down as that node sees it: only a running node can hand its arcs over";
+    }
+    return NULL;
+}
+
+/*
+ * NODE given: ask the node at o->conn for its member table (RINGKV STATUS,
+ * whose entries carry each member's client address) and point conn at
+ * NODE's client port.  Returns CLI_OK, or CLI_ERROR after one sentence.
+ */
+static int leave_find(const struct cluster_opts *o, struct respc_opts *conn)
+{
+    const struct view_status_member *m = NULL;
+    struct resp_reply *reply;
+    struct view_status s;
+    const char *why;
+    char err[600];
+    int rc;
+
+    if (status_fetch(&o->conn, &reply, &s, err, sizeof(err)) != 0) {
+        return cli_error("%s", err);
+    }
+    for (size_t i = 0; m == NULL && i < s.n; i++) {
+        m = strcmp(s.members[i].id, o->id) == 0 ? &s.members[i] : NULL;
+    }
+    if (m == NULL) {
+        rc = cli_error("no member '%s' in the table of %s (at %s:%u)", o->id, s.id, o->conn.host,
+                       (unsigned)o->conn.port);
+    } else if ((why = leave_refusal(m)) != NULL) {
+        rc = cli_error("'%s' %s (as %s sees it)", o->id, why, s.id);
+    } else {
+        rc = leave_member_addr(o, m, conn);
+    }
+    view_status_free(&s);
+    resp_reply_free(reply);
+    return rc;
+}
+
+/*
+ * RINGKV LEAVE at conn; who names the node in messages.  Returns CLI_OK,
+ * or CLI_ERROR after one sentence: the node could not be reached, or it
+ * refused (its reason).
+ */
+static int leave_ask(const struct respc_opts *conn, const char *who)
+{
+    static const char *const cmd[] = {"RINGKV", "LEAVE"};
+    struct resp_reply *reply = NULL;
+    struct respc *c;
+    char err[512];
+    int rc;
+
+    rc = respc_connect(&c, conn, err, sizeof(err));
+    if (rc == 0) {
+        rc = respc_call(c, 2, cmd, NULL, &reply, err, sizeof(err));
+        respc_close(c);
+    }
+    if (rc != 0) {
+        return cli_error("cannot ask %s to leave: %s", who, err);
+    }
+    if (reply->type == RESP_T_ERROR) {
+        rc = cli_error("%s refused to leave: %s", who, (const char *)reply->str);
+    } else if (reply->type != RESP_T_SIMPLE) {
+        rc = cluster_bad_reply("RINGKV LEAVE", "not a status line");
+    }
+    resp_reply_free(reply);
+    return rc;
+}
+
+int cli_cluster_leave(int argc, char **argv)
+{
+    struct cluster_opts o;
+    struct respc_opts conn;
+    char who[ADDR_HOST_MAX + 96], at[ADDR_HOST_MAX + 16];
+    int rc = cluster_parse(argc, argv, LEAVE_USAGE, TAKES_ID_OPT, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    conn = o.conn;
+    if (o.id != NULL && leave_find(&o, &conn) != CLI_OK) {
+        return CLI_ERROR;
+    }
+    addr_format(at, sizeof(at), conn.host, conn.port);
+    snprintf(who, sizeof(who), "%s at %s", o.id != NULL ? o.id : "the node", at);
+    rc = leave_ask(&conn, who);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (o.json) {
+        return cluster_json_print(
+            json_pack("{s:s?, s:s, s:b}", "node", o.id, "addr", at, "leaving", 1));
+    }
+    printf("%s is leaving: the nodes that gain its arcs copy them, then it stops; watch with "
+           "`ringkv -H %s transfers --watch`\n",
+           who, at);
+    return CLI_OK;
+}
+
+/* --- transfers ------------------------------------------------------------------- */
+
+/*
+ * One RINGKV TRANSFERS under conn's limits, read into v.  Returns 0 with
+ * *reply (which v points into; the caller frees both); RK_EIO when the
+ * node could not be asked, RK_ESYNTAX when it answered with an error or
+ * something else (why in err either way).
+ */
+static int transfers_fetch(const struct respc_opts *conn, struct resp_reply **reply,
+                           struct view_transfers *v, char *err, size_t err_len)
+{
+    static const char *const cmd[] = {"RINGKV", "TRANSFERS"};
+    struct respc *c;
+    char why[400];
+    int rc;
+
+    *reply = NULL;
+    rc = respc_connect(&c, conn, err, err_len);
+    if (rc == 0) {
+        rc = respc_call(c, 2, cmd, NULL, reply, err, err_len);
+        respc_close(c);
+    }
+    if (rc != 0) {
+        return RK_EIO;
+    }
+    if ((*reply)->type == RESP_T_ERROR) {
+        snprintf(err, err_len, "%s", (const char *)(*reply)->str);
+        rc = RK_ESYNTAX;
+    } else if (view_transfers_parse(v, *reply, why, sizeof(why)) != 0) {
+        snprintf(err, err_len, "unexpected reply to RINGKV TRANSFERS: %s", why);
+        rc = RK_ESYNTAX;
+    }
+    if (rc != 0) {
+        resp_reply_free(*reply);
+        *reply = NULL;
+    }
+    return rc;
+}
+
+/* One frame: the table, or JSON (indented once; a compact line a frame under --watch). */
+static int transfers_print(const struct cluster_opts *o, const struct view_transfers *v)
+{
+    json_t *j;
+
+    if (!o->json) {
+        return view_transfers_table(stdout, v) == 0 ? CLI_OK : cli_error("out of memory");
+    }
+    j = view_transfers_json(v);
+    if (j == NULL || !o->watch) {
+        return cluster_json_print(j);
+    }
+    json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(j);
+    return CLI_OK;
+}
+
+/* Sleep until the next frame, or the deadline when it comes first (0: none). */
+static void transfers_sleep(uint64_t deadline_us)
+{
+    uint64_t now = clock_mono_us(), us = (uint64_t)TRANSFERS_WATCH_MS * 1000;
+    struct timespec ts;
+
+    if (deadline_us != 0 && now + us > deadline_us) {
+        us = deadline_us > now ? deadline_us - now : 0;
+    }
+    ts.tv_sec = (time_t)(us / 1000000);
+    ts.tv_nsec = (long)(us % 1000000) * 1000;
+    nanosleep(&ts, NULL);
+}
+
+/* A frame of --watch: on a terminal the screen is cleared first, elsewhere a blank line parts them.
+ */
+static int transfers_frame(const struct cluster_opts *o, const struct view_transfers *v,
+                           size_t frame)
+{
+    if (!o->json && isatty(STDOUT_FILENO)) {
+        fputs("\033[H\033[J", stdout);
+    } else if (!o->json && frame > 0) {
+        fputc('\n', stdout);
+    }
+    int rc = transfers_print(o, v);
+    fflush(stdout);
+    return rc;
+}
+
+/*
+ * --watch: a frame every TRANSFERS_WATCH_MS until no change is under way
+ * (0) or the limit has passed (3).  A node that stops answering after it
+ * said it had left has done what it was watched for (0); any other failure
+ * to ask ends the watch with its sentence (1).
+ */
+static int transfers_watch(const struct cluster_opts *o)
+{
+    uint64_t deadline = o->watch_s > 0 ? clock_mono_us() + (uint64_t)o->watch_s * 1000000 : 0;
+    struct resp_reply *reply;
+    struct view_transfers v;
+    char err[600], node[RING_NAME_MAX + 1] = "";
+    bool left = false;
+    int rc;
+
+    for (size_t frame = 0;; frame++) {
+        rc = transfers_fetch(&o->conn, &reply, &v, err, sizeof(err));
+        if (rc == RK_EIO && left) {
+            fprintf(stderr, "ringkv: %s has left the cluster and stopped\n", node);
+            return CLI_OK;
+        }
+        if (rc != 0) {
+            return cli_error("%s", err);
+        }
+        snprintf(node, sizeof(node), "%s", v.node);
+        left = strcmp(v.status, "left") == 0;
+        rc = transfers_frame(o, &v, frame);
+        if (rc == CLI_OK && v.changing && deadline != 0 && clock_mono_us() >= deadline) {
+            cli_error("a change is still under way after %ld s", o->watch_s);
+            rc = CLI_UNHEALTHY;
+        }
+        bool done = rc != CLI_OK || !v.changing;
+        view_transfers_free(&v);
+        resp_reply_free(reply);
+        if (done) {
+            return rc;
+        }
+        transfers_sleep(deadline);
+    }
+}
+
+int cli_cluster_transfers(int argc, char **argv)
+{
+    struct cluster_opts o;
+    struct resp_reply *reply;
+    struct view_transfers v;
+    char err[600];
+    int rc = cluster_parse(argc, argv, TRANSFERS_USAGE, TAKES_WATCH, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (o.watch) {
+        return transfers_watch(&o);
+    }
+    if (transfers_fetch(&o.conn, &reply, &v, err, sizeof(err)) != 0) {
+        return cli_error("%s", err);
+    }
+    rc = transfers_print(&o, &v);
+    view_transfers_free(&v);
     resp_reply_free(reply);
     return rc;
 }

@@ -2,7 +2,8 @@
  * cli_cluster.h - the `ringkv` verbs that show the cluster as one node
  * sees it, over that node's client port: status (the members and whether
  * the ring has converged), members (the failure detector's view) and ring
- * (the arcs and their preference lists).  The views themselves are in
+ * (the arcs and their preference lists); and those that change it: remove,
+ * leave, and transfers, which shows a change under way.  The views themselves are in
  * cli_view.h.
  */
 #ifndef RINGKV_CLI_CLUSTER_H
@@ -19,5 +20,18 @@ int cli_cluster_members(int argc, char **argv);
 int cli_cluster_ring(int argc, char **argv);
 /* remove ID: exits 0 once the node has written the removal, 1 when it refuses (why on stderr). */
 int cli_cluster_remove(int argc, char **argv);
+/*
+ * leave [NODE]: RINGKV LEAVE at the node asked, or at NODE's client
+ * address as the node asked announces it.  Exits 0 once the node has
+ * started leaving, 1 when NODE is unknown, left, removed, down or
+ * unreachable, or the node refuses (why on stderr).
+ */
+int cli_cluster_leave(int argc, char **argv);
+/*
+ * transfers: the node's ownership handoff (RINGKV TRANSFERS), exit 0.
+ * With --watch [SECONDS], a frame a second until no change is under way
+ * (0), or SECONDS have passed first (3); 1 when the node cannot be asked.
+ */
+int cli_cluster_transfers(int argc, char **argv);
 
 #endif

@@ -30,6 +30,7 @@
 
 enum view_kind {
     VIEW_TEXT,     /* const char *: a bulk or simple string without NUL bytes */
+    VIEW_TEXT_OPT, /* a VIEW_TEXT that older nodes do not send: NULL when missing */
     VIEW_INT,      /* int64_t: an integer */
     VIEW_BOOL,     /* bool: the integer 0 or 1, or a RESP3 boolean */
     VIEW_FRACTION, /* double: decimal text, a RESP3 double or an integer */
@@ -220,6 +221,7 @@ static const struct {
     json_t *(*json)(const struct resp_reply *v);
 } view_kinds[] = {
     [VIEW_TEXT] = {"a string", read_text, json_text},
+    [VIEW_TEXT_OPT] = {"a string", read_text, json_text},
     [VIEW_INT] = {"an integer", read_int, json_int},
     [VIEW_BOOL] = {"0 or 1", read_bool, json_bool},
     [VIEW_FRACTION] = {"a decimal number", read_fraction, json_fraction},
@@ -252,6 +254,9 @@ static int view_read(const struct resp_reply *map, const struct view_fields *fs,
     for (size_t i = 0; i < fs->n; i++) {
         const struct view_field *f = &fs->f[i];
         const struct resp_reply *v = view_map_get(map, pairs, f->name);
+        if (v == NULL && f->kind == VIEW_TEXT_OPT) {
+            continue;
+        }
         if (v == NULL) {
             snprintf(err, err_len, "%s'%s' is missing", where, f->name);
             return RK_ESYNTAX;
@@ -439,11 +444,17 @@ static int table_row(struct view_table *t, const char *const *cells)
     return 0;
 }
 
+/* One line; empty cells at its end are left out, so no line ends in blanks. */
 static void table_line(FILE *f, const struct view_table *t, const size_t *width,
                        const char *const *cells)
 {
-    for (size_t i = 0; i < t->cols; i++) {
-        bool last = i + 1 == t->cols, right = (t->right >> i) & 1;
+    size_t end = t->cols;
+
+    while (end > 1 && cells[end - 1][0] == '\0') {
+        end--;
+    }
+    for (size_t i = 0; i < end; i++) {
+        bool last = i + 1 == end, right = (t->right >> i) & 1;
         if (i > 0) {
             fputs("  ", f);
         }
@@ -527,6 +538,7 @@ static const struct view_field status_member_field[] = {
     {"peer_addr", VIEW_TEXT, SM(peer_addr), NULL},
     {"client_addr", VIEW_TEXT, SM(client_addr), NULL},
     {"digest", VIEW_TEXT, SM(digest), NULL},
+    {"target", VIEW_TEXT_OPT, SM(target), NULL},
 };
 #undef SM
 static const struct view_fields status_member_fields = {
@@ -540,6 +552,8 @@ static const struct view_field status_field[] = {
     {"cluster_id", VIEW_TEXT, ST(cluster_id), NULL},
     {"epoch", VIEW_INT, ST(epoch), NULL},
     {"digest", VIEW_TEXT, ST(digest), NULL},
+    {"target", VIEW_TEXT_OPT, ST(target), NULL},
+    {"status", VIEW_TEXT_OPT, ST(status), NULL},
     {"converged", VIEW_BOOL, ST(converged), NULL},
     {"agree", VIEW_INT, ST(agree), NULL},
     {"up_count", VIEW_INT, ST(up_count), NULL},
@@ -582,6 +596,11 @@ bool view_member_current(const struct view_status_member *m)
     return strcmp(m->status, "left") != 0 && strcmp(m->status, "removed") != 0;
 }
 
+bool view_status_changing(const struct view_status *s)
+{
+    return s->target != NULL && strcmp(s->target, s->digest) != 0;
+}
+
 bool view_status_healthy(const struct view_status *s)
 {
     for (size_t i = 0; i < s->n; i++) {
@@ -618,8 +637,11 @@ static void status_print_self(FILE *f, const struct view_status *s)
 
     fmt_bytes(used, sizeof(used), s->map_used_bytes);
     fmt_duration(up, sizeof(up), s->uptime_s);
-    fprintf(f, "node %s (rack %s, %lld tokens) of cluster %s\n", s->id, s->rack,
-            (long long)s->tokens, s->cluster_id);
+    /* the node's own status when it is not plain normal: joining, leaving, left */
+    bool show = s->status != NULL && strcmp(s->status, "normal") != 0;
+
+    fprintf(f, "node %s (rack %s, %lld tokens%s%s) of cluster %s\n", s->id, s->rack,
+            (long long)s->tokens, show ? ", " : "", show ? s->status : "", s->cluster_id);
     fprintf(f, "%lld keys, %s of storage, up %s, %lld client%s\n\n", (long long)s->keys, used, up,
             (long long)s->clients, s->clients == 1 ? "" : "s");
 }
@@ -707,9 +729,16 @@ int view_status_table(FILE *f, const struct view_status *s)
     }
     fprintf(f, "\n%-11s%lld\n", "epoch", (long long)s->epoch);
     fprintf(f, "%-11s%s\n", "digest", s->digest);
+    if (s->target != NULL) {
+        fprintf(f, "%-11s%s%s\n", "target", s->target,
+                view_status_changing(s) ? " (members are joining or leaving)" : "");
+    }
     fprintf(f, "%-11s%lld of %lld up members agree\n", "agreement", (long long)s->agree,
             (long long)s->up_count);
-    fprintf(f, "%-11s%s\n", "converged", s->converged ? "yes" : "no");
+    fprintf(f, "%-11s%s\n", "converged",
+            s->converged              ? "yes"
+            : view_status_changing(s) ? "no (a change is under way)"
+                                      : "no");
     status_print_counts(f, s);
     status_print_departed(f, s);
     return 0;
@@ -1836,4 +1865,215 @@ json_t *view_hints_json(const struct view_hints_node *nodes, size_t n)
         }
     }
     return list != NULL ? json_pack("{s:I, s:o}", "hints", (json_int_t)total, "nodes", list) : NULL;
+}
+
+/* --- RINGKV TRANSFERS ------------------------------------------------------------ */
+
+#define TF(field) offsetof(struct view_transfer, field)
+static const struct view_field transfer_field[] = {
+    {"kind", VIEW_TEXT, TF(kind), NULL},
+    {"state", VIEW_TEXT, TF(state), NULL},
+    {"direction", VIEW_TEXT, TF(direction), NULL},
+    {"start", VIEW_TEXT, TF(start), NULL},
+    {"end", VIEW_TEXT, TF(end), NULL},
+    {"from", VIEW_TEXT, TF(from), NULL},
+    {"to", VIEW_TEXT, TF(to), NULL},
+    {"keys", VIEW_INT, TF(keys), NULL},
+    {"keys_total", VIEW_INT, TF(keys_total), NULL},
+    {"bytes", VIEW_INT, TF(bytes), NULL},
+    {"rate_bps", VIEW_INT, TF(rate_bps), NULL},
+    {"eta_s", VIEW_INT, TF(eta_s), NULL},
+};
+#undef TF
+static const struct view_fields transfer_fields = {transfer_field, sizeof(transfer_field) /
+                                                                       sizeof(transfer_field[0])};
+
+#define TS(field) offsetof(struct view_transfers, field)
+static const struct view_field transfers_field[] = {
+    {"node", VIEW_TEXT, TS(node), NULL},
+    {"status", VIEW_TEXT, TS(status), NULL},
+    {"ring", VIEW_TEXT, TS(ring), NULL},
+    {"target", VIEW_TEXT, TS(target), NULL},
+    {"changing", VIEW_BOOL, TS(changing), NULL},
+    {"agreed", VIEW_BOOL, TS(agreed), NULL},
+    {"transfers", VIEW_MAPS, TS(transfers_reply), &transfer_fields},
+};
+#undef TS
+static const struct view_fields transfers_fields = {
+    transfers_field, sizeof(transfers_field) / sizeof(transfers_field[0])};
+
+/* The first count of t that is negative (eta_s: below -1), or NULL. */
+static const char *transfer_negative(const struct view_transfer *t)
+{
+    const struct {
+        const char *name;
+        int64_t v, min;
+    } counts[] = {{"keys", t->keys, 0},
+                  {"keys_total", t->keys_total, 0},
+                  {"bytes", t->bytes, 0},
+                  {"rate_bps", t->rate_bps, 0},
+                  {"eta_s", t->eta_s, -1}};
+
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        if (counts[i].v < counts[i].min) {
+            return counts[i].name;
+        }
+    }
+    return NULL;
+}
+
+int view_transfers_parse(struct view_transfers *v, const struct resp_reply *r, char *err,
+                         size_t err_len)
+{
+    int rc;
+
+    memset(v, 0, sizeof(*v));
+    rc = view_read(r, &transfers_fields, v, "", err, err_len);
+    if (rc == 0) {
+        rc = view_read_all(v->transfers_reply, &transfer_fields, sizeof(*v->t), (void **)&v->t,
+                           "transfer", err, err_len);
+    }
+    for (size_t i = 0; rc == 0 && i < v->transfers_reply->n; i++) {
+        const char *bad = transfer_negative(&v->t[i]);
+        if (bad != NULL) {
+            snprintf(err, err_len, "transfer %zu: '%s' is negative", i + 1, bad);
+            rc = RK_ESYNTAX;
+        }
+    }
+    if (rc != 0) {
+        view_transfers_free(v);
+        return rc;
+    }
+    v->reply = r;
+    v->n = v->transfers_reply->n;
+    return 0;
+}
+
+void view_transfers_free(struct view_transfers *v)
+{
+    free(v->t);
+    memset(v, 0, sizeof(*v));
+}
+
+/* Finished transfers are left out of both forms (a node lists none; a newer one might). */
+static bool transfer_finished(const struct view_transfer *t)
+{
+    return strcmp(t->state, "done") == 0;
+}
+
+/* Width of the progress bar, in characters between its brackets. */
+#define TRANSFER_BAR 20
+/* Hex digits of an arc's ends in the table: enough to tell arcs of a ring apart. */
+#define TRANSFER_ARC_DIGITS 8
+
+/* "3fa2c1d0..8c01aa92"; "-" for a served pull, which names no arc. */
+static void fmt_arc(char *out, size_t len, const struct view_transfer *t)
+{
+    if (strcmp(t->kind, "serve") == 0) {
+        snprintf(out, len, "-");
+        return;
+    }
+    snprintf(out, len, "%.*s..%.*s", TRANSFER_ARC_DIGITS, t->start, TRANSFER_ARC_DIGITS, t->end);
+}
+
+/* "[########............]  42%" when the count is known, else "". */
+static void fmt_progress(char *out, size_t len, const struct view_transfer *t)
+{
+    char bar[TRANSFER_BAR + 1];
+    int64_t pct;
+    size_t full;
+
+    if (t->keys_total <= 0) {
+        snprintf(out, len, "%s", "");
+        return;
+    }
+    /* keys may pass keys_total: writes that arrive during the copy are copied too */
+    pct = t->keys >= t->keys_total ? 100 : t->keys * 100 / t->keys_total;
+    full = (size_t)pct * TRANSFER_BAR / 100;
+    memset(bar, '#', full);
+    memset(bar + full, '.', TRANSFER_BAR - full);
+    bar[TRANSFER_BAR] = '\0';
+    snprintf(out, len, "[%s] %3lld%%", bar, (long long)pct);
+}
+
+static int transfer_row(struct view_table *tab, const struct view_transfer *t)
+{
+    char arc[48], keys[64], bytes[32], per_s[32], rate[40], eta[32], progress[TRANSFER_BAR + 16];
+
+    fmt_arc(arc, sizeof(arc), t);
+    if (t->keys_total > 0) {
+        snprintf(keys, sizeof(keys), "%lld of %lld", (long long)t->keys, (long long)t->keys_total);
+    } else {
+        snprintf(keys, sizeof(keys), "%lld", (long long)t->keys);
+    }
+    fmt_bytes(bytes, sizeof(bytes), t->bytes);
+    fmt_bytes(per_s, sizeof(per_s), t->rate_bps);
+    snprintf(rate, sizeof(rate), "%s/s", per_s);
+    if (t->eta_s < 0) {
+        snprintf(eta, sizeof(eta), "-");
+    } else {
+        fmt_duration(eta, sizeof(eta), t->eta_s);
+    }
+    fmt_progress(progress, sizeof(progress), t);
+    const char *cells[] = {t->kind, t->direction, arc, t->from,  t->to,   keys,
+                           bytes,   rate,         eta, t->state, progress};
+    return table_row(tab, cells);
+}
+
+static void transfers_header(FILE *f, const struct view_transfers *v)
+{
+    char *node = table_copy(v->node), *status = table_copy(v->status);
+
+    fprintf(f, "node %s (%s): ring %.16s, target %.16s\n", node != NULL ? node : "?",
+            status != NULL ? status : "?", v->ring, v->target);
+    if (!v->changing) {
+        fputs("no change under way\n", f);
+    } else {
+        fprintf(f, "a change is under way: %s\n",
+                v->agreed ? "every live member holds the target, so arcs are copied"
+                          : "waiting for every live member to hold the target before copying");
+    }
+    free(node);
+    free(status);
+}
+
+int view_transfers_table(FILE *f, const struct view_transfers *v)
+{
+    static const char *const head[] = {"kind",  "dir",  "arc", "from",  "to",      "keys",
+                                       "bytes", "rate", "eta", "state", "progress"};
+    struct view_table t;
+    int rc = 0;
+
+    transfers_header(f, v);
+    table_init(&t, 11, 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8, head);
+    for (size_t i = 0; rc == 0 && i < v->n; i++) {
+        if (!transfer_finished(&v->t[i])) {
+            rc = transfer_row(&t, &v->t[i]);
+        }
+    }
+    if (rc == 0) {
+        fputc('\n', f);
+        if (t.rows == 0) {
+            fputs("no transfers under way\n", f);
+        } else {
+            table_print(f, &t);
+        }
+    }
+    table_free(&t);
+    return rc;
+}
+
+json_t *view_transfers_json(const struct view_transfers *v)
+{
+    json_t *o = view_json_object(v->reply, &transfers_fields);
+    json_t *list = o != NULL ? json_object_get(o, "transfers") : NULL;
+
+    /* the array's elements are the reply's, in order: drop the finished ones */
+    for (size_t i = v->n; list != NULL && i-- > 0;) {
+        if (transfer_finished(&v->t[i]) && json_array_remove(list, i) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
 }

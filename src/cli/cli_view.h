@@ -12,15 +12,19 @@
  * or an integer is accepted too); booleans are the integers 0 and 1 (or
  * RESP3 booleans).
  *
- *   RINGKV STATUS   map: id, rack, tokens, cluster_id, epoch, digest,
- *                   converged (every member that is up reports our
- *                   digest), agree (members up whose digest is ours, self
- *                   included), up_count, keys, map_used_bytes, uptime_s,
- *                   clients, members: one map per member in id order with
- *                   id, rack, tokens, status (joining, normal, leaving,
- *                   left, removed), up, state (alive, suspect, down, self),
- *                   owns (the fraction of the keyspace it is primary owner
- *                   of), peer_addr, client_addr, digest
+ *   RINGKV STATUS   map: id, rack, tokens, cluster_id, epoch, digest (the
+ *                   ring in force), target (the ring a change under way
+ *                   leads to; the digest when none is), status (the
+ *                   node's own), converged (no change under way, and
+ *                   every member that is up reports our digest), agree
+ *                   (members up whose digest is ours, self included),
+ *                   up_count, keys, map_used_bytes, uptime_s, clients,
+ *                   members: one map per member in id order with id,
+ *                   rack, tokens, status (joining, normal, leaving, left,
+ *                   removed), up, state (alive, suspect, down, self), owns
+ *                   (the fraction of the keyspace it is primary owner of),
+ *                   peer_addr, client_addr, digest, target (the target
+ *                   its entry reports; 0 from a node that predates them)
  *   RINGKV STATUS DEEP  map: id, digest, request_timeout_ms, members: one
  *                   map per current member (src/node/commands.c has the
  *                   reply's contract) with id, result (ok, timeout,
@@ -43,8 +47,17 @@
  *                   when no live value)
  *   RINGKV HINTS    map: node (the answering node's id), targets: one map
  *                   per node it keeps hints for with target, hints, up
+ *   RINGKV TRANSFERS  map (src/node/transfers.h has the reply's contract):
+ *                   node, status, ring, target, changing, agreed,
+ *                   transfers: one map per transfer not finished with
+ *                   kind (join, leave, move, serve), state (pending,
+ *                   checking, streaming, verifying), direction (in, out),
+ *                   start, end (hex), from, to, keys, keys_total (0:
+ *                   unknown), bytes, rate_bps, eta_s (-1: unknown)
  *
- * Every field named above is required: a reply without one, or with one
+ * Every field named above is required, except the target and status of
+ * RINGKV STATUS and its members' targets, which a node that predates
+ * ownership handoff does not send: a reply without one, or with one
  * of another type, is refused with a sentence naming it.  A share of the
  * keyspace (owns, an arc's fraction) must be a finite number from 0 to 1,
  * and a ring's arcs must not add up to more than the whole keyspace
@@ -76,6 +89,7 @@
 
 struct view_status_member {
     const char *id, *rack, *status, *state, *peer_addr, *client_addr, *digest;
+    const char *target; /* NULL: not sent */
     int64_t tokens;
     bool up;
     double owns; /* fraction of the keyspace, 0 to 1 */
@@ -84,6 +98,7 @@ struct view_status_member {
 struct view_status {
     const struct resp_reply *reply; /* the map, borrowed */
     const char *id, *rack, *cluster_id, *digest;
+    const char *target, *status; /* NULL: not sent (a node that predates handoff) */
     int64_t tokens, epoch, agree, up_count, keys, map_used_bytes, uptime_s, clients;
     bool converged;
     const struct resp_reply *members_reply;
@@ -104,6 +119,9 @@ void view_status_free(struct view_status *s);
  */
 bool view_member_current(const struct view_status_member *m);
 
+/* Whether a change is under way: the node names a target other than its ring. */
+bool view_status_changing(const struct view_status *s);
+
 /*
  * Healthy: converged, and every current member is up.  The exit code of
  * `ringkv status` (0 healthy, 3 not).
@@ -122,8 +140,9 @@ void view_member_code(const struct view_status_member *m, char code[3]);
 /*
  * The status table: a line about the node itself, one row per current
  * member (code, id, peer address, rack, tokens, owns, detector state,
- * digest), and a footer (epoch, digest, agreement, converged, counts per
- * code, members that left or were removed).  Returns 0 or RK_ENOMEM.
+ * digest), and a footer (epoch, digest, target, agreement, converged
+ * (saying when a change is under way), counts per code, members that
+ * left or were removed).  Returns 0 or RK_ENOMEM.
  */
 int view_status_table(FILE *f, const struct view_status *s);
 
@@ -331,5 +350,49 @@ int view_hints_table(FILE *f, const struct view_hints_node *nodes, size_t n);
  * out of memory.
  */
 json_t *view_hints_json(const struct view_hints_node *nodes, size_t n);
+
+/* --- RINGKV TRANSFERS ------------------------------------------------------------ */
+
+struct view_transfer {
+    const char *kind, *state, *direction, *start, *end, *from, *to;
+    int64_t keys, keys_total, bytes, rate_bps, eta_s;
+};
+
+struct view_transfers {
+    const struct resp_reply *reply; /* the map, borrowed */
+    const char *node, *status, *ring, *target;
+    bool changing, agreed;
+    const struct resp_reply *transfers_reply;
+    struct view_transfer *t; /* owned; n entries */
+    size_t n;
+};
+
+/*
+ * Read a RINGKV TRANSFERS reply into v.  Counts must not be negative
+ * (eta_s may be -1, unknown).  Returns 0, RK_ESYNTAX with a sentence in
+ * err, or RK_ENOMEM.
+ */
+int view_transfers_parse(struct view_transfers *v, const struct resp_reply *r, char *err,
+                         size_t err_len);
+void view_transfers_free(struct view_transfers *v);
+
+/*
+ * A header line (the node, its status, ring and target digests, whether
+ * a change is under way and whether every live member holds the target),
+ * then one row per transfer not finished: kind, direction, the arc
+ * (start..end, 8 hex digits each; "-" for a served pull, which names no
+ * arc), from, to, keys (received or sent, "of" the source's count when
+ * known), bytes, rate, ETA, state, and a progress bar when the count is
+ * known; or a line saying there is none.  Returns 0 or RK_ENOMEM.
+ */
+int view_transfers_table(FILE *f, const struct view_transfers *v);
+
+/*
+ * {"node", "status", "ring", "target", "changing": bool, "agreed": bool,
+ * "transfers": [one object per transfer not finished, its fields in the
+ * reply's order]} (and any field a newer node adds); NULL when out of
+ * memory.
+ */
+json_t *view_transfers_json(const struct view_transfers *v);
 
 #endif

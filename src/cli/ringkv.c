@@ -52,6 +52,12 @@ static const struct cli_verb ringkv_verbs[] = {
      "each node it passed"},
     {"remove", cli_cluster_remove,
      "[--json] ID   remove a member the node sees down from the cluster (and its ring)"},
+    {"leave", cli_cluster_leave,
+     "[--json] [NODE]   the node asked (or NODE, a member it knows) hands its arcs to the others "
+     "and stops"},
+    {"transfers", cli_cluster_transfers,
+     "[--json] [--watch [SECONDS]]   the node's ownership handoff: each arc copied in or out, "
+     "with keys, bytes, rate and ETA; --watch: until no change is under way"},
     {"replicas", cli_replicas,
      "[--hex] [--json] KEY   what each replica of a key holds now (present, tombstone, version "
      "vector, value size and digest), asked through one node, whether they agree, and the hints "

@@ -1646,7 +1646,7 @@ static void status_member(struct buf *out, const struct membership *m, const str
 {
     bool up = e == membership_self(m) || e->state != DETECTOR_DOWN;
 
-    resp_put_map(out, 10, proto);
+    resp_put_map(out, 11, proto);
     resp_put_bulk_str(out, "id");
     resp_put_bulk_str(out, e->e.id);
     resp_put_bulk_str(out, "rack");
@@ -1667,6 +1667,8 @@ static void status_member(struct buf *out, const struct membership *m, const str
     resp_put_bulk_str(out, e->e.client_addr);
     resp_put_bulk_str(out, "digest");
     put_hex64(out, e->e.digest);
+    resp_put_bulk_str(out, "target");
+    put_hex64(out, e->e.target);
 }
 
 static void status_members(struct client *c, struct buf *out)
@@ -1686,7 +1688,13 @@ static void status_members(struct client *c, struct buf *out)
     free(own);
 }
 
-/* RINGKV STATUS: this node and the cluster as it sees it, for `ringkv status`. */
+/*
+ * RINGKV STATUS: this node and the cluster as it sees it, for `ringkv status`
+ * (cli_view.h has the reply's shape).  digest names the ring in force, target
+ * the ring a change under way leads to (the same digest when none is); each
+ * member's map carries the digest and target its own entry reports (target 0:
+ * a node that predates targets).
+ */
 static void ringkv_status(struct client *c, struct pending *p)
 {
     struct server *n = c->node;
@@ -1699,7 +1707,7 @@ static void ringkv_status(struct client *c, struct pending *p)
 
     store_get_stats(n->store, &st);
     hex_encode(hexid, n->cluster_id, sizeof(n->cluster_id));
-    resp_put_map(out, 15, c->proto);
+    resp_put_map(out, 16, c->proto);
     resp_put_bulk_str(out, "id");
     resp_put_bulk_str(out, n->cfg.id);
     resp_put_bulk_str(out, "rack");
@@ -1712,6 +1720,8 @@ static void ringkv_status(struct client *c, struct pending *p)
     resp_put_int(out, (int64_t)membership_epoch(m));
     resp_put_bulk_str(out, "digest");
     put_hex64(out, membership_digest(m));
+    resp_put_bulk_str(out, "target");
+    put_hex64(out, membership_target_digest(m));
     resp_put_bulk_str(out, "converged");
     resp_put_int(out, converged);
     resp_put_bulk_str(out, "agree");
@@ -1732,7 +1742,10 @@ static void ringkv_status(struct client *c, struct pending *p)
     status_members(c, out);
 }
 
-/* RINGKV MEMBERS: the failure detector's view of every member. */
+/*
+ * RINGKV MEMBERS: the failure detector's view of every member, with its
+ * status and the target digest its entry reports (0: it predates targets).
+ */
 static void ringkv_members(struct client *c, struct pending *p)
 {
     const struct membership *m = gossip_members(c->node->gossip);
@@ -1743,7 +1756,7 @@ static void ringkv_members(struct client *c, struct pending *p)
     for (size_t i = 0; i < membership_count(m); i++) {
         const struct member *e = membership_at(m, i);
         bool self = e == membership_self(m);
-        resp_put_map(out, 8, c->proto);
+        resp_put_map(out, 9, c->proto);
         resp_put_bulk_str(out, "id");
         resp_put_bulk_str(out, e->e.id);
         resp_put_bulk_str(out, "state");
@@ -1760,6 +1773,8 @@ static void ringkv_members(struct client *c, struct pending *p)
         put_fraction(out, self ? 0.0 : detector_mean(&e->det), 1);
         resp_put_bulk_str(out, "status");
         resp_put_bulk_str(out, membership_status_names[e->e.status]);
+        resp_put_bulk_str(out, "target");
+        put_hex64(out, e->e.target);
     }
 }
 

@@ -13,9 +13,13 @@
  *                        node, status, ring, target (16 hex digits),
  *                        changing (1 while ring and target differ),
  *                        agreed (1 when every live member holds the target),
- *                        transfers: an array of maps with kind, state,
- *                        direction (in, out), start, end (hex), from, to,
- *                        keys, keys_total, bytes, rate_bps, eta_s.
+ *                        transfers: an array of maps with kind (join,
+ *                        leave, move, repair: an arc this node receives;
+ *                        serve: pulls it answered in the last 5 s, which
+ *                        name no arc, start and end 0), state (pending,
+ *                        checking, streaming, verifying), direction (in,
+ *                        out), start, end (hex), from, to, keys, keys_total
+ *                        (0: unknown), bytes, rate_bps, eta_s (-1: unknown).
  *   RINGKV PLAN LEAVE id | REMOVE id | TOKENS id n | JOIN id rack tokens
  *                      what that change would move, without making it
  *                      (the CLI's --dry-run; transfers.c, ringkv_plan()).

@@ -1037,6 +1037,207 @@ START_TEST(test_hints_refused)
 }
 END_TEST
 
+/* --- RINGKV STATUS during a change ---------------------------------------------- */
+
+/* n1 normal, n4 joining: the node names a target other than its ring and is not converged. */
+static struct resp_reply *status_changing_reply(void)
+{
+    struct resp_reply *n4 =
+        status_member("n4", "rack-a", "joining", true, "alive", "0.000000", DIGEST_A);
+    struct resp_reply *r;
+
+    r = t_map(17, "id", t_bulk("n1"), "rack", t_bulk("rack-a"), "tokens", t_int(256), "cluster_id",
+              t_bulk("9f2c6e1d0a4b8c7e3f5a6b7c8d9e0f1a"), "epoch", t_int(8), "digest",
+              t_bulk(DIGEST_A), "target", t_bulk(DIGEST_B), "converged", t_bool(false), "agree",
+              t_int(2), "up_count", t_int(2), "keys", t_int(0), "map_used_bytes", t_int(0),
+              "uptime_s", t_int(5), "clients", t_int(0), "status", t_bulk("leaving"), "members",
+              t_array(2,
+                      status_member("n1", "rack-a", "leaving", true, "self", "1.000000", DIGEST_A),
+                      n4),
+              "newer", t_int(1));
+    return r;
+}
+
+START_TEST(test_status_changing)
+{
+    struct resp_reply *r;
+    struct view_status s;
+    char err[256], *got;
+
+    as_resp2 = false;
+    r = status_changing_reply();
+    ck_assert_int_eq(view_status_parse(&s, r, err, sizeof(err)), 0);
+    ck_assert_str_eq(s.target, DIGEST_B);
+    ck_assert_str_eq(s.status, "leaving");
+    ck_assert(view_status_changing(&s));
+    ck_assert_ptr_null(s.members[1].target);
+    view_status_free(&s);
+    got = status_table_of(r);
+    ck_assert_ptr_nonnull(strstr(got, "node n1 (rack rack-a, 256 tokens, leaving) of cluster "));
+    ck_assert_ptr_nonnull(strstr(got, "\nUL  n1  "));
+    ck_assert_ptr_nonnull(strstr(got, "\nUJ  n4  "));
+    ck_assert_ptr_nonnull(
+        strstr(got, "\ntarget     " DIGEST_B " (members are joining or leaving)\n"));
+    ck_assert_ptr_nonnull(strstr(got, "\nconverged  no (a change is under way)\n"));
+    ck_assert_ptr_nonnull(strstr(got, "\nmembers    2: UJ 1, UL 1\n"));
+    free(got);
+}
+END_TEST
+
+/* --- RINGKV TRANSFERS ------------------------------------------------------------ */
+
+static struct resp_reply *transfer(const char *kind, const char *state, const char *dir,
+                                   const char *start, const char *end, const char *from,
+                                   const char *to, int64_t keys, int64_t total, int64_t bytes,
+                                   int64_t rate, int64_t eta)
+{
+    return t_map(12, "kind", t_bulk(kind), "state", t_bulk(state), "direction", t_bulk(dir),
+                 "start", t_bulk(start), "end", t_bulk(end), "from", t_bulk(from), "to", t_bulk(to),
+                 "keys", t_int(keys), "keys_total", t_int(total), "bytes", t_int(bytes), "rate_bps",
+                 t_int(rate), "eta_s", t_int(eta));
+}
+
+/* n4 joining: one arc streaming, one being checked, one done (which no view shows); or none. */
+static struct resp_reply *transfers_reply(bool changing)
+{
+    struct resp_reply *list = t_array(0);
+
+    if (changing) {
+        resp_reply_free(list);
+        list = t_array(3,
+                       transfer("join", "streaming", "in", "3fa2c1d04b5e6f70", "8c01aa92e3f4a5b6",
+                                "n2", "n4", 420, 1000, 430080, 65536, 9),
+                       transfer("join", "checking", "in", "8c01aa92e3f4a5b6", "a0b1c2d3e4f50617",
+                                "n3", "n4", 0, 0, 0, 0, -1),
+                       transfer("join", "done", "in", "a0b1c2d3e4f50617", "f0e1d2c3b4a59687", "n1",
+                                "n4", 10, 10, 10240, 4096, 0));
+    }
+    return t_map(7, "node", t_bulk("n4"), "status", t_bulk(changing ? "joining" : "normal"), "ring",
+                 t_bulk(DIGEST_A), "target", t_bulk(changing ? DIGEST_B : DIGEST_A), "changing",
+                 t_bool(changing), "agreed", t_bool(true), "transfers", list);
+}
+
+static char *transfers_table_of(struct resp_reply *r)
+{
+    struct view_transfers v;
+    struct capture c;
+    char err[256];
+
+    ck_assert_int_eq(view_transfers_parse(&v, r, err, sizeof(err)), 0);
+    capture_start(&c);
+    ck_assert_int_eq(view_transfers_table(c.f, &v), 0);
+    view_transfers_free(&v);
+    resp_reply_free(r);
+    return capture_end(&c);
+}
+
+START_TEST(test_transfers_table)
+{
+    static const char want[] =
+        "node n4 (joining): ring 4c1e2a9f0b3d5e71, target 0b3d5e714c1e2a9f\n"
+        "a change is under way: every live member holds the target, so arcs are copied\n"
+        "\n"
+        "kind  dir  arc                 from  to         keys      bytes        rate  eta  "
+        "state      progress\n"
+        "join  in   3fa2c1d0..8c01aa92  n2    n4  420 of 1000  420.0 KiB  64.0 KiB/s  9 s  "
+        "streaming  [########............]  42%\n"
+        "join  in   8c01aa92..a0b1c2d3  n3    n4            0        0 B       0 B/s    -  "
+        "checking\n";
+    char *got;
+
+    for (int resp2 = 0; resp2 <= 1; resp2++) {
+        as_resp2 = resp2;
+        got = transfers_table_of(transfers_reply(true));
+        ck_assert_str_eq(got, want);
+        free(got);
+    }
+}
+END_TEST
+
+START_TEST(test_transfers_none)
+{
+    static const char want[] = "node n4 (normal): ring 4c1e2a9f0b3d5e71, target 4c1e2a9f0b3d5e71\n"
+                               "no change under way\n"
+                               "\n"
+                               "no transfers under way\n";
+    char *got;
+
+    as_resp2 = false;
+    got = transfers_table_of(transfers_reply(false));
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+END_TEST
+
+/* JSON: booleans as true/false, every transfer not finished with its fields in order. */
+START_TEST(test_transfers_json)
+{
+    static const char want[] =
+        "{\"node\":\"n4\",\"status\":\"joining\",\"ring\":\"4c1e2a9f0b3d5e71\","
+        "\"target\":\"0b3d5e714c1e2a9f\",\"changing\":true,\"agreed\":true,\"transfers\":["
+        "{\"kind\":\"join\",\"state\":\"streaming\",\"direction\":\"in\","
+        "\"start\":\"3fa2c1d04b5e6f70\",\"end\":\"8c01aa92e3f4a5b6\",\"from\":\"n2\",\"to\":\"n4\","
+        "\"keys\":420,\"keys_total\":1000,\"bytes\":430080,\"rate_bps\":65536,\"eta_s\":9},"
+        "{\"kind\":\"join\",\"state\":\"checking\",\"direction\":\"in\","
+        "\"start\":\"8c01aa92e3f4a5b6\",\"end\":\"a0b1c2d3e4f50617\",\"from\":\"n3\",\"to\":\"n4\","
+        "\"keys\":0,\"keys_total\":0,\"bytes\":0,\"rate_bps\":0,\"eta_s\":-1}]}";
+
+    for (int resp2 = 0; resp2 <= 1; resp2++) {
+        struct resp_reply *r;
+        struct view_transfers v;
+        char err[256];
+        as_resp2 = resp2;
+        r = transfers_reply(true);
+        ck_assert_int_eq(view_transfers_parse(&v, r, err, sizeof(err)), 0);
+        ck_assert_uint_eq(v.n, 3);
+        assert_json(view_transfers_json(&v), want);
+        view_transfers_free(&v);
+        resp_reply_free(r);
+    }
+}
+END_TEST
+
+static void assert_transfers_refused(struct resp_reply *r, const char *want)
+{
+    struct view_transfers v;
+    char err[256];
+
+    ck_assert_int_eq(view_transfers_parse(&v, r, err, sizeof(err)), RK_ESYNTAX);
+    ck_assert_str_eq(err, want);
+    ck_assert_ptr_null(v.t);
+    resp_reply_free(r);
+}
+
+/* A missing field, a field of another type, a negative count: refused, naming it. */
+START_TEST(test_transfers_refused)
+{
+    struct resp_reply *r;
+
+    as_resp2 = false;
+    assert_transfers_refused(t_int(3), "expected a map, got an integer");
+    r = transfers_reply(true);
+    resp_reply_free(r->elem[9]);
+    r->elem[9] = t_int(2);
+    assert_transfers_refused(r, "'changing' is an integer, expected 0 or 1");
+    r = transfers_reply(true);
+    resp_reply_free(r->elem[4]);
+    r->elem[4] = t_bulk("rung");
+    assert_transfers_refused(r, "'ring' is missing");
+    r = transfers_reply(true);
+    resp_reply_free(r->elem[13]->elem[1]->elem[15]);
+    r->elem[13]->elem[1]->elem[15] = t_int(-5);
+    assert_transfers_refused(r, "transfer 2: 'keys' is negative");
+    r = transfers_reply(true);
+    resp_reply_free(r->elem[13]->elem[0]->elem[23]);
+    r->elem[13]->elem[0]->elem[23] = t_int(-2);
+    assert_transfers_refused(r, "transfer 1: 'eta_s' is negative");
+    r = transfers_reply(true);
+    resp_reply_free(r->elem[13]->elem[0]->elem[13]);
+    r->elem[13]->elem[0]->elem[13] = t_int(7);
+    assert_transfers_refused(r, "transfer 1: 'to' is an integer, expected a string");
+}
+END_TEST
+
 static Suite *cli_view_suite(void)
 {
     Suite *s = suite_create("cli_view");
@@ -1052,6 +1253,7 @@ static Suite *cli_view_suite(void)
         {"status_json_not_utf8", test_status_json_not_utf8},
         {"status_refused", test_status_refused},
         {"status_control_bytes", test_status_control_bytes},
+        {"status_changing", test_status_changing},
         {"members_table", test_members_table},
         {"members_json", test_members_json},
         {"members_refused", test_members_refused},
@@ -1070,6 +1272,10 @@ static Suite *cli_view_suite(void)
         {"hints_table", test_hints_table},
         {"hints_json", test_hints_json},
         {"hints_refused", test_hints_refused},
+        {"transfers_table", test_transfers_table},
+        {"transfers_none", test_transfers_none},
+        {"transfers_json", test_transfers_json},
+        {"transfers_refused", test_transfers_refused},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
