@@ -22,6 +22,7 @@
 
 #include "bytes.h"
 #include "error.h"
+#include "clock.h"
 #include "log.h"
 #include "msg.h"
 #include "msg_handoff.h"
@@ -127,6 +128,7 @@ struct handoff {
     size_t n_give;
     struct handoff_told *told; /* HANDOFF_DONEs received for the target, whatever the plan */
     struct serve_pull *sp;     /* serve_pull()'s scratch, kept */
+    struct log_limit retry_log;
     struct msg_handoff_item *sp_items;
     size_t n_told;
     unsigned checks, streams; /* requests outstanding of each kind */
@@ -503,8 +505,11 @@ static void in_failed(struct handoff_in *t, const char *what, int rc)
     }
     h->stats.failures++;
     t->retry_ms = h->now_ms + HANDOFF_RETRY_MS;
-    LOG(LOG_WARN, "handoff_retry", "start=%016llx end=%016llx source=%s step=%s error=\"%s\"",
-        (unsigned long long)t->start, (unsigned long long)t->end, t->source, what, rk_strerror(rc));
+    /* one line a second: a source down fails every arc it serves at once */
+    LOG_LIMITED(&h->retry_log, LOG_WARN, "handoff_retry",
+                "start=%016llx end=%016llx source=%s step=%s error=\"%s\"",
+                (unsigned long long)t->start, (unsigned long long)t->end, t->source, what,
+                rk_strerror(rc));
 }
 
 /* --- checkpoint deletion ------------------------------------------------------------ */
