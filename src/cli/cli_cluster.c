@@ -60,8 +60,8 @@
 #define STATUS_USAGE "ringkv status " CONN_OPTS " [--json] [--wait converged | --deep]"
 #define MEMBERS_USAGE "ringkv members " CONN_OPTS " [--json]"
 #define RING_USAGE "ringkv ring " CONN_OPTS " [--rf N] [--json | --dot]"
-#define REMOVE_USAGE "ringkv remove " CONN_OPTS " [--json] ID"
-#define LEAVE_USAGE "ringkv leave " CONN_OPTS " [--json] [NODE]"
+#define REMOVE_USAGE "ringkv remove " CONN_OPTS " [--json] [--dry-run] ID"
+#define LEAVE_USAGE "ringkv leave " CONN_OPTS " [--json] [--dry-run] [NODE]"
 #define TRANSFERS_USAGE "ringkv transfers " CONN_OPTS " [--json] [--watch [SECONDS]]"
 
 /* Time between two polls of --wait: ten a second, as the CLI's contract promises. */
@@ -80,7 +80,7 @@
 /* The longest --watch SECONDS: a week, past any handoff's length at the slowest handoff-rate. */
 #define TRANSFERS_WATCH_MAX_S 604800
 
-enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT, OPT_DEEP, OPT_WATCH };
+enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT, OPT_DEEP, OPT_WATCH, OPT_DRY_RUN };
 
 /*
  * The options beyond -H, -t and --json that a verb takes; TAKES_ID: one
@@ -94,11 +94,12 @@ enum {
     TAKES_DEEP = 16,
     TAKES_WATCH = 32,
     TAKES_ID_OPT = 64,
+    TAKES_DRY_RUN = 128,
 };
 
 struct cluster_opts {
     struct respc_opts conn;
-    bool json, dot, wait, deep, watch;
+    bool json, dot, wait, deep, watch, dry_run;
     bool timeout_given; /* -t or RINGKV_TIMEOUT */
     long rf;            /* 0: the node's own */
     long watch_s;       /* --watch SECONDS; 0: until the change is done */
@@ -110,15 +111,12 @@ struct cluster_opts {
 static int cluster_parse(int argc, char **argv, const char *usage, unsigned flags,
                          struct cluster_opts *o)
 {
-    static const struct option opts[] = {{"host", required_argument, NULL, 'H'},
-                                         {"timeout", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, OPT_JSON},
-                                         {"wait", required_argument, NULL, OPT_WAIT},
-                                         {"rf", required_argument, NULL, OPT_RF},
-                                         {"dot", no_argument, NULL, OPT_DOT},
-                                         {"deep", no_argument, NULL, OPT_DEEP},
-                                         {"watch", optional_argument, NULL, OPT_WATCH},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"host", required_argument, NULL, 'H'},      {"timeout", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, OPT_JSON},       {"wait", required_argument, NULL, OPT_WAIT},
+        {"rf", required_argument, NULL, OPT_RF},     {"dot", no_argument, NULL, OPT_DOT},
+        {"deep", no_argument, NULL, OPT_DEEP},       {"watch", optional_argument, NULL, OPT_WATCH},
+        {"dry-run", no_argument, NULL, OPT_DRY_RUN}, {0, 0, 0, 0}};
     const char *addr = NULL, *timeout = NULL;
     int c;
 
@@ -143,6 +141,8 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
             o->dot = true;
         } else if (c == OPT_DEEP && (flags & TAKES_DEEP)) {
             o->deep = true;
+        } else if (c == OPT_DRY_RUN && (flags & TAKES_DRY_RUN)) {
+            o->dry_run = true;
         } else if (c == OPT_WATCH && (flags & TAKES_WATCH)) {
             o->watch = true;
             if (optarg != NULL &&
@@ -462,6 +462,152 @@ int cli_cluster_ring(int argc, char **argv)
     return rc;
 }
 
+/* --- dry runs: RINGKV PLAN ------------------------------------------------------- */
+
+/*
+ * Key-value pairs of a map reply: a RESP3 map, or under RESP2 the flat
+ * array of keys and values (every key text); 0 with *is false otherwise.
+ */
+static size_t plan_pairs(const struct resp_reply *r, bool *is)
+{
+    *is = r->type == RESP_T_MAP;
+    if (*is) {
+        return r->n;
+    }
+    *is = r->type == RESP_T_ARRAY && r->n % 2 == 0 && r->n > 0;
+    for (size_t i = 0; *is && i < r->n; i += 2) {
+        *is = r->elem[i]->type == RESP_T_BULK || r->elem[i]->type == RESP_T_SIMPLE;
+    }
+    return *is ? r->n / 2 : 0;
+}
+
+/* A reply as JSON: maps as objects, arrays as arrays, text as strings, numbers as numbers. */
+static json_t *plan_json(const struct resp_reply *r)
+{
+    bool is_map;
+    size_t pairs = plan_pairs(r, &is_map);
+    json_t *j;
+
+    if (is_map) {
+        j = json_object();
+        for (size_t i = 0; i < pairs; i++) {
+            json_object_set_new(j, (const char *)r->elem[2 * i]->str,
+                                plan_json(r->elem[2 * i + 1]));
+        }
+        return j;
+    }
+    switch (r->type) {
+    case RESP_T_ARRAY:
+        j = json_array();
+        for (size_t i = 0; i < r->n; i++) {
+            json_array_append_new(j, plan_json(r->elem[i]));
+        }
+        return j;
+    case RESP_T_INT:
+        return json_integer(r->integer);
+    case RESP_T_BULK:
+    case RESP_T_SIMPLE: {
+        char *end;
+        double d = strtod((const char *)r->str, &end);
+        /* the fractions travel as text with 4 decimals: numbers in JSON */
+        return r->len > 0 && *end == '\0' && strchr((const char *)r->str, '.') != NULL
+                   ? json_real(d)
+                   : json_stringn((const char *)r->str, r->len);
+    }
+    default:
+        return json_null();
+    }
+}
+
+/* The value of key in map reply m, or NULL. */
+static const struct resp_reply *plan_get(const struct resp_reply *m, const char *key)
+{
+    bool is_map;
+    size_t pairs = plan_pairs(m, &is_map);
+
+    for (size_t i = 0; i < pairs; i++) {
+        if (strcmp((const char *)m->elem[2 * i]->str, key) == 0) {
+            return m->elem[2 * i + 1];
+        }
+    }
+    return NULL;
+}
+
+static const char *plan_str(const struct resp_reply *m, const char *key)
+{
+    const struct resp_reply *v = plan_get(m, key);
+    return v != NULL && v->str != NULL ? (const char *)v->str : "?";
+}
+
+static long long plan_int(const struct resp_reply *m, const char *key)
+{
+    const struct resp_reply *v = plan_get(m, key);
+    return v != NULL && v->type == RESP_T_INT ? (long long)v->integer : -1;
+}
+
+/*
+ * RINGKV PLAN change id at conn: what the change would move, as a table
+ * or JSON; nothing is changed.
+ */
+static int plan_run(const struct respc_opts *conn, const char *change, const char *id, bool json)
+{
+    const char *cmd[4] = {"RINGKV", "PLAN", change, id};
+    struct resp_reply *reply = NULL;
+    const struct resp_reply *owners;
+    int rc = cli_data_request(conn, 4, cmd, NULL, &reply);
+
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (plan_get(reply, "owners") == NULL) {
+        rc = cluster_bad_reply("RINGKV PLAN", "not a map with owners");
+    } else if (json) {
+        rc = cluster_json_print(plan_json(reply));
+    } else {
+        printf("dry run: %s %s (nothing is changed)\n", change[0] == 'L' ? "leave" : "remove", id);
+        printf("ring %s -> %s\n", plan_str(reply, "ring"), plan_str(reply, "target"));
+        printf("the replica sets of %.1f%% of the ring change: %lld arcs to copy, about %lld "
+               "keys and %lld bytes (estimated from %s's data)\n",
+               atof(plan_str(reply, "moved_fraction")) * 100, plan_int(reply, "arcs"),
+               plan_int(reply, "keys"), plan_int(reply, "bytes"),
+               plan_str(reply, "estimated_from"));
+        owners = plan_get(reply, "owners");
+        printf("%-20s %8s %8s\n", "member", "before", "after");
+        for (size_t i = 0; owners != NULL && owners->type == RESP_T_ARRAY && i < owners->n; i++) {
+            const struct resp_reply *row = owners->elem[i];
+            printf("%-20s %7.1f%% %7.1f%%\n", plan_str(row, "id"),
+                   atof(plan_str(row, "share_before")) * 100,
+                   atof(plan_str(row, "share_after")) * 100);
+        }
+    }
+    resp_reply_free(reply);
+    return rc;
+}
+
+/* leave --dry-run [NODE]: the plan of NODE's leave, or of the node at -H's own. */
+static int plan_leave(const struct cluster_opts *o)
+{
+    const char *cmd[2] = {"RINGKV", "TRANSFERS"};
+    struct resp_reply *reply = NULL;
+    char id[RING_NAME_MAX + 1];
+    int rc;
+
+    if (o->id != NULL) {
+        return plan_run(&o->conn, "LEAVE", o->id, o->json);
+    }
+    rc = cli_data_request(&o->conn, 2, cmd, NULL, &reply);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (plan_get(reply, "node") == NULL) {
+        rc = cluster_bad_reply("RINGKV TRANSFERS", "no node id");
+    } else {
+        snprintf(id, sizeof(id), "%s", plan_str(reply, "node"));
+    }
+    resp_reply_free(reply);
+    return rc != CLI_OK ? rc : plan_run(&o->conn, "LEAVE", id, o->json);
+}
+
 /* --- remove ---------------------------------------------------------------------- */
 
 int cli_cluster_remove(int argc, char **argv)
@@ -469,10 +615,13 @@ int cli_cluster_remove(int argc, char **argv)
     struct cluster_opts o;
     struct resp_reply *reply = NULL;
     const char *cmd[3] = {"RINGKV", "REMOVE", NULL};
-    int rc = cluster_parse(argc, argv, REMOVE_USAGE, TAKES_ID, &o);
+    int rc = cluster_parse(argc, argv, REMOVE_USAGE, TAKES_ID | TAKES_DRY_RUN, &o);
 
     if (rc != 0) {
         return rc;
+    }
+    if (o.dry_run) {
+        return plan_run(&o.conn, "REMOVE", o.id, o.json);
     }
     cmd[2] = o.id;
     rc = cli_data_request(&o.conn, 3, cmd, NULL, &reply);
@@ -603,10 +752,13 @@ int cli_cluster_leave(int argc, char **argv)
     struct cluster_opts o;
     struct respc_opts conn;
     char who[ADDR_HOST_MAX + 96], at[ADDR_HOST_MAX + 16];
-    int rc = cluster_parse(argc, argv, LEAVE_USAGE, TAKES_ID_OPT, &o);
+    int rc = cluster_parse(argc, argv, LEAVE_USAGE, TAKES_ID_OPT | TAKES_DRY_RUN, &o);
 
     if (rc != 0) {
         return rc;
+    }
+    if (o.dry_run) {
+        return plan_leave(&o);
     }
     conn = o.conn;
     if (o.id != NULL && leave_find(&o, &conn) != CLI_OK) {

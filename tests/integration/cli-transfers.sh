@@ -10,6 +10,8 @@
 #     --watch 120` exits 0 once the join is done;
 #   - `ringkv status --wait converged` then returns 0 with n4 normal;
 #   - `ringkv leave` refuses an unknown member (exit 1, one line);
+#     `ringkv leave --dry-run n4` prints the figures (arcs, keys, each
+#     member's share before and after) and changes nothing;
 #     `ringkv leave n4`, asked of n1, makes n4 leave: n4 turns leaving,
 #     hands its arcs over and exits 0; `ringkv status --wait converged` on
 #     n1 returns 0, with n4 left and every key still readable.
@@ -96,6 +98,17 @@ rc=0
 "$RINGKV" -H "127.0.0.1:$N1_CLIENT" leave nosuch > /dev/null 2> "$IT_DIR/leave.err" || rc=$?
 it_expect_eq "exit status of leave nosuch" "$rc" 1
 grep -q "no member 'nosuch' in the table of n1" "$IT_DIR/leave.err" || it_fail "leave nosuch: $(cat "$IT_DIR/leave.err")"
+# a dry run first: the figures, and nothing changes
+"$RINGKV" -H "127.0.0.1:$N1_CLIENT" leave --dry-run n4 > "$IT_DIR/plan.out" 2>&1 ||
+    it_fail "leave --dry-run n4: $(cat "$IT_DIR/plan.out")"
+grep -q "^dry run: leave n4 (nothing is changed)" "$IT_DIR/plan.out" &&
+    grep -q "arcs to copy, about [0-9]* keys" "$IT_DIR/plan.out" &&
+    grep -q "^n4  *[0-9.]*%  *0.0%" "$IT_DIR/plan.out" ||
+    it_fail "leave --dry-run n4 said: $(cat "$IT_DIR/plan.out")"
+"$RINGKV" -H "127.0.0.1:$N1_CLIENT" leave --dry-run --json n4 |
+    python3 -c 'import json,sys; p=json.load(sys.stdin); assert p["change"]=="leave" and p["member"]=="n4" and p["arcs"]>0 and p["keys"]>0, p' ||
+    it_fail "leave --dry-run --json n4"
+[ "$(it_cli n4 RINGKV TRANSFERS | sed -n 4p)" = normal ] || it_fail "a dry run changed n4's status"
 "$RINGKV" -H "127.0.0.1:$N1_CLIENT" leave n4 > "$IT_DIR/leave.out" 2>&1 ||
     it_fail "leave n4: $(cat "$IT_DIR/leave.out")"
 grep -q "^n4 at 127.0.0.1:$N4_CLIENT is leaving: .*transfers --watch" "$IT_DIR/leave.out" ||
