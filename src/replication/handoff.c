@@ -45,6 +45,11 @@ static const char *const in_state_names[] = {
 #define HANDOFF_CKPT_KEY_LEN 26
 #define HANDOFF_RETRY_MS 1000
 #define HANDOFF_OUT_MAX 4096
+/*
+ * Arcs told done remembered at most: the gives of one change are at most a
+ * member's tokens (RING_TOKENS_MAX) times rf (RING_RF_MAX) arcs.
+ */
+#define HANDOFF_TOLD_MAX (RING_TOKENS_MAX * RING_RF_MAX)
 
 struct handoff_in {
     struct handoff *h;
@@ -84,10 +89,20 @@ struct handoff_in {
 /* An arc served to a pulling node. */
 struct handoff_out {
     char peer[RING_NAME_MAX + 1];
-    uint64_t target, start, end;
+    uint64_t target;
     uint64_t keys, bytes;
     uint64_t first_ms, last_ms;
-    bool done;
+};
+
+/*
+ * An arc a gainer told done (HANDOFF_DONE) under a target: kept for every
+ * plan made for that target, so a DONE served before this node planned (its
+ * first tick under the target came late) or before it planned again (the
+ * ring in force changed) still counts: the gainer tells it only once.
+ */
+struct handoff_told {
+    char peer[RING_NAME_MAX + 1];
+    uint64_t target, start, end;
 };
 
 /* An arc this node gives while leaving: done once its gainer said so. */
@@ -109,6 +124,8 @@ struct handoff {
     size_t n_rep;
     struct handoff_out *out;
     size_t n_out;
+    struct handoff_told *told;
+    size_t n_told;
     struct handoff_give *give;
     size_t n_give;
     unsigned checks, streams; /* requests outstanding of each kind */
@@ -199,6 +216,7 @@ void handoff_destroy(struct handoff *h)
     }
     free(h->rep);
     free(h->out);
+    free(h->told);
     free(h->clean_arcs);
     free(h);
 }
@@ -313,9 +331,9 @@ static int plan_add_give(struct handoff *h, const struct ring_move *mv)
         h->give[h->n_give] = (struct handoff_give){.start = mv->start, .end = mv->end};
         snprintf(h->give[h->n_give].to, sizeof(h->give[h->n_give].to), "%s", mv->gain[i]);
         /* a gainer that already said so under this target */
-        for (size_t j = 0; j < h->n_out; j++) {
-            const struct handoff_out *o = &h->out[j];
-            if (o->done && o->start == mv->start && o->end == mv->end &&
+        for (size_t j = 0; j < h->n_told; j++) {
+            const struct handoff_told *o = &h->told[j];
+            if (o->target == h->planned_target && o->start == mv->start && o->end == mv->end &&
                 strcmp(o->peer, mv->gain[i]) == 0) {
                 h->give[h->n_give].done = true;
             }
@@ -344,6 +362,13 @@ static void plan(struct handoff *h, const struct handoff_view *v)
             }
         }
         h->n_out = k;
+        k = 0;
+        for (size_t i = 0; i < h->n_told; i++) { /* and what was told for another */
+            if (h->told[i].target == td) {
+                h->told[k++] = h->told[i];
+            }
+        }
+        h->n_told = k;
     }
     h->planned_ring = rd;
     h->planned_target = td;
@@ -1136,11 +1161,33 @@ static int serve_digest(struct handoff *h, const uint8_t *body, size_t len, stru
     return msg_handoff_digest_answer_encode(&a, out);
 }
 
+/* Remember that peer has the arc of m (once), for the plans made for its target. */
+static void told_add(struct handoff *h, const char *peer, const struct msg_handoff_done *m)
+{
+    struct handoff_told *grown;
+
+    for (size_t i = 0; i < h->n_told; i++) {
+        const struct handoff_told *o = &h->told[i];
+        if (o->target == m->target && o->start == m->start && o->end == m->end &&
+            strcmp(o->peer, peer) == 0) {
+            return;
+        }
+    }
+    if (h->n_told == HANDOFF_TOLD_MAX ||
+        (grown = realloc(h->told, (h->n_told + 1) * sizeof(*grown))) == NULL) {
+        return;
+    }
+    h->told = grown;
+    h->told[h->n_told] =
+        (struct handoff_told){.target = m->target, .start = m->start, .end = m->end};
+    snprintf(h->told[h->n_told].peer, sizeof(h->told[0].peer), "%s", peer);
+    h->n_told++;
+}
+
 static int serve_done(struct handoff *h, const char *peer, const uint8_t *body, size_t len,
                       struct buf *out)
 {
     struct msg_handoff_done m;
-    struct handoff_out *o;
     int rc = msg_handoff_done_decode(body, len, &m);
 
     if (rc != 0) {
@@ -1154,11 +1201,7 @@ static int serve_done(struct handoff *h, const char *peer, const uint8_t *body, 
             }
         }
     }
-    if ((o = out_entry(h, peer, m.target)) != NULL) {
-        o->done = true; /* at least one arc: remembered for a plan made after it */
-        o->start = m.start;
-        o->end = m.end;
-    }
+    told_add(h, peer, &m);
     return msg_handoff_done_answer_encode(&(struct msg_handoff_done_answer){.status = MSG_KV_OK},
                                           out);
 }

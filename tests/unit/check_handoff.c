@@ -787,6 +787,37 @@ START_TEST(test_leave)
 }
 END_TEST
 
+static bool n1_done(void)
+{
+    struct handoff_stats st = stats_of(0);
+
+    return st.arcs_planned > 0 && st.arcs_done == st.arcs_planned;
+}
+
+/*
+ * n4 plans its leave only after n1 has told it every arc is done (its
+ * first tick under the target came late): the DONEs it served before
+ * planning still count.
+ */
+START_TEST(test_leave_told_before_planned)
+{
+    net_setup();
+    net.ring = ring_of(ALL_NODES);
+    net.target = ring_of(OLD_NODES);
+    populate(net.ring, 0);
+    net.nodes[N4].status = MSG_MEMBER_LEAVING;
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+    }
+    net.nodes[N4].frozen = true; /* serves, but does not tick: no plan yet */
+    pump_until(n1_done, "n1 has the arcs it gains");
+    net.nodes[N4].frozen = false;
+    pump_until(n4_left, "n4 left, told before it planned");
+    assert_gainers_told();
+    net_teardown();
+}
+END_TEST
+
 START_TEST(test_unsupported_one)
 {
     struct handoff_stats st;
@@ -989,6 +1020,7 @@ static Suite *handoff_suite(void)
         {"join_keeps_newer", test_join_keeps_newer},
         {"resume", test_resume},
         {"leave", test_leave},
+        {"leave_told_before_planned", test_leave_told_before_planned},
         {"unsupported_one", test_unsupported_one},
         {"unsupported_all", test_unsupported_all},
         {"verify_mismatch", test_verify_mismatch},
