@@ -17,11 +17,17 @@
  * Cases: a join copies exactly the keys the joiner replicates under the
  * target ring; a joiner that holds them already moves nothing; a newer
  * version the joiner holds survives; a joiner restarted mid-stream resumes
- * from its checkpoint; a leave completes only once every gainer said
- * HANDOFF_DONE; sources that predate handoff are passed over (and with
- * none left the arc is left to writes); a key changed on the source after
- * it was streamed is streamed again at verification; repairs after a
- * removal; the clean-up once a ring has settled.
+ * from its checkpoint; a source that goes down mid-stream is replaced by
+ * another old replica; a leave completes only once every gainer said
+ * HANDOFF_DONE, also when the DONEs came before the leaving node planned;
+ * sources that predate handoff are passed over (and with none left the
+ * arc is left to writes); a key changed on the source after it was
+ * streamed is streamed again at verification; repairs after a removal;
+ * the clean-up once a ring has settled.
+ *
+ * Rack placement matters to what moves: n2 and n3 are alone in their
+ * racks, so with rf 3 they replicate every key under both rings, and only
+ * n1 and n4 (rack r1) trade arcs.
  */
 #include <check.h>
 #include <poll.h>
@@ -654,19 +660,23 @@ END_TEST
 
 struct streaming_seen {
     bool found;
+    char from[RING_NAME_MAX + 1]; /* its source */
 };
 
 static void streaming_row(void *ctx, const struct handoff_transfer *t)
 {
     struct streaming_seen *s = ctx;
 
-    s->found |= t->incoming && strcmp(t->state, "streaming") == 0 && t->keys > 0;
+    if (!s->found && t->incoming && strcmp(t->state, "streaming") == 0 && t->keys > 0) {
+        s->found = true;
+        snprintf(s->from, sizeof(s->from), "%s", t->from);
+    }
 }
 
 /* n4 has applied a batch of an arc it is still streaming: that arc has a checkpoint. */
 static bool n4_mid_stream(void)
 {
-    struct streaming_seen s = {false};
+    struct streaming_seen s = {false, ""};
 
     if (stats_of(N4).batches_received == 0) {
         return false;
@@ -703,6 +713,28 @@ START_TEST(test_resume)
                   (unsigned long long)total, held, net.pull_items_max);
     ck_assert_uint_gt(first.batches_received, 0);
     ck_assert_uint_lt(net.pull_items_max, held); /* batches were small */
+    net_teardown();
+}
+END_TEST
+
+/* The source of an arc n4 is streaming goes down: the arc goes on from another old replica. */
+START_TEST(test_source_down)
+{
+    struct streaming_seen seen = {false, ""};
+    struct node *down;
+
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.cfg.concurrency = 1;
+    join_setup();
+    pump_until(n4_mid_stream, "n4 streaming, a batch applied");
+    handoff_each(net.nodes[N4].h, streaming_row, &seen);
+    down = node_find(seen.from);
+    ck_assert_ptr_nonnull(down);
+    down->up = false;
+    pump_until(n4_joined, "n4 joined without that source");
+    (void)assert_holds_exactly(N4, net.target, -1);
+    ck_assert_uint_eq(stats_of(N4).arcs_unsupported, 0);
     net_teardown();
 }
 END_TEST
@@ -1019,6 +1051,7 @@ static Suite *handoff_suite(void)
         {"join_nothing_to_move", test_join_nothing_to_move},
         {"join_keeps_newer", test_join_keeps_newer},
         {"resume", test_resume},
+        {"source_down", test_source_down},
         {"leave", test_leave},
         {"leave_told_before_planned", test_leave_told_before_planned},
         {"unsupported_one", test_unsupported_one},
