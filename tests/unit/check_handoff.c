@@ -1,0 +1,1083 @@
+/*
+ * check_handoff.c - the ownership handoff engine (src/replication/handoff.c)
+ * end to end over real LMDB stores: four nodes n1..n4 (racks r1, r2, r3,
+ * r1), each a store in its own temporary directory and a handoff engine,
+ * wired by a fake network.
+ *
+ * The network: a node's `ask` hook hands the request to the named node's
+ * handoff_serve() at once and queues the answer; the pump delivers queued
+ * answers at its next round, never inside ask, as a real connection would.
+ * A round: deliver the answers queued so far, dispatch every store's
+ * completions (waiting briefly on store_event_fd() when nothing was
+ * delivered), step the fake monotonic clock by TICK_MS, and tick every
+ * engine with a view built from the test's rings (one seed, the stores'
+ * default).  Every wait is bounded by PUMP_ROUNDS and fails naming what it
+ * waited for.
+ *
+ * Cases: a join copies exactly the keys the joiner replicates under the
+ * target ring; a joiner that holds them already moves nothing; a newer
+ * version the joiner holds survives; a joiner restarted mid-stream resumes
+ * from its checkpoint; a source that goes down mid-stream is replaced by
+ * another old replica; a leave completes only once every gainer said
+ * HANDOFF_DONE, also when the DONEs came before the leaving node planned;
+ * sources that predate handoff are passed over (and with none left the
+ * arc is left to writes); a key changed on the source after it was
+ * streamed is streamed again at verification; repairs after a removal;
+ * the clean-up once a ring has settled.
+ *
+ * Rack placement matters to what moves: n2 and n3 are alone in their
+ * racks, so with rf 3 they replicate every key under both rings, and only
+ * n1 and n4 (rack r1) trade arcs.
+ */
+#include <check.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "error.h"
+#include "handoff.h"
+#include "log.h"
+#include "msg.h"
+#include "msg_handoff.h"
+#include "record.h"
+#include "ring.h"
+#include "store.h"
+
+#define TEST_STORE_DIR_NAME "check_handoff"
+#include "test_store_dir.h"
+
+#define NODES 4
+#define KEYS 3000
+#define TOKENS 8
+#define RF 3
+/* The fake monotonic clock's step per pump round. */
+#define TICK_MS 10
+/* Rounds a wait may take: a case that needs more is stuck. */
+#define PUMP_ROUNDS 20000
+/* A batch of a few dozen keys, so an arc takes several pulls. */
+#define SMALL_BATCH 4096
+#define DONE_LOG_MAX 4096
+#define ALL_NODES 0xfu
+#define OLD_NODES 0x7u /* n1..n3 */
+#define N4 3
+
+enum unsupported {
+    SUPPORTED,
+    UNSUP_RETURN, /* ask returns RK_EMISMATCH at once */
+    UNSUP_ANSWER, /* the answer is RK_EMISMATCH, as an older node's unknown-op answer ends */
+};
+
+struct node {
+    char id[8];
+    struct store *store;
+    struct handoff *h;
+    bool up;
+    bool frozen; /* not ticked, and its answers held back */
+    enum unsupported unsup;
+    uint32_t status;
+    enum handoff_action last; /* of its last tick */
+};
+
+struct answer {
+    struct answer *next;
+    struct node *to; /* the asker */
+    coord_answer_fn done;
+    void *dctx;
+    int result;
+    size_t len;
+    uint8_t body[];
+};
+
+struct done_told {
+    unsigned from, to;
+    uint64_t start, end;
+};
+
+struct raw {
+    uint8_t *p;
+    size_t len;
+};
+
+struct net {
+    struct node nodes[NODES];
+    struct answer *head, **tail;
+    const struct ring *ring, *target; /* the view's */
+    bool ring_agreed;
+    bool closing; /* teardown: every ask fails with RK_ECLOSED */
+    uint64_t now_ms;
+    struct handoff_config cfg; /* self is filled per node */
+    struct raw ref[KEYS];      /* each key's record as first written */
+    size_t pull_items_max;     /* the most items one PULL answer carried */
+    struct done_told told[DONE_LOG_MAX];
+    size_t n_told;
+    /* case 7: the first key a PULL answer brings to n4 is changed on its source */
+    bool mutate_armed, mutate_due;
+    unsigned mutate_node;
+    char mutate_key[32];
+};
+
+static const char *const node_ids[NODES] = {"n1", "n2", "n3", "n4"};
+static const char *const node_racks[NODES] = {"r1", "r2", "r3", "r1"};
+static struct net net;
+static struct msg_handoff_item items_buf[MSG_HANDOFF_ITEMS_MAX];
+
+/* --- helpers: keys, rings, stores ---------------------------------------------------- */
+
+static void key_of(int i, char *key, size_t cap)
+{
+    snprintf(key, cap, "key-%05d", i);
+}
+
+static const struct ring *ring_of(unsigned mask)
+{
+    struct ring_member m[NODES];
+    struct ring *r;
+    size_t n = 0;
+
+    for (unsigned i = 0; i < NODES; i++) {
+        if (mask >> i & 1) {
+            m[n++] = (struct ring_member){node_ids[i], node_racks[i], TOKENS};
+        }
+    }
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, m, n), 0);
+    return r;
+}
+
+/* Does r place key on node id (rf RF)? */
+static bool replicates(const struct ring *r, const char *key, const char *id)
+{
+    uint32_t pl[RING_RF_MAX];
+    size_t n;
+
+    ck_assert_int_eq(ring_preflist(r, ring_key_position(r, key, strlen(key)), RF, pl, &n), 0);
+    for (size_t j = 0; j < n; j++) {
+        if (strcmp(ring_member_id(r, pl[j]), id) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool on_arc(uint64_t pos, uint64_t start, uint64_t end)
+{
+    if (start == end) {
+        return true;
+    }
+    return start < end ? pos > start && pos <= end : pos > start || pos <= end;
+}
+
+static int raw_copy(void *ctx, const uint8_t *rec, size_t len)
+{
+    struct raw *r = ctx;
+
+    r->p = malloc(len);
+    ck_assert_ptr_nonnull(r->p);
+    memcpy(r->p, rec, len);
+    r->len = len;
+    return 0;
+}
+
+/* The stored bytes of key (p NULL when absent); the caller frees p. */
+static struct raw stored(struct store *s, const char *key)
+{
+    struct raw r = {NULL, 0};
+    int rc = store_read(s, key, strlen(key), raw_copy, &r);
+
+    ck_assert_msg(rc == 0 || rc == RK_ENOTFOUND, "read %s: %s", key, rk_strerror(rc));
+    return r;
+}
+
+static bool raw_eq(const struct raw *a, const struct raw *b)
+{
+    return a->len == b->len && (a->len == 0 || memcmp(a->p, b->p, a->len) == 0);
+}
+
+static void node_open(unsigned i)
+{
+    struct store_config c;
+    char path[512], err[512];
+    struct node *n = &net.nodes[i];
+
+    store_config_in(&c, path, sizeof(path), node_ids[i]);
+    c.node_id = node_ids[i];
+    ck_assert_msg(store_open(&n->store, &c, err, sizeof(err)) == 0, "open %s: %s", node_ids[i],
+                  err);
+    snprintf(n->id, sizeof(n->id), "%s", node_ids[i]);
+    n->up = true;
+    n->status = MSG_MEMBER_NORMAL;
+}
+
+/*
+ * Write every key once, on the first of its holders, and copy the record
+ * to the others, so each holder stores identical bytes: the holders are
+ * those placement puts it on, or (placement NULL) the nodes of mask.
+ */
+static void populate(const struct ring *placement, unsigned mask)
+{
+    for (int i = 0; i < KEYS; i++) {
+        char key[32], value[32];
+        unsigned holders = 0;
+        int first;
+
+        key_of(i, key, sizeof(key));
+        snprintf(value, sizeof(value), "value-%05d", i);
+        for (unsigned j = 0; j < NODES; j++) {
+            bool on = placement ? replicates(placement, key, node_ids[j]) : (mask >> j & 1);
+            holders |= (unsigned)on << j;
+        }
+        first = __builtin_ctz(holders);
+        ck_assert_int_eq(store_write(net.nodes[first].store, key, strlen(key), value, strlen(value),
+                                     false, NULL, NULL),
+                         0);
+        net.ref[i] = stored(net.nodes[first].store, key);
+        for (unsigned j = (unsigned)first + 1; j < NODES; j++) {
+            if (holders >> j & 1) {
+                ck_assert_int_eq(store_apply_record(net.nodes[j].store, key, strlen(key),
+                                                    net.ref[i].p, net.ref[i].len, NULL),
+                                 0);
+            }
+        }
+    }
+}
+
+/*
+ * Node i holds exactly the keys r places on it, each as its reference
+ * record (the key numbered skip, when >= 0, is not looked at); returns
+ * how many it holds.
+ */
+static size_t assert_holds_exactly(unsigned i, const struct ring *r, int skip)
+{
+    size_t held = 0;
+
+    for (int k = 0; k < KEYS; k++) {
+        char key[32];
+        struct raw got;
+
+        if (k == skip) {
+            continue;
+        }
+        key_of(k, key, sizeof(key));
+        got = stored(net.nodes[i].store, key);
+        if (replicates(r, key, node_ids[i])) {
+            ck_assert_msg(raw_eq(&got, &net.ref[k]), "%s: %s is not the record written",
+                          node_ids[i], key);
+            held++;
+        } else {
+            ck_assert_msg(got.p == NULL, "%s holds %s, which it does not replicate", node_ids[i],
+                          key);
+        }
+        free(got.p);
+    }
+    return held;
+}
+
+static struct handoff_stats stats_of(unsigned i)
+{
+    struct handoff_stats st;
+
+    handoff_get_stats(net.nodes[i].h, &st);
+    return st;
+}
+
+/* --- the fake network -------------------------------------------------------------- */
+
+static struct node *node_find(const char *id)
+{
+    for (unsigned i = 0; i < NODES; i++) {
+        if (strcmp(net.nodes[i].id, id) == 0) {
+            return &net.nodes[i];
+        }
+    }
+    return NULL;
+}
+
+static void answer_queue(struct node *to, coord_answer_fn done, void *dctx, int result,
+                         const struct buf *body)
+{
+    size_t len = body != NULL ? body->len : 0;
+    struct answer *a = malloc(sizeof(*a) + (len ? len : 1));
+
+    ck_assert_ptr_nonnull(a);
+    a->next = NULL;
+    a->to = to;
+    a->done = done;
+    a->dctx = dctx;
+    a->result = result;
+    a->len = len;
+    if (len > 0) {
+        memcpy(a->body, buf_data(body), len);
+    }
+    *net.tail = a;
+    net.tail = &a->next;
+}
+
+/*
+ * Deliver the answers queued before this call, but those to a frozen node,
+ * which stay queued in order; returns how many were delivered.
+ */
+static size_t answers_deliver(void)
+{
+    struct answer *a = net.head;
+    size_t n = 0;
+
+    net.head = NULL;
+    net.tail = &net.head;
+    while (a != NULL) {
+        struct answer *next = a->next;
+        if (a->to->frozen && !net.closing) {
+            a->next = NULL;
+            *net.tail = a;
+            net.tail = &a->next;
+        } else {
+            a->done(a->dctx, a->result, a->body, a->len);
+            free(a);
+            n++;
+        }
+        a = next;
+    }
+    return n;
+}
+
+/* What the test watches on the wire: DONEs told, items per PULL answer, case 7's key. */
+static void observe(const struct node *from, const struct node *to, uint32_t op,
+                    const uint8_t *body, size_t len, const struct buf *answer)
+{
+    if (op == MSG_OP_HANDOFF_DONE && net.n_told < DONE_LOG_MAX) {
+        struct msg_handoff_done m;
+        ck_assert_int_eq(msg_handoff_done_decode(body, len, &m), 0);
+        net.told[net.n_told++] = (struct done_told){(unsigned)(from - net.nodes),
+                                                    (unsigned)(to - net.nodes), m.start, m.end};
+    }
+    if (op == MSG_OP_HANDOFF_PULL) {
+        struct msg_handoff_pull_answer a;
+        ck_assert_int_eq(msg_handoff_pull_answer_decode(buf_data(answer), answer->len, &a,
+                                                        items_buf, MSG_HANDOFF_ITEMS_MAX),
+                         0);
+        if (a.n_items > net.pull_items_max) {
+            net.pull_items_max = a.n_items;
+        }
+        if (net.mutate_armed && from == &net.nodes[N4] && a.n_items > 0 &&
+            a.items[0].key_len < sizeof(net.mutate_key)) {
+            memcpy(net.mutate_key, a.items[0].key, a.items[0].key_len);
+            net.mutate_key[a.items[0].key_len] = '\0';
+            net.mutate_node = (unsigned)(to - net.nodes);
+            net.mutate_armed = false;
+            net.mutate_due = true;
+        }
+    }
+}
+
+static int fake_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body, size_t len,
+                    coord_answer_fn done, void *dctx)
+{
+    struct node *from = ctx, *to = node_find(id);
+    struct buf out;
+    int rc;
+
+    ck_assert_msg(to != NULL, "%s asked unknown member %s", from->id, id);
+    if (net.closing) {
+        return RK_ECLOSED;
+    }
+    if (to->unsup == UNSUP_RETURN) {
+        return RK_EMISMATCH;
+    }
+    if (to->unsup == UNSUP_ANSWER || to->h == NULL) {
+        answer_queue(from, done, dctx, to->h == NULL ? RK_ECLOSED : RK_EMISMATCH, NULL);
+        return 0;
+    }
+    buf_init(&out, 0);
+    rc = handoff_serve(to->h, from->id, op, body, len, 0, &out);
+    if (rc == 0) {
+        observe(from, to, op, body, len, &out);
+    }
+    answer_queue(from, done, dctx, rc, rc == 0 ? &out : NULL);
+    buf_free(&out);
+    return 0;
+}
+
+static bool fake_up(void *ctx, const char *id)
+{
+    const struct node *n = node_find(id);
+
+    (void)ctx;
+    return n != NULL && n->up;
+}
+
+static size_t fake_body_max(void *ctx, const char *id)
+{
+    (void)ctx;
+    (void)id;
+    return 0;
+}
+
+static void engine_start(unsigned i)
+{
+    struct handoff_config cfg = net.cfg;
+    struct handoff_hooks hooks = {
+        .ctx = &net.nodes[i], .ask = fake_ask, .up = fake_up, .body_max = fake_body_max};
+
+    snprintf(cfg.self, sizeof(cfg.self), "%s", node_ids[i]);
+    ck_assert_int_eq(handoff_create(&net.nodes[i].h, net.nodes[i].store, &cfg, &hooks), 0);
+}
+
+/* --- the pump ------------------------------------------------------------------------ */
+
+static void mutate_now(void)
+{
+    struct store *s = net.nodes[net.mutate_node].store;
+
+    net.mutate_due = false;
+    ck_assert_int_eq(
+        store_write(s, net.mutate_key, strlen(net.mutate_key), "changed", 7, false, NULL, NULL), 0);
+}
+
+static void pump_round(void)
+{
+    struct pollfd fds[NODES];
+
+    if (answers_deliver() == 0) {
+        for (unsigned i = 0; i < NODES; i++) {
+            fds[i] = (struct pollfd){.fd = store_event_fd(net.nodes[i].store), .events = POLLIN};
+        }
+        (void)poll(fds, NODES, 1);
+    }
+    for (unsigned i = 0; i < NODES; i++) {
+        store_dispatch(net.nodes[i].store);
+    }
+    if (net.mutate_due) {
+        mutate_now();
+    }
+    net.now_ms += TICK_MS;
+    for (unsigned i = 0; i < NODES; i++) {
+        struct node *n = &net.nodes[i];
+        struct handoff_view v = {.ring = net.ring,
+                                 .target = net.target,
+                                 .status = n->status,
+                                 .table_whole = true,
+                                 .target_agreed = true,
+                                 .ring_agreed = net.ring_agreed,
+                                 .now_ms = net.now_ms};
+        if (n->h != NULL && !n->frozen) {
+            n->last = handoff_tick(n->h, &v);
+        }
+    }
+}
+
+/* Pump until pred holds; fails naming what after PUMP_ROUNDS rounds. */
+static void pump_until(bool (*pred)(void), const char *what)
+{
+    for (int round = 0; round < PUMP_ROUNDS; round++) {
+        pump_round();
+        if (pred()) {
+            return;
+        }
+    }
+    ck_abort_msg("%s: not reached after %d rounds", what, PUMP_ROUNDS);
+}
+
+static void pump_rounds(int rounds)
+{
+    for (int round = 0; round < rounds; round++) {
+        pump_round();
+    }
+}
+
+static bool n4_joined(void)
+{
+    for (unsigned i = 0; i < N4; i++) {
+        ck_assert_msg(net.nodes[i].last == HANDOFF_NONE, "%s, normal, was told to change status",
+                      node_ids[i]);
+    }
+    return net.nodes[N4].last == HANDOFF_JOINED;
+}
+
+/* --- setup and teardown ------------------------------------------------------------- */
+
+static void net_setup(void)
+{
+    memset(&net, 0, sizeof(net));
+    net.tail = &net.head;
+    net.now_ms = 1000;
+    net.cfg.rf = RF;
+    net.cfg.rate = (uint64_t)1 << 30;
+    net.cfg.concurrency = 2;
+    for (unsigned i = 0; i < NODES; i++) {
+        node_open(i);
+    }
+}
+
+/*
+ * As the node stops: the peers go (every ask fails), the answers still
+ * queued are delivered, the stores close (dispatching what completed),
+ * then the engines go.
+ */
+static void net_teardown(void)
+{
+    net.closing = true;
+    for (int round = 0; round < 100 && net.head != NULL; round++) {
+        (void)answers_deliver();
+    }
+    ck_assert_ptr_null(net.head);
+    for (unsigned i = 0; i < NODES; i++) {
+        store_close(net.nodes[i].store);
+    }
+    for (unsigned i = 0; i < NODES; i++) {
+        handoff_destroy(net.nodes[i].h);
+    }
+    ring_unref(net.ring);
+    if (net.target != net.ring) {
+        ring_unref(net.target);
+    }
+    for (int k = 0; k < KEYS; k++) {
+        free(net.ref[k].p);
+    }
+}
+
+/* n1..n3 hold every key; n4 joins (its engine and theirs started). */
+static void join_setup(void)
+{
+    populate(NULL, OLD_NODES);
+    net.ring = ring_of(OLD_NODES);
+    net.target = ring_of(ALL_NODES);
+    net.nodes[N4].status = MSG_MEMBER_JOINING;
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+    }
+}
+
+/* The keys n4 replicates under the target ring. */
+static size_t n4_share(void)
+{
+    size_t n = 0;
+
+    for (int k = 0; k < KEYS; k++) {
+        char key[32];
+        key_of(k, key, sizeof(key));
+        n += replicates(net.target, key, node_ids[N4]);
+    }
+    return n;
+}
+
+/* --- cases ------------------------------------------------------------------------- */
+
+START_TEST(test_join)
+{
+    struct handoff_stats st;
+    uint64_t sent = 0;
+    size_t held;
+
+    net_setup();
+    join_setup();
+    pump_until(n4_joined, "n4 joined");
+    held = assert_holds_exactly(N4, net.target, -1);
+    ck_assert_uint_eq(held, n4_share());
+    ck_assert_uint_gt(held, 0);
+    st = stats_of(N4);
+    ck_assert_uint_gt(st.arcs_planned, 0);
+    ck_assert_uint_eq(st.arcs_done, st.arcs_planned);
+    ck_assert_uint_eq(st.keys_received, held);
+    ck_assert_uint_eq(st.arcs_unsupported, 0);
+    ck_assert_uint_eq(st.verify_mismatch, 0);
+    for (unsigned i = 0; i < N4; i++) {
+        struct handoff_stats o = stats_of(i);
+        ck_assert_uint_eq(o.arcs_planned, 0); /* the old members gain nothing */
+        sent += o.keys_sent;
+    }
+    ck_assert_uint_eq(sent, held);
+    ck_assert_uint_eq(handoff_active(net.nodes[N4].h), 0);
+    net_teardown();
+}
+END_TEST
+
+START_TEST(test_join_nothing_to_move)
+{
+    struct handoff_stats st;
+
+    net_setup();
+    populate(NULL, ALL_NODES); /* n4 holds everything already */
+    net.ring = ring_of(OLD_NODES);
+    net.target = ring_of(ALL_NODES);
+    net.nodes[N4].status = MSG_MEMBER_JOINING;
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+    }
+    pump_until(n4_joined, "n4 joined");
+    st = stats_of(N4);
+    ck_assert_uint_gt(st.arcs_planned, 0);
+    ck_assert_uint_eq(st.arcs_same, st.arcs_planned);
+    ck_assert_uint_eq(st.arcs_done, st.arcs_planned);
+    ck_assert_uint_eq(st.keys_received, 0);
+    ck_assert_uint_eq(st.batches_received, 0);
+    net_teardown();
+}
+END_TEST
+
+START_TEST(test_join_keeps_newer)
+{
+    struct handoff_stats st;
+    struct raw before, after;
+    struct record r;
+    char key[32];
+    int k = 0;
+
+    net_setup();
+    join_setup();
+    for (k = 0; k < KEYS; k++) { /* the first key n4 gains */
+        key_of(k, key, sizeof(key));
+        if (replicates(net.target, key, node_ids[N4])) {
+            break;
+        }
+    }
+    ck_assert_int_lt(k, KEYS);
+    /* a write n4 received meanwhile, descending from the version n1..n3 hold */
+    ck_assert_int_eq(store_apply_record(net.nodes[N4].store, key, strlen(key), net.ref[k].p,
+                                        net.ref[k].len, NULL),
+                     0);
+    ck_assert_int_eq(
+        store_write(net.nodes[N4].store, key, strlen(key), "newer", 5, false, NULL, NULL), 0);
+    before = stored(net.nodes[N4].store, key);
+    pump_until(n4_joined, "n4 joined");
+    after = stored(net.nodes[N4].store, key);
+    ck_assert_msg(raw_eq(&before, &after), "the newer version of %s was overwritten", key);
+    record_init(&r);
+    ck_assert_int_eq(store_get(net.nodes[N4].store, key, strlen(key), &r), 0);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_uint_eq(r.s[0].value_len, 5);
+    ck_assert_mem_eq(r.s[0].value, "newer", 5);
+    record_deinit(&r);
+    (void)assert_holds_exactly(N4, net.target, k);
+    st = stats_of(N4);
+    ck_assert_uint_eq(st.arcs_done, st.arcs_planned);
+    /* its sub-arc never matches the source's: streamed again, then accepted as a superset */
+    ck_assert_uint_gt(st.verify_superset, 0);
+    free(before.p);
+    free(after.p);
+    net_teardown();
+}
+END_TEST
+
+struct streaming_seen {
+    bool found;
+    char from[RING_NAME_MAX + 1]; /* its source */
+};
+
+static void streaming_row(void *ctx, const struct handoff_transfer *t)
+{
+    struct streaming_seen *s = ctx;
+
+    if (!s->found && t->incoming && strcmp(t->state, "streaming") == 0 && t->keys > 0) {
+        s->found = true;
+        snprintf(s->from, sizeof(s->from), "%s", t->from);
+    }
+}
+
+/* n4 has applied a batch of an arc it is still streaming: that arc has a checkpoint. */
+static bool n4_mid_stream(void)
+{
+    struct streaming_seen s = {false, ""};
+
+    if (stats_of(N4).batches_received == 0) {
+        return false;
+    }
+    handoff_each(net.nodes[N4].h, streaming_row, &s);
+    return s.found;
+}
+
+START_TEST(test_resume)
+{
+    struct handoff_stats first, second;
+    uint64_t total;
+    size_t held;
+
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.cfg.concurrency = 1;
+    join_setup();
+    pump_until(n4_mid_stream, "n4 streaming, a batch applied");
+    first = stats_of(N4);
+    ck_assert_int_ne(net.nodes[N4].last, HANDOFF_JOINED);
+    handoff_destroy(net.nodes[N4].h); /* its answers still queued go to orphans */
+    net.nodes[N4].h = NULL;
+    engine_start(N4);
+    pump_until(n4_joined, "n4 joined after its restart");
+    second = stats_of(N4);
+    held = assert_holds_exactly(N4, net.target, -1);
+    ck_assert_uint_gt(second.resumed, 0);
+    total = first.keys_received + second.keys_received;
+    ck_assert_uint_ge(total, held);
+    /* one arc in flight (concurrency 1): at most one batch received twice */
+    ck_assert_msg(total <= held + net.pull_items_max,
+                  "received %llu keys for %zu, more than one batch (%zu) again",
+                  (unsigned long long)total, held, net.pull_items_max);
+    ck_assert_uint_gt(first.batches_received, 0);
+    ck_assert_uint_lt(net.pull_items_max, held); /* batches were small */
+    net_teardown();
+}
+END_TEST
+
+/* The source of an arc n4 is streaming goes down: the arc goes on from another old replica. */
+START_TEST(test_source_down)
+{
+    struct streaming_seen seen = {false, ""};
+    struct node *down;
+
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.cfg.concurrency = 1;
+    join_setup();
+    pump_until(n4_mid_stream, "n4 streaming, a batch applied");
+    handoff_each(net.nodes[N4].h, streaming_row, &seen);
+    down = node_find(seen.from);
+    ck_assert_ptr_nonnull(down);
+    down->up = false;
+    pump_until(n4_joined, "n4 joined without that source");
+    (void)assert_holds_exactly(N4, net.target, -1);
+    ck_assert_uint_eq(stats_of(N4).arcs_unsupported, 0);
+    net_teardown();
+}
+END_TEST
+
+/* n1 (the one gainer: n2 and n3, alone in their racks, replicate everything) is part way. */
+static bool n1_part_way(void)
+{
+    struct handoff_stats st = stats_of(0);
+
+    return st.arcs_done > 0 && st.arcs_done < st.arcs_planned;
+}
+
+static bool n4_left(void)
+{
+    if (net.nodes[N4].last != HANDOFF_LEFT) {
+        return false;
+    }
+    for (unsigned i = 0; i < N4; i++) {
+        struct handoff_stats st = stats_of(i);
+        ck_assert_msg(st.arcs_done == st.arcs_planned, "n4 left before %s had its arcs",
+                      node_ids[i]);
+    }
+    return true;
+}
+
+/* Every node that gains an arc n4 gives told n4 HANDOFF_DONE for it. */
+static void assert_gainers_told(void)
+{
+    struct ring_diff d;
+    size_t gives = 0;
+
+    ck_assert_int_eq(ring_diff(net.ring, net.target, RF, &d), 0);
+    for (size_t m = 0; m < d.n_moves; m++) {
+        const struct ring_move *mv = &d.moves[m];
+        bool n4_loses = false;
+        for (size_t j = 0; j < mv->n_lose; j++) {
+            n4_loses |= strcmp(mv->lose[j], "n4") == 0;
+        }
+        for (size_t g = 0; n4_loses && g < mv->n_gain; g++) {
+            bool told = false;
+            for (size_t t = 0; t < net.n_told; t++) {
+                const struct done_told *x = &net.told[t];
+                told |= x->to == N4 && strcmp(node_ids[x->from], mv->gain[g]) == 0 &&
+                        x->start == mv->start && x->end == mv->end;
+            }
+            ck_assert_msg(told, "%s never told n4 it has an arc", mv->gain[g]);
+            gives++;
+        }
+    }
+    ring_diff_free(&d);
+    ck_assert_uint_gt(gives, 0);
+}
+
+START_TEST(test_leave)
+{
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.cfg.concurrency = 1;
+    net.ring = ring_of(ALL_NODES);
+    net.target = ring_of(OLD_NODES);
+    populate(net.ring, 0); /* each node holds what it replicates with n4 in */
+    net.nodes[N4].status = MSG_MEMBER_LEAVING;
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+    }
+    pump_until(n1_part_way, "n1 has some of the arcs it gains");
+    net.nodes[0].frozen = true; /* n1 stops pulling */
+    for (int round = 0; round < 200; round++) {
+        pump_round();
+        ck_assert_msg(net.nodes[N4].last != HANDOFF_LEFT, "n4 left before n1 had its arcs");
+    }
+    ck_assert_uint_lt(stats_of(0).arcs_done, stats_of(0).arcs_planned);
+    net.nodes[0].frozen = false;
+    pump_until(n4_left, "n4 left");
+    assert_gainers_told();
+    ck_assert_uint_gt(stats_of(N4).keys_sent, 0);
+    ck_assert_uint_gt(stats_of(0).keys_received, 0);
+    for (unsigned i = 0; i < N4; i++) {
+        ck_assert_uint_eq(assert_holds_exactly(i, net.target, -1), KEYS);
+    }
+    net_teardown();
+}
+END_TEST
+
+static bool n1_done(void)
+{
+    struct handoff_stats st = stats_of(0);
+
+    return st.arcs_planned > 0 && st.arcs_done == st.arcs_planned;
+}
+
+/*
+ * n4 plans its leave only after n1 has told it every arc is done (its
+ * first tick under the target came late): the DONEs it served before
+ * planning still count.
+ */
+START_TEST(test_leave_told_before_planned)
+{
+    net_setup();
+    net.ring = ring_of(ALL_NODES);
+    net.target = ring_of(OLD_NODES);
+    populate(net.ring, 0);
+    net.nodes[N4].status = MSG_MEMBER_LEAVING;
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+    }
+    net.nodes[N4].frozen = true; /* serves, but does not tick: no plan yet */
+    pump_until(n1_done, "n1 has the arcs it gains");
+    net.nodes[N4].frozen = false;
+    pump_until(n4_left, "n4 left, told before it planned");
+    assert_gainers_told();
+    net_teardown();
+}
+END_TEST
+
+START_TEST(test_unsupported_one)
+{
+    struct handoff_stats st;
+    size_t held;
+
+    net_setup();
+    join_setup();
+    net.nodes[0].unsup = UNSUP_ANSWER; /* n1 predates handoff */
+    pump_until(n4_joined, "n4 joined");
+    held = assert_holds_exactly(N4, net.target, -1);
+    st = stats_of(N4);
+    ck_assert_uint_eq(st.arcs_unsupported, 0);
+    ck_assert_uint_eq(st.arcs_done, st.arcs_planned);
+    ck_assert_uint_eq(st.keys_received, held);
+    ck_assert_uint_eq(stats_of(0).keys_sent, 0);
+    net_teardown();
+}
+END_TEST
+
+START_TEST(test_unsupported_all)
+{
+    struct handoff_stats st;
+
+    net_setup();
+    join_setup();
+    for (unsigned i = 0; i < N4; i++) {
+        net.nodes[i].unsup = i == 0 ? UNSUP_RETURN : UNSUP_ANSWER;
+    }
+    pump_until(n4_joined, "n4 joined");
+    st = stats_of(N4);
+    ck_assert_uint_gt(st.arcs_planned, 0);
+    ck_assert_uint_eq(st.arcs_unsupported, st.arcs_planned);
+    ck_assert_uint_eq(st.arcs_done, st.arcs_planned);
+    ck_assert_uint_eq(st.keys_received, 0);
+    net_teardown();
+}
+END_TEST
+
+/* The arc n4 gains that holds pos, by ring_diff(ring, target). */
+static void n4_arc_of(uint64_t pos, uint64_t *start, uint64_t *end)
+{
+    struct ring_diff d;
+    bool found = false;
+
+    ck_assert_int_eq(ring_diff(net.ring, net.target, RF, &d), 0);
+    for (size_t m = 0; m < d.n_moves && !found; m++) {
+        const struct ring_move *mv = &d.moves[m];
+        for (size_t g = 0; g < mv->n_gain && !found; g++) {
+            if (strcmp(mv->gain[g], "n4") == 0 && on_arc(pos, mv->start, mv->end)) {
+                *start = mv->start;
+                *end = mv->end;
+                found = true;
+            }
+        }
+    }
+    ring_diff_free(&d);
+    ck_assert(found);
+}
+
+START_TEST(test_verify_mismatch)
+{
+    uint8_t da[HANDOFF_DIGEST_PARTS][STORE_DIGEST_LEN], db[HANDOFF_DIGEST_PARTS][STORE_DIGEST_LEN];
+    struct handoff_stats st;
+    struct store *src;
+    struct raw a, b;
+    uint64_t start, end, ka, kb;
+    const char *key = net.mutate_key;
+
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.mutate_armed = true;
+    join_setup();
+    pump_until(n4_joined, "n4 joined");
+    ck_assert_msg(!net.mutate_armed && !net.mutate_due, "no key was changed on a source");
+    src = net.nodes[net.mutate_node].store;
+    st = stats_of(N4);
+    ck_assert_uint_gt(st.verify_mismatch, 0);
+    ck_assert_uint_eq(st.verify_superset, 0);
+    a = stored(net.nodes[N4].store, key);
+    b = stored(src, key);
+    ck_assert_msg(raw_eq(&a, &b), "n4 does not hold the new version of %s", key);
+    n4_arc_of(store_position(src, key, strlen(key)), &start, &end);
+    ck_assert_int_eq(
+        store_arc_digest(net.nodes[N4].store, start, end, HANDOFF_DIGEST_PARTS, da, &ka), 0);
+    ck_assert_int_eq(store_arc_digest(src, start, end, HANDOFF_DIGEST_PARTS, db, &kb), 0);
+    ck_assert_uint_eq(ka, kb);
+    ck_assert_mem_eq(da, db, sizeof(da));
+    free(a.p);
+    free(b.p);
+    net_teardown();
+}
+END_TEST
+
+static bool n1_repaired(void)
+{
+    return handoff_active(net.nodes[0].h) == 0;
+}
+
+START_TEST(test_repair)
+{
+    const struct ring *old_ring, *new_ring;
+    struct handoff_stats st;
+
+    net_setup();
+    old_ring = ring_of(ALL_NODES);
+    new_ring = ring_of(OLD_NODES);
+    populate(old_ring, 0);
+    for (unsigned i = 0; i < N4; i++) {
+        engine_start(i);
+    }
+    net.nodes[N4].up = false; /* dead, then removed without handoff */
+    net.ring = net.target = old_ring;
+    pump_rounds(3);
+    handoff_ring_changed(net.nodes[0].h, old_ring, new_ring);
+    ck_assert_uint_gt(handoff_active(net.nodes[0].h), 0);
+    net.ring = net.target = new_ring;
+    ring_unref(old_ring);
+    pump_until(n1_repaired, "n1's repairs done");
+    ck_assert_uint_eq(assert_holds_exactly(0, new_ring, -1), KEYS);
+    st = stats_of(0);
+    ck_assert_uint_gt(st.keys_received, 0);
+    ck_assert_uint_gt(st.arcs_done, 0);
+    ck_assert_uint_eq(st.failures, 0);
+    net_teardown();
+}
+END_TEST
+
+/* The keys node i does not replicate under the view's ring. */
+static uint64_t not_replicated(unsigned i)
+{
+    uint64_t n = 0;
+
+    for (int k = 0; k < KEYS; k++) {
+        char key[32];
+        key_of(k, key, sizeof(key));
+        n += !replicates(net.ring, key, node_ids[i]);
+    }
+    return n;
+}
+
+static uint64_t cleanup_want[NODES];
+
+static bool all_cleaned(void)
+{
+    for (unsigned i = 0; i < NODES; i++) {
+        if (stats_of(i).cleanup_keys < cleanup_want[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void assert_nothing_cleaned(const char *when)
+{
+    for (unsigned i = 0; i < NODES; i++) {
+        struct store_stats ss;
+        store_get_stats(net.nodes[i].store, &ss);
+        ck_assert_msg(stats_of(i).cleanup_keys == 0 && ss.keys == KEYS, "%s deleted keys %s",
+                      node_ids[i], when);
+    }
+}
+
+START_TEST(test_cleanup)
+{
+    net_setup();
+    populate(NULL, ALL_NODES); /* every node holds every key, as after a join */
+    net.ring = net.target = ring_of(ALL_NODES);
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+        cleanup_want[i] = not_replicated(i);
+    }
+    /* n2 and n3, alone in their racks, replicate every key; n1 and n4 share rack r1 */
+    ck_assert_uint_gt(cleanup_want[0], 0);
+    ck_assert_uint_gt(cleanup_want[N4], 0);
+    net.ring_agreed = false;
+    pump_rounds(2 * HANDOFF_SETTLE_MS / TICK_MS);
+    assert_nothing_cleaned("while the ring was not agreed");
+    net.ring_agreed = true;
+    pump_rounds(HANDOFF_SETTLE_MS / TICK_MS - 5);
+    assert_nothing_cleaned("before the ring settled");
+    pump_until(all_cleaned, "every node cleaned up");
+    pump_rounds(50); /* its last (empty) deletes end; nothing more goes */
+    for (unsigned i = 0; i < NODES; i++) {
+        ck_assert_uint_eq(stats_of(i).cleanup_keys, cleanup_want[i]);
+        ck_assert_uint_eq(assert_holds_exactly(i, net.ring, -1), KEYS - cleanup_want[i]);
+    }
+    net_teardown();
+}
+END_TEST
+
+static Suite *handoff_suite(void)
+{
+    Suite *s = suite_create("handoff");
+    const struct {
+        const char *name;
+        const TTest *fn;
+    } cases[] = {
+        {"join", test_join},
+        {"join_nothing_to_move", test_join_nothing_to_move},
+        {"join_keeps_newer", test_join_keeps_newer},
+        {"resume", test_resume},
+        {"source_down", test_source_down},
+        {"leave", test_leave},
+        {"leave_told_before_planned", test_leave_told_before_planned},
+        {"unsupported_one", test_unsupported_one},
+        {"unsupported_all", test_unsupported_all},
+        {"verify_mismatch", test_verify_mismatch},
+        {"repair", test_repair},
+        {"cleanup", test_cleanup},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, cases[i].fn);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(handoff_suite());
+    int failed;
+
+    log_set_level(LOG_ERROR);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
