@@ -45,6 +45,8 @@ static const char *const in_state_names[] = {
 
 #define HANDOFF_CKPT_KEY_LEN 26
 #define HANDOFF_RETRY_MS 1000
+/* How often the arcs received from a leaving node are told done again (in_tell()). */
+#define HANDOFF_RETELL_MS 5000
 #define HANDOFF_OUT_MAX 4096
 
 struct handoff_in {
@@ -64,6 +66,7 @@ struct handoff_in {
     unsigned rounds; /* verifications that differed */
     uint64_t keys, bytes, keys_total;
     uint64_t started_ms, done_ms;
+    uint64_t told_ms; /* when its sources were last told it is done */
     /* a batch being applied */
     uint8_t *body; /* the answer's bytes, copied: items point into it */
     size_t body_cap;
@@ -556,8 +559,8 @@ static void told_answer(void *dctx, int result, const uint8_t *body, size_t len)
     (void)len;
 }
 
-/* t is received and verified: its checkpoint goes, its sources are told. */
-static void in_done(struct handoff *h, struct handoff_in *t)
+/* Tell t's sources it is here (HANDOFF_DONE); best effort, told again while the change lasts. */
+static void in_tell(struct handoff *h, struct handoff_in *t)
 {
     struct msg_handoff_done m = {.target = h->planned_target,
                                  .start = t->start,
@@ -566,16 +569,7 @@ static void in_done(struct handoff *h, struct handoff_in *t)
                                  .bytes = t->bytes};
     struct buf body;
 
-    t->state = IN_DONE;
-    t->done_ms = h->now_ms;
-    h->stats.arcs_done++;
-    if (t->keys > 0 || t->mask != 0 || t->cur.started) {
-        ckpt_delete(h, t->ckpt_key);
-    }
-    t->mask = 0;
-    if (t->repair) {
-        return; /* a repair's source gives nothing up */
-    }
+    t->told_ms = h->now_ms;
     buf_init(&body, 0);
     if (msg_handoff_done_encode(&m, &body) == 0) {
         for (size_t i = 0; i < t->n_sources; i++) {
@@ -584,6 +578,21 @@ static void in_done(struct handoff *h, struct handoff_in *t)
         }
     }
     buf_free(&body);
+}
+
+/* t is received and verified: its checkpoint goes, its sources are told. */
+static void in_done(struct handoff *h, struct handoff_in *t)
+{
+    t->state = IN_DONE;
+    t->done_ms = h->now_ms;
+    h->stats.arcs_done++;
+    if (t->keys > 0 || t->mask != 0 || t->cur.started) {
+        ckpt_delete(h, t->ckpt_key);
+    }
+    t->mask = 0;
+    if (!t->repair) { /* a repair's source gives nothing up */
+        in_tell(h, t);
+    }
 }
 
 static unsigned popcount64(uint64_t x)
@@ -1507,6 +1516,20 @@ enum handoff_action handoff_tick(struct handoff *h, const struct handoff_view *v
         drive(h);
     }
     cleanup(h, v);
+    if (h->may_drive) {
+        /*
+         * A leaving node keeps the DONEs it was told in memory only: told
+         * again while the change lasts, one that restarted still learns
+         * every arc it gave (a joining source needs no telling).
+         */
+        for (size_t i = 0; i < h->n_in; i++) {
+            struct handoff_in *t = h->in[i];
+            if (t->state == IN_DONE && strcmp(t->kind, "leave") == 0 &&
+                v->now_ms - t->told_ms >= HANDOFF_RETELL_MS) {
+                in_tell(h, t);
+            }
+        }
+    }
     if (h->planned_target != ring_digest(v->target) || !v->table_whole || !v->target_agreed) {
         return HANDOFF_NONE;
     }

@@ -19,7 +19,8 @@
  * version the joiner holds survives; a joiner restarted mid-stream resumes
  * from its checkpoint; a source that goes down mid-stream is replaced by
  * another old replica; a leave completes only once every gainer said
- * HANDOFF_DONE, also when the DONEs came before the leaving node planned;
+ * HANDOFF_DONE, also when the DONEs came before the leaving node planned,
+ * and when it restarted part way (gainers tell their arcs again);
  * sources that predate handoff are passed over (and with none left the
  * arc is left to writes); a key changed on the source after it was
  * streamed is streamed again at verification; repairs after a removal;
@@ -850,6 +851,28 @@ START_TEST(test_leave_told_before_planned)
 }
 END_TEST
 
+/* n4 restarts part way through its leave: the arcs n1 told done before still count. */
+START_TEST(test_leave_restart)
+{
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.cfg.concurrency = 1;
+    net.ring = ring_of(ALL_NODES);
+    net.target = ring_of(OLD_NODES);
+    populate(net.ring, 0);
+    net.nodes[N4].status = MSG_MEMBER_LEAVING;
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+    }
+    pump_until(n1_part_way, "n1 has some of the arcs it gains");
+    handoff_destroy(net.nodes[N4].h);
+    net.nodes[N4].h = NULL;
+    engine_start(N4);
+    pump_until(n4_left, "n4 left after its restart");
+    net_teardown();
+}
+END_TEST
+
 START_TEST(test_unsupported_one)
 {
     struct handoff_stats st;
@@ -1054,6 +1077,7 @@ static Suite *handoff_suite(void)
         {"source_down", test_source_down},
         {"leave", test_leave},
         {"leave_told_before_planned", test_leave_told_before_planned},
+        {"leave_restart", test_leave_restart},
         {"unsupported_one", test_unsupported_one},
         {"unsupported_all", test_unsupported_all},
         {"verify_mismatch", test_verify_mismatch},
