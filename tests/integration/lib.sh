@@ -313,6 +313,25 @@ it_alive() {
     kill -0 "$(it_var "$1" PID)" 2> /dev/null
 }
 
+# it_client_addr ID, it_peer_addr ID: node ID's client and peer addresses, ADDRESS:PORT.
+it_client_addr() { echo "$(it_addr "$1"):$(it_var "$1" CLIENT)"; }
+it_peer_addr() { echo "$(it_addr "$1"):$(it_var "$1" PEER)"; }
+
+# it_handoff QUESTION ARGS...: tests/integration/handoff.py (data and questions of the
+# ownership-handoff tests).
+it_handoff() { python3 "$top_srcdir/tests/integration/handoff.py" "$@"; }
+
+# it_sum_field NAME ID...: NAME of those nodes' INFO cluster sections, summed.
+it_sum_field() {
+    _it_name=$1
+    shift
+    _it_sum=0
+    for _it_node in "$@"; do
+        _it_sum=$((_it_sum + $(it_info_field "$_it_node" "$_it_name")))
+    done
+    echo "$_it_sum"
+}
+
 # it_expect_eq WHAT GOT WANT
 it_expect_eq() {
     [ "$2" = "$3" ] || it_fail "$1: got '$2', expected '$3'"
@@ -389,6 +408,22 @@ it_cluster() {
 it_wait_converged() {
     # shellcheck disable=SC2046 # one port a word
     IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
+}
+
+# it_wait_normal ID N [SECONDS]: until nodes n1..nN each list member ID normal (default 120 s),
+# else the test fails
+it_wait_normal() {
+    # shellcheck disable=SC2046 # one port a word
+    IT_WAIT=${3:-120} it_wait it_ask status normal "$1" $(it_ports "$2") ||
+        it_fail "$1 is not normal on every node of n1..n$2 after ${3:-120} s"
+}
+
+# it_wait_converged_n N: until nodes n1..nN each see all N up and the ring converged (60
+# gossip rounds), else the test fails
+it_wait_converged_n() {
+    # shellcheck disable=SC2046 # one port a word
+    IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged "$1" $(it_ports "$1") ||
+        it_fail "$1 nodes did not converge"
 }
 
 # it_causal_verify "-H ... -H ...": a causal workload (KGET, then KSET with
