@@ -896,6 +896,7 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
         in_free(t);
         return;
     }
+    h->allowance += (double)h->cfg.batch_bytes; /* its charge when asked (in_ask_pull()) */
     if (result != 0) {
         t->busy = false;
         in_failed(t, "pull", result);
@@ -935,7 +936,7 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
     for (size_t i = 0; i < a.n_items; i++) {
         t->batch_bytes += t->items[i].key_len + t->items[i].record_len;
     }
-    h->allowance -= (double)t->batch_bytes;
+    h->allowance -= (double)t->batch_bytes; /* what it carried, in place of its bound */
     t->got_next = a.has_next;
     if (a.has_next) {
         memcpy(t->got_next_key, a.next, a.next_len);
@@ -967,11 +968,18 @@ static void in_ask_pull(struct handoff *h, struct handoff_in *t)
     buf_init(&body, 0);
     rc = msg_handoff_pull_encode(&m, &body);
     if (rc == 0) {
+        /*
+         * Charged its bound now, not when it answers: otherwise every arc
+         * starts a pull while the allowance is positive, and concurrency
+         * batches arrive at once past the rate.
+         */
+        h->allowance -= (double)h->cfg.batch_bytes;
         t->busy = true;
         rc = h->hooks.ask(h->hooks.ctx, src, MSG_OP_HANDOFF_PULL, buf_data(&body), body.len,
                           pull_answer, t);
         if (rc != 0) {
             t->busy = false;
+            h->allowance += (double)h->cfg.batch_bytes;
         }
     }
     buf_free(&body);

@@ -873,6 +873,32 @@ START_TEST(test_leave_restart)
 }
 END_TEST
 
+/*
+ * The rate holds from the start: pulls are charged their bound when asked,
+ * so arcs streaming together never bring in a burst of concurrency
+ * batches (the first pulls share the allowance: a rate's worth, at least
+ * a batch).
+ */
+START_TEST(test_rate_no_burst)
+{
+    uint64_t ms0, got;
+
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.cfg.concurrency = 4;
+    net.cfg.rate = 2 * SMALL_BATCH; /* bytes a second */
+    join_setup();
+    ms0 = net.now_ms;
+    pump_rounds(50); /* half a second of the fake clock */
+    got = stats_of(N4).bytes_received;
+    ck_assert_uint_gt(got, 0);
+    /* the allowance at the start (a rate's worth) and half a second of rate, one batch over */
+    ck_assert_uint_le(got,
+                      2 * SMALL_BATCH + (net.now_ms - ms0) * 2 * SMALL_BATCH / 1000 + SMALL_BATCH);
+    net_teardown();
+}
+END_TEST
+
 START_TEST(test_unsupported_one)
 {
     struct handoff_stats st;
@@ -1078,6 +1104,7 @@ static Suite *handoff_suite(void)
         {"leave", test_leave},
         {"leave_told_before_planned", test_leave_told_before_planned},
         {"leave_restart", test_leave_restart},
+        {"rate_no_burst", test_rate_no_burst},
         {"unsupported_one", test_unsupported_one},
         {"unsupported_all", test_unsupported_all},
         {"verify_mismatch", test_verify_mismatch},
