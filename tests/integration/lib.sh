@@ -248,6 +248,27 @@ it_cli() {
 # it_info_field ID NAME: the value of NAME in node ID's INFO cluster section.
 it_info_field() { it_cli "$1" INFO cluster | tr -d '\r' | sed -n "s/^$2://p"; }
 
+# it_info_sum NAME ID...: NAME of those nodes' INFO cluster sections, summed.
+it_info_sum() {
+    _it_field=$1
+    shift
+    _it_sum=0
+    for _it_node in "$@"; do
+        _it_sum=$((_it_sum + $(it_info_field "$_it_node" "$_it_field")))
+    done
+    echo "$_it_sum"
+}
+
+# it_client_addrs ID...: those nodes' client addresses, ADDRESS:PORT, one a word.
+it_client_addrs() {
+    for _it_node in "$@"; do
+        printf '%s:%s ' "$(it_addr "$_it_node")" "$(it_var "$_it_node" CLIENT)"
+    done
+}
+
+# it_handoff_status ID: node ID's own status (joining, normal, leaving, left), from RINGKV TRANSFERS.
+it_handoff_status() { it_cli "$1" RINGKV TRANSFERS | sed -n '/^status$/{n;p;}'; }
+
 # it_present_count ROWS: how many replicas a RINGKV REPLICAS reply (its lines, \r removed)
 # shows holding the key ("present" followed by 1)
 it_present_count() {
