@@ -403,10 +403,8 @@ static void evil_answer(const uint8_t *body, size_t len, struct buf *out)
         evil_items[a.n_items++] = (struct msg_handoff_item){
             (const uint8_t *)key, strlen(key), net.ref[net.evil_key].p, net.ref[net.evil_key].len};
     } else if (net.evil == EVIL_STALL) {
-        a = (struct msg_handoff_pull_answer){.status = MSG_KV_OK,
-                                             .next = q.after,
-                                             .next_len = q.after_len,
-                                             .has_next = q.has_after};
+        a = (struct msg_handoff_pull_answer){
+            .status = MSG_KV_OK, .next = q.after, .next_len = q.after_len, .has_next = q.has_after};
     }
     buf_clear(out);
     ck_assert_int_eq(msg_handoff_pull_answer_encode(&a, out), 0);
@@ -1239,9 +1237,8 @@ START_TEST(test_pull_answer_fits)
     for (int i = 0; i < 1000; i++) {
         int n = snprintf(key, sizeof(key), "%05d-", i);
         memset(key + n, 'k', 400);
-        ck_assert_int_eq(store_write(net.nodes[0].store, key, (size_t)n + 400, "v", 1, false,
-                                     NULL, NULL),
-                         0);
+        ck_assert_int_eq(
+            store_write(net.nodes[0].store, key, (size_t)n + 400, "v", 1, false, NULL, NULL), 0);
     }
     net.ring = net.target = ring_of(ALL_NODES);
     engine_start(0);
