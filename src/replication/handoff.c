@@ -884,11 +884,35 @@ static void apply_batch(struct handoff_in *t)
     apply_submit(t, 0);
 }
 
+/*
+ * Whether storage key k comes after cursor c on an arc starting at s, in
+ * the order a scan visits it: by the position's offset from s, then the
+ * key's bytes as LMDB orders them.
+ */
+static bool skey_after(uint64_t s, const uint8_t *k, size_t len, const struct store_cursor *c)
+{
+    uint64_t ok = bytes_get_be64(k) - s - 1, oc;
+    size_t n;
+    int cmp;
+
+    if (c->last_len < 8) {
+        return true;
+    }
+    oc = bytes_get_be64(c->last) - s - 1;
+    if (ok != oc) {
+        return ok > oc;
+    }
+    n = len < c->last_len ? len : c->last_len;
+    cmp = memcmp(k + 8, c->last + 8, n - 8);
+    return cmp > 0 || (cmp == 0 && len > c->last_len);
+}
+
 static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
 {
     struct handoff_in *t = dctx;
     struct handoff *h = t->h;
     struct msg_handoff_pull_answer a;
+    uint64_t s, e, run;
     int rc;
 
     if (h == NULL) {
@@ -930,11 +954,28 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
         in_failed(t, "pull", rc);
         return;
     }
-    t->n_items = a.n_items;
+    in_range(t, &s, &e, &run);
+    if (!a.done && (!a.has_next || a.next_len < 8 || !arc_holds(s, e, bytes_get_be64(a.next)) ||
+                    (t->cur.started && !skey_after(s, a.next, a.next_len, &t->cur)))) {
+        /* not done, and the cursor does not move on: asking again at once would spin */
+        t->busy = false;
+        in_failed(t, "pull_no_progress", RK_ESYNTAX);
+        return;
+    }
+    t->n_items = 0;
     t->batch_done = a.done;
     t->batch_bytes = 0;
     for (size_t i = 0; i < a.n_items; i++) {
-        t->batch_bytes += t->items[i].key_len + t->items[i].record_len;
+        const struct msg_handoff_item *it = &t->items[i];
+        if (!arc_holds(s, e, store_position(h->store, it->key, it->key_len))) {
+            h->stats.refused++; /* not asked for: a key this node may not replicate */
+            LOG_LIMITED(&h->retry_log, LOG_WARN, "handoff_item_outside",
+                        "start=%016llx end=%016llx source=%s", (unsigned long long)s,
+                        (unsigned long long)e, t->source);
+            continue;
+        }
+        t->items[t->n_items++] = *it;
+        t->batch_bytes += it->key_len + it->record_len;
     }
     h->allowance -= (double)t->batch_bytes; /* what it carried, in place of its bound */
     t->got_next = a.has_next;
@@ -1084,7 +1125,8 @@ struct serve_pull {
     size_t offs[MSG_HANDOFF_ITEMS_MAX][2]; /* key offset, record offset */
     size_t lens[MSG_HANDOFF_ITEMS_MAX][2];
     size_t n;
-    size_t total;
+    size_t total;  /* key and record bytes gathered */
+    size_t budget; /* stop once total reaches it (0: no bound) */
 };
 
 static void serve_scratch_free(struct handoff *h)
@@ -1114,7 +1156,8 @@ static int serve_pull_item(void *ctx, const struct store_item *it)
     sp->lens[sp->n][1] = it->record_len;
     sp->total += it->key_len + it->record_len;
     sp->n++;
-    return 0;
+    /* the scan's bound counts records only: long keys and short records would pass the frame */
+    return sp->budget > 0 && sp->total >= sp->budget ? 1 : 0;
 }
 
 /* What was served to peer under target: per peer, for `ringkv transfers`. */
@@ -1182,6 +1225,7 @@ static int serve_pull(struct handoff *h, const char *peer, const uint8_t *body, 
     if (answer_max > 0 && budget > answer_max / 2) {
         budget = answer_max / 2;
     }
+    sp->budget = (size_t)budget;
     rc = store_scan(h->store, m.start, m.end, &cur, MSG_HANDOFF_ITEMS_MAX, (size_t)budget,
                     serve_pull_item, sp);
     if (rc == 1) {
@@ -1246,12 +1290,18 @@ static int serve_done(struct handoff *h, const char *peer, const uint8_t *body, 
 {
     struct msg_handoff_done m;
     struct handoff_out *o;
+    bool known = false;
     int rc = msg_handoff_done_decode(body, len, &m);
 
     if (rc != 0) {
         return RK_ESYNTAX;
     }
-    if (h->n_told < HANDOFF_TOLD_MAX) {
+    for (size_t i = 0; i < h->n_told && !known; i++) { /* a DONE told again (in_tell()) */
+        const struct handoff_told *t = &h->told[i];
+        known = t->target == m.target && t->start == m.start && t->end == m.end &&
+                strcmp(t->peer, peer) == 0;
+    }
+    if (!known && h->n_told < HANDOFF_TOLD_MAX) {
         struct handoff_told *grown = realloc(h->told, (h->n_told + 1) * sizeof(*grown));
         if (grown != NULL) {
             h->told = grown;

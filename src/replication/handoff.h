@@ -38,7 +38,9 @@
  *      atomic store group together with the arc's checkpoint (the last key
  *      applied, keyed by target digest and arc), so a restart of either
  *      side resumes the arc after its last applied batch: at most one batch
- *      is sent twice;
+ *      is sent twice.  An answer's items outside the range asked for are
+ *      dropped (counted refused); one not done whose cursor does not move
+ *      on fails as any failed pull (retried a second later);
  *   3. verifying: digests compared again; the sub-arcs that differ are
  *      streamed again (at most HANDOFF_VERIFY_ROUNDS times).  A sub-arc
  *      that still differs after being streamed again holds everything the
