@@ -60,6 +60,7 @@ struct handoff_in {
     enum in_state state;
     bool busy;         /* a request or a store group outstanding */
     bool repair;       /* copied from one surviving replica after a change without handoff */
+    bool strict;       /* sources[0] loses the arc: the one source while it knows handoff */
     uint64_t retry_ms; /* not before this (after a failure) */
     uint64_t mask;     /* sub-arcs to stream */
     struct store_cursor cur;
@@ -143,6 +144,7 @@ struct handoff {
     bool driving, again; /* drive() is running; asked again meanwhile */
     /* clean-up */
     uint64_t agreed_since_ms; /* 0: not agreed */
+    uint64_t served_ms;       /* the last pull or digest served: a node still copies from us */
     uint64_t cleaned;         /* the ring digest cleaned for */
     uint64_t cleaned_for;     /* the ring digest the clean-up under way is for */
     bool cleaning;
@@ -288,8 +290,13 @@ static void in_resume(struct handoff *h, struct handoff_in *t)
     }
 }
 
+/*
+ * One transfer of the arc of mv: from the node that loses it, loser (an
+ * index into mv->lose), or with no loser (the arc gains a replica without
+ * losing one) from the first old replica that is up.
+ */
 static int plan_add_in(struct handoff *h, const struct ring *ring, const struct ring *target,
-                       const struct ring_move *mv)
+                       const struct ring_move *mv, int loser)
 {
     struct handoff_in *t = calloc(1, sizeof(*t));
     struct handoff_in **grown;
@@ -305,14 +312,17 @@ static int plan_add_in(struct handoff *h, const struct ring *ring, const struct 
     t->end = mv->end;
     buf_init(&t->ckpt_val, 0);
     store_cursor_init(&t->cur);
-    /* sources: the nodes that lose the arc first, then the other old replicas */
     for (size_t i = 0; i < mv->n_lose; i++) {
-        snprintf(t->sources[t->n_sources++], RING_NAME_MAX + 1, "%s", mv->lose[i]);
         lose_left |= ring_member_find(target, mv->lose[i]) < 0;
     }
+    if (loser >= 0) {
+        snprintf(t->sources[t->n_sources++], RING_NAME_MAX + 1, "%s", mv->lose[loser]);
+        t->strict = true;
+    }
+    /* with a loser, the others stand by for one that predates handoff (in_source()) */
     for (size_t i = 0; i < mv->n_old; i++) {
-        if (!id_in(mv->old_list[i], mv->lose, mv->n_lose) &&
-            strcmp(mv->old_list[i], h->cfg.self) != 0 && t->n_sources < RING_RF_MAX) {
+        if (strcmp(mv->old_list[i], h->cfg.self) != 0 &&
+            !id_in(mv->old_list[i], mv->lose, mv->n_lose) && t->n_sources < RING_RF_MAX) {
             snprintf(t->sources[t->n_sources++], RING_NAME_MAX + 1, "%s", mv->old_list[i]);
         }
     }
@@ -321,6 +331,9 @@ static int plan_add_in(struct handoff *h, const struct ring *ring, const struct 
              : lose_left                             ? "leave"
                                                      : "move");
     ckpt_key(t->ckpt_key, ring_digest(target), t->start, t->end);
+    if (loser > 0) {
+        t->ckpt_key[1] = (uint8_t)('0' + loser); /* "i1", "i2"...: one checkpoint per loser */
+    }
     t->state = IN_PENDING;
     h->in[h->n_in++] = t;
     in_resume(h, t);
@@ -424,7 +437,21 @@ static void plan(struct handoff *h, const struct handoff_view *v)
     for (size_t i = 0; i < d.n_moves && rc == 0; i++) {
         const struct ring_move *mv = &d.moves[i];
         if (id_in(h->cfg.self, mv->gain, mv->n_gain)) {
-            rc = plan_add_in(h, v->ring, v->target, mv);
+            /*
+             * From every node that loses the arc, and from no stand-in: an
+             * acknowledged write is on w old replicas, and the ones that
+             * keep the arc keep their copies, so the losers' copies are the
+             * ones to take over.  Another old replica holds only the writes
+             * it acknowledged itself: while a loser is down, its arc waits
+             * (as Cassandra's consistent range movement does), until it is
+             * back or removed (then repairs copy from every replica left).
+             */
+            for (int j = 0; rc == 0 && j < (int)mv->n_lose; j++) {
+                rc = plan_add_in(h, v->ring, v->target, mv, j);
+            }
+            if (rc == 0 && mv->n_lose == 0) {
+                rc = plan_add_in(h, v->ring, v->target, mv, -1);
+            }
         } else if (id_in(h->cfg.self, mv->lose, mv->n_lose)) {
             rc = plan_add_give(h, mv);
         }
@@ -471,9 +498,17 @@ static void in_range(const struct handoff_in *t, uint64_t *s, uint64_t *e, uint6
     *run = (hi - lo + 1 == 64 ? ~0ull : ((1ull << (hi - lo + 1)) - 1)) << lo;
 }
 
-/* The first source of t that is up and knows handoff, or NULL. */
+/*
+ * The first source of t that is up and knows handoff, or NULL.  A strict
+ * transfer takes its first source (the node that loses the arc) or none,
+ * waiting while it is down; only when that node predates handoff do the
+ * other old replicas stand in (a cluster mixing releases keeps joining).
+ */
 static const char *in_source(struct handoff *h, struct handoff_in *t)
 {
+    if (t->strict && (t->unsupported & 1u) == 0) {
+        return h->hooks.up(h->hooks.ctx, t->sources[0]) ? t->sources[0] : NULL;
+    }
     for (size_t i = 0; i < t->n_sources; i++) {
         if ((t->unsupported >> i & 1) == 0 && h->hooks.up(h->hooks.ctx, t->sources[i])) {
             return t->sources[i];
@@ -1321,6 +1356,9 @@ static int serve_done(struct handoff *h, const char *peer, const uint8_t *body, 
 int handoff_serve(struct handoff *h, const char *peer, uint32_t op, const uint8_t *body, size_t len,
                   size_t answer_max, struct buf *out)
 {
+    if (op == MSG_OP_HANDOFF_PULL || op == MSG_OP_HANDOFF_DIGEST) {
+        h->served_ms = h->now_ms != 0 ? h->now_ms : 1;
+    }
     switch (op) {
     case MSG_OP_HANDOFF_PULL:
         return serve_pull(h, peer, body, len, answer_max, out);
@@ -1422,8 +1460,14 @@ static void cleanup(struct handoff *h, const struct handoff_view *v)
 {
     uint64_t rd = ring_digest(v->ring);
 
+    /*
+     * Nor while others still copy from us (repairs after a change made
+     * without handoff are the gainers' alone to track): the settle time
+     * counts from the last pull or digest served as well.
+     */
     if (v->status != MSG_MEMBER_NORMAL || rd != ring_digest(v->target) || !v->ring_agreed ||
-        !v->table_whole || handoff_active(h) > 0) {
+        !v->table_whole || handoff_active(h) > 0 ||
+        (h->served_ms != 0 && v->now_ms - h->served_ms < HANDOFF_SETTLE_MS)) {
         h->agreed_since_ms = 0;
         return;
     }

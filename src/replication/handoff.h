@@ -19,9 +19,17 @@
  * Arcs that only change order in a preference list move no data.
  *
  * Pulling an arc (the receiver drives; PROTOCOL.md 7.17).  The source is
- * a node of the arc's old preference list that loses it (the node that
- * leaves, or the one a joiner displaces), or when that one is down another
- * old replica that is up.  Copying only starts once every live member
+ * the node of the arc's old preference list that loses it (the node that
+ * leaves, or the one a joiner displaces; each of them when several do),
+ * and no stand-in: an acknowledged write is on w old replicas, those that
+ * keep the arc keep their copies, and the loser's copy is the one to take
+ * over, while another old replica holds only the writes it acknowledged
+ * itself.  So while a loser is down its arc waits (as Cassandra's
+ * consistent range movement does) until it is back, or removed (the
+ * repairs below then copy from every replica left).  Only a loser that
+ * predates handoff is stood in for, by the first other old replica up.
+ * An arc that gains a replica without losing one (a cluster growing to rf
+ * nodes) is copied from the first old replica up.  Copying only starts once every live member
  * reports the target ring's digest in its entry: from then on every
  * coordinator sends the arc's writes to the receiver too, so the copy and
  * the writes together leave nothing out.  Per arc:
@@ -57,7 +65,8 @@
  *
  * Clean-up.  When no change is under way (target == ring in force), every
  * live member reports that ring as both its ring and its target, nothing
- * is being copied, and that has held for HANDOFF_SETTLE_MS, the node
+ * is being copied to or from this node (no pull or digest served either),
+ * and that has held for HANDOFF_SETTLE_MS, the node
  * deletes the keys of every arc it does not replicate under the ring in
  * force (STORE_OP_DELETE_RANGE), once per ring.
  *

@@ -763,7 +763,11 @@ START_TEST(test_resume)
 }
 END_TEST
 
-/* The source of an arc n4 is streaming goes down: the arc goes on from another old replica. */
+/*
+ * The source of an arc n4 is streaming goes down: it is the node that loses
+ * the arc, so the arc waits for it (a stand-in holds only the writes it
+ * acknowledged itself), and goes on when it is back.
+ */
 START_TEST(test_source_down)
 {
     struct streaming_seen seen = {false, ""};
@@ -778,7 +782,11 @@ START_TEST(test_source_down)
     down = node_find(seen.from);
     ck_assert_ptr_nonnull(down);
     down->up = false;
-    pump_until(n4_joined, "n4 joined without that source");
+    /* it loses the arc: no other old replica stands in, so the join waits for it */
+    pump_rounds(500);
+    ck_assert_int_eq(net.nodes[N4].last, HANDOFF_NONE);
+    down->up = true;
+    pump_until(n4_joined, "n4 joined once that source was back");
     (void)assert_holds_exactly(N4, net.target, -1);
     ck_assert_uint_eq(stats_of(N4).arcs_unsupported, 0);
     net_teardown();
@@ -1289,19 +1297,18 @@ START_TEST(test_pull_answer_fits)
 }
 END_TEST
 
-#ifdef HANDOFF_KNOWN_BUGS
 /*
- * KNOWN BUG, left out of the suite (build with -DHANDOFF_KNOWN_BUGS to run
- * it).  n1, the node n4 displaces, is down for the whole join, so n4 pulls
- * each arc from one other old replica.  Two writes to one of those arcs
+ * n1, the node n4 displaces, is down when the join starts.  Were n4 to
+ * pull each arc from one other old replica instead, as it once did, the
+ * writes below would end on one replica of three.  Two writes to one of those arcs
  * were each acknowledged by two of its three old replicas (w 2): ka by n1
  * and n2, kb by n1 and n3.  Under the target the arc's replicas are n2, n3
  * and n4; whichever of n2 and n3 n4 pulls from, the other's write is left
  * on one replica of three (and n1's copy goes at its clean-up): a read of
  * r 2 from the two that lack it misses an acknowledged write.  Pulling
- * from the node that loses the arc keeps every write's w copies; a
- * stand-in must be every other old replica (as handoff_ring_changed()'s
- * repairs do), not one.
+ * from the node that loses the arc keeps every write's w copies: the join
+ * waits for n1, and once n1 is back both writes are on two replicas of
+ * three.
  */
 START_TEST(test_join_loser_down)
 {
@@ -1341,7 +1348,10 @@ START_TEST(test_join_loser_down)
                          0);
     }
     net.nodes[0].up = false; /* n1 down from the start */
-    pump_until(n4_joined, "n4 joined with n1 down");
+    pump_rounds(500);
+    ck_assert_int_eq(net.nodes[N4].last, HANDOFF_NONE); /* waiting for n1 */
+    net.nodes[0].up = true;
+    pump_until(n4_joined, "n4 joined once n1 was back");
     for (int j = 0; j < 2; j++) {
         char key[32];
         unsigned copies = 0;
@@ -1358,7 +1368,6 @@ START_TEST(test_join_loser_down)
     net_teardown();
 }
 END_TEST
-#endif
 
 static Suite *handoff_suite(void)
 {
@@ -1385,9 +1394,7 @@ static Suite *handoff_suite(void)
         {"pull_outside_arc", test_pull_outside_arc},
         {"pull_no_progress", test_pull_no_progress},
         {"pull_answer_fits", test_pull_answer_fits},
-#ifdef HANDOFF_KNOWN_BUGS
         {"join_loser_down", test_join_loser_down},
-#endif
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
