@@ -8,6 +8,11 @@
  * its key is absent from LMDB ("fresh"), so a count of keys and a scan can
  * add the keys only the overlay has.
  *
+ * The store keeps a second overlay for the handoff table's logged values:
+ * its keys are opaque bytes (hashed as data keys are, chains absorbing any
+ * bias), its "records" the values, and an entry may stand for a delete
+ * (gone).  Freshness means nothing there.
+ *
  * Not locked: the store changes an overlay only while no reader is inside
  * it (its resize lock held exclusively), and readers only read it, except
  * for the sorted view, which is built under the overlay's own mutex.
@@ -23,8 +28,11 @@
 struct ov_entry {
     struct ov_entry *next; /* in its hash bucket */
     bool fresh;            /* the key is not in LMDB */
+    bool gone;             /* a table overlay's: the key was deleted (rec_len 0) */
+    bool pending;          /* in the unsorted tail of the sorted view, at index at */
     uint32_t key_len;      /* the data-table key: u64 position || key bytes */
     uint32_t rec_len;      /* the encoded record */
+    uint32_t at;           /* pending: its index in the sorted view */
     uint8_t data[];        /* key_len bytes of key, then rec_len bytes of record */
 };
 
@@ -44,10 +52,18 @@ struct overlay {
     size_t n;        /* entries */
     size_t fresh;    /* entries whose key LMDB does not have */
     size_t bytes;    /* memory held by the entries */
+    /*
+     * The sorted view: every entry once, the first sorted_n in key order,
+     * the rest (pending) in the order their keys came.  overlay_sorted()
+     * sorts the pending ones alone and merges them in; a put that replaces
+     * an entry takes its slot.  When the array cannot grow (sorted_lost)
+     * the next overlay_sorted() builds it again from the table.
+     */
     pthread_mutex_t sort_mu;
-    struct ov_entry **sorted; /* the entries in key order, when sorted_ok */
+    struct ov_entry **sorted;
     size_t sorted_cap;
-    bool sorted_ok;
+    size_t sorted_n;
+    bool sorted_lost;
 };
 
 /* An empty overlay with its first table; RK_ENOMEM. */
@@ -72,9 +88,12 @@ void overlay_put(struct overlay *ov, struct ov_entry *e);
 
 /*
  * The entries in key order (memcmp of the data-table keys, so in ring
- * position order): *out valid until the overlay next changes.  Built at
- * most once per change, under the overlay's mutex, so readers may call it
- * concurrently.  RK_ENOMEM.
+ * position order): *out valid until the overlay next changes.  Brought up
+ * to date at most once per change, under the overlay's mutex, so readers
+ * may call it concurrently: the keys new since the last call are sorted
+ * and merged in (O(k log n) comparisons and one pass of pointer moves for
+ * k new keys), not the whole overlay sorted again, so a scan after every
+ * batch costs what the batch added.  RK_ENOMEM.
  */
 int overlay_sorted(struct overlay *ov, struct ov_entry *const **out, size_t *n);
 

@@ -109,25 +109,36 @@
  *            the value rules out tag collisions.
  *
  *   handoff  key and value are opaque to the store: handoff checkpoints
- *            written by the handoff layer (STORE_OP_TABLE_PUT).
+ *            written by the handoff layer (STORE_OP_TABLE_PUT).  Its sets
+ *            and deletes go to the write-ahead log as data writes do
+ *            (table items, wal.c) and reach this table at the next
+ *            checkpoint; store_table_get() reads them from the log's
+ *            overlay until then.
  *
  * The write-ahead log
  * -------------------
- * A batch of writes (STORE_OP_WRITE, STORE_OP_APPLY and
- * STORE_OP_APPLY_RECORD only) does not touch LMDB: each operation reads
- * its key's record (the batch's own earlier write of it, else the
- * overlay, else LMDB), and the records it leaves are appended to `wal` as
- * one record with one write(), then published to the overlay (overlay.h)
- * under the resize lock, so a reader sees all of a batch or none of it.
- * The log holds the whole records a batch leaves, never the operations,
- * so an APPLY_RECORD needs no kind of its own in it (wal.c).  A random key
- * thus costs one sequential append instead of rewriting the 4 KiB B-tree
- * page it lands on at every commit.  Durability per sync mode: `always`
- * fdatasyncs the log before the batch completes; `batch` has the syncer fdatasync it
- * every batch_ms; `none` leaves it to the kernel.
+ * A batch of writes (STORE_OP_WRITE, STORE_OP_APPLY,
+ * STORE_OP_APPLY_RECORD and STORE_OP_TABLE_PUT to the handoff table only)
+ * does not touch LMDB: each operation reads its key's record (the batch's
+ * own earlier write of it, else the overlay, else LMDB), and the records
+ * it leaves are appended to `wal` as one record with one write(), then
+ * published to the overlay (overlay.h) under the resize lock, so a reader
+ * sees all of a batch or none of it.  The log holds the whole records a
+ * batch leaves, never the operations, so an APPLY_RECORD needs no kind of
+ * its own in it (wal.c).  A random key thus costs one sequential append
+ * instead of rewriting the 4 KiB B-tree page it lands on at every commit.
+ * Durability per sync mode: `always` fdatasyncs the log before the batch
+ * completes; `batch` has the syncer fdatasync it every batch_ms; `none`
+ * leaves it to the kernel.  A handoff-table put is logged as the value
+ * set or deleted (a table item) and published to an overlay of its own,
+ * which store_table_get() reads before LMDB, so a handoff batch (its
+ * APPLY_RECORDs and its checkpoint, one atomic group) costs one append
+ * (one fsync under `always`) instead of an LMDB commit that would first
+ * absorb the whole log; meta puts, rare, still run through LMDB.
  *
  * A checkpoint moves the overlay into LMDB: one transaction puts every
- * entry in key order and records the next log generation (meta wal_gen),
+ * entry in key order, sets or deletes the handoff table's logged keys,
+ * and records the next log generation (meta wal_gen),
  * commits and syncs LMDB (under `none` it syncs nothing), and only then
  * rewrites the log's header with the new generation and truncates it;
  * the overlay is emptied under the resize lock.  In between, a reader
@@ -145,7 +156,8 @@
  * therefore sees every logged write.
  *
  * Recovery: at open the whole records of a log of the recorded generation
- * are loaded into the overlay, as if their batches had just run (LMDB is
+ * are loaded into the overlays (data and handoff table), as if their
+ * batches had just run (LMDB is
  * not written, so a full disk cannot keep a node from starting), and the
  * first checkpoint moves them.  The first record cut short or failing its
  * checksum ends the log: it is cut there (logged as store_wal_torn, with
@@ -368,6 +380,14 @@ struct store {
     struct buf wal_buf;       /* the record being built */
     struct ov_entry **staged; /* a logged batch's new entries, in order (batch_max) */
     size_t nstaged;
+    /*
+     * The handoff table's values (sets and deletes) the log holds and LMDB
+     * does not, under the overlay's rules, and a logged batch's new ones in
+     * order (batch_max).
+     */
+    struct overlay hov;
+    struct ov_entry **hstaged;
+    size_t nhstaged;
     /*
      * The staged entries by key, so a batch finds its own latest write of a
      * key without scanning what it staged before: open addressing on the
@@ -1151,6 +1171,23 @@ struct replay {
     int64_t tombstones; /* the change to s->tombstones its records make */
 };
 
+/* A handoff-table item (WAL_TABLE_SET, WAL_TABLE_DEL) into its overlay. */
+static int replay_table(struct replay *r, const struct wal_item *it)
+{
+    struct ov_entry *e = overlay_entry_new(it->key, it->key_len, it->value_len, false);
+
+    if (e == NULL) {
+        return RK_ENOMEM;
+    }
+    e->gone = it->kind == WAL_TABLE_DEL;
+    if (it->value_len > 0) {
+        memcpy(ov_rec(e), it->value, it->value_len);
+    }
+    overlay_put(&r->s->hov, e);
+    r->puts++;
+    return 0;
+}
+
 static int replay_item(void *ctx, const struct wal_item *it)
 {
     struct replay *r = ctx;
@@ -1162,6 +1199,9 @@ static int replay_item(void *ctx, const struct wal_item *it)
     if (it->kind == WAL_MARK) {
         r->mark = it->mark > r->mark ? it->mark : r->mark;
         return 0;
+    }
+    if (it->kind == WAL_TABLE_SET || it->kind == WAL_TABLE_DEL) {
+        return replay_table(r, it); /* the only table wal.c accepts: handoff */
     }
     record_init(&rec);
     bad = record_decode(it->value, it->value_len, &rec);
@@ -1204,6 +1244,7 @@ static int store_log_load(struct store *s, const uint8_t *p, size_t len, uint64_
     mdb_txn_abort(r->txn);
     if (rc != 0) {
         overlay_clear(&s->ov);
+        overlay_clear(&s->hov);
         if (rc == RK_ESYNTAX) {
             snprintf(err, err_len,
                      "write-ahead log %s/wal is damaged at byte %zu: a whole record that "
@@ -1479,15 +1520,18 @@ static struct store *store_alloc(const struct store_config *cfg)
     s->path = strdup(cfg->path);
     s->batch_ops = calloc(cfg->batch_max, sizeof(*s->batch_ops));
     s->staged = calloc(cfg->batch_max, sizeof(*s->staged));
+    s->hstaged = calloc(cfg->batch_max, sizeof(*s->hstaged));
     for (s->staged_mask = 1; s->staged_mask < 2 * cfg->batch_max; s->staged_mask *= 2) {
     }
     s->staged_at = calloc(s->staged_mask, sizeof(*s->staged_at));
     s->staged_mask--;
     if (s->path == NULL || s->batch_ops == NULL || s->staged == NULL || s->staged_at == NULL ||
-        overlay_init(&s->ov) != 0) {
+        s->hstaged == NULL || overlay_init(&s->ov) != 0 || overlay_init(&s->hov) != 0) {
+        overlay_free(&s->ov);
         free(s->path);
         free(s->batch_ops);
         free(s->staged);
+        free(s->hstaged);
         free(s->staged_at);
         free(s);
         return NULL;
@@ -1606,9 +1650,11 @@ void store_close(struct store *s)
         close(s->wal_fd);
     }
     overlay_free(&s->ov);
+    overlay_free(&s->hov);
     record_deinit(&s->apply_view); /* a view released after each use */
     buf_free(&s->wal_buf);
     free(s->staged);
+    free(s->hstaged);
     free(s->staged_at);
     if (s->lock_fd >= 0) {
         close(s->lock_fd);
@@ -2322,6 +2368,26 @@ int store_arc_digest(struct store *s, uint64_t start, uint64_t end, unsigned par
     return rc;
 }
 
+/*
+ * A value of the handoff table as a read sees it (under a read
+ * transaction): the log's newest set or delete of the key when the log
+ * holds one LMDB does not have yet, else LMDB's.
+ */
+static int handoff_get(struct store *s, MDB_txn *txn, MDB_val *k, MDB_val *v)
+{
+    struct ov_entry *e = overlay_find(&s->hov, k->mv_data, k->mv_size);
+
+    if (e == NULL) {
+        return mdb_get(txn, s->dbi_handoff, k, v);
+    }
+    if (e->gone) {
+        return MDB_NOTFOUND;
+    }
+    v->mv_data = ov_rec(e);
+    v->mv_size = e->rec_len;
+    return 0;
+}
+
 int store_table_get(struct store *s, enum store_table t, const void *key, size_t key_len, void *buf,
                     size_t cap, size_t *len)
 {
@@ -2332,7 +2398,7 @@ int store_table_get(struct store *s, enum store_table t, const void *key, size_t
     if (rc != 0) {
         return rc;
     }
-    rc = mdb_get(txn, t == STORE_TABLE_META ? s->dbi_meta : s->dbi_handoff, &k, &v);
+    rc = t == STORE_TABLE_META ? mdb_get(txn, s->dbi_meta, &k, &v) : handoff_get(s, txn, &k, &v);
     if (rc == 0) {
         *len = v.mv_size;
         memcpy(buf, v.mv_data, v.mv_size < cap ? v.mv_size : cap);
@@ -2751,13 +2817,20 @@ static int batch_stage(struct batch *b, const MDB_val *k, const struct record *r
     return 0;
 }
 
-/* Take a logged batch's staged entries back to the first keep. */
-static void batch_unstage(struct store *s, size_t keep)
+/*
+ * Take a logged batch's staged entries back to the first keep, and its
+ * staged handoff-table entries to the first hkeep.
+ */
+static void batch_unstage(struct store *s, size_t keep, size_t hkeep)
 {
     for (size_t i = keep; i < s->nstaged; i++) {
         free(s->staged[i]);
     }
     staged_cut(s, keep);
+    for (size_t i = hkeep; i < s->nhstaged; i++) {
+        free(s->hstaged[i]);
+    }
+    s->nhstaged = hkeep;
 }
 
 /*
@@ -3290,6 +3363,31 @@ static bool meta_reserved(const struct store_op *op)
     return false;
 }
 
+/*
+ * Stage a logged batch's set or delete of a handoff-table key (only the
+ * handoff table's puts are logged: batch_loggable()), published with the
+ * batch's records (batch_logged()).
+ */
+static int op_table_stage(struct batch *b, const struct store_op *op)
+{
+    struct store *s = b->s;
+    struct ov_entry *e;
+
+    if (op->table != STORE_TABLE_HANDOFF || s->nhstaged >= s->cfg.batch_max) {
+        return RK_EINVAL; /* batch_loggable() let it through: cannot happen */
+    }
+    e = overlay_entry_new(op->key, op->key_len, op->value != NULL ? op->value_len : 0, false);
+    if (e == NULL) {
+        return RK_ENOMEM;
+    }
+    e->gone = op->value == NULL;
+    if (op->value != NULL) {
+        memcpy(ov_rec(e), op->value, op->value_len);
+    }
+    s->hstaged[s->nhstaged++] = e;
+    return 0;
+}
+
 static int op_table_put(struct batch *b, struct store_op *op)
 {
     MDB_dbi dbi = op->table == STORE_TABLE_META ? b->s->dbi_meta : b->s->dbi_handoff;
@@ -3298,6 +3396,9 @@ static int op_table_put(struct batch *b, struct store_op *op)
 
     if (op->table == STORE_TABLE_META && meta_reserved(op)) {
         return RK_EINVAL;
+    }
+    if (b->logged) {
+        return op_table_stage(b, op);
     }
     rc = op->value != NULL ? mdb_put(b->txn, dbi, &k, &v, 0) : mdb_del(b->txn, dbi, &k, NULL);
     if (rc == MDB_NOTFOUND) {
@@ -3519,7 +3620,7 @@ static void batch_group(struct batch *b, struct store_op **ops, size_t n)
     MDB_txn *parent = b->txn;
     uint64_t seq0 = b->s->hint_seq, hlc_high = b->hlc_high;
     int64_t tombstones = b->tombstones;
-    size_t staged0 = b->s->nstaged;
+    size_t staged0 = b->s->nstaged, hstaged0 = b->s->nhstaged;
     int failed = 0;
 
     if (b->logged) { /* staged entries are taken back instead of a nested transaction */
@@ -3551,7 +3652,7 @@ out:
         return;
     }
     /* what the nested transaction wrote is gone: the hint counter and the clock's mark too */
-    batch_unstage(b->s, staged0);
+    batch_unstage(b->s, staged0, hstaged0);
     b->s->hint_seq = seq0;
     b->hlc_high = hlc_high;
     b->tombstones = tombstones;
@@ -3578,12 +3679,35 @@ static size_t batch_bytes(struct store_op *const *ops, size_t n)
 /* Does the log hold anything LMDB does not have? (writer role) */
 static bool store_log_pending(const struct store *s)
 {
-    return s->ov.n > 0 || s->wal_len > WAL_HEADER_LEN;
+    return s->ov.n > 0 || s->hov.n > 0 || s->wal_len > WAL_HEADER_LEN;
+}
+
+/*
+ * The handoff table's part of a checkpoint: each logged set put, each
+ * logged delete deleted (a key LMDB lacks is no error).  The overlay holds
+ * one entry per key, its newest, so the order does not matter.
+ */
+static int absorb_handoff(struct batch *b)
+{
+    struct store *s = b->s;
+
+    for (size_t i = 0; i < s->hov.nbuckets; i++) {
+        for (struct ov_entry *e = s->hov.bucket[i]; e != NULL; e = e->next) {
+            MDB_val k = {e->key_len, (void *)ov_key(e)}, v = {e->rec_len, ov_rec(e)};
+            int rc = e->gone ? mdb_del(b->txn, s->dbi_handoff, &k, NULL)
+                             : mdb_put(b->txn, s->dbi_handoff, &k, &v, 0);
+            if (rc != 0 && rc != MDB_NOTFOUND) {
+                return batch_fail(b, rc);
+            }
+        }
+    }
+    return 0;
 }
 
 /*
  * The checkpoint part of a transaction through LMDB: every overlay entry
- * put in key order, the clock's mark and the next log generation, so that
+ * put in key order, the handoff table's logged values, the clock's mark
+ * and the next log generation, so that
  * once the transaction is durable the log may be emptied
  * (store_log_reset()).  Nothing when the log holds nothing.
  */
@@ -3610,6 +3734,7 @@ static int batch_absorb(struct batch *b, bool *absorbed)
         rc = mdb_cursor_put(c, &k, &v, 0);
         rc = rc ? batch_fail(b, rc) : 0;
     }
+    rc = rc ? rc : absorb_handoff(b);
     if (rc == 0) {
         bytes_put_be64(buf, s->wal_gen + 1);
         rc = meta_put(b->txn, s->dbi_meta, "wal_gen", buf, 8);
@@ -3658,6 +3783,7 @@ static void store_log_reset(struct store *s)
     atomic_store(&s->stat.wal_bytes, s->wal_len);
     pthread_rwlock_wrlock(&s->resize_lock);
     overlay_clear(&s->ov);
+    overlay_clear(&s->hov);
     atomic_store(&s->ov_absorbed_txn, UINT64_MAX);
     pthread_rwlock_unlock(&s->resize_lock);
     atomic_fetch_add(&s->stat.checkpoints, 1);
@@ -3730,7 +3856,20 @@ static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
 }
 
 /*
- * Can the batch go to the log?  Writes and replicated versions only (every
+ * Can op go to the log?  Writes, replicated versions and whole records,
+ * and the handoff table's sets and deletes: a handoff batch's checkpoint
+ * rides its records' log record.  Meta puts are rare, and the store's own
+ * meta values (wal_gen, hlc) are read from LMDB, so they stay there.
+ */
+static bool op_loggable(const struct store_op *op)
+{
+    return op->type == STORE_OP_WRITE || op->type == STORE_OP_APPLY ||
+           op->type == STORE_OP_APPLY_RECORD ||
+           (op->type == STORE_OP_TABLE_PUT && op->table == STORE_TABLE_HANDOFF);
+}
+
+/*
+ * Can the batch go to the log?  Only operations op_loggable() takes (every
  * other operation runs through LMDB, which absorbs the log first), and
  * only while the map has room for what the log will hold, so that a
  * checkpoint never meets a full map with writes already acknowledged:
@@ -3745,14 +3884,14 @@ static bool batch_loggable(struct store *s, struct store_op **ops, size_t n)
         return false;
     }
     for (size_t i = 0; i < n; i++) {
-        if (ops[i]->type != STORE_OP_WRITE && ops[i]->type != STORE_OP_APPLY &&
-            ops[i]->type != STORE_OP_APPLY_RECORD) {
+        if (!op_loggable(ops[i])) {
             return false;
         }
     }
     mdb_env_info(s->env, &info);
     used = ((uint64_t)info.me_last_pgno + 1) * s->page_size;
-    need = STORE_CKPT_ROOM_FACTOR * ((uint64_t)s->ov.bytes + batch_bytes(ops, n)) + 8 * STORE_MIB;
+    need = STORE_CKPT_ROOM_FACTOR * ((uint64_t)s->ov.bytes + s->hov.bytes + batch_bytes(ops, n)) +
+           8 * STORE_MIB;
     return used < s->cfg.map_max && s->cfg.map_max - used >= need;
 }
 
@@ -3808,7 +3947,10 @@ static int store_log_append(struct store *s, const uint8_t *p, size_t len, bool 
     return 0;
 }
 
-/* Write a logged batch's record: its staged entries and the clock's new mark. */
+/*
+ * Write a logged batch's record: its staged entries, its handoff-table
+ * sets and deletes, and the clock's new mark.
+ */
 static int batch_log(struct batch *b)
 {
     struct store *s = b->s;
@@ -3816,7 +3958,7 @@ static int batch_log(struct batch *b)
     size_t at;
     int rc;
 
-    if (s->nstaged == 0 && b->hlc_high == s->hlc_mark) {
+    if (s->nstaged == 0 && s->nhstaged == 0 && b->hlc_high == s->hlc_mark) {
         return 0; /* nothing changed: every operation failed or found its version stored */
     }
     buf_clear(w);
@@ -3824,6 +3966,11 @@ static int batch_log(struct batch *b)
     for (size_t i = 0; i < s->nstaged && rc == 0; i++) {
         struct ov_entry *e = s->staged[i];
         rc = wal_put(w, ov_key(e), e->key_len, ov_rec(e), e->rec_len);
+    }
+    for (size_t i = 0; i < s->nhstaged && rc == 0; i++) {
+        struct ov_entry *e = s->hstaged[i];
+        rc = wal_table_put(w, WAL_TABLE_HANDOFF, ov_key(e), e->key_len, e->gone ? NULL : ov_rec(e),
+                           e->rec_len);
     }
     if (rc == 0 && b->hlc_high != s->hlc_mark) {
         rc = wal_mark(w, b->hlc_high);
@@ -3863,6 +4010,7 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n, bool d
         return STORE_RC_SLOW;
     }
     staged_cut(s, 0);
+    s->nhstaged = 0;
     for (size_t i = 0; i < n && b.mdb_rc == 0; i += g) {
         g = group_len(ops + i, n - i);
         if (g > 1) {
@@ -3874,16 +4022,20 @@ static int batch_logged(struct store *s, struct store_op **ops, size_t n, bool d
     read_end(s, b.txn);
     rc = b.mdb_rc != 0 ? STORE_RC_SLOW : batch_log(&b);
     if (rc != 0) {
-        batch_unstage(s, 0);
+        batch_unstage(s, 0, 0);
         return rc;
     }
     pthread_rwlock_wrlock(&s->resize_lock);
     for (size_t i = 0; i < s->nstaged; i++) {
         overlay_put(&s->ov, s->staged[i]);
     }
+    for (size_t i = 0; i < s->nhstaged; i++) {
+        overlay_put(&s->hov, s->hstaged[i]);
+    }
     batch_publish(&b); /* with the entries: a reader sees both or neither */
     pthread_rwlock_unlock(&s->resize_lock);
-    staged_cut(s, 0); /* the overlay owns the entries now */
+    staged_cut(s, 0); /* the overlays own the entries now */
+    s->nhstaged = 0;
     s->hlc_mark = b.hlc_high;
     atomic_store(&s->stat.overlay_keys, s->ov.n);
     atomic_fetch_add(&s->stat.logged, 1);
@@ -4232,7 +4384,8 @@ static void store_lead(struct store *s, bool inline_)
     pthread_mutex_lock(&s->mu);
     batch_complete(s, ops, n);
     s->running_n = 0;
-    s->ckpt_due = s->ov.bytes >= STORE_CKPT_OVERLAY_BYTES || s->wal_len >= STORE_CKPT_WAL_BYTES;
+    s->ckpt_due = s->ov.bytes + s->hov.bytes >= STORE_CKPT_OVERLAY_BYTES ||
+                  s->wal_len >= STORE_CKPT_WAL_BYTES;
     if (s->ckpt_due && !inline_) {
         pthread_mutex_unlock(&s->mu);
         (void)store_checkpoint(s);

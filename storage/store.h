@@ -10,9 +10,9 @@
  * Writes are operations (struct store_op) that the caller fills in and
  * submits; a writer thread executes every operation queued since its last
  * batch as one batch made durable once (group commit): with `sync always`
- * many concurrent writes share one fsync.  A batch of writes is one record
- * appended to the write-ahead log; a checkpoint moves the log into LMDB
- * later, in key order.  An operation
+ * many concurrent writes share one fsync.  A batch of writes (data writes
+ * and handoff-table puts) is one record appended to the write-ahead log;
+ * a checkpoint moves the log into LMDB later, in key order.  An operation
  * completes only after its transaction committed under the sync setting in
  * force, never before.  Completion is reported either
  *   - by store_wait(), for operations submitted with done == NULL (threads
@@ -277,7 +277,11 @@ int store_arc_stats(struct store *s, uint64_t start, uint64_t end, uint64_t *key
 int store_arc_digest(struct store *s, uint64_t start, uint64_t end, unsigned parts,
                      uint8_t (*out)[STORE_DIGEST_LEN], uint64_t *keys);
 
-/* A value of the metadata or handoff table (see store.c); RK_ENOTFOUND. */
+/*
+ * A value of the metadata or handoff table (see store.c); RK_ENOTFOUND.
+ * A handoff value set or deleted by a completed STORE_OP_TABLE_PUT is seen
+ * at once, whether the write-ahead log or LMDB holds it.
+ */
 enum store_table {
     STORE_TABLE_META,
     STORE_TABLE_HANDOFF,

@@ -16,16 +16,32 @@
  *                           (u64 position || key bytes), u32 record length
  *                           (1 .. 2^31 - 1), the encoded record (record.h)
  *              u8 2 (mark)  u64 the clock's high-water mark
+ *              u8 3 (table set)     u8 table (1: handoff), u16 key length
+ *                           (1 .. 511), the key, u32 value length
+ *                           (0 .. 2^31 - 1), the value
+ *              u8 4 (table delete)  u8 table (1: handoff), u16 key length
+ *                           (1 .. 511), the key
  * Integers are big-endian.  A record is one batch of writes, appended with
  * one write() before any of them is acknowledged.  The first record that
  * is cut short or fails its checksum ends the log: a crash tore it, or it
  * was left from an older generation behind a rewritten header, and
  * nothing after it is read.  Replay (store.c) puts every item of every
  * whole record into LMDB in order, so a key ends with the record of its
- * last put.  Items are the records a batch left, not its operations, so
- * every kind of write the log takes (STORE_OP_WRITE, STORE_OP_APPLY,
- * STORE_OP_APPLY_RECORD) is a put, and a new kind of write needs no new
- * kind of item.
+ * last put, and a table key with its last set or delete.  Items are the
+ * records a batch left, not its operations, so every kind of data write
+ * the log takes (STORE_OP_WRITE, STORE_OP_APPLY, STORE_OP_APPLY_RECORD) is
+ * a put, and a new kind of write needs no new kind of item.  Table items
+ * are STORE_OP_TABLE_PUT to the handoff table, whose values are opaque
+ * bytes, not records: a handoff batch (its records and its checkpoint, one
+ * atomic group) is one log record, all or nothing.
+ *
+ * Compatibility: items 3 and 4 came after the first logs, within format 1
+ * (the header is unchanged).  A log written before them holds only items 1
+ * and 2 and reads as it always did.  A build from before them reads a log
+ * holding one as damage and refuses to open the directory, rather than
+ * dropping acknowledged writes; a clean close leaves the log empty, so
+ * only a crashed node's log can hold them.  Any other kind, or a table
+ * byte other than 1, is damage (RK_ESYNTAX).
  */
 #include "wal.h"
 
@@ -90,6 +106,32 @@ int wal_put(struct buf *b, const uint8_t *key, size_t key_len, const uint8_t *va
     return 0;
 }
 
+int wal_table_put(struct buf *b, enum wal_table table, const uint8_t *key, size_t key_len,
+                  const uint8_t *value, size_t value_len)
+{
+    size_t n = 4 + key_len + (value != NULL ? 4 + value_len : 0);
+    uint8_t *p;
+
+    if (key_len < 1 || key_len > WAL_TABLE_KEY_MAX || value_len > WAL_BODY_MAX) {
+        return RK_EINVAL;
+    }
+    p = buf_reserve(b, n);
+    if (p == NULL) {
+        return RK_ENOMEM;
+    }
+    p[0] = value != NULL ? WAL_TABLE_SET : WAL_TABLE_DEL;
+    p[1] = (uint8_t)table;
+    p[2] = (uint8_t)(key_len >> 8);
+    p[3] = (uint8_t)key_len;
+    memcpy(p + 4, key, key_len);
+    if (value != NULL) {
+        bytes_put_be32(p + 4 + key_len, (uint32_t)value_len);
+        memcpy(p + 8 + key_len, value, value_len);
+    }
+    buf_commit(b, n);
+    return 0;
+}
+
 int wal_mark(struct buf *b, uint64_t mark)
 {
     uint8_t item[9];
@@ -120,20 +162,17 @@ void wal_drop(struct buf *b, size_t len)
 }
 
 /*
- * Read the item at p (n bytes left in the body) into it; its length, or 0
- * when it does not follow the layout.
+ * Readers of one item kind: the item at p (n bytes left in the body, the
+ * kind byte included) into it; its length, or 0 when it does not follow
+ * the layout.
  */
-static size_t wal_item_read(const uint8_t *p, size_t n, struct wal_item *it)
+typedef size_t (*wal_item_reader)(const uint8_t *p, size_t n, struct wal_item *it);
+
+static size_t wal_read_put(const uint8_t *p, size_t n, struct wal_item *it)
 {
     size_t klen, vlen;
 
-    memset(it, 0, sizeof(*it));
-    if (n >= 9 && p[0] == WAL_MARK) {
-        it->kind = WAL_MARK;
-        it->mark = bytes_get_be64(p + 1);
-        return 9;
-    }
-    if (n < 3 || p[0] != WAL_PUT) {
+    if (n < 3) {
         return 0;
     }
     klen = (size_t)p[1] << 8 | p[2];
@@ -144,12 +183,76 @@ static size_t wal_item_read(const uint8_t *p, size_t n, struct wal_item *it)
     if (vlen < 1 || vlen > WAL_BODY_MAX || n - 7 - klen < vlen) {
         return 0;
     }
-    it->kind = WAL_PUT;
     it->key = p + 3;
     it->key_len = klen;
     it->value = p + 7 + klen;
     it->value_len = vlen;
     return 7 + klen + vlen;
+}
+
+static size_t wal_read_mark(const uint8_t *p, size_t n, struct wal_item *it)
+{
+    if (n < 9) {
+        return 0;
+    }
+    it->mark = bytes_get_be64(p + 1);
+    return 9;
+}
+
+/* A table delete, and the head of a table set: kind, table, key. */
+static size_t wal_read_table_del(const uint8_t *p, size_t n, struct wal_item *it)
+{
+    size_t klen;
+
+    if (n < 4 || p[1] != WAL_TABLE_HANDOFF) {
+        return 0;
+    }
+    klen = (size_t)p[2] << 8 | p[3];
+    if (klen < 1 || klen > WAL_TABLE_KEY_MAX || n - 4 < klen) {
+        return 0;
+    }
+    it->table = (enum wal_table)p[1];
+    it->key = p + 4;
+    it->key_len = klen;
+    return 4 + klen;
+}
+
+static size_t wal_read_table_set(const uint8_t *p, size_t n, struct wal_item *it)
+{
+    size_t head = wal_read_table_del(p, n, it), vlen;
+
+    if (head == 0 || n - head < 4) {
+        return 0;
+    }
+    vlen = bytes_get_be32(p + head);
+    if (vlen > WAL_BODY_MAX || n - head - 4 < vlen) {
+        return 0;
+    }
+    it->value = p + head + 4;
+    it->value_len = vlen;
+    return head + 4 + vlen;
+}
+
+static const wal_item_reader wal_readers[] = {
+    [WAL_PUT] = wal_read_put,
+    [WAL_MARK] = wal_read_mark,
+    [WAL_TABLE_SET] = wal_read_table_set,
+    [WAL_TABLE_DEL] = wal_read_table_del,
+};
+
+/*
+ * Read the item at p (n bytes left in the body) into it; its length, or 0
+ * when it does not follow the layout (an unknown kind included).
+ */
+static size_t wal_item_read(const uint8_t *p, size_t n, struct wal_item *it)
+{
+    memset(it, 0, sizeof(*it));
+    if (n < 1 || p[0] >= sizeof(wal_readers) / sizeof(wal_readers[0]) ||
+        wal_readers[p[0]] == NULL) {
+        return 0;
+    }
+    it->kind = (enum wal_kind)p[0];
+    return wal_readers[p[0]](p, n, it);
 }
 
 /* Do the items of a body fill it exactly?  Checked before any is visited. */

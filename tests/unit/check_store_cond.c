@@ -99,9 +99,9 @@ static void assert_value(struct store *s, const char *key, const char *want)
 }
 
 /*
- * A table put that makes its batch run through LMDB instead of the log
- * (store.c: only batches of data writes are logged); with through_lmdb
- * false, a no-op stand-in is not queued at all.
+ * A meta-table put that makes its batch run through LMDB instead of the
+ * log (store.c: only batches of data writes and handoff-table puts are
+ * logged); with through_lmdb false, a no-op stand-in is not queued at all.
  */
 static size_t with_lmdb_op(struct store_op *t, struct store_op **list, bool through_lmdb)
 {
@@ -109,7 +109,7 @@ static size_t with_lmdb_op(struct store_op *t, struct store_op **list, bool thro
         return 0;
     }
     store_op_init(t, STORE_OP_TABLE_PUT);
-    t->table = STORE_TABLE_HANDOFF;
+    t->table = STORE_TABLE_META;
     t->key = (const uint8_t *)"t";
     t->key_len = 1;
     t->value = (const uint8_t *)"v";

@@ -5,7 +5,12 @@
  * siblings, the same record again, an older one, a damaged one, one past
  * max_siblings), in atomic groups with a handoff checkpoint (all or
  * nothing), through store_submit_list() and store_queue(), and across a
- * crash (the write-ahead log's replay) and a checkpoint; and
+ * crash (the write-ahead log's replay) and a checkpoint; the handoff
+ * table's puts in the write-ahead log: a group of records and its
+ * checkpoint as one log append (no LMDB commit), read back before any
+ * checkpoint, replayed after a child holding them is killed, a delete
+ * replayed, and a log written before table items existed still opening;
+ * and
  * store_arc_digest(): stores holding the same siblings in another order
  * agree, one differing key changes only its sub-arc's digest, sub-arcs cut
  * as the header says (each equal to the digest of its own arc), wrapping
@@ -16,6 +21,7 @@
  */
 #include <check.h>
 #include <poll.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -525,6 +531,362 @@ START_TEST(test_apply_record_reopen)
 }
 END_TEST
 
+/* --- the handoff table in the write-ahead log ------------------------------------ */
+
+/* A store in sub under sync whose log only close checkpoints (no idle checkpoint). */
+static struct store *open_logged(const char *sub, enum store_sync sync)
+{
+    static char path[512];
+    struct store_config c;
+    struct store *s;
+    char err[512];
+
+    store_config_in(&c, path, sizeof(path), sub);
+    c.sync = sync;
+    c.test_idle_checkpoint_ms = UINT64_MAX;
+    ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open %s: %s", sub, err);
+    return s;
+}
+
+static off_t wal_size(const char *sub)
+{
+    char wal[600];
+    struct stat sb;
+
+    snprintf(wal, sizeof(wal), "%s/%s/wal", tmp_dir, sub);
+    ck_assert_int_eq(stat(wal, &sb), 0);
+    return sb.st_size;
+}
+
+/*
+ * What one batch cost, from st0 to st1: exactly one log append (commits
+ * and logged one up), no LMDB transaction (no checkpoint), and fsyncs
+ * want_syncs.
+ */
+static void assert_one_append(const struct store_stats *st0, const struct store_stats *st1,
+                              uint64_t want_syncs)
+{
+    ck_assert_uint_eq(st1->commits - st0->commits, 1);
+    ck_assert_uint_eq(st1->logged - st0->logged, 1);
+    ck_assert_uint_eq(st1->checkpoints, st0->checkpoints);
+    ck_assert_uint_eq(st1->syncs - st0->syncs, want_syncs);
+}
+
+/* A delete of a handoff-table key (TABLE_PUT with value NULL). */
+static void table_del_op(struct store_op *op, const char *key)
+{
+    table_put_op(op, key, "");
+    op->value = NULL;
+    op->value_len = 0;
+}
+
+/*
+ * A handoff batch (APPLY_RECORDs and the TABLE_PUT of its checkpoint, one
+ * atomic group) is one log append: under `sync always` one fsync, under
+ * `none` none, and no LMDB commit.  Its checkpoint reads back at once,
+ * from the log; a failed group leaves neither; a delete hides the value
+ * LMDB holds; store_queue() with store_run_ready() (the node's path) logs
+ * the same way; and close's checkpoint moves it all into LMDB.
+ */
+START_TEST(test_handoff_group_logged)
+{
+    static const enum store_sync modes[] = {STORE_SYNC_ALWAYS, STORE_SYNC_NONE};
+    struct store_op ops[4], *group[4] = {&ops[0], &ops[1], &ops[2], &ops[3]};
+    struct store_stats st0, st1;
+    struct three t;
+    uint8_t *rec;
+    size_t len;
+
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.a, &t.b}, 2, &len);
+    for (size_t m = 0; m < 2; m++) {
+        const char *sub = m == 0 ? "always" : "none";
+        uint64_t syncs = modes[m] == STORE_SYNC_ALWAYS ? 1 : 0;
+        struct store *s = open_logged(sub, modes[m]);
+        int done = 0;
+
+        apply_record_op(&ops[0], "g1", rec, len);
+        apply_record_op(&ops[1], "g2", rec, len);
+        apply_record_op(&ops[2], "g3", rec, len);
+        table_put_op(&ops[3], "ckpt", "at-3");
+        store_get_stats(s, &st0);
+        run_atomic(s, group, 4, 0);
+        store_get_stats(s, &st1);
+        assert_one_append(&st0, &st1, syncs);
+        ck_assert_uint_eq(st1.overlay_keys, 3);
+        ck_assert(handoff_has(s, "ckpt", "at-3")); /* from the log: no checkpoint ran */
+        ck_assert_uint_eq(siblings_of(s, "g2"), 2);
+
+        apply_record_op(&ops[0], "g4", rec, len);
+        apply_record_op(&ops[1], "g5", rec, len - 1); /* damaged: the group fails whole */
+        table_put_op(&ops[2], "ckpt", "at-5");
+        run_atomic(s, group, 3, RK_ESYNTAX);
+        ck_assert(handoff_has(s, "ckpt", "at-3"));
+        ck_assert_uint_eq(siblings_of(s, "g4"), 0);
+
+        table_put_op(&ops[0], "ckpt", "at-6");
+        table_del_op(&ops[1], "gone");
+        store_get_stats(s, &st0);
+        for (int i = 0; i < 2; i++) {
+            ops[i].done = count_done;
+            ops[i].ctx = &done;
+        }
+        ck_assert_int_eq(store_queue(s, group, 2, true), 0);
+        store_run_ready(s);
+        wait_done(s, &done, 2);
+        ck_assert_int_eq(ops[0].result, 0);
+        ck_assert_int_eq(ops[1].result, 0); /* deleting an absent key is no error */
+        store_get_stats(s, &st1);
+        assert_one_append(&st0, &st1, syncs);
+        ck_assert(handoff_has(s, "ckpt", "at-6"));
+        store_close(s); /* the checkpoint puts them into LMDB */
+        ck_assert_int_eq(wal_size(sub), WAL_HEADER_LEN);
+
+        s = open_logged(sub, modes[m]);
+        store_get_stats(s, &st1);
+        ck_assert_uint_eq(st1.overlay_keys, 0);
+        ck_assert(handoff_has(s, "ckpt", "at-6")); /* from LMDB now */
+        ck_assert(!handoff_has(s, "gone", ""));
+        ck_assert_uint_eq(siblings_of(s, "g3"), 2);
+        store_close(s);
+    }
+    free(rec);
+    three_free(&t);
+}
+END_TEST
+
+/* Bounds for a child that waits to be killed. */
+#define KILL_CHILD_MAX_S 60
+#define KILL_WAIT_MS 30000
+
+/*
+ * Run fn(sub, arg) in a child that says when it is done (a byte on a
+ * pipe) and then waits; kill it with SIGKILL once it said so: no close,
+ * no checkpoint, only what the log holds survives.  fn returns 0 or the
+ * exit status to fail with.
+ */
+static void killed_after(int (*fn)(const char *sub, void *arg), const char *sub, void *arg)
+{
+    int fd[2], status;
+    struct pollfd p;
+    char c = 0;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(fd), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int rc;
+        close(fd[0]);
+        alarm(KILL_CHILD_MAX_S);
+        rc = fn(sub, arg);
+        if (rc != 0) {
+            _exit(rc);
+        }
+        if (write(fd[1], "!", 1) != 1) {
+            _exit(9);
+        }
+        for (;;) {
+            pause(); /* the parent kills; the alarm bounds the wait */
+        }
+    }
+    close(fd[1]);
+    p = (struct pollfd){fd[0], POLLIN, 0};
+    ck_assert_int_eq(poll(&p, 1, KILL_WAIT_MS), 1);
+    if (read(fd[0], &c, 1) != 1) {
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_abort_msg("child failed before the kill: status %d", status);
+    }
+    close(fd[0]);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status %d", status);
+}
+
+struct rec_arg {
+    const uint8_t *rec;
+    size_t len;
+};
+
+/* The child: a handoff batch and its checkpoint, one logged append under `sync always`. */
+static int child_group(const char *sub, void *arg)
+{
+    const struct rec_arg *r = arg;
+    struct store *s = open_logged(sub, STORE_SYNC_ALWAYS);
+    struct store_op ops[3], *group[3] = {&ops[0], &ops[1], &ops[2]};
+    struct store_stats st0, st1;
+
+    apply_record_op(&ops[0], "c1", r->rec, r->len);
+    apply_record_op(&ops[1], "c2", r->rec, r->len);
+    table_put_op(&ops[2], "ckpt", "at-2");
+    store_get_stats(s, &st0);
+    if (store_submit_atomic(s, group, 3) != 0) {
+        return 3;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (store_wait(s, &ops[i]) != 0) {
+            return 4;
+        }
+    }
+    store_get_stats(s, &st1);
+    if (st1.logged != st0.logged + 1 || st1.checkpoints != st0.checkpoints ||
+        st1.syncs != st0.syncs + 1 || !handoff_has(s, "ckpt", "at-2")) {
+        return 5; /* not one logged append */
+    }
+    return 0; /* no store_close(): the parent kills this process */
+}
+
+/*
+ * A child killed after its handoff batch was appended (and fsynced) to the
+ * log: the next open replays the records and the checkpoint together, and
+ * the checkpoint at close puts them into LMDB.
+ */
+START_TEST(test_handoff_group_killed)
+{
+    struct three t;
+    struct rec_arg r;
+    struct store *s;
+    struct store_stats st;
+    uint8_t *rec;
+
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.a, &t.c}, 2, &r.len);
+    r.rec = rec;
+    killed_after(child_group, "k", &r);
+    ck_assert_int_gt(wal_size("k"), WAL_HEADER_LEN);
+    s = open_logged("k", STORE_SYNC_ALWAYS);
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.overlay_keys, 2); /* replayed into the overlay, not LMDB yet */
+    ck_assert(handoff_has(s, "ckpt", "at-2"));
+    ck_assert(holds(s, "c1", &t.a) && holds(s, "c2", &t.c));
+    store_close(s);
+    ck_assert_int_eq(wal_size("k"), WAL_HEADER_LEN);
+    s = open_logged("k", STORE_SYNC_ALWAYS);
+    ck_assert(handoff_has(s, "ckpt", "at-2"));
+    ck_assert_uint_eq(siblings_of(s, "c1"), 2);
+    store_close(s);
+    free(rec);
+    three_free(&t);
+}
+END_TEST
+
+/* The child: delete "ckpt" (LMDB has it) in the log, and see it gone. */
+static int child_delete(const char *sub, void *arg)
+{
+    struct store *s = open_logged(sub, STORE_SYNC_ALWAYS);
+    struct store_stats st0, st1;
+    struct store_op op;
+
+    (void)arg;
+    table_del_op(&op, "ckpt");
+    store_get_stats(s, &st0);
+    if (store_submit(s, &op) != 0 || store_wait(s, &op) != 0) {
+        return 3;
+    }
+    store_get_stats(s, &st1);
+    if (st1.logged != st0.logged + 1 || st1.checkpoints != st0.checkpoints) {
+        return 4;
+    }
+    return handoff_has(s, "ckpt", "at-1") || !handoff_has(s, "keep", "x") ? 5 : 0;
+}
+
+/*
+ * A TABLE_PUT delete of a key LMDB holds, logged and then replayed after
+ * a kill, removes the key (and the checkpoint after it removes it from
+ * LMDB); the other key stays.
+ */
+START_TEST(test_handoff_delete_replayed)
+{
+    struct store *s = open_logged("del", STORE_SYNC_NONE);
+    struct store_op ops[2], *list[2] = {&ops[0], &ops[1]};
+
+    table_put_op(&ops[0], "ckpt", "at-1");
+    table_put_op(&ops[1], "keep", "x");
+    run_atomic(s, list, 2, 0);
+    store_close(s); /* both in LMDB */
+    ck_assert_int_eq(wal_size("del"), WAL_HEADER_LEN);
+
+    killed_after(child_delete, "del", NULL);
+    ck_assert_int_gt(wal_size("del"), WAL_HEADER_LEN);
+    s = open_logged("del", STORE_SYNC_NONE);
+    ck_assert(!handoff_has(s, "ckpt", "at-1"));
+    ck_assert(handoff_has(s, "keep", "x"));
+    store_close(s);
+    s = open_logged("del", STORE_SYNC_NONE);
+    ck_assert(!handoff_has(s, "ckpt", "at-1"));
+    ck_assert(handoff_has(s, "keep", "x"));
+    store_close(s);
+}
+END_TEST
+
+/*
+ * A log as the build before table items wrote it: the header, then one
+ * record of a put and a mark, laid out byte by byte here (not through
+ * wal.c's writer) and checksummed as wal.c specifies.  It opens, and the
+ * put is replayed.
+ */
+START_TEST(test_old_log_opens)
+{
+    uint8_t key[crypto_shorthash_KEYBYTES] = {'R', 'K', 'W', 'A', 'L', 's', 'u', 'm'};
+    uint8_t head[WAL_HEADER_LEN], rec_head[WAL_RECORD_HEAD], body[256], sum[crypto_shorthash_BYTES];
+    uint8_t lenbody[4 + sizeof(body)];
+    struct store *s = open_logged("old", STORE_SYNC_NONE);
+    struct store_stats st;
+    struct three t;
+    uint64_t gen, pos = store_position(s, "legacy", 6);
+    uint8_t *rec;
+    size_t len, n = 0;
+    char wal[600];
+    FILE *f;
+
+    store_close(s); /* the log: its header alone, naming the generation */
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.b}, 1, &len);
+    ck_assert_uint_lt(len, 200);
+    body[n++] = 1; /* put */
+    body[n++] = 0;
+    body[n++] = 8 + 6;
+    bytes_put_be64(body + n, pos);
+    memcpy(body + n + 8, "legacy", 6);
+    n += 14;
+    bytes_put_be32(body + n, (uint32_t)len);
+    memcpy(body + n + 4, rec, len);
+    n += 4 + len;
+    body[n++] = 2; /* mark */
+    bytes_put_be64(body + n, t.b.hlc);
+    n += 8;
+
+    snprintf(wal, sizeof(wal), "%s/old/wal", tmp_dir);
+    f = fopen(wal, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(head, 1, sizeof(head), f), sizeof(head));
+    ck_assert_int_eq(wal_header_parse(head, sizeof(head), &gen), 0);
+    ck_assert_int_ge(sodium_init(), 0);
+    bytes_put_be64(key + 8, gen);
+    bytes_put_be32(lenbody, (uint32_t)n);
+    memcpy(lenbody + 4, body, n);
+    crypto_shorthash(sum, lenbody, 4 + n, key);
+    memcpy(rec_head, sum, 8);
+    memcpy(rec_head + 8, lenbody, 4);
+    ck_assert_int_eq(fseek(f, WAL_HEADER_LEN, SEEK_SET), 0);
+    ck_assert_uint_eq(fwrite(rec_head, 1, sizeof(rec_head), f), sizeof(rec_head));
+    ck_assert_uint_eq(fwrite(body, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+
+    s = open_logged("old", STORE_SYNC_NONE);
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.overlay_keys, 1); /* replayed */
+    ck_assert_uint_eq(siblings_of(s, "legacy"), 1);
+    ck_assert(holds(s, "legacy", &t.b));
+    store_close(s);
+    s = open_logged("old", STORE_SYNC_NONE);
+    ck_assert(holds(s, "legacy", &t.b));
+    store_close(s);
+    free(rec);
+    three_free(&t);
+}
+END_TEST
+
 /* --- store_arc_digest() ----------------------------------------------------- */
 
 /* Two concurrent versions per key of the digest tests, from nodes "x" and "y". */
@@ -868,6 +1230,10 @@ static Suite *store_handoff_suite(void)
         {"apply_record_atomic", test_apply_record_atomic},
         {"apply_record_list_and_queue", test_apply_record_list_and_queue},
         {"apply_record_reopen", test_apply_record_reopen},
+        {"handoff_group_logged", test_handoff_group_logged},
+        {"handoff_group_killed", test_handoff_group_killed},
+        {"handoff_delete_replayed", test_handoff_delete_replayed},
+        {"old_log_opens", test_old_log_opens},
         {"digest_order_free", test_digest_order_free},
         {"digest_one_key_differs", test_digest_one_key_differs},
         {"digest_key_counts", test_digest_key_counts},

@@ -554,13 +554,16 @@ static void scan_check_all(struct store *s)
     ck_assert_uint_eq(st.keys, SCAN_OLD + SCAN_NEW);
 }
 
-/* A handoff-table put ("t" = "v"): an operation that runs through LMDB, absorbing the log. */
+/*
+ * A meta-table put ("t" = "v"): an operation that runs through LMDB,
+ * absorbing the log (handoff-table puts are logged).
+ */
 static void table_put_t(struct store *s)
 {
     struct store_op op;
 
     store_op_init(&op, STORE_OP_TABLE_PUT);
-    op.table = STORE_TABLE_HANDOFF;
+    op.table = STORE_TABLE_META;
     op.key = (const uint8_t *)"t";
     op.key_len = 1;
     op.value = (const uint8_t *)"v";
@@ -701,8 +704,9 @@ static int hint_put(struct store *s, const char *target, const char *key, const 
 #define OPS_END (UINT64_MAX / 4)
 
 /*
- * Writes (logged) interleaved with the operations that run through LMDB:
- * a table put, a hint, a range delete of a wrapping arc, then more writes.
+ * Writes (logged) interleaved with a handoff-table put (logged too) and
+ * the operations that run through LMDB: a hint, a range delete of a
+ * wrapping arc, then more writes.
  */
 static void ops_sequence(struct store *s)
 {

@@ -7,8 +7,8 @@
  * empties the overlay.  In between, a reader's new LMDB snapshot already
  * holds the keys the overlay still calls fresh (not in LMDB).  The tests
  * stop the checkpoint in that window through the store's sync hook
- * (test_sync, called by the sync of a checkpoint that a table put starts:
- * every operation but a write runs through LMDB) and, from another thread,
+ * (test_sync, called by the sync of a checkpoint that a meta-table put
+ * starts: it runs through LMDB) and, from another thread,
  * count the keys as a client's DBSIZE (store_get_stats) and SCAN/KEYS
  * (store_scan) would: every key must be counted and visited exactly once.
  */
@@ -75,7 +75,10 @@ static int count_visit(void *ctx, const struct store_item *it)
     return 0;
 }
 
-/* A table put: every operation other than a write runs through LMDB, checkpointing first. */
+/*
+ * A meta-table put: it runs through LMDB, checkpointing first (as every
+ * operation but data writes and handoff-table puts does).
+ */
 static void *table_put_thread(void *arg)
 {
     struct store *s = arg;
@@ -83,7 +86,7 @@ static void *table_put_thread(void *arg)
     int rc;
 
     store_op_init(&op, STORE_OP_TABLE_PUT);
-    op.table = STORE_TABLE_HANDOFF;
+    op.table = STORE_TABLE_META;
     op.key = (const uint8_t *)"x";
     op.key_len = 1;
     op.value = (const uint8_t *)"y";

@@ -1,6 +1,7 @@
 /*
  * check_wal.c - unit tests of the write-ahead log's format (storage/wal.c):
- * records of puts and marks read back as written, a record torn at any
+ * records of puts, marks and handoff-table sets and deletes read back as
+ * written, a record torn at any
  * byte or with any bit flipped ends the log at the record before it, a
  * record of another generation is not read, a checksummed record whose
  * items break the layout is refused (RK_ESYNTAX) without any of its items
@@ -22,6 +23,7 @@
 /* What wal_parse() handed over, copied. */
 struct seen_item {
     enum wal_kind kind;
+    enum wal_table table;
     uint8_t key[600], value[600];
     size_t key_len, value_len;
     uint64_t mark;
@@ -41,12 +43,15 @@ static int collect(void *ctx, const struct wal_item *it)
     c = &s->it[s->n++];
     memset(c, 0, sizeof(*c));
     c->kind = it->kind;
+    c->table = it->table;
     c->mark = it->mark;
-    if (it->kind == WAL_PUT) {
+    if (it->kind != WAL_MARK) {
         ck_assert_uint_le(it->key_len, sizeof(c->key));
         ck_assert_uint_le(it->value_len, sizeof(c->value));
         memcpy(c->key, it->key, it->key_len);
-        memcpy(c->value, it->value, it->value_len);
+        if (it->value_len > 0) {
+            memcpy(c->value, it->value, it->value_len);
+        }
         c->key_len = it->key_len;
         c->value_len = it->value_len;
     }
@@ -264,13 +269,60 @@ static size_t bad_put(uint8_t *out, size_t klen, uint32_t vlen, size_t present)
     return 7 + klen + present;
 }
 
+/* A table item: kind, table, key length klen with present key bytes, then tail (n bytes). */
+static size_t table_item(uint8_t *out, uint8_t kind, uint8_t table, size_t klen, size_t present,
+                         const uint8_t *tail, size_t n)
+{
+    out[0] = kind;
+    out[1] = table;
+    out[2] = (uint8_t)(klen >> 8);
+    out[3] = (uint8_t)klen;
+    memset(out + 4, 'k', present);
+    if (n > 0) {
+        memcpy(out + 4 + present, tail, n);
+    }
+    return 4 + present + n;
+}
+
+/* The bad table items (BAD_TABLE_ITEMS of them): case c's bytes, what it breaks in *what. */
+#define BAD_TABLE_ITEMS 7
+static size_t bad_table_item(int c, uint8_t *item, const char **what)
+{
+    static const uint8_t len3[4] = {0, 0, 0, 3}, len9[4] = {0, 0, 0, 9},
+                         vals[7] = {0, 0, 0, 3, 'a', 'b', 'c'};
+
+    switch (c) {
+    case 0:
+        *what = "table 0";
+        return table_item(item, WAL_TABLE_SET, 0, 4, 4, vals, sizeof(vals));
+    case 1:
+        *what = "table 2";
+        return table_item(item, WAL_TABLE_DEL, 2, 4, 4, NULL, 0);
+    case 2:
+        *what = "table key length 0";
+        return table_item(item, WAL_TABLE_DEL, WAL_TABLE_HANDOFF, 0, 0, NULL, 0);
+    case 3:
+        *what = "table key length 512";
+        return table_item(item, WAL_TABLE_DEL, WAL_TABLE_HANDOFF, 512, 512, NULL, 0);
+    case 4:
+        *what = "a table key longer than the body";
+        return table_item(item, WAL_TABLE_DEL, WAL_TABLE_HANDOFF, 20, 6, NULL, 0);
+    case 5:
+        *what = "a table value longer than the body";
+        return table_item(item, WAL_TABLE_SET, WAL_TABLE_HANDOFF, 4, 4, len9, sizeof(len9));
+    default:
+        *what = "a table value length cut short";
+        return table_item(item, WAL_TABLE_SET, WAL_TABLE_HANDOFF, 4, 4, len3, 2);
+    }
+}
+
 /* The bad item of case c (after a good put in its record): its length, what it breaks in *what. */
 static size_t bad_item(int c, uint8_t *item, const char **what)
 {
     switch (c) {
     case 0:
-        *what = "kind 3";
-        item[0] = 3;
+        *what = "kind 5";
+        item[0] = 5;
         memset(item + 1, 0, 8);
         return 9;
     case 1:
@@ -299,13 +351,15 @@ static size_t bad_item(int c, uint8_t *item, const char **what)
     case 7:
         *what = "a record longer than the body";
         return bad_put(item, 12, 10, 4);
-    default:
+    case 8:
         *what = "a key longer than the body";
         item[0] = WAL_PUT;
         item[1] = 0;
         item[2] = 12;
         memset(item + 3, 'k', 5);
         return 8;
+    default:
+        return bad_table_item(c - 9, item, what);
     }
 }
 
@@ -313,7 +367,7 @@ START_TEST(test_bad_item_is_damage)
 {
     static uint8_t item[2048];
 
-    for (int c = 0; c < 9; c++) {
+    for (int c = 0; c < 9 + BAD_TABLE_ITEMS; c++) {
         struct buf b;
         struct seen s;
         const char *what;
@@ -350,6 +404,57 @@ START_TEST(test_key_length_bounds)
     ck_assert_uint_eq(s.n, 2);
     ck_assert_uint_eq(s.it[0].key_len, 9);
     ck_assert_uint_eq(s.it[1].key_len, 511);
+    buf_free(&b);
+}
+END_TEST
+
+/*
+ * Handoff-table items beside puts and marks: a set, a set of an empty
+ * value, a delete, each read back with its table, key and value, in the
+ * order written; keys outside 1 .. 511 bytes are refused when written.
+ */
+START_TEST(test_table_items)
+{
+    uint8_t key[16], big[WAL_TABLE_KEY_MAX + 1];
+    struct buf b;
+    struct seen s;
+    size_t at, valid;
+
+    memset(big, 'b', sizeof(big));
+    buf_init(&b, 0);
+    ck_assert_int_eq(wal_begin(&b, &at), 0);
+    ck_assert_int_eq(wal_put(&b, key, make_key(key, 3, "data"), (const uint8_t *)"rec", 3), 0);
+    ck_assert_int_eq(wal_table_put(&b, WAL_TABLE_HANDOFF, (const uint8_t *)"ckpt", 4,
+                                   (const uint8_t *)"at-3", 4),
+                     0);
+    ck_assert_int_eq(
+        wal_table_put(&b, WAL_TABLE_HANDOFF, (const uint8_t *)"empty", 5, (const uint8_t *)"", 0),
+        0);
+    ck_assert_int_eq(wal_table_put(&b, WAL_TABLE_HANDOFF, (const uint8_t *)"old", 3, NULL, 0), 0);
+    ck_assert_int_eq(wal_table_put(&b, WAL_TABLE_HANDOFF, big, WAL_TABLE_KEY_MAX, NULL, 0), 0);
+    ck_assert_int_eq(wal_mark(&b, 0x77), 0);
+    ck_assert_int_eq(wal_table_put(&b, WAL_TABLE_HANDOFF, big, 0, NULL, 0), RK_EINVAL);
+    ck_assert_int_eq(wal_table_put(&b, WAL_TABLE_HANDOFF, big, sizeof(big), big, 1), RK_EINVAL);
+    ck_assert_int_eq(wal_end(&b, at, GEN), 0);
+    ck_assert_int_eq(parse(&b, b.len, GEN, &s, &valid), 0);
+    ck_assert_uint_eq(valid, b.len);
+    ck_assert_uint_eq(s.n, 6);
+    ck_assert_int_eq(s.it[0].kind, WAL_PUT);
+    ck_assert_int_eq(s.it[1].kind, WAL_TABLE_SET);
+    ck_assert_int_eq(s.it[1].table, WAL_TABLE_HANDOFF);
+    ck_assert_uint_eq(s.it[1].key_len, 4);
+    ck_assert_mem_eq(s.it[1].key, "ckpt", 4);
+    ck_assert_uint_eq(s.it[1].value_len, 4);
+    ck_assert_mem_eq(s.it[1].value, "at-3", 4);
+    ck_assert_int_eq(s.it[2].kind, WAL_TABLE_SET);
+    ck_assert_uint_eq(s.it[2].value_len, 0);
+    ck_assert_int_eq(s.it[3].kind, WAL_TABLE_DEL);
+    ck_assert_int_eq(s.it[3].table, WAL_TABLE_HANDOFF);
+    ck_assert_mem_eq(s.it[3].key, "old", 3);
+    ck_assert_int_eq(s.it[4].kind, WAL_TABLE_DEL);
+    ck_assert_uint_eq(s.it[4].key_len, WAL_TABLE_KEY_MAX);
+    ck_assert_int_eq(s.it[5].kind, WAL_MARK);
+    ck_assert_uint_eq(s.it[5].mark, 0x77);
     buf_free(&b);
 }
 END_TEST
@@ -416,6 +521,7 @@ static Suite *wal_suite(void)
         {"other_generation", test_other_generation},
         {"bad_item_is_damage", test_bad_item_is_damage},
         {"key_length_bounds", test_key_length_bounds},
+        {"table_items", test_table_items},
         {"drop_takes_items_back", test_drop_takes_items_back},
         {"header", test_header},
     };
