@@ -106,6 +106,21 @@ struct handoff_give {
 
 struct serve_pull;
 struct handoff;
+
+/*
+ * A batch's buffers: the answer's bytes, its items, its store operations.
+ * Lent to an arc from the pull's answer to the batch's end and kept in a
+ * pool between: one set per arc was a fresh 200-400 KiB (page faults) for
+ * every arc of a join, which is most arcs' only batch.
+ */
+struct handoff_bufs {
+    uint8_t *body;
+    size_t body_cap;
+    struct store_op *ops;
+    size_t ops_cap;
+    struct msg_handoff_item *items;
+};
+#define HANDOFF_POOL_MAX 64
 static void serve_scratch_free(struct handoff *h);
 
 /* A HANDOFF_DONE received: peer holds (start, end] of target. */
@@ -132,6 +147,8 @@ struct handoff {
     size_t n_give;
     struct handoff_told *told; /* HANDOFF_DONEs received for the target, whatever the plan */
     struct serve_pull *sp;     /* serve_pull()'s scratch, kept */
+    struct handoff_bufs pool[HANDOFF_POOL_MAX]; /* batch buffers between batches */
+    size_t n_pool;
     struct log_limit retry_log;
     struct msg_handoff_item *sp_items;
     size_t n_told;
@@ -189,6 +206,40 @@ static void in_free(struct handoff_in *t)
     free(t);
 }
 
+/* Lend t the pool's last set of batch buffers, when it has none. */
+static void bufs_take(struct handoff *h, struct handoff_in *t)
+{
+    struct handoff_bufs *b;
+
+    if (t->body != NULL || h->n_pool == 0) {
+        return;
+    }
+    b = &h->pool[--h->n_pool];
+    t->body = b->body;
+    t->body_cap = b->body_cap;
+    t->ops = b->ops;
+    t->ops_cap = b->ops_cap;
+    t->items = b->items;
+}
+
+/* t's batch ended: its buffers go back to the pool (when it has room). */
+static void bufs_give(struct handoff *h, struct handoff_in *t)
+{
+    if (t->body == NULL || h->n_pool == HANDOFF_POOL_MAX) {
+        return;
+    }
+    h->pool[h->n_pool++] = (struct handoff_bufs){.body = t->body,
+                                                 .body_cap = t->body_cap,
+                                                 .ops = t->ops,
+                                                 .ops_cap = t->ops_cap,
+                                                 .items = t->items};
+    t->body = NULL;
+    t->body_cap = 0;
+    t->ops = NULL;
+    t->ops_cap = 0;
+    t->items = NULL;
+}
+
 /* Drop the plan: transfers whose requests are out are orphaned, freed when they end. */
 static void plan_drop(struct handoff *h)
 {
@@ -226,6 +277,11 @@ void handoff_destroy(struct handoff *h)
     free(h->out);
     free(h->told);
     serve_scratch_free(h);
+    for (size_t i = 0; i < h->n_pool; i++) {
+        free(h->pool[i].body);
+        free(h->pool[i].ops);
+        free(h->pool[i].items);
+    }
     free(h->clean_arcs);
     free(h);
 }
@@ -758,6 +814,7 @@ static void batch_end(struct handoff_in *t, int rc)
     struct handoff *h = t->h;
 
     t->busy = false;
+    bufs_give(h, t);
     if (rc != 0) {
         in_failed(t, "apply", rc);
         return;
@@ -956,8 +1013,10 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
         return;
     }
     h->allowance += (double)h->cfg.batch_bytes; /* its charge when asked (in_ask_pull()) */
+    bufs_take(h, t);
     if (result != 0) {
         t->busy = false;
+        bufs_give(h, t);
         in_failed(t, "pull", result);
         return;
     }
@@ -973,6 +1032,7 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
     }
     if (t->body_cap < len || t->body == NULL || t->items == NULL) {
         t->busy = false;
+        bufs_give(h, t);
         in_failed(t, "pull", RK_ENOMEM);
         return;
     }
@@ -986,6 +1046,7 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
     }
     if (rc != 0) {
         t->busy = false;
+        bufs_give(h, t);
         in_failed(t, "pull", rc);
         return;
     }
@@ -994,6 +1055,7 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
                     (t->cur.started && !skey_after(s, a.next, a.next_len, &t->cur)))) {
         /* not done, and the cursor does not move on: asking again at once would spin */
         t->busy = false;
+        bufs_give(h, t);
         in_failed(t, "pull_no_progress", RK_ESYNTAX);
         return;
     }
