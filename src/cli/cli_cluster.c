@@ -202,11 +202,23 @@ static int cluster_json_print(json_t *j)
  * could not be asked (why in err), RK_ESYNTAX when it answered with an
  * error or a reply that is not a status (why in err).
  */
-static int status_fetch(const struct respc_opts *o, struct resp_reply **reply,
-                        struct view_status *s, char *err, size_t err_len)
+/* How a verb's reply is read into its view (cli_view.h); 0 or an error with why set. */
+typedef int (*fetch_parse_fn)(void *view, const struct resp_reply *reply, char *why,
+                              size_t why_len);
+
+/*
+ * Ask `RINGKV verb` on one connection under o's limits and read the reply
+ * into view.  Returns 0 with *reply (which the view points into; the
+ * caller frees both); RK_EIO when the node could not be asked, RK_ESYNTAX
+ * when it answered with an error or something else (why in err either
+ * way).
+ */
+static int cluster_fetch(const struct respc_opts *o, const char *verb, fetch_parse_fn parse,
+                         void *view, struct resp_reply **reply, char *err, size_t err_len)
 {
-    static const char *const cmd[] = {"RINGKV", "STATUS"};
+    const char *const cmd[] = {"RINGKV", verb};
     struct respc *c;
+    char why[400];
     int rc;
 
     *reply = NULL;
@@ -221,19 +233,26 @@ static int status_fetch(const struct respc_opts *o, struct resp_reply **reply,
     if ((*reply)->type == RESP_T_ERROR) {
         snprintf(err, err_len, "%s", (const char *)(*reply)->str);
         rc = RK_ESYNTAX;
-    } else {
-        char why[400];
-        rc = view_status_parse(s, *reply, why, sizeof(why));
-        if (rc != 0) {
-            snprintf(err, err_len, "unexpected reply to RINGKV STATUS: %s", why);
-            rc = RK_ESYNTAX;
-        }
+    } else if (parse(view, *reply, why, sizeof(why)) != 0) {
+        snprintf(err, err_len, "unexpected reply to RINGKV %s: %s", verb, why);
+        rc = RK_ESYNTAX;
     }
     if (rc != 0) {
         resp_reply_free(*reply);
         *reply = NULL;
     }
     return rc;
+}
+
+static int status_parse(void *view, const struct resp_reply *reply, char *why, size_t why_len)
+{
+    return view_status_parse(view, reply, why, why_len);
+}
+
+static int status_fetch(const struct respc_opts *o, struct resp_reply **reply,
+                        struct view_status *s, char *err, size_t err_len)
+{
+    return cluster_fetch(o, "STATUS", status_parse, s, reply, err, err_len);
 }
 
 static int status_print(const struct cluster_opts *o, const struct view_status *s)
@@ -782,41 +801,16 @@ int cli_cluster_leave(int argc, char **argv)
 
 /* --- transfers ------------------------------------------------------------------- */
 
-/*
- * One RINGKV TRANSFERS under conn's limits, read into v.  Returns 0 with
- * *reply (which v points into; the caller frees both); RK_EIO when the
- * node could not be asked, RK_ESYNTAX when it answered with an error or
- * something else (why in err either way).
- */
+static int transfers_parse(void *view, const struct resp_reply *reply, char *why, size_t why_len)
+{
+    return view_transfers_parse(view, reply, why, why_len);
+}
+
+/* One RINGKV TRANSFERS under conn's limits, read into v (cluster_fetch()). */
 static int transfers_fetch(const struct respc_opts *conn, struct resp_reply **reply,
                            struct view_transfers *v, char *err, size_t err_len)
 {
-    static const char *const cmd[] = {"RINGKV", "TRANSFERS"};
-    struct respc *c;
-    char why[400];
-    int rc;
-
-    *reply = NULL;
-    rc = respc_connect(&c, conn, err, err_len);
-    if (rc == 0) {
-        rc = respc_call(c, 2, cmd, NULL, reply, err, err_len);
-        respc_close(c);
-    }
-    if (rc != 0) {
-        return RK_EIO;
-    }
-    if ((*reply)->type == RESP_T_ERROR) {
-        snprintf(err, err_len, "%s", (const char *)(*reply)->str);
-        rc = RK_ESYNTAX;
-    } else if (view_transfers_parse(v, *reply, why, sizeof(why)) != 0) {
-        snprintf(err, err_len, "unexpected reply to RINGKV TRANSFERS: %s", why);
-        rc = RK_ESYNTAX;
-    }
-    if (rc != 0) {
-        resp_reply_free(*reply);
-        *reply = NULL;
-    }
-    return rc;
+    return cluster_fetch(conn, "TRANSFERS", transfers_parse, v, reply, err, err_len);
 }
 
 /* One frame: the table, or JSON (indented once; a compact line a frame under --watch). */

@@ -346,6 +346,28 @@ static void in_resume(struct handoff *h, struct handoff_in *t)
     }
 }
 
+/* A new transfer of mv's arc, pending, appended to *list (n entries). */
+static struct handoff_in *in_new(struct handoff *h, struct handoff_in ***list, size_t *n,
+                                 const struct ring_move *mv)
+{
+    struct handoff_in *t = calloc(1, sizeof(*t));
+    struct handoff_in **grown;
+
+    if (t == NULL || (grown = realloc(*list, (*n + 1) * sizeof(*grown))) == NULL) {
+        free(t);
+        return NULL;
+    }
+    *list = grown;
+    t->h = h;
+    t->start = mv->start;
+    t->end = mv->end;
+    t->state = IN_PENDING;
+    buf_init(&t->ckpt_val, 0);
+    store_cursor_init(&t->cur);
+    (*list)[(*n)++] = t;
+    return t;
+}
+
 /*
  * One transfer of the arc of mv: from the node that loses it, loser (an
  * index into mv->lose), or with no loser (the arc gains a replica without
@@ -354,20 +376,12 @@ static void in_resume(struct handoff *h, struct handoff_in *t)
 static int plan_add_in(struct handoff *h, const struct ring *ring, const struct ring *target,
                        const struct ring_move *mv, int loser)
 {
-    struct handoff_in *t = calloc(1, sizeof(*t));
-    struct handoff_in **grown;
+    struct handoff_in *t = in_new(h, &h->in, &h->n_in, mv);
     bool lose_left = false;
 
-    if (t == NULL || (grown = realloc(h->in, (h->n_in + 1) * sizeof(*grown))) == NULL) {
-        free(t);
+    if (t == NULL) {
         return RK_ENOMEM;
     }
-    h->in = grown;
-    t->h = h;
-    t->start = mv->start;
-    t->end = mv->end;
-    buf_init(&t->ckpt_val, 0);
-    store_cursor_init(&t->cur);
     for (size_t i = 0; i < mv->n_lose; i++) {
         lose_left |= ring_member_find(target, mv->lose[i]) < 0;
     }
@@ -390,8 +404,6 @@ static int plan_add_in(struct handoff *h, const struct ring *ring, const struct 
     if (loser > 0) {
         t->ckpt_key[1] = (uint8_t)('0' + loser); /* "i1", "i2"...: one checkpoint per loser */
     }
-    t->state = IN_PENDING;
-    h->in[h->n_in++] = t;
     in_resume(h, t);
     return 0;
 }
@@ -1569,28 +1581,18 @@ static void rep_prune(struct handoff *h)
 static int rep_add(struct handoff *h, const struct ring *new_ring, const struct ring_move *mv,
                    const char *source, unsigned idx)
 {
-    struct handoff_in *t = calloc(1, sizeof(*t));
-    struct handoff_in **grown;
+    struct handoff_in *t = in_new(h, &h->rep, &h->n_rep, mv);
 
-    if (t == NULL || (grown = realloc(h->rep, (h->n_rep + 1) * sizeof(*grown))) == NULL) {
-        free(t);
+    if (t == NULL) {
         return RK_ENOMEM;
     }
-    h->rep = grown;
-    t->h = h;
-    t->start = mv->start;
-    t->end = mv->end;
     t->repair = true;
-    buf_init(&t->ckpt_val, 0);
-    store_cursor_init(&t->cur);
     snprintf(t->kind, sizeof(t->kind), "repair");
     snprintf(t->sources[0], RING_NAME_MAX + 1, "%s", source);
     t->n_sources = 1;
     ckpt_key(t->ckpt_key, ring_digest(new_ring), t->start, t->end);
     t->ckpt_key[0] = 'r';
     t->ckpt_key[1] = (uint8_t)('0' + idx);
-    t->state = IN_PENDING;
-    h->rep[h->n_rep++] = t;
     in_resume(h, t);
     return 0;
 }
