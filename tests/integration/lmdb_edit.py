@@ -4,6 +4,8 @@ are an 8-byte ring position and the key (storage/store.c).
 
 lmdb_edit.py DATADIR save KEY FILE      write KEY's stored record bytes to FILE
 lmdb_edit.py DATADIR put KEY FILE       store FILE's bytes as KEY's record
+lmdb_edit.py DATADIR forget KEY         delete KEY's record, if it has one
+lmdb_edit.py DATADIR forget-hints -      delete every hint the node keeps
 lmdb_edit.py DATADIR damage KEY HOW     damage KEY's record (storage/record.h's layout):
     trunc    its last byte cut off          extra    a byte past its end
     zero     a sibling count of 0           format   an unknown format byte
@@ -17,6 +19,18 @@ import lmdb
 path, cmd, key = sys.argv[1], sys.argv[2], sys.argv[3].encode()
 env = lmdb.open(path, subdir=True, max_dbs=8, map_size=1 << 34)
 db = env.open_db(b"data", create=False)
+if cmd == "forget-hints":
+    hints = env.open_db(b"hints", create=False)
+    with env.begin(write=True, db=hints) as txn:
+        txn.drop(hints, delete=False)
+    env.close()
+    sys.exit(0)
+if cmd == "forget":
+    with env.begin(write=True, db=db) as txn:
+        for k in [k for k, _ in txn.cursor() if k[8:] == key]:
+            txn.delete(k)
+    env.close()
+    sys.exit(0)
 with env.begin(write=True, db=db) as txn:
     found = [(k, v) for k, v in txn.cursor() if k[8:] == key]
     if len(found) != 1:
