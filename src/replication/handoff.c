@@ -91,10 +91,9 @@ struct handoff_in {
 /* An arc served to a pulling node. */
 struct handoff_out {
     char peer[RING_NAME_MAX + 1];
-    uint64_t target, start, end;
+    uint64_t target;
     uint64_t keys, bytes;
     uint64_t first_ms, last_ms;
-    bool done;
 };
 
 /* An arc this node gives while leaving: done once its gainer said so. */
@@ -1398,7 +1397,6 @@ static int serve_done(struct handoff *h, const char *peer, const uint8_t *body, 
                       struct buf *out)
 {
     struct msg_handoff_done m;
-    struct handoff_out *o;
     bool known = false;
     int rc = msg_handoff_done_decode(body, len, &m);
 
@@ -1419,9 +1417,6 @@ static int serve_done(struct handoff *h, const char *peer, const uint8_t *body, 
             snprintf(h->told[h->n_told].peer, sizeof(h->told[0].peer), "%s", peer);
             h->n_told++;
         }
-    }
-    if ((o = out_entry(h, peer, m.target)) != NULL) {
-        o->done = true;
     }
     return msg_handoff_done_answer_encode(&(struct msg_handoff_done_answer){.status = MSG_KV_OK},
                                           out);
