@@ -2293,49 +2293,50 @@ static void digest_advance(struct digest_ctx *dc, unsigned part)
 static int digest_visit(void *ctx, const struct store_item *it)
 {
     struct digest_ctx *dc = ctx;
-    uint8_t head[12], *canon = NULL;
+    uint8_t head[12], one[8], *canon = NULL;
+    const uint8_t *form, *form_tail = NULL;
+    size_t form_len, tail_len = 0;
     struct record r;
-    size_t canon_len = 0;
     int rc;
 
     /*
-     * One sibling (nearly every key): its canonical form is the record's own
-     * bytes after the 4-byte head (format 1, flags 0, n 1), as the records
-     * this store writes are record_encode()'s, which is what
-     * record_canonical() encodes each sibling with: no decoding needed.
+     * One sibling (nearly every key): its canonical form is the count 1, the
+     * sibling's length, and the record's own bytes after the 4-byte head
+     * (format 1, flags 0, n 1), as the records this store writes are
+     * record_encode()'s, which is what record_canonical() encodes each
+     * sibling with: no decoding needed.
      */
     if (it->record_len > 4 && it->record[0] == 1 && it->record[1] == 0 &&
         bytes_get_be16(it->record + 2) == 1) {
-        uint8_t one[8];
         bytes_put_be32(one, 1);
         bytes_put_be32(one + 4, (uint32_t)(it->record_len - 4));
-        digest_advance(dc, digest_part(dc, it->pos));
-        bytes_put_be64(head, it->pos);
-        bytes_put_be32(head + 8, (uint32_t)it->key_len);
-        crypto_generichash_update(&dc->st, head, sizeof(head));
-        crypto_generichash_update(&dc->st, it->key, it->key_len);
-        crypto_generichash_update(&dc->st, one, sizeof(one));
-        crypto_generichash_update(&dc->st, it->record + 4, it->record_len - 4);
-        dc->keys++;
-        return 0;
-    }
-    record_init(&r);
-    rc = record_decode(it->record, it->record_len, &r);
-    if (rc != 0) {
+        form = one;
+        form_len = sizeof(one);
+        form_tail = it->record + 4;
+        tail_len = it->record_len - 4;
+    } else {
+        record_init(&r);
+        rc = record_decode(it->record, it->record_len, &r);
+        if (rc != 0) {
+            record_deinit(&r);
+            return rc == RK_ENOMEM ? rc : RK_ESYNTAX;
+        }
+        rc = record_canonical(&r, &canon, &form_len);
         record_deinit(&r);
-        return rc == RK_ENOMEM ? rc : RK_ESYNTAX;
-    }
-    rc = record_canonical(&r, &canon, &canon_len);
-    record_deinit(&r);
-    if (rc != 0) {
-        return rc;
+        if (rc != 0) {
+            return rc;
+        }
+        form = canon;
     }
     digest_advance(dc, digest_part(dc, it->pos));
     bytes_put_be64(head, it->pos);
     bytes_put_be32(head + 8, (uint32_t)it->key_len);
     crypto_generichash_update(&dc->st, head, sizeof(head));
     crypto_generichash_update(&dc->st, it->key, it->key_len);
-    crypto_generichash_update(&dc->st, canon, canon_len);
+    crypto_generichash_update(&dc->st, form, form_len);
+    if (tail_len > 0) {
+        crypto_generichash_update(&dc->st, form_tail, tail_len);
+    }
     free(canon);
     dc->keys++;
     return 0;
