@@ -25,23 +25,6 @@ static bool transfers_up(void *ctx, const char *id)
     return rpc_member_up(ctx, id);
 }
 
-static int transfers_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body, size_t len,
-                         coord_answer_fn done, void *dctx)
-{
-    struct coord_hooks h;
-
-    rpc_coord_hooks(ctx, &h);
-    return h.ask(ctx, id, op, body, len, done, dctx);
-}
-
-static size_t transfers_body_max(void *ctx, const char *id)
-{
-    struct coord_hooks h;
-
-    rpc_coord_hooks(ctx, &h);
-    return h.body_max(ctx, id);
-}
-
 static void transfers_tick(EV_P_ ev_timer *w, int revents)
 {
     struct server *n = w->data;
@@ -87,8 +70,12 @@ int transfers_start(struct server *n, char *err, size_t err_len)
                                  .rate = n->cfg.handoff_rate,
                                  .concurrency = n->cfg.handoff_concurrency,
                                  .batch_bytes = 256 * 1024};
-    struct handoff_hooks hooks = {
-        .ctx = n, .ask = transfers_ask, .up = transfers_up, .body_max = transfers_body_max};
+    struct coord_hooks ch;
+    struct handoff_hooks hooks;
+
+    rpc_coord_hooks(n, &ch); /* the coordinator's way to its peers serves the handoff too */
+    hooks = (struct handoff_hooks){
+        .ctx = n, .ask = ch.ask, .up = transfers_up, .body_max = ch.body_max};
 
     snprintf(cfg.self, sizeof(cfg.self), "%s", n->cfg.id);
     if (handoff_create(&n->handoff, n->store, &cfg, &hooks) != 0) {
