@@ -17,7 +17,8 @@
  *   digest  [id str, generation uint, version uint]
  *   entry   [id str, rack str, tokens uint, peer_addr str, client_addr str,
  *            status uint, generation uint, version uint, instance bin,
- *            ring_version uint, digest uint, target uint]
+ *            ring_version uint, digest uint, target uint,
+ *            target_tokens uint]
  *   cluster [rf uint, conflicts str, ring_seed bin 16], or nil
  *   CREDIT  [9, grant uint, window uint]                       (version 2)
  *   BULK    [10, seq uint, data bin]                           (version 2)
@@ -29,7 +30,8 @@
  * Its frame_max (the largest frame the sender reads) was appended the same
  * way within message set 3; absent, it decodes as 0, not announced.
  * An entry's target (the target ring's digest) was appended the same way;
- * an entry of 11 fields decodes with target 0, not told.
+ * an entry of 11 fields decodes with target 0, not told.  Its
+ * target_tokens (a token count the member moves to) after it: absent, 0.
  * PING's generation and version (the sender's heartbeat) were appended the
  * same way; absent, they decode as 0, and a PONG never carries them.
  *
@@ -93,12 +95,13 @@
 /* Bytes of a member's instance: a random 128-bit value. */
 #define MSG_INSTANCE_LEN sizeof(((struct msg_member *)0)->instance)
 /*
- * Fields of a member entry: those every entry has (target came later: an
- * entry of 11 fields decodes with target 0), and those this version
- * writes.  Fields of a digest.
+ * Fields of a member entry: those every entry has (target and
+ * target_tokens came later: an entry of 11 fields decodes with both 0, one
+ * of 12 with target_tokens 0), and those this version writes.  Fields of a
+ * digest.
  */
 #define MSG_MEMBER_V1_FIELDS 11
-#define MSG_MEMBER_FIELDS 12
+#define MSG_MEMBER_FIELDS 13
 #define MSG_DIGEST_FIELDS 3
 #define MSG_CLUSTER_FIELDS 3
 /* IDENT's fields in message-set version 1, and with those appended since: proto, cluster,
@@ -267,7 +270,7 @@ bool msg_member_valid(const struct msg_member *e)
 {
     return msg_name_valid(e->id, sizeof(e->id)) && msg_name_valid(e->rack, sizeof(e->rack)) &&
            e->tokens >= RING_TOKENS_MIN && e->tokens <= RING_TOKENS_MAX &&
-           e->status <= MSG_MEMBER_STATUS_MAX &&
+           e->target_tokens <= RING_TOKENS_MAX && e->status <= MSG_MEMBER_STATUS_MAX &&
            msg_addr_valid(e->peer_addr, sizeof(e->peer_addr)) &&
            msg_addr_valid(e->client_addr, sizeof(e->client_addr));
 }
@@ -376,7 +379,7 @@ static int msg_member_encode(msgpack_packer *pk, const struct msg_member *e)
         msgpack_pack_uint64(pk, e->version) != 0 || msgpack_pack_bin(pk, MSG_INSTANCE_LEN) != 0 ||
         msgpack_pack_bin_body(pk, e->instance, MSG_INSTANCE_LEN) != 0 ||
         msgpack_pack_uint64(pk, e->ring_version) != 0 || msgpack_pack_uint64(pk, e->digest) != 0 ||
-        msgpack_pack_uint64(pk, e->target) != 0) {
+        msgpack_pack_uint64(pk, e->target) != 0 || msgpack_pack_uint32(pk, e->target_tokens) != 0) {
         return RK_ENOMEM;
     }
     return 0;
@@ -729,7 +732,8 @@ static int msg_ident_decode(struct mp_reader *r, size_t present, struct msg *m)
 /*
  * One entry.  Numbers over their bound (tokens, status) are RK_ETOOBIG as
  * they are read; the other rules of msg_member_valid() are RK_ESYNTAX.  An
- * entry of 11 fields (before target) has target 0.
+ * entry of 11 fields (before target) has target 0, one of 11 or 12 (before
+ * target_tokens) target_tokens 0.
  */
 static int msg_member_decode(struct mp_reader *r, struct msg_member *e)
 {
@@ -750,13 +754,17 @@ static int msg_member_decode(struct mp_reader *r, struct msg_member *e)
     mp_read_uint(r, &e->ring_version);
     mp_read_uint(r, &e->digest);
     e->target = 0;
+    e->target_tokens = 0;
     if (n > MSG_MEMBER_V1_FIELDS) {
         mp_read_uint(r, &e->target);
+    }
+    if (n > MSG_MEMBER_V1_FIELDS + 1) {
+        msg_read_uint32(r, RING_TOKENS_MAX, &e->target_tokens);
     }
     if (r->err == 0 && !msg_member_valid(e)) {
         return msg_fail(r, RK_ESYNTAX);
     }
-    return msg_skip_rest(r, n > MSG_MEMBER_V1_FIELDS ? n - MSG_MEMBER_FIELDS : 0);
+    return msg_skip_rest(r, n > MSG_MEMBER_FIELDS ? n - MSG_MEMBER_FIELDS : 0);
 }
 
 static int msg_digest_decode(struct mp_reader *r, struct msg_digest *d)

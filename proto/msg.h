@@ -140,6 +140,14 @@ struct msg_member {
      * node that predates it).
      */
     uint64_t target;
+    /*
+     * The token count the member moves to (`ringkv tokens`): its tokens
+     * in the target ring, while its tokens in the ring in force stay
+     * `tokens` until the arcs that move are handed off.  0: no change of
+     * its token count under way (or an entry of 11 or 12 fields, from a
+     * node that predates it).
+     */
+    uint32_t target_tokens;
 };
 
 /* (id, generation, version): what a SYN says it knows of a member. */

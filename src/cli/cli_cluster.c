@@ -63,6 +63,7 @@
 #define REMOVE_USAGE "ringkv remove " CONN_OPTS " [--json] [--dry-run] ID"
 #define LEAVE_USAGE "ringkv leave " CONN_OPTS " [--json] [--dry-run] [NODE]"
 #define TRANSFERS_USAGE "ringkv transfers " CONN_OPTS " [--json] [--watch [SECONDS]]"
+#define TOKENS_USAGE "ringkv tokens " CONN_OPTS " [--json] [--dry-run] [--force] NODE N"
 
 /* Time between two polls of --wait: ten a second, as the CLI's contract promises. */
 #define STATUS_POLL_MS 100
@@ -80,7 +81,7 @@
 /* The longest --watch SECONDS: a week, past any handoff's length at the slowest handoff-rate. */
 #define TRANSFERS_WATCH_MAX_S 604800
 
-enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT, OPT_DEEP, OPT_WATCH, OPT_DRY_RUN };
+enum { OPT_JSON = 256, OPT_WAIT, OPT_RF, OPT_DOT, OPT_DEEP, OPT_WATCH, OPT_DRY_RUN, OPT_FORCE };
 
 /*
  * The options beyond -H, -t and --json that a verb takes; TAKES_ID: one
@@ -95,15 +96,17 @@ enum {
     TAKES_WATCH = 32,
     TAKES_ID_OPT = 64,
     TAKES_DRY_RUN = 128,
+    TAKES_COUNT = 256, /* after the id, a token count; and --force */
 };
 
 struct cluster_opts {
     struct respc_opts conn;
-    bool json, dot, wait, deep, watch, dry_run;
+    bool json, dot, wait, deep, watch, dry_run, force;
     bool timeout_given; /* -t or RINGKV_TIMEOUT */
     long rf;            /* 0: the node's own */
     long watch_s;       /* --watch SECONDS; 0: until the change is done */
     const char *id;     /* TAKES_ID, TAKES_ID_OPT (NULL: none given) */
+    long count;         /* TAKES_COUNT */
     const char *addr;   /* -H as given, NULL when not */
 };
 
@@ -111,12 +114,17 @@ struct cluster_opts {
 static int cluster_parse(int argc, char **argv, const char *usage, unsigned flags,
                          struct cluster_opts *o)
 {
-    static const struct option opts[] = {
-        {"host", required_argument, NULL, 'H'},      {"timeout", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, OPT_JSON},       {"wait", required_argument, NULL, OPT_WAIT},
-        {"rf", required_argument, NULL, OPT_RF},     {"dot", no_argument, NULL, OPT_DOT},
-        {"deep", no_argument, NULL, OPT_DEEP},       {"watch", optional_argument, NULL, OPT_WATCH},
-        {"dry-run", no_argument, NULL, OPT_DRY_RUN}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"host", required_argument, NULL, 'H'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, OPT_JSON},
+                                         {"wait", required_argument, NULL, OPT_WAIT},
+                                         {"rf", required_argument, NULL, OPT_RF},
+                                         {"dot", no_argument, NULL, OPT_DOT},
+                                         {"deep", no_argument, NULL, OPT_DEEP},
+                                         {"watch", optional_argument, NULL, OPT_WATCH},
+                                         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+                                         {"force", no_argument, NULL, OPT_FORCE},
+                                         {0, 0, 0, 0}};
     const char *addr = NULL, *timeout = NULL;
     int c;
 
@@ -143,6 +151,8 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
             o->deep = true;
         } else if (c == OPT_DRY_RUN && (flags & TAKES_DRY_RUN)) {
             o->dry_run = true;
+        } else if (c == OPT_FORCE && (flags & TAKES_COUNT)) {
+            o->force = true;
         } else if (c == OPT_WATCH && (flags & TAKES_WATCH)) {
             o->watch = true;
             if (optarg != NULL &&
@@ -167,6 +177,13 @@ static int cluster_parse(int argc, char **argv, const char *usage, unsigned flag
     }
     if ((flags & (TAKES_ID | TAKES_ID_OPT)) && optind < argc) {
         o->id = argv[optind++];
+    }
+    if ((flags & TAKES_COUNT) && optind == argc) {
+        return cli_usage(usage, "how many tokens? give the count after the member's id");
+    }
+    if ((flags & TAKES_COUNT) &&
+        !cli_parse_long("N", argv[optind++], RING_TOKENS_MIN, RING_TOKENS_MAX, &o->count)) {
+        return CLI_USAGE;
     }
     if (optind != argc) {
         return cli_usage(usage, "unexpected argument '%s'", argv[optind]);
@@ -568,12 +585,13 @@ static long long plan_int(const struct resp_reply *m, const char *key)
  * RINGKV PLAN change id at conn: what the change would move, as a table
  * or JSON; nothing is changed.
  */
-static int plan_run(const struct respc_opts *conn, const char *change, const char *id, bool json)
+static int plan_run(const struct respc_opts *conn, const char *change, const char *id,
+                    const char *count, bool json)
 {
-    const char *cmd[4] = {"RINGKV", "PLAN", change, id};
+    const char *cmd[5] = {"RINGKV", "PLAN", change, id, count};
     struct resp_reply *reply = NULL;
     const struct resp_reply *owners;
-    int rc = cli_data_request(conn, 4, cmd, NULL, &reply);
+    int rc = cli_data_request(conn, count != NULL ? 5 : 4, cmd, NULL, &reply);
 
     if (rc != CLI_OK) {
         return rc;
@@ -583,7 +601,11 @@ static int plan_run(const struct respc_opts *conn, const char *change, const cha
     } else if (json) {
         rc = cluster_json_print(plan_json(reply));
     } else {
-        printf("dry run: %s %s (nothing is changed)\n", change[0] == 'L' ? "leave" : "remove", id);
+        printf("dry run: %s %s%s%s (nothing is changed)\n",
+               change[0] == 'L'   ? "leave"
+               : change[0] == 'R' ? "remove"
+                                  : "tokens",
+               id, count != NULL ? " " : "", count != NULL ? count : "");
         printf("ring %s -> %s\n", plan_str(reply, "ring"), plan_str(reply, "target"));
         printf("the replica sets of %.1f%% of the ring change: %lld arcs to copy, about %lld "
                "keys and %lld bytes (estimated from %s's data)\n",
@@ -612,7 +634,7 @@ static int plan_leave(const struct cluster_opts *o)
     int rc;
 
     if (o->id != NULL) {
-        return plan_run(&o->conn, "LEAVE", o->id, o->json);
+        return plan_run(&o->conn, "LEAVE", o->id, NULL, o->json);
     }
     rc = cli_data_request(&o->conn, 2, cmd, NULL, &reply);
     if (rc != CLI_OK) {
@@ -624,7 +646,7 @@ static int plan_leave(const struct cluster_opts *o)
         snprintf(id, sizeof(id), "%s", plan_str(reply, "node"));
     }
     resp_reply_free(reply);
-    return rc != CLI_OK ? rc : plan_run(&o->conn, "LEAVE", id, o->json);
+    return rc != CLI_OK ? rc : plan_run(&o->conn, "LEAVE", id, NULL, o->json);
 }
 
 /* --- remove ---------------------------------------------------------------------- */
@@ -640,7 +662,7 @@ int cli_cluster_remove(int argc, char **argv)
         return rc;
     }
     if (o.dry_run) {
-        return plan_run(&o.conn, "REMOVE", o.id, o.json);
+        return plan_run(&o.conn, "REMOVE", o.id, NULL, o.json);
     }
     cmd[2] = o.id;
     rc = cli_data_request(&o.conn, 3, cmd, NULL, &reply);
@@ -796,6 +818,78 @@ int cli_cluster_leave(int argc, char **argv)
     printf("%s is leaving: the nodes that gain its arcs copy them, then it stops; watch with "
            "`ringkv -H %s transfers --watch`\n",
            who, at);
+    return CLI_OK;
+}
+
+/* --- tokens --------------------------------------------------------------------- */
+
+/*
+ * RINGKV TOKENS n [FORCE] at conn; who names the node.  Sets *queued when
+ * the node queued the change behind another.  CLI_OK, or CLI_ERROR after
+ * one sentence.
+ */
+static int tokens_ask(const struct respc_opts *conn, const char *who, const char *count, bool force,
+                      bool *queued)
+{
+    const char *cmd[4] = {"RINGKV", "TOKENS", count, "FORCE"};
+    struct resp_reply *reply = NULL;
+    struct respc *c;
+    char err[512];
+    int rc;
+
+    rc = respc_connect(&c, conn, err, sizeof(err));
+    if (rc == 0) {
+        rc = respc_call(c, force ? 4 : 3, cmd, NULL, &reply, err, sizeof(err));
+        respc_close(c);
+    }
+    if (rc != 0) {
+        return cli_error("cannot ask %s to change its token count: %s", who, err);
+    }
+    if (reply->type == RESP_T_ERROR) {
+        rc = cli_error("%s refused the token count: %s", who, (const char *)reply->str);
+    } else if (reply->type != RESP_T_SIMPLE) {
+        rc = cluster_bad_reply("RINGKV TOKENS", "not a status line");
+    } else {
+        *queued = strcmp((const char *)reply->str, "QUEUED") == 0;
+    }
+    resp_reply_free(reply);
+    return rc;
+}
+
+int cli_cluster_tokens(int argc, char **argv)
+{
+    struct cluster_opts o;
+    struct respc_opts conn;
+    char who[ADDR_HOST_MAX + 96], at[ADDR_HOST_MAX + 16], count[16];
+    bool queued = false;
+    int rc = cluster_parse(argc, argv, TOKENS_USAGE, TAKES_ID | TAKES_COUNT | TAKES_DRY_RUN, &o);
+
+    if (rc != 0) {
+        return rc;
+    }
+    snprintf(count, sizeof(count), "%ld", o.count);
+    if (o.dry_run) {
+        return plan_run(&o.conn, "TOKENS", o.id, count, o.json);
+    }
+    conn = o.conn;
+    if (leave_find(&o, &conn) != CLI_OK) {
+        return CLI_ERROR;
+    }
+    addr_format(at, sizeof(at), conn.host, conn.port);
+    snprintf(who, sizeof(who), "%s at %s", o.id, at);
+    rc = tokens_ask(&conn, who, count, o.force, &queued);
+    if (rc != CLI_OK) {
+        return rc;
+    }
+    if (o.json) {
+        return cluster_json_print(json_pack("{s:s, s:s, s:i, s:b}", "node", o.id, "addr", at,
+                                            "tokens", (int)o.count, "queued", queued));
+    }
+    printf("%s %s %ld tokens: the arcs that move are copied to their new owners, then the ring "
+           "takes the new count (saved: it overrides the configured count from now on); watch "
+           "with `ringkv -H %s transfers --watch`\n",
+           who, queued ? "will move to (after the ring change under way)" : "is moving to", o.count,
+           at);
     return CLI_OK;
 }
 

@@ -27,6 +27,7 @@ int cli_cluster_remove(int argc, char **argv);
  * unreachable, or the node refuses (why on stderr).
  */
 int cli_cluster_leave(int argc, char **argv);
+int cli_cluster_tokens(int argc, char **argv);
 /*
  * transfers: the node's ownership handoff (RINGKV TRANSFERS), exit 0.
  * With --watch [SECONDS], a frame a second until no change is under way

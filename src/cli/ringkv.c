@@ -55,6 +55,9 @@ static const struct cli_verb ringkv_verbs[] = {
     {"leave", cli_cluster_leave,
      "[--json] [NODE]   the node asked (or NODE, a member it knows) hands its arcs to the others "
      "and stops"},
+    {"tokens", cli_cluster_tokens,
+     "[--json] [--dry-run] [--force] NODE N   NODE's token count becomes N at run time: the arcs "
+     "that move are handed off first; saved, it overrides the configured count"},
     {"transfers", cli_cluster_transfers,
      "[--json] [--watch [SECONDS]]   the node's ownership handoff: each arc copied in or out, "
      "with keys, bytes, rate and ETA; --watch: until no change is under way"},

@@ -56,6 +56,9 @@ struct gossip {
     bool removed;                    /* an operator removed this node: stop at the next round */
     bool syn_complete;               /* our last SYN listed every member we hold */
     struct gossip_removal *removals; /* operator removals whose save is in flight */
+    struct gossip_retoken *retokens; /* token counts whose save is in flight */
+    bool tokens_override;            /* cfg.tokens is the count `ringkv tokens` saved */
+    uint32_t tokens_queued;          /* a token count waiting for the change under way; 0 none */
     uint8_t instance[16];
     char conflict_addr[MSG_ADDR_MAX]; /* the last address logged as claiming our id */
     struct gossip_dial {
@@ -260,6 +263,11 @@ static void gossip_self_entry(struct gossip *g, uint64_t generation, const struc
     memcpy(e->instance, g->instance, sizeof(e->instance));
     if (saved != NULL && membership_in_ring(saved->status)) {
         e->status = saved->status;
+        if (g->tokens_override && saved->tokens != c->tokens) {
+            /* a change `ringkv tokens` asked for and not yet done: resumed by handoff */
+            e->tokens = saved->tokens;
+            e->target_tokens = c->tokens;
+        }
     } else {
         e->status = c->n_seeds > 0 ? MSG_MEMBER_JOINING : MSG_MEMBER_NORMAL;
     }
@@ -470,6 +478,8 @@ static int gossip_churn_alarm(struct gossip *g, struct membership *scratch,
     return RK_EINVAL;
 }
 
+static void gossip_load_tokens(struct gossip *g);
+
 /*
  * The saved table, read and tried in a scratch table before anything is
  * written (a refused start leaves the directory as it was), then our
@@ -489,6 +499,7 @@ static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t
         return rc;
     }
     have = len > 0 && gossip_saved_self(blob, len, g->cfg.id, &saved);
+    gossip_load_tokens(g);
     if (have && g->cfg.join_by_handoff && g->cfg.n_seeds == 0 &&
         (saved.status == MSG_MEMBER_LEFT || saved.status == MSG_MEMBER_REMOVED)) {
         snprintf(err, err_len,
@@ -505,7 +516,8 @@ static int gossip_load(struct gossip *g, uint64_t *generation, char *err, size_t
     }
     if (rc == 0 && scratch != NULL && have && membership_in_ring(saved.status) &&
         !g->cfg.force_ring_change &&
-        (saved.tokens != g->cfg.tokens || strcmp(saved.rack, g->cfg.rack) != 0)) {
+        ((saved.tokens != g->cfg.tokens && !g->tokens_override) ||
+         strcmp(saved.rack, g->cfg.rack) != 0)) {
         rc = gossip_churn_alarm(g, scratch, &saved, err, err_len);
     }
     if (scratch != NULL) {
@@ -554,6 +566,199 @@ int gossip_create(struct gossip **out, const struct gossip_settings *settings,
         (unsigned long long)generation, membership_count(g->m),
         (unsigned long long)membership_epoch(g->m), (unsigned long long)membership_digest(g->m));
     return 0;
+}
+
+/* --- token count changes ------------------------------------------------------ */
+
+/*
+ * The token count `ringkv tokens` saved (meta "tokens", 4 bytes big-endian)
+ * overrides the settings' (ringkvd.conf's `tokens`), and says so once.
+ */
+static void gossip_load_tokens(struct gossip *g)
+{
+    uint8_t v[4];
+    size_t len;
+
+    if (g->cfg.store == NULL ||
+        store_table_get(g->cfg.store, STORE_TABLE_META, "tokens", 6, v, sizeof(v), &len) != 0 ||
+        len != 4 || bytes_get_be32(v) < RING_TOKENS_MIN || bytes_get_be32(v) > RING_TOKENS_MAX) {
+        return;
+    }
+    g->tokens_override = true;
+    if (bytes_get_be32(v) != g->cfg.tokens) {
+        LOG(LOG_WARN, "tokens_override",
+            "tokens=%u config_tokens=%u msg=\"the token count set by ringkv tokens overrides the "
+            "configured one\"",
+            bytes_get_be32(v), g->cfg.tokens);
+        g->cfg.tokens = bytes_get_be32(v);
+    }
+}
+
+/* A token count being saved before it takes effect; g NULL once the gossip is gone. */
+struct gossip_retoken {
+    struct gossip_retoken *next;
+    struct gossip *g;
+    struct store_op op;
+    uint32_t tokens;
+    gossip_tokens_fn done;
+    void *ctx;
+    uint8_t value[4];
+};
+
+/* Whether a change of the ring is under way here or anywhere we see. */
+static bool gossip_changing(const struct gossip *g)
+{
+    return !gossip_agreed(g, true);
+}
+
+/* Our entry moves to tokens in the target ring (the count in force: back, no change). */
+static int gossip_tokens_begin(struct gossip *g, uint32_t tokens)
+{
+    const struct msg_member *self = &membership_self(g->m)->e;
+    uint32_t before = self->target_tokens != 0 ? self->target_tokens : self->tokens;
+    int rc = membership_set_tokens(g->m, self->tokens, tokens);
+
+    if (rc != 0) {
+        return rc;
+    }
+    g->dirty = true;
+    g->tokens_queued = 0;
+    LOG(LOG_INFO, "tokens_changing",
+        "tokens=%u target_tokens=%u was=%u digest=%016llx target=%016llx", self->tokens, tokens,
+        before, (unsigned long long)membership_digest(g->m),
+        (unsigned long long)membership_target_digest(g->m));
+    gossip_event(g, "tokens_changing", g->cfg.id);
+    return 0;
+}
+
+static void gossip_retoken_saved(struct store_op *op, void *ctx)
+{
+    struct gossip_retoken *t = ctx;
+    struct gossip *g = t->g;
+    const struct msg_member *self;
+    char err[256] = "";
+    bool queued = false;
+    int rc = op->result;
+
+    if (g != NULL) {
+        struct gossip_retoken **at = &g->retokens;
+        while (*at != t) {
+            at = &(*at)->next;
+        }
+        *at = t->next;
+    }
+    if (rc != 0) {
+        snprintf(err, sizeof(err), "cannot save the token count: %s; nothing changed",
+                 rk_strerror(rc));
+    } else if (g == NULL) {
+        rc = RK_ECLOSED;
+        snprintf(err, sizeof(err), "the node is stopping; the count is saved and taken at start");
+    } else {
+        g->tokens_override = true;
+        g->cfg.tokens = t->tokens;
+        self = &membership_self(g->m)->e;
+        if (t->tokens == self->tokens && self->target_tokens == 0) {
+            g->tokens_queued = 0; /* the count it has: nothing moves */
+        } else if (self->target_tokens == 0 && gossip_changing(g)) {
+            g->tokens_queued = t->tokens; /* another change first (gossip_tokens_unqueue()) */
+            queued = true;
+            LOG(LOG_INFO, "tokens_queued",
+                "tokens=%u target_tokens=%u msg=\"a ring change is under way; this one starts "
+                "when it is done\"",
+                self->tokens, t->tokens);
+        } else {
+            rc = gossip_tokens_begin(g, t->tokens);
+            if (rc != 0) {
+                snprintf(err, sizeof(err), "cannot change the token count: %s", rk_strerror(rc));
+            }
+        }
+    }
+    t->done(t->ctx, rc, queued, err);
+    free(t);
+}
+
+int gossip_set_tokens(struct gossip *g, uint32_t tokens, gossip_tokens_fn done, void *ctx,
+                      char *err, size_t err_len)
+{
+    const struct msg_member *self = &membership_self(g->m)->e;
+    struct gossip_retoken *t;
+    int rc;
+
+    if (tokens < RING_TOKENS_MIN || tokens > RING_TOKENS_MAX) {
+        snprintf(err, err_len, "tokens must be %u to %u", RING_TOKENS_MIN, RING_TOKENS_MAX);
+        return RK_EINVAL;
+    }
+    if (self->status != MSG_MEMBER_NORMAL) {
+        snprintf(err, err_len,
+                 "this node is %s, not normal: its token count changes only in the ring",
+                 membership_status_names[self->status]);
+        return RK_EINVAL;
+    }
+    if (g->cfg.store == NULL) {
+        snprintf(err, err_len, "no data directory to save the count in");
+        return RK_EINVAL;
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return RK_ENOMEM;
+    }
+    t->g = g;
+    t->tokens = tokens;
+    t->done = done;
+    t->ctx = ctx;
+    bytes_put_be32(t->value, tokens);
+    store_op_init(&t->op, STORE_OP_TABLE_PUT);
+    t->op.table = STORE_TABLE_META;
+    t->op.key = (const uint8_t *)"tokens";
+    t->op.key_len = 6;
+    t->op.value = t->value;
+    t->op.value_len = 4;
+    t->op.done = gossip_retoken_saved;
+    t->op.ctx = t;
+    rc = store_submit(g->cfg.store, &t->op);
+    if (rc != 0) {
+        snprintf(err, err_len, "cannot save the token count: %s", rk_strerror(rc));
+        free(t);
+        return rc;
+    }
+    t->next = g->retokens;
+    g->retokens = t;
+    return 0;
+}
+
+/* A queued count starts once no change is under way (each round). */
+static void gossip_tokens_unqueue(struct gossip *g)
+{
+    if (g->tokens_queued != 0 && membership_self(g->m)->e.status == MSG_MEMBER_NORMAL &&
+        !gossip_changing(g)) {
+        (void)gossip_tokens_begin(g, g->tokens_queued);
+    }
+}
+
+int gossip_tokens_done(struct gossip *g)
+{
+    const struct msg_member *self = &membership_self(g->m)->e;
+    uint32_t before = self->tokens, tokens = self->target_tokens;
+    int rc;
+
+    if (tokens == 0) {
+        return 0;
+    }
+    rc = membership_set_tokens(g->m, tokens, 0);
+    if (rc != 0) {
+        return rc;
+    }
+    g->dirty = true;
+    LOG(LOG_INFO, "tokens_changed", "tokens=%u was=%u digest=%016llx", tokens, before,
+        (unsigned long long)membership_digest(g->m));
+    gossip_event(g, "tokens_changed", g->cfg.id);
+    return 0;
+}
+
+uint32_t gossip_tokens_queued(const struct gossip *g)
+{
+    return g->tokens_queued;
 }
 
 /* --- sending ------------------------------------------------------------------ */
@@ -1316,6 +1521,7 @@ void gossip_round(struct gossip *g)
         }
     }
     gossip_seed(g, live, down, seed);
+    gossip_tokens_unqueue(g);
     if (g->dirty) {
         gossip_save(g);
     }
@@ -1355,6 +1561,9 @@ void gossip_destroy(struct gossip *g)
     }
     for (struct gossip_removal *r = g->removals; r != NULL; r = r->next) {
         r->g = NULL; /* its completion, when the store dispatches it, only reports */
+    }
+    for (struct gossip_retoken *t = g->retokens; t != NULL; t = t->next) {
+        t->g = NULL;
     }
     membership_destroy(g->m);
     free(g->dials);

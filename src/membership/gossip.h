@@ -244,4 +244,27 @@ bool gossip_table_whole(const struct gossip *g);
  */
 int gossip_set_status(struct gossip *g, enum msg_member_status status);
 
+/*
+ * Change our token count at run time (`ringkv tokens`).  The count is
+ * saved first (meta "tokens": from then on it overrides the settings'
+ * tokens at every start, and the node logs tokens_override saying so);
+ * then our entry takes it as target_tokens, so the target ring gives us
+ * that many tokens while the ring in force keeps the old count, and the
+ * handoff moves the arcs that change (handoff.h).  When it is done the
+ * node calls gossip_tokens_done().  While another change of the ring is
+ * under way (ours or any member's: not gossip_agreed(g, true)) the count
+ * is queued and starts at the first round after it (done is told
+ * queued).  A count equal to the one in force cancels a change not yet
+ * done.  done runs once the save completed: rc 0, or the error and why in
+ * err.  At once: RK_EINVAL (a count out of range, a node not normal, no
+ * store) or RK_ENOMEM, with err set, and done never runs.
+ */
+typedef void (*gossip_tokens_fn)(void *ctx, int rc, bool queued, const char *err);
+int gossip_set_tokens(struct gossip *g, uint32_t tokens, gossip_tokens_fn done, void *ctx,
+                      char *err, size_t err_len);
+/* The token change under way is done: our entry takes target_tokens as tokens.  RK_ENOMEM. */
+int gossip_tokens_done(struct gossip *g);
+/* A token count waiting for the change under way (0: none). */
+uint32_t gossip_tokens_queued(const struct gossip *g);
+
 #endif

@@ -226,7 +226,7 @@ static bool membership_search(const struct membership *m, const char *id, size_t
 static bool membership_ring_fields_differ(const struct msg_member *a, const struct msg_member *b)
 {
     return a->status != b->status || a->tokens != b->tokens ||
-           membership_id_cmp(a->rack, b->rack) != 0;
+           a->target_tokens != b->target_tokens || membership_id_cmp(a->rack, b->rack) != 0;
 }
 
 /* Room for one more entry: RK_ETOOBIG at MEMBERSHIP_MAX, RK_ENOMEM. */
@@ -306,7 +306,7 @@ static int membership_ring_build(const struct membership *m, bool target, struct
         if (target ? membership_in_target(e->status) : membership_in_ring(e->status)) {
             rm[k].id = e->id;
             rm[k].rack = e->rack;
-            rm[k].tokens = e->tokens;
+            rm[k].tokens = target && e->target_tokens != 0 ? e->target_tokens : e->tokens;
             k++;
         }
     }
@@ -357,7 +357,8 @@ static int membership_ring_rebuild(struct membership *m, bool *self_changed)
     assert(!m->installing && "membership: a ring listener changed the table");
     for (size_t i = 0; i < m->n && !moving; i++) {
         uint32_t st = m->members[i].e.status;
-        moving = st == MSG_MEMBER_JOINING || st == MSG_MEMBER_LEAVING;
+        moving = st == MSG_MEMBER_JOINING || st == MSG_MEMBER_LEAVING ||
+                 (m->members[i].e.target_tokens != 0 && membership_in_target(st));
     }
     rc = membership_ring_build(m, false, &r);
     if (rc != 0) {
@@ -710,6 +711,34 @@ int membership_set_status(struct membership *m, enum msg_member_status status)
         return rc;
     }
     /* One bump covers the status and the digest field: both go out together. */
+    self->version = membership_next(self->version);
+    self->ring_version = membership_next(self->ring_version);
+    return 0;
+}
+
+int membership_set_tokens(struct membership *m, uint32_t tokens, uint32_t target_tokens)
+{
+    struct msg_member *self = &m->members[m->self].e;
+    struct msg_member old = *self;
+    bool self_changed;
+    int rc;
+
+    if (tokens < RING_TOKENS_MIN || tokens > RING_TOKENS_MAX || target_tokens > RING_TOKENS_MAX) {
+        return RK_EINVAL;
+    }
+    if (target_tokens == tokens) {
+        target_tokens = 0; /* moving to the count it has: no change */
+    }
+    if (self->tokens == tokens && self->target_tokens == target_tokens) {
+        return 0;
+    }
+    self->tokens = tokens;
+    self->target_tokens = target_tokens;
+    rc = membership_ring_rebuild(m, &self_changed);
+    if (rc != 0) {
+        *self = old;
+        return rc;
+    }
     self->version = membership_next(self->version);
     self->ring_version = membership_next(self->ring_version);
     return 0;

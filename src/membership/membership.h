@@ -24,7 +24,9 @@
  * ring a change under way leads to (handoff.h).  Both are rebuilt
  * together, and our entry's target field names the target's digest.  The ring is rebuilt
  * (ring_create(), immutable, reference-counted) whenever a ring-affecting
- * field of any entry changes: rack, tokens or status.  A ring is named by
+ * field of any entry changes: rack, tokens, target_tokens or status.  In
+ * the target ring a member whose target_tokens is not 0 has that many
+ * tokens (a change of its token count under way, `ringkv tokens`).  A ring is named by
  * its digest (ring.h: a hash of the ring's exact content, seed and, in id
  * order, each member's id, rack and tokens), the same on every node that
  * holds the same ring.  A cluster has converged when every live member
@@ -206,6 +208,13 @@ void membership_heartbeat(struct membership *m);
 
 /* Our own status changes (version + 1, ring_version + 1, ring rebuilt). */
 int membership_set_status(struct membership *m, enum msg_member_status status);
+/*
+ * Our own token counts change: tokens in the ring in force, target_tokens
+ * in the target ring (0, or tokens itself: the same as in force; a change
+ * under way otherwise).  version + 1, ring_version + 1, rings rebuilt;
+ * nothing when both are as they were.  RK_EINVAL for a count out of range.
+ */
+int membership_set_tokens(struct membership *m, uint32_t tokens, uint32_t target_tokens);
 
 /*
  * Raise our version above v (after a conflict in the same generation), so

@@ -2490,6 +2490,7 @@ static const struct ringkv_verb ringkv_verbs[] = {
     {"preflist", 2, 2, ringkv_preflist, NULL},   {"replicas", 2, 2, NULL, ringkv_replicas},
     {"hints", 1, 2, ringkv_hints, NULL},         {"leave", 1, 1, ringkv_leave, NULL},
     {"transfers", 1, 1, ringkv_transfers, NULL}, {"plan", 3, 5, ringkv_plan, NULL},
+    {"tokens", 2, 3, NULL, ringkv_tokens},
 };
 
 static int cmd_ringkv(struct client *c, struct pending *p)
@@ -2509,7 +2510,8 @@ static int cmd_ringkv(struct client *c, struct pending *p)
     }
     client_error(p,
                  "ERR unknown RINGKV verb or wrong arguments: '%s' (known: STATUS [DEEP], "
-                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, LEAVE, TRANSFERS, PLAN change, "
+                 "MEMBERS, RING [rf], PREFLIST key, REMOVE id, LEAVE, TOKENS n [FORCE], TRANSFERS, "
+                 "PLAN change, "
                  "BULKTEST [id bytes], "
                  "REPLICAS key, "
                  "HINTS)",

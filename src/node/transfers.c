@@ -9,6 +9,7 @@
 
 #include "client.h"
 #include "clock.h"
+#include "commands.h"
 #include "error.h"
 #include "gossip.h"
 #include "handoff.h"
@@ -37,6 +38,7 @@ static void transfers_tick(EV_P_ ev_timer *w, int revents)
                              .table_whole = gossip_table_whole(n->gossip),
                              .target_agreed = gossip_agreed(n->gossip, false),
                              .ring_agreed = gossip_agreed(n->gossip, true),
+                             .tokens_changing = membership_self(m)->e.target_tokens != 0,
                              .now_ms = now};
 
     (void)loop;
@@ -58,6 +60,9 @@ static void transfers_tick(EV_P_ ev_timer *w, int revents)
         if (gossip_set_status(n->gossip, MSG_MEMBER_LEFT) == 0) {
             n->left_ms = now;
         }
+        break;
+    case HANDOFF_RETOKENED:
+        (void)gossip_tokens_done(n->gossip);
         break;
     case HANDOFF_NONE:
         break;
@@ -460,4 +465,147 @@ void ringkv_plan(struct client *c, struct pending *p)
     free(after);
     ring_diff_free(&d);
     ring_unref(target);
+}
+
+/* --- token counts ------------------------------------------------------------------ */
+
+/*
+ * The churn alarm of a token change: the part of the circle whose replicas
+ * would change, against what the change of this node's share predicts (a
+ * node whose share grows by f gains f of the circle: that part's replica
+ * sets change, and no other's should).  Far more than that (more than
+ * TOKENS_CHURN_FACTOR times, plus TOKENS_CHURN_SLACK for the rounding of
+ * arcs in a small ring) is the sign of a mistake.
+ */
+#define TOKENS_CHURN_FACTOR 2.0
+#define TOKENS_CHURN_SLACK 0.02
+/*
+ * A count more than this many times the one in force, or less than its
+ * part, is refused unless forced too: a digit too many (256 -> 2560)
+ * moves no more than the share predicts, but hands one node most of the
+ * ring; a weight is changed in steps.
+ */
+#define TOKENS_STEP_MAX 4
+
+struct tokens_figures {
+    double moved, share_before, share_after;
+};
+
+static int tokens_figures(struct server *n, uint32_t tokens, struct tokens_figures *f)
+{
+    const struct ring *ring = gossip_ring(n->gossip);
+    struct ring *target = NULL;
+    ring_len *before = NULL, *after = NULL;
+    struct ring_diff d;
+    int rc = plan_ring(n, PLAN_TOKENS, n->cfg.id, "", tokens, &target);
+    int b, a;
+
+    if (rc != 0) {
+        return rc;
+    }
+    rc = ring_diff(ring, target, n->cfg.rf, &d);
+    if (rc != 0) {
+        ring_unref(target);
+        return rc;
+    }
+    f->moved = ring_len_fraction(d.moved);
+    ring_diff_free(&d);
+    before = calloc(ring_member_count(ring) + 1, sizeof(*before));
+    after = calloc(ring_member_count(target) + 1, sizeof(*after));
+    b = ring_member_find(ring, n->cfg.id);
+    a = ring_member_find(target, n->cfg.id);
+    if (before == NULL || after == NULL || b < 0 || a < 0 ||
+        ring_ownership(ring, n->cfg.rf, before) != 0 ||
+        ring_ownership(target, n->cfg.rf, after) != 0) {
+        rc = before == NULL || after == NULL ? RK_ENOMEM : RK_ENOTFOUND;
+    } else {
+        f->share_before = ring_len_fraction(before[b]);
+        f->share_after = ring_len_fraction(after[a]);
+    }
+    free(before);
+    free(after);
+    ring_unref(target);
+    return rc;
+}
+
+static void ringkv_tokens_saved(void *ctx, int rc, bool queued, const char *err)
+{
+    struct pending *p = ctx;
+
+    if (rc != 0) {
+        client_error(p, "ERR RINGKV TOKENS: %s", err);
+    } else {
+        resp_put_simple(client_reply(p), queued ? "QUEUED" : "OK");
+    }
+    client_finish(p);
+}
+
+int ringkv_tokens(struct client *c, struct pending *p)
+{
+    struct server *n = c->node;
+    const struct resp_cmd *cmd = p->cmd;
+    const struct msg_member *self = &membership_self(gossip_members(n->gossip))->e;
+    const struct ring *ring = gossip_ring(n->gossip);
+    struct tokens_figures f;
+    bool force = cmd->argc == 4 && resp_arg_is(cmd, 3, "force");
+    char err[256];
+    uint64_t tokens;
+    double predicted;
+    int rc;
+
+    if ((cmd->argc == 4 && !force) ||
+        num_parse_u64((const char *)cmd->argv[2].p, cmd->argv[2].len, RING_TOKENS_MAX, &tokens) !=
+            0 ||
+        tokens < RING_TOKENS_MIN) {
+        client_error(p, "ERR RINGKV TOKENS: n [FORCE], n from %u to %u", RING_TOKENS_MIN,
+                     RING_TOKENS_MAX);
+        return CMD_DONE;
+    }
+    if (self->status != MSG_MEMBER_NORMAL) {
+        client_error(p, "ERR RINGKV TOKENS: this node is %s, not normal",
+                     membership_status_names[self->status]);
+        return CMD_DONE;
+    }
+    if (tokens != self->tokens && !force && ring != NULL && ring_member_count(ring) > 0) {
+        rc = tokens_figures(n, (uint32_t)tokens, &f);
+        if (rc != 0) {
+            client_error(p, "ERR RINGKV TOKENS: %s", rk_strerror(rc));
+            return CMD_DONE;
+        }
+        predicted = f.share_after > f.share_before ? f.share_after - f.share_before
+                                                   : f.share_before - f.share_after;
+        if (tokens > (uint64_t)self->tokens * TOKENS_STEP_MAX ||
+            tokens * TOKENS_STEP_MAX < self->tokens) {
+            LOG(LOG_WARN, "churn_alarm",
+                "change=tokens tokens=%u target_tokens=%u moved_fraction=%.4f share_before=%.4f "
+                "share_after=%.4f",
+                self->tokens, (unsigned)tokens, f.moved, f.share_before, f.share_after);
+            client_error(p,
+                         "ERR RINGKV TOKENS: %u -> %u tokens is a step of more than %ux: it would "
+                         "move the replicas of %.1f%% of the ring and take this node's share "
+                         "%.1f%% -> %.1f%%; change a weight in smaller steps, or give FORCE",
+                         self->tokens, (unsigned)tokens, TOKENS_STEP_MAX, f.moved * 100,
+                         f.share_before * 100, f.share_after * 100);
+            return CMD_DONE;
+        }
+        if (f.moved > TOKENS_CHURN_FACTOR * predicted + TOKENS_CHURN_SLACK) {
+            LOG(LOG_WARN, "churn_alarm",
+                "change=tokens tokens=%u target_tokens=%u moved_fraction=%.4f share_before=%.4f "
+                "share_after=%.4f",
+                self->tokens, (unsigned)tokens, f.moved, f.share_before, f.share_after);
+            client_error(p,
+                         "ERR RINGKV TOKENS: %u -> %u tokens would move the replicas of %.1f%% of "
+                         "the ring while this node's share goes %.1f%% -> %.1f%%: far more than "
+                         "the share's change; give FORCE to make it anyway",
+                         self->tokens, (unsigned)tokens, f.moved * 100, f.share_before * 100,
+                         f.share_after * 100);
+            return CMD_DONE;
+        }
+    }
+    if (gossip_set_tokens(n->gossip, (uint32_t)tokens, ringkv_tokens_saved, p, err, sizeof(err)) !=
+        0) {
+        client_error(p, "ERR RINGKV TOKENS: %s", err);
+        return CMD_DONE;
+    }
+    return CMD_ASYNC;
 }

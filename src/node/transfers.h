@@ -20,6 +20,23 @@
  *                        checking, streaming, verifying), direction (in,
  *                        out), start, end (hex), from, to, keys, keys_total
  *                        (0: unknown), bytes, rate_bps, eta_s (-1: unknown).
+ *   RINGKV TOKENS n [FORCE]
+ *                      this node's token count becomes n, moved to by
+ *                      handoff: the count is saved (and from then on
+ *                      overrides the configured one at every start), the
+ *                      target ring gives this node n tokens, the nodes that
+ *                      gain arcs pull them, and once this node holds every
+ *                      arc it gains and was told done for every arc it
+ *                      loses, the ring in force takes n.  +OK once saved;
+ *                      +QUEUED when another ring change is under way (this
+ *                      one starts when it is done); n equal to the count in
+ *                      force cancels a change not yet done.  Refused when
+ *                      the node is not normal, and (the churn alarm) when
+ *                      the part of the ring whose replicas would change is
+ *                      far more than this node's change of share predicts,
+ *                      or n is more than 4 times the count in force or
+ *                      less than its quarter, unless FORCE, with the
+ *                      figures.
  *   RINGKV PLAN LEAVE id | REMOVE id | TOKENS id n | JOIN id rack tokens
  *                      what that change would move, without making it
  *                      (the CLI's --dry-run; transfers.c, ringkv_plan()).
@@ -27,6 +44,7 @@
 #ifndef RINGKV_TRANSFERS_H
 #define RINGKV_TRANSFERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct server;
@@ -47,5 +65,6 @@ void transfers_free(struct server *n);
 void ringkv_leave(struct client *c, struct pending *p);
 void ringkv_transfers(struct client *c, struct pending *p);
 void ringkv_plan(struct client *c, struct pending *p);
+int ringkv_tokens(struct client *c, struct pending *p);
 
 #endif

@@ -372,6 +372,21 @@ static struct handoff_in *in_new(struct handoff *h, struct handoff_in ***list, s
  * index into mv->lose), or with no loser (the arc gains a replica without
  * losing one) from the first old replica that is up.
  */
+/* Whether a node that loses or gains mv changes its token count between ring and target. */
+static bool tokens_changed(const struct ring *ring, const struct ring *target,
+                           const struct ring_move *mv)
+{
+    for (size_t i = 0; i < mv->n_lose + mv->n_gain; i++) {
+        const char *id = i < mv->n_lose ? mv->lose[i] : mv->gain[i - mv->n_lose];
+        int a = ring_member_find(ring, id), b = ring_member_find(target, id);
+        if (a >= 0 && b >= 0 &&
+            ring_member_tokens(ring, (uint32_t)a) != ring_member_tokens(target, (uint32_t)b)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int plan_add_in(struct handoff *h, const struct ring *ring, const struct ring *target,
                        const struct ring_move *mv, int loser)
 {
@@ -398,6 +413,7 @@ static int plan_add_in(struct handoff *h, const struct ring *ring, const struct 
     snprintf(t->kind, sizeof(t->kind), "%s",
              ring_member_find(ring, h->cfg.self) < 0 ? "join"
              : lose_left                             ? "leave"
+             : tokens_changed(ring, target, mv)      ? "tokens"
                                                      : "move");
     ckpt_key(t->ckpt_key, ring_digest(target), t->start, t->end);
     if (loser > 0) {
@@ -1679,13 +1695,15 @@ enum handoff_action handoff_tick(struct handoff *h, const struct handoff_view *v
     cleanup(h, v);
     if (h->may_drive) {
         /*
-         * A leaving node keeps the DONEs it was told in memory only: told
-         * again while the change lasts, one that restarted still learns
-         * every arc it gave (a joining source needs no telling).
+         * A leaving node, or one changing its token count, keeps the DONEs
+         * it was told in memory only: told again while the change lasts,
+         * one that restarted still learns every arc it gave (the source of
+         * a join, or of a move a join makes, needs no telling).
          */
         for (size_t i = 0; i < h->n_in; i++) {
             struct handoff_in *t = h->in[i];
-            if (t->state == IN_DONE && strcmp(t->kind, "leave") == 0 &&
+            if (t->state == IN_DONE &&
+                (strcmp(t->kind, "leave") == 0 || strcmp(t->kind, "tokens") == 0) &&
                 v->now_ms - t->told_ms >= HANDOFF_RETELL_MS) {
                 in_tell(h, t);
             }
@@ -1706,6 +1724,9 @@ enum handoff_action handoff_tick(struct handoff *h, const struct handoff_view *v
     }
     if (v->status == MSG_MEMBER_LEAVING && all_in && all_given) {
         return HANDOFF_LEFT;
+    }
+    if (v->status == MSG_MEMBER_NORMAL && v->tokens_changing && all_in && all_given) {
+        return HANDOFF_RETOKENED;
     }
     return HANDOFF_NONE;
 }

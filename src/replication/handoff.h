@@ -15,7 +15,11 @@
  *   - each node that gains an arc pulls it (below) and, once every arc it
  *     gains is done, the change completes for it: a joining node turns
  *     normal; a leaving node turns left once every node that gains one of
- *     its arcs has told it the arc is done (HANDOFF_DONE), then stops.
+ *     its arcs has told it the arc is done (HANDOFF_DONE), then stops; a
+ *     node changing its token count (`ringkv tokens`: in the target ring
+ *     it has its new count) takes the new count into the ring in force
+ *     once both hold: every arc it gains is here and every one it loses
+ *     told done.
  * Arcs that only change order in a preference list move no data.
  *
  * Pulling an arc (the receiver drives; PROTOCOL.md 7.17).  The source is
@@ -124,14 +128,16 @@ struct handoff_view {
     bool table_whole;          /* gossip has given us the whole member table */
     bool target_agreed;        /* every live member reports the target's digest */
     bool ring_agreed;          /* every live member reports ring == target == ours */
+    bool tokens_changing;      /* our token count differs between ring and target */
     uint64_t now_ms;           /* monotonic */
 };
 
 /* What the node must do after a tick. */
 enum handoff_action {
     HANDOFF_NONE,
-    HANDOFF_JOINED, /* joining, and every arc gained is here: turn normal */
-    HANDOFF_LEFT,   /* leaving, and every arc given is done: turn left, then stop */
+    HANDOFF_JOINED,    /* joining, and every arc gained is here: turn normal */
+    HANDOFF_LEFT,      /* leaving, and every arc given is done: turn left, then stop */
+    HANDOFF_RETOKENED, /* changing our token count, every arc gained here and given done: take it */
 };
 
 struct handoff_stats {
@@ -154,7 +160,7 @@ struct handoff_stats {
 
 /* One transfer, for `ringkv transfers`. */
 struct handoff_transfer {
-    const char *kind;  /* "join", "leave" or "move" */
+    const char *kind;  /* "join", "leave", "tokens" or "move" */
     const char *state; /* "pending", "checking", "streaming", "verifying", "done" */
     bool incoming;     /* this node receives it (else it sends) */
     uint64_t start, end;

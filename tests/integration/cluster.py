@@ -8,6 +8,7 @@
     cluster.py RINGKV wrongly-down EXCEPT PORT...  print members seen suspect or down
                                                  (other than EXCEPT) on any node
     cluster.py RINGKV lacks ID PORT...           no node lists member ID
+    cluster.py RINGKV tokens N ID PORT...        every node lists member ID with N tokens
 
 RINGKV is the ringkv CLI; each PORT is a node's client port on 127.0.0.1, or
 ADDRESS:PORT.
@@ -67,6 +68,11 @@ def lacks(ringkv, ident, ports):
                for p in ports)
 
 
+def tokens(ringkv, n, ident, ports):
+    return all(any(m["id"] == ident and m["tokens"] == n
+                   for m in ask(ringkv, p, "status")["members"]) for p in ports)
+
+
 def main():
     ringkv, what = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -81,6 +87,8 @@ def main():
             ok = wrongly_down(ringkv, args[0], args[1:])
         elif what == "lacks":
             ok = lacks(ringkv, args[0], args[1:])
+        elif what == "tokens":
+            ok = tokens(ringkv, int(args[0]), args[1], args[2:])
         else:
             sys.exit("unknown question %s" % what)
     except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as e:

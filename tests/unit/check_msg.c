@@ -31,14 +31,14 @@
 /* Round trips of random messages. */
 #define TRIALS 2000
 /* Fields of a member entry (PROTOCOL.md section 7.5), and of one before target. */
-#define MEMBER_FIELDS 12
+#define MEMBER_FIELDS 13
 #define MEMBER_V1_FIELDS 11
 /* The largest address of an entry: a 255-byte host, ':' and a 5-digit port. */
 #define MEMBER_ADDR_LONGEST (255 + 1 + 5)
 /* Encoded sizes of the largest gossip messages (PROTOCOL.md section 7.10). */
 #define SYN_BYTES_MAX 21784
-#define ACK_BYTES_MAX 63496
-#define ACK2_BYTES_MAX 46597
+#define ACK_BYTES_MAX 63688
+#define ACK2_BYTES_MAX 46789
 /* The smallest frame-max a node accepts (64 KiB) less the 16-byte tag. */
 #define SEALED_PLAINTEXT_MIN (64 * 1024 - 16)
 
@@ -185,6 +185,7 @@ static void assert_member_eq(const struct msg_member *a, const struct msg_member
     ck_assert_int_eq(memcmp(a->instance, b->instance, sizeof(a->instance)), 0);
     ck_assert(a->ring_version == b->ring_version && a->digest == b->digest);
     ck_assert(a->target == b->target);
+    ck_assert_uint_eq(a->target_tokens, b->target_tokens);
 }
 
 static void assert_members_eq(const struct msg_member *a, const struct msg_member *b, size_t n)
@@ -430,6 +431,7 @@ static void random_member(struct msg_member *e)
     e->ring_version = random_u64();
     e->digest = random_u64();
     e->target = random_u64();
+    e->target_tokens = (uint32_t)(rng_next() % (RING_TOKENS_MAX + 1));
 }
 
 /* n random entries, n < max + 1, in an array the caller frees. */
@@ -1151,6 +1153,7 @@ static const char *const member_fields[MEMBER_FIELDS] = {
     "02",                                                    /* ring_version 2 */
     "cf 01 23 45 67 89 ab cd ef",                            /* digest */
     "cf fe dc ba 98 76 54 32 10",                            /* target */
+    "00",                                                    /* target_tokens 0 */
 };
 
 static struct msg_member member_example(void)
@@ -1292,17 +1295,18 @@ START_TEST(test_member_golden)
     e[1].ring_version = 0;
     e[1].digest = UINT64_MAX;
     e[1].target = 7;
+    e[1].target_tokens = RING_TOKENS_MAX;
     unhex(&want, "92");
     add_member_example(&want);
-    add_hex(&want, "9c d9 28");
+    add_hex(&want, "9d d9 28");
     for (int i = 0; i < 40; i++) {
         add_text(&want, "a");
     }
     add_hex(&want, "a3 72 2d 32 01 a7 5b 3a 3a 31 5d 3a 31 a7 68 3a 36 35 35 33 35 04");
     add_hex(&want, "cf 00 00 00 01 00 00 00 00 ce 00 01 00 00");
     add_hex(&want, "c4 10 ff ff ff ff ff ff ff ff ff ff ff ff ff ff ff ff");
-    add_hex(&want, "00 cf ff ff ff ff ff ff ff ff 07");
-    ck_assert_uint_eq(want.len, 1 + 80 + 108);
+    add_hex(&want, "00 cf ff ff ff ff ff ff ff ff 07 cd 10 00");
+    ck_assert_uint_eq(want.len, 1 + 81 + 111);
     buf_init(&out, 0);
     ck_assert_int_eq(msg_members_encode(e, 2, &out), 0);
     ck_assert_uint_eq(out.len, want.len);
@@ -1358,6 +1362,38 @@ START_TEST(test_member_without_target)
 }
 END_TEST
 
+/* An entry of 12 fields (before target_tokens) decodes with target_tokens 0, in gossip and lists.
+ */
+START_TEST(test_member_without_target_tokens)
+{
+    struct msg_member want = member_example();
+    struct msg_member *back;
+    struct bytes b;
+    struct msg m;
+    size_t n;
+
+    unhex(&b, "92 06 91 9c");
+    for (int i = 0; i < MEMBER_FIELDS - 1; i++) {
+        add_hex(&b, member_fields[i]);
+    }
+    ck_assert_uint_eq(b.len, 3 + 80);
+    ck_assert_int_eq(decode(&b, &m), 0);
+    ck_assert_uint_eq(m.u.entries.n, 1);
+    assert_member_eq(&want, &m.u.entries.entries[0]);
+    msg_free(&m);
+    ck_assert_int_eq(msg_members_decode(b.p + 2, b.len - 2, 2, &back, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    assert_member_eq(&want, &back[0]);
+    free(back);
+    /* and one of 14 (a later version's) skips the 14th */
+    unhex(&b, "92 06 91");
+    add_member(&b, -1, "", 1, "a3 6e 65 77");
+    ck_assert_int_eq(decode(&b, &m), 0);
+    assert_member_eq(&want, &m.u.entries.entries[0]);
+    msg_free(&m);
+}
+END_TEST
+
 START_TEST(test_syn_golden)
 {
     struct msg_digest d[2];
@@ -1380,7 +1416,7 @@ START_TEST(test_ack_golden)
     struct bytes want;
 
     ack_example_bytes(&want);
-    ck_assert_uint_eq(want.len, 87);
+    ck_assert_uint_eq(want.len, 88);
     assert_golden(&m, &want);
     /* A requested id goes out bare: its generation and version are not sent. */
     req.generation = 5;
@@ -1400,7 +1436,7 @@ START_TEST(test_ack2_golden)
     struct bytes want;
 
     ack2_example_bytes(&want);
-    ck_assert_uint_eq(want.len, 83);
+    ck_assert_uint_eq(want.len, 84);
     assert_golden(&m, &want);
     m.u.entries = (struct msg_gossip_entries){0};
     unhex(&want, "92 06 90");
@@ -1422,6 +1458,7 @@ static void member_largest(struct msg_member *e, size_t i)
     ck_assert_uint_eq(strlen(e->client_addr), MEMBER_ADDR_LONGEST);
     e->status = MSG_MEMBER_STATUS_MAX;
     e->generation = e->version = e->ring_version = e->digest = e->target = UINT64_MAX - i;
+    e->target_tokens = RING_TOKENS_MAX;
     memset(e->instance, (int)i, sizeof(e->instance));
 }
 
@@ -1668,12 +1705,16 @@ START_TEST(test_member_invalid_refused)
     ck_assert_int_eq(member_with(8, "c4 11 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10"),
                      RK_ETOOBIG); /* of 17 */
     ck_assert_int_eq(member_with(8, "b0 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f"),
-                     RK_ESYNTAX);                          /* a str, not a bin */
-    ck_assert_int_eq(member_with(6, "a1 33"), RK_ESYNTAX); /* generation as a str */
-    ck_assert_int_eq(member_with(10, "c0"), RK_ESYNTAX);   /* digest nil */
-    ck_assert_int_eq(member_with(11, "c0"), RK_ESYNTAX);   /* target nil */
-    ck_assert_int_eq(member_with(11, "ff"), RK_ESYNTAX);   /* target -1 */
-    ck_assert_int_eq(member_with(11, "00"), 0);            /* target 0: not told */
+                     RK_ESYNTAX);                              /* a str, not a bin */
+    ck_assert_int_eq(member_with(6, "a1 33"), RK_ESYNTAX);     /* generation as a str */
+    ck_assert_int_eq(member_with(10, "c0"), RK_ESYNTAX);       /* digest nil */
+    ck_assert_int_eq(member_with(11, "c0"), RK_ESYNTAX);       /* target nil */
+    ck_assert_int_eq(member_with(11, "ff"), RK_ESYNTAX);       /* target -1 */
+    ck_assert_int_eq(member_with(11, "00"), 0);                /* target 0: not told */
+    ck_assert_int_eq(member_with(12, "cd 10 00"), 0);          /* target_tokens 4096 */
+    ck_assert_int_eq(member_with(12, "cd 10 01"), RK_ETOOBIG); /* 4097 */
+    ck_assert_int_eq(member_with(12, "c0"), RK_ESYNTAX);       /* nil */
+    ck_assert_int_eq(member_with(12, "ff"), RK_ESYNTAX);       /* -1 */
 }
 END_TEST
 
@@ -1898,7 +1939,7 @@ START_TEST(test_members_max)
     }
     buf_init(&out, 0);
     ck_assert_int_eq(msg_members_encode(e, RING_MEMBERS_MAX, &out), 0);
-    ck_assert_uint_eq(out.len, 3 + (size_t)RING_MEMBERS_MAX * 728);
+    ck_assert_uint_eq(out.len, 3 + (size_t)RING_MEMBERS_MAX * 731);
     ck_assert_int_eq(msg_members_decode(buf_data(&out), out.len, RING_MEMBERS_MAX, &back, &n), 0);
     ck_assert_uint_eq(n, RING_MEMBERS_MAX);
     assert_members_eq(e, back, n);
@@ -2349,6 +2390,7 @@ static Suite *msg_suite(void)
         {"encode_bounded_buffer", test_encode_bounded_buffer},
         {"member_golden", test_member_golden},
         {"member_without_target", test_member_without_target},
+        {"member_without_target_tokens", test_member_without_target_tokens},
         {"ident_versions", test_ident_versions},
         {"ident_cluster_refused", test_ident_cluster_refused},
         {"type_known", test_type_known},
