@@ -78,6 +78,7 @@ struct node {
     bool frozen; /* not ticked, and its answers held back */
     enum unsupported unsup;
     uint32_t status;
+    bool tokens_changing;     /* its token count differs between ring and target */
     enum handoff_action last; /* of its last tick */
 };
 
@@ -151,6 +152,22 @@ static const struct ring *ring_of(unsigned mask)
     for (unsigned i = 0; i < NODES; i++) {
         if (mask >> i & 1) {
             m[n++] = (struct ring_member){node_ids[i], node_racks[i], TOKENS};
+        }
+    }
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, m, n), 0);
+    return r;
+}
+
+/* Every node of mask with TOKENS tokens, n1 with n1_tokens (a change of its count). */
+static const struct ring *ring_n1_tokens(unsigned mask, uint32_t n1_tokens)
+{
+    struct ring_member m[NODES];
+    struct ring *r;
+    size_t n = 0;
+
+    for (unsigned i = 0; i < NODES; i++) {
+        if (mask >> i & 1) {
+            m[n++] = (struct ring_member){node_ids[i], node_racks[i], i == 0 ? n1_tokens : TOKENS};
         }
     }
     ck_assert_int_eq(ring_create(&r, ring_default_seed, m, n), 0);
@@ -504,6 +521,7 @@ static void pump_round(void)
                                  .table_whole = true,
                                  .target_agreed = true,
                                  .ring_agreed = net.ring_agreed,
+                                 .tokens_changing = n->tokens_changing,
                                  .now_ms = net.now_ms};
         if (n->h != NULL && !n->frozen) {
             n->last = handoff_tick(n->h, &v);
@@ -923,6 +941,80 @@ START_TEST(test_leave_restart)
     engine_start(N4);
     pump_until(n4_left, "n4 left after its restart");
     net_teardown();
+}
+END_TEST
+
+static unsigned tokens_gainer; /* the node the token change test waits on */
+
+static void kind_row(void *ctx, const struct handoff_transfer *t)
+{
+    unsigned *not_tokens = ctx;
+
+    *not_tokens += t->incoming && strcmp(t->kind, "tokens") != 0;
+}
+
+/* n1 takes its new count only once the node that gains from it has every arc. */
+static bool n1_retokened(void)
+{
+    struct handoff_stats st = stats_of(tokens_gainer);
+
+    if (net.nodes[0].last != HANDOFF_RETOKENED) {
+        return false;
+    }
+    ck_assert_msg(st.arcs_planned > 0 && st.arcs_done == st.arcs_planned,
+                  "n1 took its count before %s had its arcs", node_ids[tokens_gainer]);
+    return true;
+}
+
+/*
+ * n1's token count changes (TOKENS -> n1_tokens): the node that gains
+ * (n4 when n1 gives arcs up, n1 when it takes more) pulls what moves,
+ * the transfers are of kind tokens, and n1 is told to take its count
+ * only once it holds every arc it gains and was told done for every one
+ * it gives; the gainer then holds exactly what the target places on it.
+ */
+static void tokens_case(uint32_t n1_tokens, unsigned gainer)
+{
+    unsigned not_tokens = 0;
+
+    net_setup();
+    net.cfg.batch_bytes = SMALL_BATCH;
+    net.cfg.concurrency = 1;
+    net.ring = ring_of(ALL_NODES);
+    net.target = ring_n1_tokens(ALL_NODES, n1_tokens);
+    populate(net.ring, 0);
+    net.nodes[0].tokens_changing = true;
+    tokens_gainer = gainer;
+    for (unsigned i = 0; i < NODES; i++) {
+        engine_start(i);
+    }
+    net.nodes[gainer].frozen = true; /* the gainer pulls nothing yet */
+    for (int round = 0; round < 200; round++) {
+        pump_round();
+        ck_assert_msg(net.nodes[0].last != HANDOFF_RETOKENED,
+                      "n1 took its count with nothing moved");
+    }
+    handoff_each(net.nodes[gainer].h, kind_row, &not_tokens);
+    ck_assert_uint_eq(not_tokens, 0);
+    net.nodes[gainer].frozen = false;
+    pump_until(n1_retokened, "n1 takes its new count");
+    ck_assert_uint_gt(stats_of(gainer).keys_received, 0);
+    ck_assert_uint_gt(assert_holds_exactly(gainer, net.target, -1), 0);
+    for (unsigned i = 1; i < N4; i++) {
+        ck_assert_int_eq(net.nodes[i].last, HANDOFF_NONE);
+    }
+    net_teardown();
+}
+
+START_TEST(test_tokens_down)
+{
+    tokens_case(TOKENS / 4, N4);
+}
+END_TEST
+
+START_TEST(test_tokens_up)
+{
+    tokens_case(TOKENS * 4, 0);
 }
 END_TEST
 
@@ -1384,6 +1476,8 @@ static Suite *handoff_suite(void)
         {"leave", test_leave},
         {"leave_told_before_planned", test_leave_told_before_planned},
         {"leave_restart", test_leave_restart},
+        {"tokens_down", test_tokens_down},
+        {"tokens_up", test_tokens_up},
         {"rate_no_burst", test_rate_no_burst},
         {"unsupported_one", test_unsupported_one},
         {"unsupported_all", test_unsupported_all},

@@ -394,6 +394,71 @@ START_TEST(test_epoch_monotonic)
 }
 END_TEST
 
+/*
+ * A token count changing: our own (membership_set_tokens()) and another
+ * member's (its entry's target_tokens) give the target ring that count
+ * while the ring in force keeps the old one; done, both rings take it.
+ */
+START_TEST(test_target_tokens)
+{
+    struct membership *m = table_new("self", MSG_MEMBER_NORMAL);
+    struct msg_member e;
+    const struct ring *r, *t;
+    uint64_t epoch, version;
+    uint32_t self_tokens_before;
+
+    entry_make(&e, "m1", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &e, T_START, NULL);
+    r = membership_ring(m);
+    ck_assert(membership_target(m) == r);
+    epoch = membership_epoch(m);
+    version = membership_self(m)->e.version;
+    self_tokens_before = ring_member_tokens(r, (uint32_t)ring_member_find(r, "self"));
+    ck_assert_int_eq(membership_set_tokens(m, self_tokens_before, 2 * self_tokens_before), 0);
+    r = membership_ring(m);
+    t = membership_target(m);
+    ck_assert_uint_ne(ring_digest(r), ring_digest(t));
+    ck_assert_uint_eq(ring_member_tokens(r, (uint32_t)ring_member_find(r, "self")),
+                      self_tokens_before);
+    ck_assert_uint_eq(ring_member_tokens(t, (uint32_t)ring_member_find(t, "self")),
+                      2 * self_tokens_before);
+    ck_assert_uint_eq(membership_self(m)->e.target, ring_digest(t));
+    ck_assert_uint_eq(membership_epoch(m), epoch + 1);
+    ck_assert_uint_gt(membership_self(m)->e.version, version);
+    /* the same again: nothing */
+    version = membership_self(m)->e.version;
+    ck_assert_int_eq(membership_set_tokens(m, self_tokens_before, 2 * self_tokens_before), 0);
+    ck_assert_uint_eq(membership_self(m)->e.version, version);
+    /* done: the ring in force takes the count, and no change is under way */
+    ck_assert_int_eq(membership_set_tokens(m, 2 * self_tokens_before, 0), 0);
+    r = membership_ring(m);
+    ck_assert(membership_target(m) == r);
+    ck_assert_uint_eq(ring_member_tokens(r, (uint32_t)ring_member_find(r, "self")),
+                      2 * self_tokens_before);
+    /* a count equal to the one in force is no change */
+    ck_assert_int_eq(membership_set_tokens(m, 2 * self_tokens_before, 2 * self_tokens_before), 0);
+    ck_assert_uint_eq(membership_self(m)->e.target_tokens, 0);
+    ck_assert_int_eq(membership_set_tokens(m, 0, 0), RK_EINVAL);
+    ck_assert_int_eq(membership_set_tokens(m, 1, RING_TOKENS_MAX + 1), RK_EINVAL);
+    /* another member's change, from its entry */
+    entry_make(&e, "m1", "r1", 4, MSG_MEMBER_NORMAL, 1, 2);
+    e.target_tokens = 8;
+    merge(m, &e, T_START, NULL);
+    r = membership_ring(m);
+    t = membership_target(m);
+    ck_assert_uint_ne(ring_digest(r), ring_digest(t));
+    ck_assert_uint_eq(ring_member_tokens(r, (uint32_t)ring_member_find(r, "m1")), 4);
+    ck_assert_uint_eq(ring_member_tokens(t, (uint32_t)ring_member_find(t, "m1")), 8);
+    entry_make(&e, "m1", "r1", 8, MSG_MEMBER_NORMAL, 1, 3);
+    merge(m, &e, T_START, NULL);
+    ck_assert(membership_target(m) == membership_ring(m));
+    ck_assert_uint_eq(ring_member_tokens(membership_ring(m),
+                                         (uint32_t)ring_member_find(membership_ring(m), "m1")),
+                      8);
+    membership_destroy(m);
+}
+END_TEST
+
 /* The rack of the digest tests' members: r<second character of the id>, r0 for "a". */
 static void rack_for(const char *id, char *rack, size_t size)
 {
@@ -1634,6 +1699,7 @@ static Suite *membership_suite(void)
         {"ring_rebuilds", test_ring_rebuilt_only_on_ring_changes},
         {"ring_statuses", test_ring_statuses},
         {"epoch_monotonic", test_epoch_monotonic},
+        {"target_tokens", test_target_tokens},
         {"digest_equal", test_digest_equal_for_equal_rings},
         {"digest_encoding", test_digest_documented_encoding},
         {"removal", test_removal_vs_generation},
