@@ -50,7 +50,7 @@
  *   RINGKV TRANSFERS  map (src/node/transfers.h has the reply's contract):
  *                   node, status, ring, target, changing, agreed,
  *                   transfers: one map per transfer not finished with
- *                   kind (join, leave, move, serve), state (pending,
+ *                   kind (join, leave, tokens, move, serve), state (pending,
  *                   checking, streaming, verifying), direction (in, out),
  *                   start, end (hex), from, to, keys, keys_total (0:
  *                   unknown), bytes, rate_bps, eta_s (-1: unknown)

@@ -14,7 +14,7 @@
  *                        changing (1 while ring and target differ),
  *                        agreed (1 when every live member holds the target),
  *                        transfers: an array of maps with kind (join,
- *                        leave, move, repair: an arc this node receives;
+ *                        leave, tokens, move, repair: an arc this node receives;
  *                        serve: pulls it answered in the last 5 s, which
  *                        name no arc, start and end 0), state (pending,
  *                        checking, streaming, verifying), direction (in,
