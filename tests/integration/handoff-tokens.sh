@@ -18,7 +18,8 @@
 #     overrides the configured one), with no churn alarm;
 #   - back to 256 with n1 pulling slowly, n1 is killed (SIGKILL) part way: started again
 #     it resumes the change (arcs it had are found held, or resumed from their
-#     checkpoints) and finishes it;
+#     checkpoints) and finishes it; n2's own change (to 192), asked meanwhile, is queued
+#     and made after it;
 #   - `ringkv verify`: nothing acknowledged was lost; every loaded key reads back.
 . "$top_srcdir/tests/integration/lib.sh"
 it_setup
@@ -133,6 +134,12 @@ it_wait_ping n1
 # shellcheck disable=SC2046
 IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 4 $(it_ports 4) || it_fail "no convergence before the second change"
 out=$("$RINGKV" -H "$n2_at" tokens n1 256) || it_fail "ringkv tokens n1 256: $out"
+# n2's own change, asked once it sees n1's under way, waits for it
+changing() { [ "$(it_cli n2 RINGKV TRANSFERS | sed -n '/^changing$/{n;p;}')" = 1 ]; }
+IT_WAIT=10 it_wait changing || it_fail "n2 does not see n1's change under way"
+out=$("$RINGKV" -H "$n2_at" tokens --json n2 192) || it_fail "ringkv tokens n2 192: $out"
+echo "$out" | grep -q '"queued": *true' || it_fail "n2's change was not queued behind n1's: $out"
+grep -q 'event=tokens_queued' "$IT_DIR/n2.log" || it_fail "n2's log has no event=tokens_queued"
 part_way() { [ "$(it_info_field n1 ringkv_handoff_keys_received)" -gt 0 ]; }
 IT_WAIT=30 it_wait part_way || it_fail "n1 received nothing in 30 s at $SLOW_RATE/s"
 it_stop n1 KILL
@@ -142,6 +149,9 @@ it_wait_ping n1
 # shellcheck disable=SC2046
 IT_WAIT=$CHANGE_WAIT_S it_wait it_ask tokens 256 n1 $(it_ports 4) ||
     it_fail "n1 does not have 256 tokens on every node $CHANGE_WAIT_S s after its restart"
+# shellcheck disable=SC2046
+IT_WAIT=$CHANGE_WAIT_S it_wait it_ask tokens 192 n2 $(it_ports 4) ||
+    it_fail "n2's queued change to 192 tokens was not made after n1's"
 resumed=$(it_info_field n1 ringkv_handoff_resumed)
 same=$(it_info_field n1 ringkv_handoff_arcs_same)
 it_log "n1 has 256 tokens everywhere; after its restart $same arcs were found held already and $resumed resumed from a checkpoint"
