@@ -4,8 +4,8 @@
  *
  * A connection carries two lanes.  Control traffic (IDENT, pings, gossip,
  * credits, later requests and replies) is sealed into the output queue as
- * soon as it is sent.  Bulk traffic (later streamed arcs and repair; now
- * the test-only MSG_BULK) never waits in that queue: a bulk message is
+ * soon as it is sent.  Bulk traffic (handoff batches, MSG_BULK_RESPONSE:
+ * rpc.h; the test-only MSG_BULK) never waits in that queue: a bulk message is
  * sealed only when the queue is empty, and only when the receiver has
  * granted credit for it (MSG_CREDIT, proto/PROTOCOL.md).  A producer of
  * bulk that finds no room is told to wait (peer.h's peer_send_bulk()), so
