@@ -12,7 +12,9 @@
  *   closed (the handoff retries it).
  * - Past RPC_BULK_ANSWERS_MAX waiting batches, a pull is refused at once.
  * - The body bound of the lane: half the peer's window less the envelope,
- *   none for a peer of message set 3 or one that granted no window.
+ *   none for a peer of message set 3 or one that granted no window; the
+ *   batches of an arc are cut to it, and a record over it goes alone in
+ *   the control lane.
  *
  * Waits drive the loop until a condition holds, with an iteration bound;
  * nothing asserts on time.
@@ -27,9 +29,11 @@
 #include "gossip.h"
 #include "membership.h"
 #include "msg_handoff.h"
+#include "msg_kv.h"
 #include "peer.h"
 #include "rpc.h"
 #include "server.h"
+#include "store.h"
 #include "two_nodes.h"
 
 static struct two_nodes tn;
@@ -67,6 +71,7 @@ struct outcome {
     int result;
     uint32_t status;
     size_t body_len;
+    struct buf *body; /* the body copied here when not NULL */
 };
 
 static void ended(void *ctx, int result, const struct request_reply *reply, uint64_t rtt_us)
@@ -78,6 +83,10 @@ static void ended(void *ctx, int result, const struct request_reply *reply, uint
     o->result = result;
     o->status = reply != NULL ? reply->status : 0;
     o->body_len = reply != NULL ? reply->body_len : 0;
+    if (o->body != NULL && reply != NULL) {
+        buf_clear(o->body);
+        ck_assert_int_eq(buf_append(o->body, reply->body, reply->body_len), 0);
+    }
 }
 
 static bool is_done(void *arg)
@@ -97,16 +106,26 @@ static bool b_waiting(void *arg)
     return bs != NULL && bs->n_bulk_answers >= *(size_t *)arg;
 }
 
-/* Ask b for a batch of the whole ring (an empty store: the last answer, done). */
-static void ask_pull(struct outcome *o)
+/* Ask b for a batch of the whole ring after the storage key after[0..after_len) (none: 0). */
+static void ask_pull_after(struct outcome *o, const uint8_t *after, size_t after_len)
 {
     struct msg_handoff_pull m = {.max_bytes = 256 * 1024};
     struct buf body;
+
+    m.after = after;
+    m.after_len = after_len;
+    m.has_after = after_len > 0;
 
     buf_init(&body, 0);
     ck_assert_int_eq(msg_handoff_pull_encode(&m, &body), 0);
     ck_assert_int_eq(rpc_ask(a, "b", MSG_OP_HANDOFF_PULL, buf_data(&body), body.len, ended, o), 0);
     buf_free(&body);
+}
+
+/* Ask b for the first batch of the whole ring (an empty store: the last answer, done). */
+static void ask_pull(struct outcome *o)
+{
+    ask_pull_after(o, NULL, 0);
 }
 
 /* The answer o got is a HANDOFF_PULL answer: done, nothing on the arc. */
@@ -221,6 +240,87 @@ START_TEST(test_waiting_answers_bounded)
 }
 END_TEST
 
+/* b's store holds n keys of value_len bytes each. */
+static void b_holds(int n, size_t value_len)
+{
+    char *value = malloc(value_len);
+    char key[32];
+
+    ck_assert_ptr_nonnull(value);
+    memset(value, 'v', value_len);
+    for (int i = 0; i < n; i++) {
+        int len = snprintf(key, sizeof(key), "key:%d", i);
+        ck_assert_int_eq(
+            store_write(b->store, key, (size_t)len, value, value_len, false, NULL, NULL), 0);
+    }
+    free(value);
+}
+
+/*
+ * The batches are cut to the lane: asked for 256 KiB at a time, b answers
+ * within half a's window (256 KiB), every batch in the bulk lane, until the
+ * arc is done, and every key comes.
+ */
+START_TEST(test_batch_cut_to_window)
+{
+    static struct msg_handoff_item items[MSG_HANDOFF_ITEMS_MAX];
+    size_t body_max = rpc_bulk_body_max(MSG_PROTO_VERSION, pa->lanes.window);
+    uint8_t after[MSG_HANDOFF_SKEY_MAX];
+    struct msg_handoff_pull_answer ans;
+    size_t after_len = 0, keys = 0;
+    struct buf got;
+    int pulls = 0;
+
+    ck_assert_uint_eq(pa->lanes.window, 256 * 1024);
+    b_holds(400, 1000);
+    buf_init(&got, 0);
+    do {
+        struct outcome o = {.body = &got};
+        ask_pull_after(&o, after, after_len);
+        ck_assert(two_nodes_spin(&tn, is_done, &o));
+        ck_assert_int_eq(o.result, 0);
+        ck_assert_uint_eq(o.status, MSG_RESULT_OK);
+        ck_assert_uint_le(o.body_len, body_max);
+        ck_assert_int_eq(msg_handoff_pull_answer_decode(buf_data(&got), got.len, &ans, items,
+                                                        MSG_HANDOFF_ITEMS_MAX),
+                         0);
+        ck_assert_uint_eq(ans.status, MSG_KV_OK);
+        keys += ans.n_items;
+        if (ans.has_next) {
+            ck_assert_uint_le(ans.next_len, sizeof(after));
+            memcpy(after, ans.next, ans.next_len);
+            after_len = ans.next_len;
+        }
+        ck_assert_int_lt(++pulls, 100);
+    } while (!ans.done);
+    buf_free(&got);
+    ck_assert_uint_eq(keys, 400);
+    ck_assert_int_ge(pulls, 4); /* 400 KB in batches of at most 127 KiB */
+    ck_assert_uint_eq(b->metrics.peer_bulk_answers_out, (uint64_t)pulls);
+    ck_assert_uint_eq(b->metrics.peer_bulk_answers_control, 0);
+}
+END_TEST
+
+/*
+ * A record over half the window cannot travel in the bulk lane (the first
+ * item of a batch always travels): its batch goes in the control lane.
+ */
+START_TEST(test_record_over_lane_in_control)
+{
+    struct outcome o = {0};
+
+    b_holds(1, 200 * 1024);
+    ask_pull(&o);
+    ck_assert(two_nodes_spin(&tn, is_done, &o));
+    ck_assert_int_eq(o.result, 0);
+    ck_assert_uint_eq(o.status, MSG_RESULT_OK);
+    ck_assert_uint_gt(o.body_len, 200 * 1024);
+    ck_assert_uint_eq(b->metrics.peer_bulk_answers_control, 1);
+    ck_assert_uint_eq(b->metrics.peer_bulk_answers_out, 0);
+    ck_assert_uint_eq(a->metrics.peer_bulk_answers_in, 0);
+}
+END_TEST
+
 START_TEST(test_body_max)
 {
     ck_assert_uint_eq(rpc_bulk_body_max(MSG_PROTO_VERSION, 256 * 1024),
@@ -247,6 +347,8 @@ static Suite *rpc_bulk_suite(void)
         {"close_frees_waiting_answers", test_close_frees_waiting_answers},
         {"waiting_answers_bounded", test_waiting_answers_bounded},
         {"body_max", test_body_max},
+        {"batch_cut_to_window", test_batch_cut_to_window},
+        {"record_over_lane_in_control", test_record_over_lane_in_control},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
