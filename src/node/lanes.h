@@ -18,7 +18,7 @@
  * default gossip interval, detector.h).  With credit, the bulk bytes sent
  * and not yet granted back -- everything in those buffers and in flight --
  * never exceed the receiver's window, so a heartbeat waits at most about
- * window / path rate (256 KiB at 1 MB/s: 0.26 s).
+ * window / path rate (the default 1 MiB at 1 MB/s: 1.05 s; 256 KiB: 0.26 s).
  *
  * The credit rules, for both ends:
  * - The receiver announces its window W with its first grant, W bytes.

@@ -5,7 +5,8 @@
 # n1 alone (rf 1, TOKENS tokens: arcs of hundreds of keys) holds KEYS keys
 # of VALUE bytes; every packet to or from n1's address then goes through
 # one htb class of RATE (1 MB/s: fault_slow), and n2 joins with
-# --handoff-concurrency CONCURRENCY.  n2 pulls its arcs (about 6 MB) from
+# --handoff-concurrency CONCURRENCY and a window of WINDOW for its peers'
+# bulk (a heartbeat waits behind at most that: 0.26 s at this rate).  n2 pulls its arcs (about 6 MB) from
 # n1 over the same connection and the same bottleneck as n1's pings and
 # gossip to n2.  Shown, once n2 is normal:
 #   - the batches came in the bulk lane: n1 sent at least one batch there
@@ -19,8 +20,8 @@
 #     flowed (ringkv_peer_control_gap_max_ms) under GAP_MAX_MS.  With the
 #     batches in the control lane, up to one a pulled arc (200 KB and more)
 #     waits ahead of the heartbeats at 1 MB/s: phi passed 4 that way (the
-#     detector suspects at 5); in the bulk lane at most a window (256 KiB,
-#     0.26 s) is ahead of them, and phi stays under 1.
+#     detector suspects at 5); in the bulk lane at most a window is ahead
+#     of them, and phi stays under 1.
 #   - loaded keys read back through n2.
 # Needs root (a network namespace of its own, tc); skipped (77) without.
 . "$top_srcdir/tests/integration/lib.sh"
@@ -33,7 +34,8 @@ VALUE=1000
 RATE=8mbit
 CONCURRENCY=16
 TOKENS=16
-# Gossip every 200 ms; a window (256 KiB) ahead of a heartbeat is 0.26 s at 1 MB/s.
+WINDOW=256KB
+# Gossip every 200 ms; a window ahead of a heartbeat is 0.26 s at 1 MB/s.
 GAP_MAX_MS=1200
 # phi of n1 at n2 (detector.h): 0.43 per mean interval of silence; suspicion at 5.
 PHI_MAX=2
@@ -53,7 +55,8 @@ python3 "$top_srcdir/tests/bench/handoff_load.py" load --nodes "$(it_client_addr
     it_fail "loading $KEYS keys: $(cat "$IT_DIR/load.out")"
 
 it_slow n1 "$RATE"
-it_node n2 --tokens "$TOKENS" --seeds "$(it_peer_addr n1)" --handoff-concurrency "$CONCURRENCY"
+it_node n2 --tokens "$TOKENS" --seeds "$(it_peer_addr n1)" --handoff-concurrency "$CONCURRENCY" \
+    --peer-bulk-window "$WINDOW"
 it_wait_ping n2
 started=$(date +%s)
 # until n2 is normal: the highest phi of n1 that n2 reports, every 0.1 s

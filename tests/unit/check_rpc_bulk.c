@@ -38,6 +38,8 @@
 
 static struct two_nodes tn;
 static struct server *a, *b;
+/* a's window for b's bulk: 256 KiB, so a batch of 256 KiB of records is cut to the lane */
+static const char *const window_setting[] = {"peer-bulk-window", "256KB", NULL};
 static struct peer *pa; /* a's connection to b */
 
 /* a knows b as a member at the address of its connection (what rpc_ask() looks for). */
@@ -53,7 +55,7 @@ static bool a_knows_b(void *arg)
 
 static void setup(void)
 {
-    two_nodes_start(&tn, "check_rpc_bulk", NULL);
+    two_nodes_start(&tn, "check_rpc_bulk", window_setting);
     a = tn.a;
     b = tn.b;
     pa = tn.pa;
