@@ -11,6 +11,8 @@
  *   leak otherwise), counts it dropped, and the asker's pull fails as
  *   closed (the handoff retries it).
  * - Past RPC_BULK_ANSWERS_MAX waiting batches, a pull is refused at once.
+ * - An asker of message set 3 gets its batch as a RESPONSE in the control
+ *   lane.
  * - The body bound of the lane: half the peer's window less the envelope,
  *   none for a peer of message set 3 or one that granted no window; the
  *   batches of an arc are cut to it, and a record over it goes alone in
@@ -323,6 +325,23 @@ START_TEST(test_record_over_lane_in_control)
 }
 END_TEST
 
+/* An asker of message set 3 knows no BULK_RESPONSE: its batch comes as a RESPONSE, in control. */
+START_TEST(test_older_asker_in_control)
+{
+    struct peer *bs = two_nodes_b_side(&tn);
+    struct outcome o = {0};
+
+    ck_assert_ptr_nonnull(bs);
+    bs->remote.proto = MSG_PROTO_V3; /* as a's IDENT would say from a node of set 3 */
+    ask_pull(&o);
+    ck_assert(two_nodes_spin(&tn, is_done, &o));
+    assert_last_batch(&o);
+    ck_assert_uint_eq(b->metrics.peer_bulk_answers_out, 0);
+    ck_assert_uint_eq(b->metrics.peer_bulk_answers_control, 0); /* not a fallback: never bulk */
+    ck_assert_uint_eq(a->metrics.peer_bulk_answers_in, 0);
+}
+END_TEST
+
 START_TEST(test_body_max)
 {
     ck_assert_uint_eq(rpc_bulk_body_max(MSG_PROTO_VERSION, 256 * 1024),
@@ -351,6 +370,7 @@ static Suite *rpc_bulk_suite(void)
         {"body_max", test_body_max},
         {"batch_cut_to_window", test_batch_cut_to_window},
         {"record_over_lane_in_control", test_record_over_lane_in_control},
+        {"older_asker_in_control", test_older_asker_in_control},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
