@@ -173,6 +173,8 @@ static const struct msg_kind msg_kinds[MSG_TYPE_MAX + 1] = {
                       msg_request_release},
     [MSG_CREDIT] = {"credit", 2, 2, 2, msg_credit_encode, msg_credit_decode, NULL},
     [MSG_BULK] = {"bulk", 2, 2, 2, msg_bulk_encode, msg_bulk_decode, NULL},
+    [MSG_BULK_RESPONSE] = {"bulk_response", 4, 3, 3, msg_request_encode, msg_request_decode,
+                           msg_request_release},
 };
 
 static const char *const msg_op_names[MSG_OP_MAX + 1] = {

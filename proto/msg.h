@@ -32,17 +32,18 @@
 #include "ring.h"
 
 enum msg_type {
-    MSG_IDENT = 1,       /* first message each way: who is speaking */
-    MSG_PING = 2,        /* liveness probe */
-    MSG_PONG = 3,        /* its answer */
-    MSG_GOSSIP_SYN = 4,  /* gossip round, 1 of 3: what the sender knows, as digests */
-    MSG_GOSSIP_ACK = 5,  /* 2 of 3: entries the receiver has newer, and what it wants */
-    MSG_GOSSIP_ACK2 = 6, /* 3 of 3: the entries asked for */
-    MSG_REQUEST = 7,     /* a question to a peer: id, operation, body */
-    MSG_RESPONSE = 8,    /* its answer: the same id, a status, a body */
-    MSG_CREDIT = 9,      /* bulk lane: the receiver grants bytes of bulk (since version 2) */
-    MSG_BULK = 10,       /* bulk lane: synthetic bulk, for tests and diagnostics (since 2) */
-    MSG_TYPE_MAX = 10,
+    MSG_IDENT = 1,          /* first message each way: who is speaking */
+    MSG_PING = 2,           /* liveness probe */
+    MSG_PONG = 3,           /* its answer */
+    MSG_GOSSIP_SYN = 4,     /* gossip round, 1 of 3: what the sender knows, as digests */
+    MSG_GOSSIP_ACK = 5,     /* 2 of 3: entries the receiver has newer, and what it wants */
+    MSG_GOSSIP_ACK2 = 6,    /* 3 of 3: the entries asked for */
+    MSG_REQUEST = 7,        /* a question to a peer: id, operation, body */
+    MSG_RESPONSE = 8,       /* its answer: the same id, a status, a body */
+    MSG_CREDIT = 9,         /* bulk lane: the receiver grants bytes of bulk (since version 2) */
+    MSG_BULK = 10,          /* bulk lane: synthetic bulk, for tests and diagnostics (since 2) */
+    MSG_BULK_RESPONSE = 11, /* a RESPONSE that travels in the bulk lane (since 4) */
+    MSG_TYPE_MAX = 11,
 };
 
 /* Elements a message array may have: its type, its fields, later additions. */
@@ -54,13 +55,16 @@ enum msg_type {
  * speaks version 1.  2: IDENT carries `proto` and the cluster settings,
  * and a receiver drops a message of an unknown type instead of the
  * connection.  3: a sealed frame to a peer of version 3 may carry several
- * messages one after another.  It goes up by one with each release that
- * adds types or changes what a frame holds.
+ * messages one after another.  4: BULK_RESPONSE, a RESPONSE in the bulk
+ * lane (a handoff batch).  It goes up by one with each release that adds
+ * types or changes what a frame holds.
  */
-#define MSG_PROTO_VERSION 3
+#define MSG_PROTO_VERSION 4
 #define MSG_PROTO_V1 1
 /* Message set 3: one sealed frame may carry several messages (msg_frame_next()). */
 #define MSG_PROTO_V3 3
+/* Message set 4: BULK_RESPONSE. */
+#define MSG_PROTO_V4 4
 
 /* Longest conflicts mode a cluster settings announcement names ("siblings"). */
 #define MSG_CONFLICTS_MAX 16
@@ -265,7 +269,7 @@ struct msg {
         struct msg_gossip_entries entries; /* MSG_GOSSIP_ACK and MSG_GOSSIP_ACK2 */
         struct msg_credit credit;          /* MSG_CREDIT */
         struct msg_bulk bulk;              /* MSG_BULK */
-        struct msg_request request;        /* MSG_REQUEST and MSG_RESPONSE */
+        struct msg_request request;        /* MSG_REQUEST, MSG_RESPONSE, MSG_BULK_RESPONSE */
     } u;
 };
 

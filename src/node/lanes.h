@@ -4,8 +4,8 @@
  *
  * A connection carries two lanes.  Control traffic (IDENT, pings, gossip,
  * credits, later requests and replies) is sealed into the output queue as
- * soon as it is sent.  Bulk traffic (later streamed arcs and repair; now
- * the test-only MSG_BULK) never waits in that queue: a bulk message is
+ * soon as it is sent.  Bulk traffic (handoff batches, MSG_BULK_RESPONSE:
+ * rpc.h; the test-only MSG_BULK) never waits in that queue: a bulk message is
  * sealed only when the queue is empty, and only when the receiver has
  * granted credit for it (MSG_CREDIT, proto/PROTOCOL.md).  A producer of
  * bulk that finds no room is told to wait (peer.h's peer_send_bulk()), so
@@ -18,7 +18,7 @@
  * default gossip interval, detector.h).  With credit, the bulk bytes sent
  * and not yet granted back -- everything in those buffers and in flight --
  * never exceed the receiver's window, so a heartbeat waits at most about
- * window / path rate (256 KiB at 1 MB/s: 0.26 s).
+ * window / path rate (the default 1 MiB at 1 MB/s: 1.05 s; 256 KiB: 0.26 s).
  *
  * The credit rules, for both ends:
  * - The receiver announces its window W with its first grant, W bytes.

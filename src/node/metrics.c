@@ -31,6 +31,7 @@
 #include "log.h"
 #include "membership.h"
 #include "net.h"
+#include "peer.h"
 #include "reaper.h"
 #include "server.h"
 
@@ -415,6 +416,23 @@ static void info_commandstats(struct server *n, struct buf *out)
     buf_printf(out, "\r\n");
 }
 
+/*
+ * The longest wait between two control messages from one peer once bulk
+ * had flowed from it, over the open connections (lanes.h): how long a
+ * heartbeat waited behind bulk at most.
+ */
+static uint64_t lanes_control_gap_max_ms(const struct server *n)
+{
+    uint64_t max = 0;
+
+    for (const struct peer *p = n->peers; p != NULL; p = p->next) {
+        if (!p->dead && p->lanes.control_gap_max_ms > max) {
+            max = p->lanes.control_gap_max_ms;
+        }
+    }
+    return max;
+}
+
 /* The lanes of node-to-node connections (src/node/lanes.h): the queue bound and the bulk lane. */
 static void info_lanes(struct server *n, struct buf *out)
 {
@@ -423,11 +441,23 @@ static void info_lanes(struct server *n, struct buf *out)
     buf_printf(out,
                "# Lanes\r\nringkv_peer_queue_max:%llu\r\nringkv_peer_bulk_window:%llu\r\n"
                "ringkv_peer_queue_full:%llu\r\nringkv_peer_credit_errors:%llu\r\n"
-               "ringkv_peer_bulk_bytes_in:%llu\r\nringkv_peer_bulk_bytes_out:%llu\r\n\r\n",
+               "ringkv_peer_bulk_bytes_in:%llu\r\nringkv_peer_bulk_bytes_out:%llu\r\n",
                (unsigned long long)n->cfg.peer_queue_max,
                (unsigned long long)n->cfg.peer_bulk_window, (unsigned long long)m->peer_queue_full,
                (unsigned long long)m->peer_credit_errors, (unsigned long long)m->peer_bulk_bytes_in,
                (unsigned long long)m->peer_bulk_bytes_out);
+    buf_printf(out,
+               "ringkv_peer_bulk_answers_out:%llu\r\nringkv_peer_bulk_answers_in:%llu\r\n"
+               "ringkv_peer_bulk_answers_waited:%llu\r\nringkv_peer_bulk_answers_dropped:%llu\r\n"
+               "ringkv_peer_bulk_answers_control:%llu\r\nringkv_peer_bulk_answers_busy:%llu\r\n"
+               "ringkv_peer_control_gap_max_ms:%llu\r\n\r\n",
+               (unsigned long long)m->peer_bulk_answers_out,
+               (unsigned long long)m->peer_bulk_answers_in,
+               (unsigned long long)m->peer_bulk_answers_waited,
+               (unsigned long long)m->peer_bulk_answers_dropped,
+               (unsigned long long)m->peer_bulk_answers_control,
+               (unsigned long long)m->peer_bulk_answers_busy,
+               (unsigned long long)lanes_control_gap_max_ms(n));
 }
 
 void metrics_count_request(struct metrics *m, uint32_t op, enum metrics_request_outcome outcome)
@@ -588,6 +618,26 @@ static void prom_lanes(struct server *n, struct buf *out)
                  m->peer_bulk_bytes_in);
     prom_counter(out, "ringkv_peer_bulk_bytes_sent_total", "Bulk lane bytes sent.",
                  m->peer_bulk_bytes_out);
+    prom_counter(out, "ringkv_peer_bulk_answers_sent_total",
+                 "Handoff batches sent in the bulk lane.", m->peer_bulk_answers_out);
+    prom_counter(out, "ringkv_peer_bulk_answers_received_total",
+                 "Handoff batches received in the bulk lane.", m->peer_bulk_answers_in);
+    prom_counter(out, "ringkv_peer_bulk_answers_waited_total",
+                 "Handoff batches that waited for the bulk lane's room or credit.",
+                 m->peer_bulk_answers_waited);
+    prom_counter(out, "ringkv_peer_bulk_answers_dropped_total",
+                 "Handoff batches dropped while waiting: connection closed or asker gone.",
+                 m->peer_bulk_answers_dropped);
+    prom_counter(out, "ringkv_peer_bulk_answers_control_total",
+                 "Handoff batches too large for the bulk lane, sent in the control lane.",
+                 m->peer_bulk_answers_control);
+    prom_counter(out, "ringkv_peer_bulk_answers_busy_total",
+                 "Handoff pulls refused because too many batches waited for the bulk lane.",
+                 m->peer_bulk_answers_busy);
+    prom_gauge(out, "ringkv_peer_control_gap_max_ms",
+               "Longest wait between control messages from a peer once bulk flowed (open "
+               "connections).",
+               lanes_control_gap_max_ms(n));
 }
 
 static void prom_requests(struct server *n, struct buf *out)

@@ -106,6 +106,13 @@ struct metrics {
     uint64_t peer_credit_errors;  /* connections closed for breaking the credit rules */
     uint64_t peer_bulk_bytes_in;  /* bulk lane bytes received */
     uint64_t peer_bulk_bytes_out; /* bulk lane bytes sent */
+    /* handoff batches in the bulk lane (rpc.h) */
+    uint64_t peer_bulk_answers_out;     /* sealed in the bulk lane */
+    uint64_t peer_bulk_answers_in;      /* received in the bulk lane */
+    uint64_t peer_bulk_answers_waited;  /* waited for room or credit before going */
+    uint64_t peer_bulk_answers_dropped; /* the connection closed, or the asker gave up, first */
+    uint64_t peer_bulk_answers_control; /* over what the lane carries: sent in the control lane */
+    uint64_t peer_bulk_answers_busy;    /* pulls refused: RPC_BULK_ANSWERS_MAX were waiting */
     struct metrics_requests requests;
 };
 

@@ -273,7 +273,7 @@ static int peer_seal(struct peer *p, const uint8_t *plain, size_t len)
 /* Whether a type travels in the bulk lane. */
 static bool peer_type_bulk(enum msg_type type)
 {
-    return type == MSG_BULK;
+    return type == MSG_BULK || type == MSG_BULK_RESPONSE;
 }
 
 /* Bytes waiting to be written: sealed frames, and messages waiting for the handshake or their
@@ -317,10 +317,11 @@ static bool peer_shares_frames(const struct peer *p)
     return p->identified && p->remote.proto >= MSG_PROTO_V3 && channel_is_open(&p->ch);
 }
 
-/* Whether a waiting bulk producer may go on now. */
+/* Whether a waiting bulk producer (one, or the queued answers) may go on now. */
 static bool peer_bulk_pending(const struct peer *p)
 {
-    return p->bulk_ready != NULL && lanes_bulk_ready(&p->lanes, peer_queued(p));
+    return (p->bulk_ready != NULL || p->bulk_answers != NULL) &&
+           lanes_bulk_ready(&p->lanes, peer_queued(p));
 }
 
 /*
@@ -623,25 +624,63 @@ static void on_credit(struct peer *p, const struct msg *m)
     peer_bulk_kick(p);
 }
 
-/* Synthetic bulk: count it within our grant, hand it to the test stream's counter, grant back. */
-static void on_bulk(struct peer *p, const struct msg *m)
+/*
+ * A bulk message of len bytes arrived: count it within our grant.  False
+ * when it is over the grant: the peer broke the protocol, p is closed.
+ */
+static bool peer_bulk_arrived(struct peer *p, size_t len)
 {
-    struct msg credit = {.type = MSG_CREDIT};
-    size_t len = p->msg_len;
-
     if (lanes_bulk_in(&p->lanes, len) != 0) {
         p->node->metrics.peer_credit_errors++;
         LOG(LOG_WARN, "peer_bulk_over_credit", "peer=%s remote_id=%s message=%zu allowed=%llu",
             p->addr, p->remote.id, len, (unsigned long long)p->lanes.allowed);
         peer_close(p, "bulk_over_credit");
-        return;
+        return false;
     }
     p->node->metrics.peer_bulk_bytes_in += len;
-    bulktest_received(p->node, p, m->u.bulk.len);
+    return true;
+}
+
+/* len bulk bytes were consumed: grant them back once a quarter of the window waits. */
+static void peer_bulk_consumed(struct peer *p, size_t len)
+{
+    struct msg credit = {.type = MSG_CREDIT};
+
     credit.u.credit.grant = lanes_bulk_consumed(&p->lanes, len);
     credit.u.credit.window = p->lanes.window;
     if (credit.u.credit.grant > 0) {
         peer_send(p, &credit);
+    }
+}
+
+/* Synthetic bulk: count it within our grant, hand it to the test stream's counter, grant back. */
+static void on_bulk(struct peer *p, const struct msg *m)
+{
+    size_t len = p->msg_len;
+
+    if (!peer_bulk_arrived(p, len)) {
+        return;
+    }
+    bulktest_received(p->node, p, m->u.bulk.len);
+    peer_bulk_consumed(p, len);
+}
+
+/*
+ * An answer that came in the bulk lane (a handoff batch): counted within
+ * our grant, routed as a RESPONSE, then granted back: its request's
+ * callback has taken what it keeps of the body by then.
+ */
+static void on_bulk_response(struct peer *p, const struct msg *m)
+{
+    size_t len = p->msg_len;
+
+    if (!peer_bulk_arrived(p, len)) {
+        return;
+    }
+    p->node->metrics.peer_bulk_answers_in++;
+    rpc_on_response(p, m);
+    if (!p->dead) {
+        peer_bulk_consumed(p, len);
     }
 }
 
@@ -718,12 +757,16 @@ void peer_bulk_wait(struct peer *p, peer_bulk_fn fn, void *arg)
     }
 }
 
-/* The waiting bulk producer may go on: call it, once. */
+/* The waiting bulk producers may go on: the queued answers first, then the one called, once. */
 static void peer_bulk_kick(struct peer *p)
 {
-    peer_bulk_fn fn = p->bulk_ready;
+    peer_bulk_fn fn;
 
-    if (p->dead || !peer_bulk_pending(p)) {
+    if (!p->dead && p->bulk_answers != NULL && lanes_bulk_ready(&p->lanes, peer_queued(p))) {
+        rpc_bulk_send_waiting(p);
+    }
+    fn = p->bulk_ready;
+    if (p->dead || fn == NULL || !lanes_bulk_ready(&p->lanes, peer_queued(p))) {
         return;
     }
     p->bulk_ready = NULL;
@@ -747,10 +790,17 @@ struct peer_handler {
 };
 
 static const struct peer_handler peer_handlers[] = {
-    {MSG_IDENT, on_ident},           {MSG_PING, on_ping},         {MSG_PONG, on_gossip},
-    {MSG_GOSSIP_SYN, on_gossip},     {MSG_GOSSIP_ACK, on_gossip}, {MSG_GOSSIP_ACK2, on_gossip},
-    {MSG_CREDIT, on_credit},         {MSG_BULK, on_bulk},         {MSG_REQUEST, rpc_on_request},
+    {MSG_IDENT, on_ident},
+    {MSG_PING, on_ping},
+    {MSG_PONG, on_gossip},
+    {MSG_GOSSIP_SYN, on_gossip},
+    {MSG_GOSSIP_ACK, on_gossip},
+    {MSG_GOSSIP_ACK2, on_gossip},
+    {MSG_CREDIT, on_credit},
+    {MSG_BULK, on_bulk},
+    {MSG_REQUEST, rpc_on_request},
     {MSG_RESPONSE, rpc_on_response},
+    {MSG_BULK_RESPONSE, on_bulk_response},
 };
 
 /*

@@ -64,6 +64,7 @@ typedef void (*peer_bulk_fn)(struct peer *p, void *arg, int status);
 #define PEER_BULK_WAIT 1
 
 struct rpc_answer;
+struct rpc_bulk_answer;
 
 struct peer {
     struct server *node;
@@ -92,8 +93,11 @@ struct peer {
     ev_timer request_w;            /* fires at or before the earliest of their deadlines */
     uint64_t request_w_at;         /* when request_w fires while active (monotonic us) */
     struct rpc_answer *answers;    /* requests from it being served, answered later (rpc.c) */
-    bool over_frame_logged;        /* a message over the remote's frame-max was refused (rpc.c) */
-    struct peer *flush_next;       /* in server.peers_to_flush while flush_queued */
+    /* answers for its bulk lane waiting for room and credit, oldest first (rpc.c) */
+    struct rpc_bulk_answer *bulk_answers, *bulk_answers_tail;
+    size_t n_bulk_answers;
+    bool over_frame_logged;  /* a message over the remote's frame-max was refused (rpc.c) */
+    struct peer *flush_next; /* in server.peers_to_flush while flush_queued */
     bool flush_queued;
 };
 
@@ -127,7 +131,7 @@ struct peer *peer_connect(struct server *n, const char *addr, char *err, size_t 
 int peer_send(struct peer *p, const struct msg *m);
 
 /*
- * Send one bulk message (a type of the bulk lane: MSG_BULK) within the
+ * Send one bulk message (a type of the bulk lane: MSG_BULK, MSG_BULK_RESPONSE) within the
  * credit the peer granted (lanes.h, PROTOCOL.md section 7.11).  Returns 0
  * when it was sealed; PEER_BULK_WAIT when it must wait (output queue not
  * empty, credit short, or the peer's first grant not here yet): nothing
@@ -146,7 +150,9 @@ int peer_send_bulk(struct peer *p, const struct msg *m);
  * Call fn(p, arg, 0) once, from the event loop, when the message that got
  * PEER_BULK_WAIT may be sent; or fn(p, arg, RK_ECLOSED) when the
  * connection closes first.  One producer per connection: a later call
- * replaces the earlier one.
+ * replaces the earlier one.  The answers rpc.c queues for the bulk lane
+ * (p->bulk_answers) are a producer of their own, beside it: when the lane
+ * has room they go first (rpc_bulk_send_waiting()), then fn.
  */
 void peer_bulk_wait(struct peer *p, peer_bulk_fn fn, void *arg);
 

@@ -42,9 +42,6 @@ struct rpc_answer {
     struct rpc_answer *prev, *next;
 };
 
-/* Bytes a REQUEST or RESPONSE adds around its body, sealing included: a generous bound. */
-#define RPC_ENVELOPE_MAX 1024
-
 struct rpc_call {
     struct server *node;
     struct peer *peer; /* for the log line; valid while the call is outstanding */
@@ -203,6 +200,8 @@ void rpc_peer_init(struct peer *p)
     request_table_init(&p->requests, RPC_OUTSTANDING_MAX);
 }
 
+static void rpc_bulk_answers_free(struct peer *p);
+
 void rpc_peer_closed(struct peer *p)
 {
     ev_timer_stop(p->node->loop, &p->request_w);
@@ -212,6 +211,7 @@ void rpc_peer_closed(struct peer *p)
         a->peer = NULL;
     }
     p->answers = NULL;
+    rpc_bulk_answers_free(p);
 }
 
 void rpc_peer_deinit(struct peer *p)
@@ -512,6 +512,141 @@ static void rpc_respond(struct peer *p, uint64_t id, uint32_t result, const stru
     peer_send(p, &answer);
 }
 
+/* --- answers in the bulk lane (rpc.h) -------------------------------------------- */
+
+/* A HANDOFF_PULL's answer waiting for p's bulk lane (p->bulk_answers). */
+struct rpc_bulk_answer {
+    struct rpc_bulk_answer *next;
+    uint64_t id;
+    uint64_t queued_us; /* rpc_loop_us() when it was queued */
+    struct buf body;
+};
+
+size_t rpc_bulk_body_max(uint32_t proto, uint64_t peer_window)
+{
+    if (proto < MSG_PROTO_V4 || peer_window / 2 <= RPC_ENVELOPE_MAX) {
+        return 0;
+    }
+    return (size_t)(peer_window / 2 - RPC_ENVELOPE_MAX);
+}
+
+/*
+ * Seal one answer in p's bulk lane: 0, PEER_BULK_WAIT, RK_ETOOBIG (over
+ * half the window or the frame: never sendable there), RK_ECLOSED (p
+ * closed, perhaps freed the queue: stop).
+ */
+static int rpc_bulk_seal(struct peer *p, uint64_t id, const struct buf *body)
+{
+    struct msg answer = {.type = MSG_BULK_RESPONSE};
+    int rc;
+
+    answer.u.request.id = id;
+    answer.u.request.code = MSG_RESULT_OK;
+    answer.u.request.body = (uint8_t *)buf_data(body);
+    answer.u.request.body_len = body->len;
+    answer.u.request.body_made = true;
+    rc = peer_send_bulk(p, &answer);
+    if (rc == 0) {
+        p->node->metrics.peer_bulk_answers_out++;
+    } else if (p->dead) {
+        rc = RK_ECLOSED;
+    }
+    return rc;
+}
+
+/* An answer the bulk lane cannot carry: a RESPONSE in the control lane, counted. */
+static void rpc_bulk_to_control(struct peer *p, uint64_t id, const struct buf *body)
+{
+    p->node->metrics.peer_bulk_answers_control++;
+    rpc_respond(p, id, MSG_RESULT_OK, body);
+}
+
+/*
+ * Answer request id of p with body in its bulk lane: sealed now when the
+ * lane has room and nothing waits before it, else put at the end of the
+ * waiting list (body taken, left empty).  An answer the lane cannot carry
+ * goes in the control lane.
+ */
+static void rpc_bulk_answer(struct peer *p, uint64_t id, struct buf *body)
+{
+    struct rpc_bulk_answer *a;
+    int rc = PEER_BULK_WAIT;
+
+    if (p->bulk_answers == NULL) {
+        rc = rpc_bulk_seal(p, id, body);
+    }
+    if (rc == 0 || rc == RK_ECLOSED) {
+        return;
+    }
+    if (rc != PEER_BULK_WAIT || (a = malloc(sizeof(*a))) == NULL) {
+        rpc_bulk_to_control(p, id, body);
+        return;
+    }
+    *a = (struct rpc_bulk_answer){.id = id, .queued_us = rpc_loop_us(p->node), .body = *body};
+    buf_init(body, 0);
+    if (p->bulk_answers_tail != NULL) {
+        p->bulk_answers_tail->next = a;
+    } else {
+        p->bulk_answers = a;
+    }
+    p->bulk_answers_tail = a;
+    p->n_bulk_answers++;
+    p->node->metrics.peer_bulk_answers_waited++;
+    /* woken by peer.c: the flush after this handler, a CREDIT, a drained socket (peer_bulk_kick) */
+}
+
+/* Take the first waiting answer off p's list. */
+static struct rpc_bulk_answer *rpc_bulk_pop(struct peer *p)
+{
+    struct rpc_bulk_answer *a = p->bulk_answers;
+
+    p->bulk_answers = a->next;
+    if (p->bulk_answers == NULL) {
+        p->bulk_answers_tail = NULL;
+    }
+    p->n_bulk_answers--;
+    return a;
+}
+
+static void rpc_bulk_free(struct rpc_bulk_answer *a)
+{
+    buf_free(&a->body);
+    free(a);
+}
+
+void rpc_bulk_send_waiting(struct peer *p)
+{
+    uint64_t now = rpc_loop_us(p->node), timeout = p->node->cfg.request_timeout_ms * 1000;
+
+    while (!p->dead && p->bulk_answers != NULL) {
+        struct rpc_bulk_answer *a = p->bulk_answers;
+        int rc;
+        if (now - a->queued_us >= timeout) {
+            p->node->metrics.peer_bulk_answers_dropped++; /* its asker has given up on it */
+            rpc_bulk_free(rpc_bulk_pop(p));
+            continue;
+        }
+        rc = rpc_bulk_seal(p, a->id, &a->body);
+        if (rc == PEER_BULK_WAIT || rc == RK_ECLOSED) {
+            return; /* waits on; or the close freed the list, a with it */
+        }
+        a = rpc_bulk_pop(p);
+        if (rc != 0) {
+            rpc_bulk_to_control(p, a->id, &a->body);
+        }
+        rpc_bulk_free(a);
+    }
+}
+
+/* p closed: the answers waiting for its bulk lane go nowhere. */
+static void rpc_bulk_answers_free(struct peer *p)
+{
+    while (p->bulk_answers != NULL) {
+        p->node->metrics.peer_bulk_answers_dropped++;
+        rpc_bulk_free(rpc_bulk_pop(p));
+    }
+}
+
 /* The coordinator's answer to a data operation (coord_serve()). */
 static void rpc_served(void *ctx, const struct msg_kv_answer *ans)
 {
@@ -601,11 +736,27 @@ void rpc_on_request(struct peer *p, const struct msg *m)
     } else if (q->code == MSG_OP_HANDOFF_PULL || q->code == MSG_OP_HANDOFF_DIGEST ||
                q->code == MSG_OP_HANDOFF_DONE) {
         size_t max = rpc_peer_body_max(p), mine = rpc_body_max(p->node);
-        rc = handoff_serve(p->node->handoff, p->remote.id, q->code, q->body, q->body_len,
-                           max == 0 || (mine != 0 && mine < max) ? mine : max, &body);
+        size_t bulk = q->code == MSG_OP_HANDOFF_PULL
+                          ? rpc_bulk_body_max(p->remote.proto, p->lanes.peer_window)
+                          : 0;
+        max = max == 0 || (mine != 0 && mine < max) ? mine : max;
+        if (bulk > 0 && (max == 0 || bulk < max)) {
+            max = bulk; /* the batch fits the bulk lane (rpc.h) */
+        }
+        if (bulk > 0 && p->n_bulk_answers >= RPC_BULK_ANSWERS_MAX) {
+            p->node->metrics.peer_bulk_answers_busy++; /* the puller retries the pull */
+            rc = RK_ETOOBIG;
+        } else {
+            rc = handoff_serve(p->node->handoff, p->remote.id, q->code, q->body, q->body_len, max,
+                               &body);
+        }
         result = rc == 0            ? MSG_RESULT_OK
                  : rc == RK_ESYNTAX ? MSG_RESULT_BAD_BODY
                                     : MSG_RESULT_FAILED;
+        if (bulk > 0 && result == MSG_RESULT_OK) {
+            rpc_bulk_answer(p, q->id, &body);
+            later = true; /* answered in the bulk lane, or waits for it */
+        }
     } else if (rpc_serve_kv(p, q, &result)) {
         later = result == MSG_RESULT_OK;
     }

@@ -26,6 +26,27 @@
  * answer, MSG_RESULT_UNKNOWN_OP for an operation this node does not know
  * (a newer node's), MSG_RESULT_BAD_BODY or MSG_RESULT_FAILED (body nil).
  * Operations are a table of {op, serve}; serving is synchronous today.
+ *
+ * The bulk lane.  The answer to a HANDOFF_PULL (a batch of records, up to
+ * hundreds of KiB) goes to a peer of message set 4 as MSG_BULK_RESPONSE,
+ * in the connection's bulk lane (lanes.h, PROTOCOL.md 7.18), so that
+ * heartbeats and gossip never wait behind batches in the output queue:
+ *   - the batch is bounded to fit the lane: the body at most half the
+ *     peer's window less RPC_ENVELOPE_MAX, so every batch is sendable and
+ *     the lane cannot deadlock; a batch still over it (a single record
+ *     larger than that) goes as a RESPONSE in the control lane, as does
+ *     every answer to a peer of message set 3 or older;
+ *   - it is sealed only when the output queue is empty and the credit
+ *     allows; until then it waits on the connection's list of bulk answers
+ *     (p->bulk_answers, oldest first, at most RPC_BULK_ANSWERS_MAX: a pull
+ *     past that is answered at once with MSG_RESULT_FAILED, which the
+ *     puller retries), never in the output queue;
+ *   - an answer that waited past request-timeout is dropped (the asker
+ *     has given up on it), and the connection closing frees every one
+ *     waiting (the asker's requests fail with it: RK_ECLOSED, retried);
+ *   - small answers (HANDOFF_DIGEST, HANDOFF_DONE, failures) stay in the
+ *     control lane.
+ * Counted in INFO's Lanes section (ringkv_peer_bulk_answers_*).
  */
 #ifndef RINGKV_RPC_H
 #define RINGKV_RPC_H
@@ -109,6 +130,24 @@ void rpc_coord_send_waiting(struct server *n, bool fail_all);
 #define RPC_OUTSTANDING_MAX 1024
 
 /*
+ * Answers waiting for one connection's bulk lane at most: above what one
+ * puller asks at once (one pull outstanding per arc, handoff-concurrency
+ * arcs, default 4), and each at most half the peer's window.
+ */
+#define RPC_BULK_ANSWERS_MAX 16
+
+/* Bytes a REQUEST or RESPONSE adds around its body, sealing included: a generous bound. */
+#define RPC_ENVELOPE_MAX 1024
+
+/*
+ * The most body bytes an answer in p's bulk lane may carry (half the
+ * window the peer announced, less RPC_ENVELOPE_MAX), or 0 when p takes no
+ * bulk answers: a peer of message set 3 or older, or one that has
+ * granted no window yet.  Pure: the lane's rule, for tests too.
+ */
+size_t rpc_bulk_body_max(uint32_t proto, uint64_t peer_window);
+
+/*
  * The monotonic clock, in µs, as the event loop's current iteration began
  * (read once per iteration, before any callback of it): the time peer
  * messages are stamped with (answer times, the lanes' control gaps), where
@@ -142,7 +181,10 @@ void rpc_peer_expire(struct peer *p);
 /* MSG_REQUEST from an identified peer: serve it and answer. */
 void rpc_on_request(struct peer *p, const struct msg *m);
 
-/* MSG_RESPONSE from an identified peer: route it to its request. */
+/* MSG_RESPONSE (or MSG_BULK_RESPONSE) from an identified peer: route it to its request. */
 void rpc_on_response(struct peer *p, const struct msg *m);
+
+/* p's bulk lane has room: send the answers waiting for it, oldest first, while it lasts. */
+void rpc_bulk_send_waiting(struct peer *p);
 
 #endif

@@ -461,16 +461,21 @@ const struct settings_def settings_defs[] = {
      .unit = "bytes",
      .doc = "bytes queued for a peer before its connection is closed; at least frame-max"},
     /*
-     * 256KB: a heartbeat waits behind at most a window of bulk, 0.26 s at
-     * 1 MB/s (a tenth of the detector's suspicion time at the default
-     * gossip-interval, detector.h), and a bulk stream still reaches
-     * window / RTT, 13 MB/s over a 20 ms round trip, above handoff-rate's
-     * default.  Half of it is the largest bulk message.
+     * 1MB: a heartbeat waits behind at most a window of bulk, 1.05 s at
+     * 1 MB/s (under half the detector's suspicion time at the default
+     * gossip-interval, detector.h), a bulk stream reaches window / RTT,
+     * 52 MB/s over a 20 ms round trip, above handoff-rate's default, and
+     * half of it, the largest bulk message, holds a whole handoff batch
+     * (256 KiB of records, cut to half the answer bound: rpc.h).  With
+     * 256KB the batches are cut to 64 KiB: four times the requests and
+     * store commits for an arc, and at one pull outstanding per arc,
+     * handoff-concurrency x 64 KiB a round trip (5 MB/s at 50 ms, under
+     * handoff-rate's default).
      */
     {.name = "peer-bulk-window",
      .kind = SETTINGS_SIZE,
      FIELD(peer_bulk_window),
-     .def = "256KB",
+     .def = "1MB",
      .min = 64 * KIB,
      .max = GIB,
      .unit = "bytes",

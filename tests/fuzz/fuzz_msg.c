@@ -107,7 +107,7 @@ static bool fuzz_msg_equal(const struct msg *a, const struct msg *b)
     if (a->type != b->type) {
         return false;
     }
-    if (a->type == MSG_REQUEST || a->type == MSG_RESPONSE) {
+    if (a->type == MSG_REQUEST || a->type == MSG_RESPONSE || a->type == MSG_BULK_RESPONSE) {
         return fuzz_request_equal(&a->u.request, &b->u.request);
     }
     if (a->type == MSG_IDENT) {

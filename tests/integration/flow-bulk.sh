@@ -5,7 +5,7 @@
 # loopback (127.0.0.11 and 127.0.0.12).  An htb class limits the path from
 # n1 to n2 to FLOW_RATE_KBIT (8000 kbit/s: 1 MB/s); everything else in the
 # namespace (n2 to n1, the test's own commands) is not limited.  n1 then
-# streams FLOW_BYTES (8 MB, 32 windows of 256 KiB) of synthetic bulk to n2
+# streams FLOW_BYTES (8 MB, 8 windows of 1 MiB) of synthetic bulk to n2
 # through the bulk lane (RINGKV BULKTEST), the same connection and the
 # same bottleneck as n1's heartbeats (pings and gossip) to n2.  The test
 # shows, while that runs and after:
@@ -32,7 +32,7 @@
 
 FLOW_RATE_KBIT=${FLOW_RATE_KBIT:-8000}
 FLOW_BYTES=${FLOW_BYTES:-8388608}
-FLOW_WINDOW=262144
+FLOW_WINDOW=1048576
 # The detector's suspicion: phi 5, reached after 5 / log10(e) = 11.5 silent intervals of 200 ms.
 FLOW_SUSPECT_PHI=5
 FLOW_SUSPECT_MS=2300

@@ -14,7 +14,7 @@
 #include "error.h"
 #include "lanes.h"
 
-/* The window of the examples: peer-bulk-window's default. */
+/* The window of the examples (PROTOCOL.md 7.12's). */
 #define T_WINDOW (256u * 1024)
 #define T_QUEUE_MAX (1024u * 1024)
 

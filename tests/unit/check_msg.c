@@ -513,7 +513,7 @@ static struct msg random_msg(void)
     do {
         m.type = (enum msg_type)(1 + rng_next() % MSG_TYPE_MAX);
     } while (strcmp(msg_type_name((int)m.type), "unknown") == 0 || m.type == MSG_REQUEST ||
-             m.type == MSG_RESPONSE);
+             m.type == MSG_RESPONSE || m.type == MSG_BULK_RESPONSE);
     if (m.type == MSG_CREDIT) {
         m.u.credit.window = 1 + random_u64() % MSG_CREDIT_WINDOW_MAX;
         m.u.credit.grant = random_u64() % (m.u.credit.window + 1);

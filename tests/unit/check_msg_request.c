@@ -104,6 +104,40 @@ START_TEST(test_since_version_2)
 }
 END_TEST
 
+/*
+ * BULK_RESPONSE (PROTOCOL.md 7.18): RESPONSE's fields under type 11, known
+ * from message set 4 only, so a node of set 3 is never sent one.
+ */
+START_TEST(test_bulk_response)
+{
+    static const uint8_t items[] = {0x94, 0x00, 0x90, 0xc3,
+                                    0xc0}; /* the last HANDOFF_PULL answer */
+    struct msg m = {.type = MSG_BULK_RESPONSE}, back;
+
+    ck_assert_int_eq(MSG_BULK_RESPONSE, 11);
+    ck_assert_str_eq(msg_type_name(MSG_BULK_RESPONSE), "bulk_response");
+    ck_assert(!msg_type_known(MSG_BULK_RESPONSE, MSG_PROTO_V3));
+    ck_assert(msg_type_known(MSG_BULK_RESPONSE, MSG_PROTO_V4));
+    ck_assert(msg_type_known(MSG_BULK_RESPONSE, MSG_PROTO_VERSION));
+    m.u.request.id = 3;
+    m.u.request.code = MSG_RESULT_OK;
+    m.u.request.body = (uint8_t *)items;
+    m.u.request.body_len = sizeof(items);
+    assert_encodes_to(&m, "94 0b 03 00 94 00 90 c3 c0");
+    ck_assert_int_eq(decode_hex("94 0b 03 00 94 00 90 c3 c0", &back), 0);
+    ck_assert_int_eq(back.type, MSG_BULK_RESPONSE);
+    ck_assert_uint_eq(back.u.request.id, 3);
+    ck_assert_uint_eq(back.u.request.code, MSG_RESULT_OK);
+    ck_assert_uint_eq(back.u.request.body_len, sizeof(items));
+    ck_assert_int_eq(memcmp(back.u.request.body, items, sizeof(items)), 0);
+    msg_free(&back);
+    /* RESPONSE's rules: id 0, too few fields, bytes after the array */
+    ck_assert_int_eq(decode_hex("94 0b 00 00 c0", &back), RK_ESYNTAX);
+    ck_assert_int_eq(decode_hex("93 0b 01 00", &back), RK_ESYNTAX);
+    ck_assert_int_eq(decode_hex("94 0b 01 00 c0 c0", &back), RK_ESYNTAX);
+}
+END_TEST
+
 START_TEST(test_response_golden)
 {
     struct msg_status_view v = status_example(), back_v;
@@ -161,7 +195,7 @@ START_TEST(test_round_trip)
     buf_init(&out, 0);
     for (int t = 0; t < TRIALS; t++) {
         memset(&m, 0, sizeof(m));
-        m.type = rng_next() % 2 ? MSG_REQUEST : MSG_RESPONSE;
+        m.type = (enum msg_type[]){MSG_REQUEST, MSG_RESPONSE, MSG_BULK_RESPONSE}[rng_next() % 3];
         m.u.request.id = rng_next() >> (rng_next() % 64);
         m.u.request.id += m.u.request.id == 0; /* ids start at 1 */
         shift = 32 + (int)(rng_next() % 33);   /* 32 .. 64: a code of 32 .. 0 bits */
@@ -330,6 +364,7 @@ static Suite *msg_request_suite(void)
         {"request_golden", test_request_golden},
         {"since_version_2", test_since_version_2},
         {"response_golden", test_response_golden},
+        {"bulk_response", test_bulk_response},
         {"round_trip", test_round_trip},
         {"bad_requests_refused", test_bad_requests_refused},
         {"every_truncation_refused", test_every_truncation_refused},

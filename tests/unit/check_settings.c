@@ -168,7 +168,7 @@ static const struct {
     {"peer-handshake-per-addr", "8"},
     {"handshake-timeout", "5s"},
     {"peer-queue-max", "64MB"},
-    {"peer-bulk-window", "256KB"},
+    {"peer-bulk-window", "1MB"},
     {"request-timeout", "5s"},
     {"map-size-max", "64GB"},
     {"requirepass", ""},
