@@ -364,6 +364,7 @@ struct store {
     uint64_t hint_seq;
     size_t recent_batch;      /* decaying maximum of recent batch sizes (commit delay) */
     struct record apply_view; /* op_apply_newer()'s view of a stored record: its array kept */
+    struct record apply_in;   /* op_apply_record_newer()'s view of the record applied */
 
     /*
      * The write-ahead log (wal.c) and the overlay of what it holds that
@@ -1652,6 +1653,7 @@ void store_close(struct store *s)
     overlay_free(&s->ov);
     overlay_free(&s->hov);
     record_deinit(&s->apply_view); /* a view released after each use */
+    record_deinit(&s->apply_in);
     buf_free(&s->wal_buf);
     free(s->staged);
     free(s->hstaged);
@@ -3058,6 +3060,45 @@ out_free:
 }
 
 /*
+ * Store the encoded record rec[0..len) as it is, in place of batch_store()'s
+ * prune and encode: for a record whose bytes are what batch_store() would
+ * write (op_apply_record_newer()).  found as batch_store().
+ */
+static int batch_store_bytes(struct batch *b, const MDB_val *k, const uint8_t *rec, size_t len,
+                             bool found)
+{
+    struct store *s = b->s;
+    MDB_cursor *c = NULL;
+    MDB_val v = {len, NULL};
+    int rc;
+
+    if (b->logged) {
+        struct ov_entry *e;
+        if (s->nstaged >= s->cfg.batch_max) {
+            return RK_EINVAL; /* one entry per operation: cannot happen */
+        }
+        e = overlay_entry_new(k->mv_data, k->mv_size, len, b->fresh);
+        if (e == NULL) {
+            return RK_ENOMEM;
+        }
+        memcpy(ov_rec(e), rec, len);
+        s->staged[s->nstaged] = e;
+        staged_index(s, s->nstaged++);
+        return 0;
+    }
+    rc = batch_cursor(b, &c);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_put(c, (MDB_val *)k, &v, MDB_RESERVE | (found ? MDB_CURRENT : 0));
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    memcpy(v.mv_data, rec, len);
+    return 0;
+}
+
+/*
  * An applied version's end: r stored when it changed (was: the key held
  * only tombstones before), and the clock's high-water mark kept.
  */
@@ -3154,6 +3195,63 @@ static int apply_siblings(struct batch *b, struct record *r, const struct record
 }
 
 /*
+ * The common handoff record: one sibling, newer than everything the key
+ * holds (nothing, for a key the receiver lacks).  record_apply_is_v() says
+ * the merge would leave that sibling alone; its clock needs no pruning
+ * (at most prune_keep entries), and the decoder admits one encoding of a
+ * sibling, so the record's bytes are what the merge would store: they are
+ * stored as they came, nothing decoded into copies, merged or encoded.  A
+ * record the key holds something newer of, or concurrent with, takes the
+ * full merge (STORE_RC_MERGE), as does any record that does not view (the
+ * merge then fails it as it always did).
+ */
+static int op_apply_record_newer(struct batch *b, struct store_op *op, const MDB_val *k)
+{
+    struct store *s = b->s;
+    struct vclock_entry in_room[STORE_APPLY_ROOM], room[STORE_APPLY_ROOM];
+    struct record *in = &s->apply_in, *held = &s->apply_view;
+    bool found, was, is_v, changed = false, tomb;
+    MDB_val raw;
+    int rc;
+
+    if (s->cfg.conflicts == RECORD_SIBLINGS && s->cfg.max_siblings < 1) {
+        return STORE_RC_MERGE;
+    }
+    if (record_view(op->value, op->value_len, in, in_room, STORE_APPLY_ROOM) != 0) {
+        return STORE_RC_MERGE;
+    }
+    if (in->n != 1 || in->s[0].clock.n > s->cfg.prune_keep) {
+        record_view_release(in);
+        return STORE_RC_MERGE;
+    }
+    (void)hlc_update(&s->hlc, in->s[0].hlc, b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
+    rc = batch_load_raw(b, k, &raw, &found);
+    if (rc != 0) {
+        record_view_release(in);
+        return rc;
+    }
+    if (found && record_view(raw.mv_data, raw.mv_size, held, room, STORE_APPLY_ROOM) != 0) {
+        record_view_release(in);
+        return batch_undecodable(b);
+    }
+    was = record_all_tombstones(held);
+    is_v = record_apply_is_v(held, &in->s[0], s->cfg.conflicts, &changed);
+    tomb = in->s[0].tombstone;
+    record_view_release(held); /* before the store: raw may move */
+    record_view_release(in);
+    if (!is_v) {
+        return STORE_RC_MERGE;
+    }
+    if (changed) {
+        rc = batch_store_bytes(b, k, op->value, op->value_len, found);
+        b->tombstones += rc == 0 ? (int)tomb - (int)was : 0;
+    }
+    rc = rc == 0 ? batch_hlc_persist(b) : rc;
+    op->changed = rc == 0 && changed;
+    return rc;
+}
+
+/*
  * STORE_OP_APPLY_RECORD: one read-modify-write of the key for all the
  * siblings of a record another store held (handoff).  Each sibling's stamp
  * reaches the clock as an applied version's does (op_apply()).
@@ -3165,8 +3263,11 @@ static int op_apply_record(struct batch *b, struct store_op *op)
                  kb};
     struct record in, r;
     bool found, was, changed = false;
-    int rc;
+    int rc = op_apply_record_newer(b, op, &k);
 
+    if (rc != STORE_RC_MERGE) {
+        return rc;
+    }
     record_init(&in);
     record_init(&r);
     rc = record_decode(op->value, op->value_len, &in);
