@@ -1210,8 +1210,8 @@ static int replay_item(void *ctx, const struct wal_item *it)
     if (bad != 0) {
         return RK_ESYNTAX; /* a whole, checksummed record that is not one: damage */
     }
-    e = overlay_entry_new(it->key, it->key_len, it->value_len,
-                          mdb_get(r->txn, r->s->dbi_data, &k, &v) == MDB_NOTFOUND);
+    e = overlay_entry_alloc(&r->s->ov, it->key, it->key_len, it->value_len,
+                            mdb_get(r->txn, r->s->dbi_data, &k, &v) == MDB_NOTFOUND);
     if (e == NULL) {
         return RK_ENOMEM;
     }
@@ -2810,7 +2810,7 @@ static int batch_stage(struct batch *b, const MDB_val *k, const struct record *r
     if (s->nstaged >= s->cfg.batch_max) {
         return RK_EINVAL; /* one entry per operation: cannot happen */
     }
-    e = overlay_entry_new(k->mv_data, k->mv_size, record_encoded_size(r), b->fresh);
+    e = overlay_entry_alloc(&s->ov, k->mv_data, k->mv_size, record_encoded_size(r), b->fresh);
     if (e == NULL) {
         return RK_ENOMEM;
     }
@@ -2827,7 +2827,7 @@ static int batch_stage(struct batch *b, const MDB_val *k, const struct record *r
 static void batch_unstage(struct store *s, size_t keep, size_t hkeep)
 {
     for (size_t i = keep; i < s->nstaged; i++) {
-        free(s->staged[i]);
+        overlay_entry_free(s->staged[i]);
     }
     staged_cut(s, keep);
     for (size_t i = hkeep; i < s->nhstaged; i++) {
@@ -3077,7 +3077,7 @@ static int batch_store_bytes(struct batch *b, const MDB_val *k, const uint8_t *r
         if (s->nstaged >= s->cfg.batch_max) {
             return RK_EINVAL; /* one entry per operation: cannot happen */
         }
-        e = overlay_entry_new(k->mv_data, k->mv_size, len, b->fresh);
+        e = overlay_entry_alloc(&s->ov, k->mv_data, k->mv_size, len, b->fresh);
         if (e == NULL) {
             return RK_ENOMEM;
         }
