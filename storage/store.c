@@ -2040,6 +2040,15 @@ struct scan_ctx {
     size_t nsorted, idx;
     struct arc_ranges a;
     int range; /* the range of sorted[idx] */
+    /*
+     * The overlay in key order again, for the LMDB keys it holds newer
+     * records of (scan_shadow()): NULL when it is empty.  view[vidx] is the
+     * first entry not below the last LMDB key looked up, in range vrange
+     * (-1: none looked up yet).
+     */
+    struct ov_entry *const *view;
+    size_t nview, vidx;
+    int vrange;
 };
 
 /* The range of the arc holding position pos. */
@@ -2133,6 +2142,37 @@ static int scan_fresh_until(struct scan_ctx *sc, const MDB_val *k)
     return 0;
 }
 
+/*
+ * The overlay's entry of LMDB key k, or NULL: a walk of the sorted view
+ * beside LMDB's keys, which come in ascending order within a range, not a
+ * hash lookup per key (a cache miss each into a table sized for the
+ * overlay's largest, most of a source node's CPU while it served a join).
+ */
+static struct ov_entry *scan_shadow(struct scan_ctx *sc, const MDB_val *k)
+{
+    int r;
+
+    if (sc->view == NULL) {
+        return NULL;
+    }
+    r = arc_range_of(&sc->a, bytes_get_be64(k->mv_data));
+    if (r != sc->vrange) {
+        sc->vidx = overlay_lower_bound(sc->view, sc->nview, k->mv_data, k->mv_size);
+        sc->vrange = r;
+    } else {
+        while (sc->vidx < sc->nview &&
+               overlay_key_cmp(ov_key(sc->view[sc->vidx]), sc->view[sc->vidx]->key_len, k->mv_data,
+                               k->mv_size) < 0) {
+            sc->vidx++;
+        }
+    }
+    if (sc->vidx < sc->nview && sc->view[sc->vidx]->key_len == k->mv_size &&
+        memcmp(ov_key(sc->view[sc->vidx]), k->mv_data, k->mv_size) == 0) {
+        return sc->view[sc->vidx];
+    }
+    return NULL;
+}
+
 static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
 {
     struct scan_ctx *sc = ctx;
@@ -2143,7 +2183,7 @@ static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
     if (rc != 0) {
         return rc;
     }
-    e = overlay_find(&sc->s->ov, k->mv_data, k->mv_size);
+    e = scan_shadow(sc, k);
     if (e != NULL) {
         return scan_emit(sc, k->mv_data, k->mv_size, ov_rec(e), e->rec_len);
     }
@@ -2166,13 +2206,18 @@ static int scan_fresh_init(struct scan_ctx *sc, MDB_txn *txn, uint64_t start, ui
     int first = 0, rc;
 
     arc_split(start, end, &sc->a);
+    sc->vrange = -1;
+    if (sc->s->ov.n > 0) {
+        rc = overlay_sorted(&sc->s->ov, &sc->view, &sc->nview);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     if (!store_fresh_apart(sc->s, txn)) {
         return 0;
     }
-    rc = overlay_sorted(&sc->s->ov, &sc->sorted, &sc->nsorted);
-    if (rc != 0) {
-        return rc;
-    }
+    sc->sorted = sc->view;
+    sc->nsorted = sc->nview;
     if (sc->cur->started && sc->cur->last_len >= 8 && sc->a.n == 2 &&
         bytes_get_be64(sc->cur->last) <= sc->a.hi[1] &&
         bytes_get_be64(sc->cur->last) < sc->a.lo[0]) {
