@@ -19,6 +19,25 @@
 #include "error.h"
 
 #define OVERLAY_BUCKETS_MIN 1024
+/*
+ * Entry chunks: an entry of at most OVERLAY_CHUNK_ENTRY_MAX bytes is carved
+ * from a chunk; at most OVERLAY_SPARE_MAX emptied chunks are kept (about
+ * twice the overlay a checkpoint starts at, STORE_CKPT_OVERLAY_BYTES).
+ * malloc()'d one by one, the entries of a receiving node's overlay were
+ * freed at every checkpoint and the heap's top given back to the system,
+ * so the next batches faulted the same pages in again: 16% of its CPU in a
+ * profile of tests/bench/bench_handoff.sh, and malloc and free 6% more.
+ */
+#define OVERLAY_CHUNK_BYTES (1024 * 1024)
+#define OVERLAY_CHUNK_ENTRY_MAX (OVERLAY_CHUNK_BYTES / 16)
+#define OVERLAY_SPARE_MAX 64
+
+struct ov_chunk {
+    struct ov_chunk *next;
+    uint64_t pad; /* entries start 16-byte aligned */
+    uint8_t data[];
+};
+#define OVERLAY_CHUNK_DATA (OVERLAY_CHUNK_BYTES - sizeof(struct ov_chunk))
 /* The sorted view's first allocation (pointers); it doubles from there. */
 #define OVERLAY_VIEW_MIN 1024
 
@@ -40,11 +59,23 @@ void overlay_clear(struct overlay *ov)
         struct ov_entry *e = ov->bucket[i];
         while (e != NULL) {
             struct ov_entry *next = e->next;
-            free(e);
+            overlay_entry_free(e);
             e = next;
         }
         ov->bucket[i] = NULL;
     }
+    while (ov->chunks != NULL) { /* emptied: kept for the next entries, up to a bound */
+        struct ov_chunk *c = ov->chunks;
+        ov->chunks = c->next;
+        if (ov->n_spare < OVERLAY_SPARE_MAX) {
+            c->next = ov->spare;
+            ov->spare = c;
+            ov->n_spare++;
+        } else {
+            free(c);
+        }
+    }
+    ov->chunk_used = 0;
     ov->n = ov->fresh = ov->bytes = 0;
     ov->sorted_n = 0;
     ov->sorted_lost = false;
@@ -56,6 +87,11 @@ void overlay_free(struct overlay *ov)
         return; /* never initialised */
     }
     overlay_clear(ov);
+    while (ov->spare != NULL) {
+        struct ov_chunk *c = ov->spare;
+        ov->spare = c->next;
+        free(c);
+    }
     free(ov->bucket);
     free(ov->sorted);
     pthread_mutex_destroy(&ov->sort_mu);
@@ -73,11 +109,54 @@ struct ov_entry *overlay_entry_new(const uint8_t *key, size_t key_len, size_t re
     e->fresh = fresh;
     e->gone = false;
     e->pending = false;
+    e->arena = false;
     e->at = 0;
     e->key_len = (uint32_t)key_len;
     e->rec_len = (uint32_t)rec_len;
     memcpy(e->data, key, key_len);
     return e;
+}
+
+struct ov_entry *overlay_entry_alloc(struct overlay *ov, const uint8_t *key, size_t key_len,
+                                     size_t rec_len, bool fresh)
+{
+    size_t size = (sizeof(struct ov_entry) + key_len + rec_len + 7) & ~(size_t)7;
+    struct ov_entry *e;
+
+    if (size > OVERLAY_CHUNK_ENTRY_MAX) {
+        return overlay_entry_new(key, key_len, rec_len, fresh);
+    }
+    if (ov->chunks == NULL || ov->chunk_used + size > OVERLAY_CHUNK_DATA) {
+        struct ov_chunk *c = ov->spare;
+        if (c != NULL) {
+            ov->spare = c->next;
+            ov->n_spare--;
+        } else if ((c = malloc(OVERLAY_CHUNK_BYTES)) == NULL) {
+            return overlay_entry_new(key, key_len, rec_len, fresh); /* perhaps it fits */
+        }
+        c->next = ov->chunks;
+        ov->chunks = c;
+        ov->chunk_used = 0;
+    }
+    e = (struct ov_entry *)(ov->chunks->data + ov->chunk_used);
+    ov->chunk_used += size;
+    e->next = NULL;
+    e->fresh = fresh;
+    e->gone = false;
+    e->pending = false;
+    e->arena = true;
+    e->at = 0;
+    e->key_len = (uint32_t)key_len;
+    e->rec_len = (uint32_t)rec_len;
+    memcpy(e->data, key, key_len);
+    return e;
+}
+
+void overlay_entry_free(struct ov_entry *e)
+{
+    if (e != NULL && !e->arena) {
+        free(e);
+    }
 }
 
 static size_t overlay_slot(const struct overlay *ov, const uint8_t *key, size_t key_len)
@@ -208,8 +287,10 @@ void overlay_put(struct overlay *ov, struct ov_entry *e)
             *pp = e;
             overlay_view_replace(ov, e, old);
             ov->bytes += e->key_len + e->rec_len;
-            ov->bytes -= old->key_len + old->rec_len;
-            free(old);
+            if (!old->arena) { /* a chunk's entry holds its memory until the clear */
+                ov->bytes -= old->key_len + old->rec_len;
+            }
+            overlay_entry_free(old);
             return;
         }
     }

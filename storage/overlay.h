@@ -30,6 +30,7 @@ struct ov_entry {
     bool fresh;            /* the key is not in LMDB */
     bool gone;             /* a table overlay's: the key was deleted (rec_len 0) */
     bool pending;          /* in the unsorted tail of the sorted view, at index at */
+    bool arena;            /* carved from its overlay's chunks (overlay_entry_alloc()) */
     uint32_t key_len;      /* the data-table key: u64 position || key bytes */
     uint32_t rec_len;      /* the encoded record */
     uint32_t at;           /* pending: its index in the sorted view */
@@ -64,17 +65,37 @@ struct overlay {
     size_t sorted_cap;
     size_t sorted_n;
     bool sorted_lost;
+    /*
+     * The chunks entries are carved from (overlay_entry_alloc()): the one
+     * being filled first, then the full ones; emptied chunks kept for the
+     * next fill (spare), so a store that checkpoints every few seconds
+     * does not give its pages back and fault them in again each time.
+     */
+    struct ov_chunk *chunks, *spare;
+    size_t chunk_used; /* bytes of chunks' first chunk handed out */
+    size_t n_spare;
 };
 
 /* An empty overlay with its first table; RK_ENOMEM. */
 int overlay_init(struct overlay *ov);
 /* Free every entry and the overlay's own memory. */
 void overlay_free(struct overlay *ov);
-/* Free every entry; the overlay stays usable. */
+/* Free every entry (chunks are kept for the next entries); the overlay stays usable. */
 void overlay_clear(struct overlay *ov);
 
 /* A new entry for key with room for a record of rec_len bytes; NULL when out of memory. */
 struct ov_entry *overlay_entry_new(const uint8_t *key, size_t key_len, size_t rec_len, bool fresh);
+/*
+ * overlay_entry_new() carved from ov's chunks (a large entry is malloc'd
+ * alone): for entries only ov will take in, by the one thread that changes
+ * ov.  Its memory is ov's until overlay_clear(): freeing it (a put that
+ * replaces it, overlay_entry_free()) gives nothing back before then, so
+ * ov->bytes keeps counting a replaced entry of the chunks.
+ */
+struct ov_entry *overlay_entry_alloc(struct overlay *ov, const uint8_t *key, size_t key_len,
+                                     size_t rec_len, bool fresh);
+/* Free an entry not (or no longer) in an overlay: nothing for one carved from chunks. */
+void overlay_entry_free(struct ov_entry *e);
 
 /* The entry of key, or NULL. */
 struct ov_entry *overlay_find(const struct overlay *ov, const uint8_t *key, size_t key_len);

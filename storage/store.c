@@ -364,6 +364,7 @@ struct store {
     uint64_t hint_seq;
     size_t recent_batch;      /* decaying maximum of recent batch sizes (commit delay) */
     struct record apply_view; /* op_apply_newer()'s view of a stored record: its array kept */
+    struct record apply_in;   /* op_apply_record_newer()'s view of the record applied */
 
     /*
      * The write-ahead log (wal.c) and the overlay of what it holds that
@@ -1209,8 +1210,8 @@ static int replay_item(void *ctx, const struct wal_item *it)
     if (bad != 0) {
         return RK_ESYNTAX; /* a whole, checksummed record that is not one: damage */
     }
-    e = overlay_entry_new(it->key, it->key_len, it->value_len,
-                          mdb_get(r->txn, r->s->dbi_data, &k, &v) == MDB_NOTFOUND);
+    e = overlay_entry_alloc(&r->s->ov, it->key, it->key_len, it->value_len,
+                            mdb_get(r->txn, r->s->dbi_data, &k, &v) == MDB_NOTFOUND);
     if (e == NULL) {
         return RK_ENOMEM;
     }
@@ -1652,6 +1653,7 @@ void store_close(struct store *s)
     overlay_free(&s->ov);
     overlay_free(&s->hov);
     record_deinit(&s->apply_view); /* a view released after each use */
+    record_deinit(&s->apply_in);
     buf_free(&s->wal_buf);
     free(s->staged);
     free(s->hstaged);
@@ -2038,6 +2040,15 @@ struct scan_ctx {
     size_t nsorted, idx;
     struct arc_ranges a;
     int range; /* the range of sorted[idx] */
+    /*
+     * The overlay in key order again, for the LMDB keys it holds newer
+     * records of (scan_shadow()): NULL when it is empty.  view[vidx] is the
+     * first entry not below the last LMDB key looked up, in range vrange
+     * (-1: none looked up yet).
+     */
+    struct ov_entry *const *view;
+    size_t nview, vidx;
+    int vrange;
 };
 
 /* The range of the arc holding position pos. */
@@ -2131,6 +2142,37 @@ static int scan_fresh_until(struct scan_ctx *sc, const MDB_val *k)
     return 0;
 }
 
+/*
+ * The overlay's entry of LMDB key k, or NULL: a walk of the sorted view
+ * beside LMDB's keys, which come in ascending order within a range, not a
+ * hash lookup per key (a cache miss each into a table sized for the
+ * overlay's largest, most of a source node's CPU while it served a join).
+ */
+static struct ov_entry *scan_shadow(struct scan_ctx *sc, const MDB_val *k)
+{
+    int r;
+
+    if (sc->view == NULL) {
+        return NULL;
+    }
+    r = arc_range_of(&sc->a, bytes_get_be64(k->mv_data));
+    if (r != sc->vrange) {
+        sc->vidx = overlay_lower_bound(sc->view, sc->nview, k->mv_data, k->mv_size);
+        sc->vrange = r;
+    } else {
+        while (sc->vidx < sc->nview &&
+               overlay_key_cmp(ov_key(sc->view[sc->vidx]), sc->view[sc->vidx]->key_len, k->mv_data,
+                               k->mv_size) < 0) {
+            sc->vidx++;
+        }
+    }
+    if (sc->vidx < sc->nview && sc->view[sc->vidx]->key_len == k->mv_size &&
+        memcmp(ov_key(sc->view[sc->vidx]), k->mv_data, k->mv_size) == 0) {
+        return sc->view[sc->vidx];
+    }
+    return NULL;
+}
+
 static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
 {
     struct scan_ctx *sc = ctx;
@@ -2141,7 +2183,7 @@ static int scan_visit(void *ctx, MDB_cursor *c, MDB_val *k, MDB_val *v)
     if (rc != 0) {
         return rc;
     }
-    e = overlay_find(&sc->s->ov, k->mv_data, k->mv_size);
+    e = scan_shadow(sc, k);
     if (e != NULL) {
         return scan_emit(sc, k->mv_data, k->mv_size, ov_rec(e), e->rec_len);
     }
@@ -2164,13 +2206,18 @@ static int scan_fresh_init(struct scan_ctx *sc, MDB_txn *txn, uint64_t start, ui
     int first = 0, rc;
 
     arc_split(start, end, &sc->a);
+    sc->vrange = -1;
+    if (sc->s->ov.n > 0) {
+        rc = overlay_sorted(&sc->s->ov, &sc->view, &sc->nview);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     if (!store_fresh_apart(sc->s, txn)) {
         return 0;
     }
-    rc = overlay_sorted(&sc->s->ov, &sc->sorted, &sc->nsorted);
-    if (rc != 0) {
-        return rc;
-    }
+    sc->sorted = sc->view;
+    sc->nsorted = sc->nview;
     if (sc->cur->started && sc->cur->last_len >= 8 && sc->a.n == 2 &&
         bytes_get_be64(sc->cur->last) <= sc->a.hi[1] &&
         bytes_get_be64(sc->cur->last) < sc->a.lo[0]) {
@@ -2808,7 +2855,7 @@ static int batch_stage(struct batch *b, const MDB_val *k, const struct record *r
     if (s->nstaged >= s->cfg.batch_max) {
         return RK_EINVAL; /* one entry per operation: cannot happen */
     }
-    e = overlay_entry_new(k->mv_data, k->mv_size, record_encoded_size(r), b->fresh);
+    e = overlay_entry_alloc(&s->ov, k->mv_data, k->mv_size, record_encoded_size(r), b->fresh);
     if (e == NULL) {
         return RK_ENOMEM;
     }
@@ -2825,7 +2872,7 @@ static int batch_stage(struct batch *b, const MDB_val *k, const struct record *r
 static void batch_unstage(struct store *s, size_t keep, size_t hkeep)
 {
     for (size_t i = keep; i < s->nstaged; i++) {
-        free(s->staged[i]);
+        overlay_entry_free(s->staged[i]);
     }
     staged_cut(s, keep);
     for (size_t i = hkeep; i < s->nhstaged; i++) {
@@ -3058,6 +3105,45 @@ out_free:
 }
 
 /*
+ * Store the encoded record rec[0..len) as it is, in place of batch_store()'s
+ * prune and encode: for a record whose bytes are what batch_store() would
+ * write (op_apply_record_newer()).  found as batch_store().
+ */
+static int batch_store_bytes(struct batch *b, const MDB_val *k, const uint8_t *rec, size_t len,
+                             bool found)
+{
+    struct store *s = b->s;
+    MDB_cursor *c = NULL;
+    MDB_val v = {len, NULL};
+    int rc;
+
+    if (b->logged) {
+        struct ov_entry *e;
+        if (s->nstaged >= s->cfg.batch_max) {
+            return RK_EINVAL; /* one entry per operation: cannot happen */
+        }
+        e = overlay_entry_alloc(&s->ov, k->mv_data, k->mv_size, len, b->fresh);
+        if (e == NULL) {
+            return RK_ENOMEM;
+        }
+        memcpy(ov_rec(e), rec, len);
+        s->staged[s->nstaged] = e;
+        staged_index(s, s->nstaged++);
+        return 0;
+    }
+    rc = batch_cursor(b, &c);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_cursor_put(c, (MDB_val *)k, &v, MDB_RESERVE | (found ? MDB_CURRENT : 0));
+    if (rc != 0) {
+        return batch_fail(b, rc);
+    }
+    memcpy(v.mv_data, rec, len);
+    return 0;
+}
+
+/*
  * An applied version's end: r stored when it changed (was: the key held
  * only tombstones before), and the clock's high-water mark kept.
  */
@@ -3154,6 +3240,63 @@ static int apply_siblings(struct batch *b, struct record *r, const struct record
 }
 
 /*
+ * The common handoff record: one sibling, newer than everything the key
+ * holds (nothing, for a key the receiver lacks).  record_apply_is_v() says
+ * the merge would leave that sibling alone; its clock needs no pruning
+ * (at most prune_keep entries), and the decoder admits one encoding of a
+ * sibling, so the record's bytes are what the merge would store: they are
+ * stored as they came, nothing decoded into copies, merged or encoded.  A
+ * record the key holds something newer of, or concurrent with, takes the
+ * full merge (STORE_RC_MERGE), as does any record that does not view (the
+ * merge then fails it as it always did).
+ */
+static int op_apply_record_newer(struct batch *b, struct store_op *op, const MDB_val *k)
+{
+    struct store *s = b->s;
+    struct vclock_entry in_room[STORE_APPLY_ROOM], room[STORE_APPLY_ROOM];
+    struct record *in = &s->apply_in, *held = &s->apply_view;
+    bool found, was, is_v, changed = false, tomb;
+    MDB_val raw;
+    int rc;
+
+    if (s->cfg.conflicts == RECORD_SIBLINGS && s->cfg.max_siblings < 1) {
+        return STORE_RC_MERGE;
+    }
+    if (record_view(op->value, op->value_len, in, in_room, STORE_APPLY_ROOM) != 0) {
+        return STORE_RC_MERGE;
+    }
+    if (in->n != 1 || in->s[0].clock.n > s->cfg.prune_keep) {
+        record_view_release(in);
+        return STORE_RC_MERGE;
+    }
+    (void)hlc_update(&s->hlc, in->s[0].hlc, b->wall_ms, HLC_MAX_AHEAD_MS_DEFAULT);
+    rc = batch_load_raw(b, k, &raw, &found);
+    if (rc != 0) {
+        record_view_release(in);
+        return rc;
+    }
+    if (found && record_view(raw.mv_data, raw.mv_size, held, room, STORE_APPLY_ROOM) != 0) {
+        record_view_release(in);
+        return batch_undecodable(b);
+    }
+    was = record_all_tombstones(held);
+    is_v = record_apply_is_v(held, &in->s[0], s->cfg.conflicts, &changed);
+    tomb = in->s[0].tombstone;
+    record_view_release(held); /* before the store: raw may move */
+    record_view_release(in);
+    if (!is_v) {
+        return STORE_RC_MERGE;
+    }
+    if (changed) {
+        rc = batch_store_bytes(b, k, op->value, op->value_len, found);
+        b->tombstones += rc == 0 ? (int)tomb - (int)was : 0;
+    }
+    rc = rc == 0 ? batch_hlc_persist(b) : rc;
+    op->changed = rc == 0 && changed;
+    return rc;
+}
+
+/*
  * STORE_OP_APPLY_RECORD: one read-modify-write of the key for all the
  * siblings of a record another store held (handoff).  Each sibling's stamp
  * reaches the clock as an applied version's does (op_apply()).
@@ -3165,8 +3308,11 @@ static int op_apply_record(struct batch *b, struct store_op *op)
                  kb};
     struct record in, r;
     bool found, was, changed = false;
-    int rc;
+    int rc = op_apply_record_newer(b, op, &k);
 
+    if (rc != STORE_RC_MERGE) {
+        return rc;
+    }
     record_init(&in);
     record_init(&r);
     rc = record_decode(op->value, op->value_len, &in);

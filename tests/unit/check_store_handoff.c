@@ -417,6 +417,130 @@ START_TEST(test_apply_record_atomic)
 }
 END_TEST
 
+/*
+ * One record of one sibling (a handoff's common record) applied as one
+ * operation, through the write-ahead log (lone) and through LMDB (in a
+ * group with a meta put, which runs there), and in lww mode: on a key the
+ * receiver lacks it is stored exactly as it came, the same bytes a decode
+ * and encode give; on a key a newer write reached meanwhile (a version
+ * descending from the streamed one) the newer stays, bytes unchanged; a
+ * concurrent write stays beside it (siblings) or wins by its stamp (lww);
+ * a tombstone is stored as it came too.
+ */
+/* Apply rec to key as one operation, lone (logged) or beside a meta put (through LMDB). */
+static bool apply_one(struct store *s, const char *key, const uint8_t *rec, size_t len,
+                      bool through_lmdb)
+{
+    struct store_op ops[2], *group[2] = {&ops[0], &ops[1]};
+
+    apply_record_op(&ops[0], key, rec, len);
+    if (through_lmdb) {
+        store_op_init(&ops[1], STORE_OP_TABLE_PUT);
+        ops[1].table = STORE_TABLE_META;
+        ops[1].key = (const uint8_t *)"test-one-sibling";
+        ops[1].key_len = strlen("test-one-sibling");
+        ops[1].value = (const uint8_t *)"x";
+        ops[1].value_len = 1;
+    }
+    run_atomic(s, group, through_lmdb ? 2 : 1, 0);
+    return ops[0].changed;
+}
+
+static void one_sibling_case(enum record_conflicts mode, bool through_lmdb)
+{
+    static char path[512];
+    struct store_config c;
+    struct store *s;
+    struct sibling old, newer, other, gone;
+    struct record d;
+    struct raw before, got;
+    uint8_t *rec, *back;
+    size_t len;
+    char err[512], sub[32];
+
+    snprintf(sub, sizeof(sub), "%s-%s", mode == RECORD_LWW ? "lww" : "siblings",
+             through_lmdb ? "lmdb" : "logged");
+    store_config_in(&c, path, sizeof(path), sub);
+    c.node_id = "n1";
+    c.conflicts = mode;
+    ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
+    sibling_init(&old);
+    sibling_init(&newer);
+    sibling_init(&other);
+    sibling_init(&gone);
+    version_from("nd", "k", "first", &old);
+    version_from("nd", "k", "second", &newer);    /* the same store: descends from old */
+    version_from("ne", "k", "elsewhere", &other); /* concurrent with both, and later */
+    version_from("nf", "t", NULL, &gone);
+
+    /* absent: stored as it came, which is what decoding and encoding it gives */
+    rec = encode_of((const struct sibling *[]){&old}, 1, &len);
+    ck_assert(apply_one(s, "k", rec, len, through_lmdb) == true);
+    got = stored(s, "k");
+    ck_assert_uint_eq(got.len, len);
+    ck_assert_mem_eq(got.p, rec, len);
+    record_init(&d);
+    ck_assert_int_eq(record_decode(got.p, got.len, &d), 0);
+    back = malloc(record_encoded_size(&d));
+    ck_assert_uint_eq(record_encode(&d, back), len);
+    ck_assert_mem_eq(back, rec, len);
+    free(back);
+    record_deinit(&d);
+    free(got.p);
+
+    /* a newer write arrived meanwhile: the older streamed record leaves it as it is */
+    ck_assert_int_eq(store_apply(s, "k", 1, &newer, NULL), 0);
+    before = stored(s, "k");
+    ck_assert(apply_one(s, "k", rec, len, through_lmdb) == false);
+    assert_stored(s, "k", &before);
+    ck_assert(holds(s, "k", &newer));
+    free(before.p);
+    free(rec);
+
+    /* the newer record over the older: replaced, stored as it came */
+    ck_assert_int_eq(store_apply(s, "n", 1, &old, NULL), 0);
+    rec = encode_of((const struct sibling *[]){&newer}, 1, &len);
+    ck_assert(apply_one(s, "n", rec, len, through_lmdb) == true);
+    got = stored(s, "n");
+    ck_assert_uint_eq(got.len, len);
+    ck_assert_mem_eq(got.p, rec, len);
+    free(got.p);
+    free(rec);
+
+    /* a concurrent version: both kept (siblings), or the later stamp alone (lww) */
+    rec = encode_of((const struct sibling *[]){&other}, 1, &len);
+    ck_assert(apply_one(s, "k", rec, len, through_lmdb) == true);
+    ck_assert(holds(s, "k", &other) || mode == RECORD_LWW);
+    ck_assert_uint_eq(siblings_of(s, "k"), mode == RECORD_LWW ? 1 : 2);
+    if (mode == RECORD_SIBLINGS) {
+        ck_assert(holds(s, "k", &newer));
+    }
+    free(rec);
+
+    /* a tombstone on a key held nowhere: stored as it came */
+    rec = encode_of((const struct sibling *[]){&gone}, 1, &len);
+    ck_assert(apply_one(s, "t", rec, len, through_lmdb) == true);
+    got = stored(s, "t");
+    ck_assert_uint_eq(got.len, len);
+    ck_assert_mem_eq(got.p, rec, len);
+    free(got.p);
+    free(rec);
+    sibling_deinit(&old);
+    sibling_deinit(&newer);
+    sibling_deinit(&other);
+    sibling_deinit(&gone);
+    store_close(s);
+}
+
+START_TEST(test_apply_record_one_sibling)
+{
+    one_sibling_case(RECORD_SIBLINGS, false);
+    one_sibling_case(RECORD_SIBLINGS, true);
+    one_sibling_case(RECORD_LWW, false);
+    one_sibling_case(RECORD_LWW, true);
+}
+END_TEST
+
 static void count_done(struct store_op *op, void *ctx)
 {
     ++*(int *)ctx;
@@ -1228,6 +1352,7 @@ static Suite *store_handoff_suite(void)
         {"apply_record_damaged", test_apply_record_damaged},
         {"apply_record_sibling_cap", test_apply_record_sibling_cap},
         {"apply_record_atomic", test_apply_record_atomic},
+        {"apply_record_one_sibling", test_apply_record_one_sibling},
         {"apply_record_list_and_queue", test_apply_record_list_and_queue},
         {"apply_record_reopen", test_apply_record_reopen},
         {"handoff_group_logged", test_handoff_group_logged},
