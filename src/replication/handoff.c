@@ -59,9 +59,6 @@ struct handoff_in {
     char source[RING_NAME_MAX + 1]; /* the one asked last */
     enum in_state state;
     bool busy;         /* a request or a store group outstanding */
-    bool pulling;      /* a pull outstanding (streaming) */
-    bool applying;     /* a batch's store group outstanding */
-    bool stale_pull;   /* the pull outstanding asks after a batch that failed: its answer goes */
     bool repair;       /* copied from one surviving replica after a change without handoff */
     bool strict;       /* sources[0] loses the arc: the one source while it knows handoff */
     uint64_t retry_ms; /* not before this (after a failure) */
@@ -89,10 +86,6 @@ struct handoff_in {
     uint8_t ckpt_key[HANDOFF_CKPT_KEY_LEN];
     struct buf ckpt_val;
     uint64_t batch_bytes;
-    /* the next batch's answer, come while the one before was applied: applied after it */
-    uint8_t *held;
-    size_t held_len, held_cap;
-    bool has_held;
 };
 
 /* An arc served to a pulling node. */
@@ -208,7 +201,6 @@ static void in_free(struct handoff_in *t)
     free(t->body);
     free(t->items);
     free(t->ops);
-    free(t->held);
     buf_free(&t->ckpt_val);
     free(t);
 }
@@ -843,24 +835,14 @@ static int ckpt_value(struct handoff_in *t, uint64_t mask, const struct store_cu
     return 0;
 }
 
-static void answer_take(struct handoff_in *t, const uint8_t *body, size_t len);
-
-/*
- * The batch is in (or failed as a whole): take stock, then apply the next
- * batch's answer when it came meanwhile.  After a failure the next batch
- * (held, or still asked for) follows a batch that is not in: it goes, and
- * the arc asks again after its checkpoint.
- */
+/* The batch is in (or failed as a whole): take stock. */
 static void batch_end(struct handoff_in *t, int rc)
 {
     struct handoff *h = t->h;
 
-    t->applying = false;
-    t->busy = t->pulling;
+    t->busy = false;
     bufs_give(h, t);
     if (rc != 0) {
-        t->has_held = false;
-        t->stale_pull = t->pulling;
         in_failed(t, "apply", rc);
         return;
     }
@@ -877,10 +859,6 @@ static void batch_end(struct handoff_in *t, int rc)
         if (t->mask == 0) {
             t->state = IN_VERIFYING;
         }
-    }
-    if (t->has_held) {
-        t->has_held = false;
-        answer_take(t, t->held, t->held_len);
     }
     kick(h);
 }
@@ -903,12 +881,9 @@ static void apply_done(struct store_op *op, void *ctx)
     if (--t->n_ops > 0) {
         return;
     }
-    if (t->h == NULL) { /* orphaned by a new plan: freed once its pull is answered too */
-        t->applying = false;
-        t->busy = t->pulling;
-        if (!t->pulling) {
-            in_free(t);
-        }
+    if (t->h == NULL) { /* orphaned by a new plan */
+        t->busy = false;
+        in_free(t);
         return;
     }
     for (size_t i = 0; i < t->n_group && rc == 0; i++) {
@@ -1051,26 +1026,27 @@ static bool skey_after(uint64_t s, const uint8_t *k, size_t len, const struct st
     return cmp > 0 || (cmp == 0 && len > c->last_len);
 }
 
-/* An answer t cannot use: its buffers back, the failure counted, asked again later. */
-static void answer_fail(struct handoff_in *t, const char *what, int rc)
+static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
 {
-    t->applying = false;
-    t->busy = t->pulling;
-    bufs_give(t->h, t);
-    in_failed(t, what, rc);
-}
-
-/* Decode and check a pull's answer, then apply it: t applies nothing else meanwhile. */
-static void answer_take(struct handoff_in *t, const uint8_t *body, size_t len)
-{
+    struct handoff_in *t = dctx;
     struct handoff *h = t->h;
     struct msg_handoff_pull_answer a;
     uint64_t s, e, run;
     int rc;
 
-    t->applying = true; /* until batch_end(), or answer_fail() */
-    t->busy = true;
+    if (h == NULL) {
+        t->busy = false;
+        in_free(t);
+        return;
+    }
+    h->allowance += (double)h->cfg.batch_bytes; /* its charge when asked (in_ask_pull()) */
     bufs_take(h, t);
+    if (result != 0) {
+        t->busy = false;
+        bufs_give(h, t);
+        in_failed(t, "pull", result);
+        return;
+    }
     if (len > t->body_cap) { /* kept from batch to batch, as ops */
         uint8_t *grown = realloc(t->body, len);
         if (grown != NULL) {
@@ -1082,7 +1058,9 @@ static void answer_take(struct handoff_in *t, const uint8_t *body, size_t len)
         t->items = malloc(MSG_HANDOFF_ITEMS_MAX * sizeof(*t->items));
     }
     if (t->body_cap < len || t->body == NULL || t->items == NULL) {
-        answer_fail(t, "pull", RK_ENOMEM);
+        t->busy = false;
+        bufs_give(h, t);
+        in_failed(t, "pull", RK_ENOMEM);
         return;
     }
     memcpy(t->body, body, len);
@@ -1094,14 +1072,18 @@ static void answer_take(struct handoff_in *t, const uint8_t *body, size_t len)
         rc = RK_ESYNTAX;
     }
     if (rc != 0) {
-        answer_fail(t, "pull", rc);
+        t->busy = false;
+        bufs_give(h, t);
+        in_failed(t, "pull", rc);
         return;
     }
     in_range(t, &s, &e, &run);
     if (!a.done && (!a.has_next || a.next_len < 8 || !arc_holds(s, e, bytes_get_be64(a.next)) ||
                     (t->cur.started && !skey_after(s, a.next, a.next_len, &t->cur)))) {
         /* not done, and the cursor does not move on: asking again at once would spin */
-        answer_fail(t, "pull_no_progress", RK_ESYNTAX);
+        t->busy = false;
+        bufs_give(h, t);
+        in_failed(t, "pull_no_progress", RK_ESYNTAX);
         return;
     }
     t->n_items = 0;
@@ -1125,66 +1107,7 @@ static void answer_take(struct handoff_in *t, const uint8_t *body, size_t len)
         memcpy(t->got_next_key, a.next, a.next_len);
         t->got_next_len = a.next_len;
     }
-    apply_batch(t); /* applying until it ends; the next pull may go meanwhile (drive_list()) */
-}
-
-/*
- * A pull answered.  While the batch before it is still being applied the
- * answer is kept as it came and taken once that batch is in (batch_end()),
- * so batches are applied, and the checkpoint moves, in order.
- */
-static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
-{
-    struct handoff_in *t = dctx;
-    struct handoff *h = t->h;
-
-    t->pulling = false;
-    t->busy = t->applying;
-    if (h == NULL) {
-        if (!t->applying) {
-            in_free(t);
-        }
-        return;
-    }
-    h->allowance += (double)h->cfg.batch_bytes; /* its charge when asked (in_ask_pull()) */
-    if (t->stale_pull) { /* asked after a batch that then failed: the arc asks again */
-        t->stale_pull = false;
-        kick(h);
-        return;
-    }
-    if (result != 0) {
-        in_failed(t, "pull", result);
-        return;
-    }
-    if (t->applying) {
-        if (len > t->held_cap) {
-            uint8_t *grown = realloc(t->held, len);
-            if (grown == NULL) {
-                in_failed(t, "pull", RK_ENOMEM);
-                return;
-            }
-            t->held = grown;
-            t->held_cap = len;
-        }
-        memcpy(t->held, body, len);
-        t->held_len = len;
-        t->has_held = true;
-        t->busy = true;
-        return;
-    }
-    answer_take(t, body, len);
-    kick(h); /* the next pull, while this batch is applied */
-}
-
-/*
- * May t pull its next batch while the one before is being applied?  Only
- * when that batch does not end its run of sub-arcs (the next range is
- * known once it is in) and nothing else is out or kept: one pull ahead.
- */
-static bool in_pull_ahead(const struct handoff_in *t)
-{
-    return t->state == IN_STREAMING && t->applying && !t->pulling && !t->has_held &&
-           !t->batch_done && t->next.started;
+    apply_batch(t); /* busy until it ends */
 }
 
 /* Pull t's next batch: the first run of sub-arcs of its mask, after its cursor. */
@@ -1192,8 +1115,6 @@ static void in_ask_pull(struct handoff *h, struct handoff_in *t)
 {
     const char *src = in_source(h, t);
     struct msg_handoff_pull m = {.target = h->planned_target, .max_bytes = h->cfg.batch_bytes};
-    /* after the batch being applied, when one is (in_pull_ahead()) */
-    const struct store_cursor *after = t->applying ? &t->next : &t->cur;
     uint64_t run;
     struct buf body;
     int rc;
@@ -1204,9 +1125,9 @@ static void in_ask_pull(struct handoff *h, struct handoff_in *t)
     }
     snprintf(t->source, sizeof(t->source), "%s", src);
     in_range(t, &m.start, &m.end, &run);
-    if (after->started) {
-        m.after = after->last;
-        m.after_len = after->last_len;
+    if (t->cur.started) {
+        m.after = t->cur.last;
+        m.after_len = t->cur.last_len;
         m.has_after = true;
     }
     buf_init(&body, 0);
@@ -1219,12 +1140,10 @@ static void in_ask_pull(struct handoff *h, struct handoff_in *t)
          */
         h->allowance -= (double)h->cfg.batch_bytes;
         t->busy = true;
-        t->pulling = true;
         rc = h->hooks.ask(h->hooks.ctx, src, MSG_OP_HANDOFF_PULL, buf_data(&body), body.len,
                           pull_answer, t);
         if (rc != 0) {
-            t->pulling = false;
-            t->busy = t->applying;
+            t->busy = false;
             h->allowance += (double)h->cfg.batch_bytes;
         }
     }
@@ -1265,7 +1184,7 @@ static void drive_list(struct handoff *h, struct handoff_in **list, size_t n, un
     for (size_t i = 0; i < n; i++) {
         struct handoff_in *t = list[i];
 
-        if ((t->busy && !in_pull_ahead(t)) || t->state == IN_DONE || h->now_ms < t->retry_ms) {
+        if (t->busy || t->state == IN_DONE || h->now_ms < t->retry_ms) {
             continue;
         }
         switch (t->state) {

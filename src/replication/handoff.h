@@ -42,24 +42,17 @@
  *      when they match, nothing moves (an arc with no keys, a node that
  *      already holds it);
  *   2. streaming: HANDOFF_PULL asks for the records after the last key
- *      received, at most `batch_bytes` (and one frame) a batch, at most
- *      `concurrency` arcs at once, and at most `rate` bytes a second in
- *      all.  Per arc one pull is outstanding, and while a batch is being
- *      applied the next one is pulled (after the batch's last key; not
- *      across the end of a run of sub-arcs); its answer is kept until the
- *      batch before is in, so batches are applied, and the checkpoint
- *      moves, in order; when a batch fails, the one pulled after it is
- *      dropped and the arc asks again after its checkpoint.  Each batch is
- *      applied as whole records (STORE_OP_APPLY_RECORD: merged with what
- *      the receiver holds, so a newer write that arrived meanwhile is never
- *      overwritten) in one atomic store group together with the arc's
- *      checkpoint (the last key applied, keyed by target digest and arc),
- *      so a restart of either side resumes the arc after its last applied
- *      batch: at most one batch is applied twice, and at most two are sent
- *      twice (the one being applied and the one pulled after it).  An
- *      answer's items outside the range asked for are dropped (counted
- *      refused); one not done whose cursor does not move on fails as any
- *      failed pull (retried a second later);
+ *      received, at most `batch_bytes` (and one frame) a batch, one batch
+ *      outstanding per arc, at most `concurrency` arcs at once, and at most
+ *      `rate` bytes a second in all.  Each batch is applied as whole
+ *      records (STORE_OP_APPLY_RECORD: merged with what the receiver holds,
+ *      so a newer write that arrived meanwhile is never overwritten) in one
+ *      atomic store group together with the arc's checkpoint (the last key
+ *      applied, keyed by target digest and arc), so a restart of either
+ *      side resumes the arc after its last applied batch: at most one batch
+ *      is sent twice.  An answer's items outside the range asked for are
+ *      dropped (counted refused); one not done whose cursor does not move
+ *      on fails as any failed pull (retried a second later);
  *   3. verifying: digests compared again; the sub-arcs that differ are
  *      streamed again (at most HANDOFF_VERIFY_ROUNDS times).  A sub-arc
  *      that still differs after being streamed again holds everything the

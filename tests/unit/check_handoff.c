@@ -129,7 +129,6 @@ struct net {
     unsigned evil_mask; /* the sources that misbehave */
     int evil_key;       /* EVIL_OUTSIDE: the key added, one n4 does not replicate */
     size_t evil_pulls;  /* PULL requests the misbehaving sources answered */
-    size_t pulls_ahead; /* n4's PULLs asked after a key n4 did not hold yet */
 };
 
 static const char *const node_ids[NODES] = {"n1", "n2", "n3", "n4"};
@@ -379,19 +378,6 @@ static void observe(const struct node *from, const struct node *to, uint32_t op,
         ck_assert_int_eq(msg_handoff_done_decode(body, len, &m), 0);
         net.told[net.n_told++] = (struct done_told){(unsigned)(from - net.nodes),
                                                     (unsigned)(to - net.nodes), m.start, m.end};
-    }
-    if (op == MSG_OP_HANDOFF_PULL && from == &net.nodes[N4]) {
-        struct msg_handoff_pull q;
-        struct raw had;
-        char key[STORE_KEY_MAX + 1];
-        ck_assert_int_eq(msg_handoff_pull_decode(body, len, &q), 0);
-        if (q.has_after && q.after_len > 8 && q.after_len - 8 < sizeof(key)) {
-            memcpy(key, q.after + 8, q.after_len - 8);
-            key[q.after_len - 8] = '\0';
-            had = stored(from->store, key);
-            net.pulls_ahead += had.p == NULL; /* the batch ending there is not in yet */
-            free(had.p);
-        }
     }
     if (op == MSG_OP_HANDOFF_PULL) {
         struct msg_handoff_pull_answer a;
@@ -800,33 +786,6 @@ END_TEST
  * the arc, so the arc waits for it (a stand-in holds only the writes it
  * acknowledged itself), and goes on when it is back.
  */
-/*
- * Small batches, one arc at a time: the next batch of an arc is pulled
- * while the one before is being applied (a PULL asked after a key n4 does
- * not hold yet), and the batches still land in order: n4 holds exactly its
- * share, each key received once.
- */
-START_TEST(test_pull_ahead)
-{
-    struct handoff_stats st;
-    size_t held;
-
-    net_setup();
-    net.cfg.batch_bytes = SMALL_BATCH;
-    net.cfg.concurrency = 1;
-    join_setup();
-    pump_until(n4_joined, "n4 joined");
-    held = assert_holds_exactly(N4, net.target, -1);
-    ck_assert_uint_eq(held, n4_share());
-    st = stats_of(N4);
-    ck_assert_uint_eq(st.keys_received, held);
-    ck_assert_uint_eq(st.verify_mismatch, 0);
-    ck_assert_uint_gt(st.batches_received, st.arcs_planned); /* arcs of several batches */
-    ck_assert_uint_gt(net.pulls_ahead, 0);
-    net_teardown();
-}
-END_TEST
-
 START_TEST(test_source_down)
 {
     struct streaming_seen seen = {false, ""};
@@ -1513,7 +1472,6 @@ static Suite *handoff_suite(void)
         {"join_nothing_to_move", test_join_nothing_to_move},
         {"join_keeps_newer", test_join_keeps_newer},
         {"resume", test_resume},
-        {"pull_ahead", test_pull_ahead},
         {"source_down", test_source_down},
         {"leave", test_leave},
         {"leave_told_before_planned", test_leave_told_before_planned},
