@@ -759,13 +759,14 @@ static int leave_find(const struct cluster_opts *o, struct respc_opts *conn)
 }
 
 /*
- * RINGKV LEAVE at conn; who names the node in messages.  Returns CLI_OK,
- * or CLI_ERROR after one sentence: the node could not be reached, or it
- * refused (its reason).
+ * A change asked of the node at conn itself (argc words of cmd): who names
+ * the node and `to` the change in messages ("leave").  Returns CLI_OK with
+ * the node's status line in status, or CLI_ERROR after one sentence: the
+ * node could not be reached, or it refused (its reason).
  */
-static int leave_ask(const struct respc_opts *conn, const char *who)
+static int member_ask(const struct respc_opts *conn, const char *who, const char *to, int argc,
+                      const char *const *cmd, char *status, size_t status_len)
 {
-    static const char *const cmd[] = {"RINGKV", "LEAVE"};
     struct resp_reply *reply = NULL;
     struct respc *c;
     char err[512];
@@ -773,16 +774,18 @@ static int leave_ask(const struct respc_opts *conn, const char *who)
 
     rc = respc_connect(&c, conn, err, sizeof(err));
     if (rc == 0) {
-        rc = respc_call(c, 2, cmd, NULL, &reply, err, sizeof(err));
+        rc = respc_call(c, argc, cmd, NULL, &reply, err, sizeof(err));
         respc_close(c);
     }
     if (rc != 0) {
-        return cli_error("cannot ask %s to leave: %s", who, err);
+        return cli_error("cannot ask %s to %s: %s", who, to, err);
     }
     if (reply->type == RESP_T_ERROR) {
-        rc = cli_error("%s refused to leave: %s", who, (const char *)reply->str);
+        rc = cli_error("%s refused to %s: %s", who, to, (const char *)reply->str);
     } else if (reply->type != RESP_T_SIMPLE) {
-        rc = cluster_bad_reply("RINGKV LEAVE", "not a status line");
+        rc = cli_error("unexpected reply to %s %s: not a status line", cmd[0], cmd[1]);
+    } else {
+        snprintf(status, status_len, "%s", (const char *)reply->str);
     }
     resp_reply_free(reply);
     return rc;
@@ -792,7 +795,7 @@ int cli_cluster_leave(int argc, char **argv)
 {
     struct cluster_opts o;
     struct respc_opts conn;
-    char who[ADDR_HOST_MAX + 96], at[ADDR_HOST_MAX + 16];
+    char who[ADDR_HOST_MAX + 96], at[ADDR_HOST_MAX + 16], status[64];
     int rc = cluster_parse(argc, argv, LEAVE_USAGE, TAKES_ID_OPT | TAKES_DRY_RUN, &o);
 
     if (rc != 0) {
@@ -807,7 +810,8 @@ int cli_cluster_leave(int argc, char **argv)
     }
     addr_format(at, sizeof(at), conn.host, conn.port);
     snprintf(who, sizeof(who), "%s at %s", o.id != NULL ? o.id : "the node", at);
-    rc = leave_ask(&conn, who);
+    rc = member_ask(&conn, who, "leave", 2, (const char *const[]){"RINGKV", "LEAVE"}, status,
+                    sizeof(status));
     if (rc != CLI_OK) {
         return rc;
     }
@@ -823,45 +827,13 @@ int cli_cluster_leave(int argc, char **argv)
 
 /* --- tokens --------------------------------------------------------------------- */
 
-/*
- * RINGKV TOKENS n [FORCE] at conn; who names the node.  Sets *queued when
- * the node queued the change behind another.  CLI_OK, or CLI_ERROR after
- * one sentence.
- */
-static int tokens_ask(const struct respc_opts *conn, const char *who, const char *count, bool force,
-                      bool *queued)
-{
-    const char *cmd[4] = {"RINGKV", "TOKENS", count, "FORCE"};
-    struct resp_reply *reply = NULL;
-    struct respc *c;
-    char err[512];
-    int rc;
-
-    rc = respc_connect(&c, conn, err, sizeof(err));
-    if (rc == 0) {
-        rc = respc_call(c, force ? 4 : 3, cmd, NULL, &reply, err, sizeof(err));
-        respc_close(c);
-    }
-    if (rc != 0) {
-        return cli_error("cannot ask %s to change its token count: %s", who, err);
-    }
-    if (reply->type == RESP_T_ERROR) {
-        rc = cli_error("%s refused the token count: %s", who, (const char *)reply->str);
-    } else if (reply->type != RESP_T_SIMPLE) {
-        rc = cluster_bad_reply("RINGKV TOKENS", "not a status line");
-    } else {
-        *queued = strcmp((const char *)reply->str, "QUEUED") == 0;
-    }
-    resp_reply_free(reply);
-    return rc;
-}
-
 int cli_cluster_tokens(int argc, char **argv)
 {
     struct cluster_opts o;
     struct respc_opts conn;
-    char who[ADDR_HOST_MAX + 96], at[ADDR_HOST_MAX + 16], count[16];
-    bool queued = false;
+    const char *cmd[4] = {"RINGKV", "TOKENS", NULL, "FORCE"};
+    char who[ADDR_HOST_MAX + 96], at[ADDR_HOST_MAX + 16], count[16], status[64];
+    bool queued;
     int rc = cluster_parse(argc, argv, TOKENS_USAGE, TAKES_ID | TAKES_COUNT | TAKES_DRY_RUN, &o);
 
     if (rc != 0) {
@@ -877,10 +849,13 @@ int cli_cluster_tokens(int argc, char **argv)
     }
     addr_format(at, sizeof(at), conn.host, conn.port);
     snprintf(who, sizeof(who), "%s at %s", o.id, at);
-    rc = tokens_ask(&conn, who, count, o.force, &queued);
+    cmd[2] = count;
+    rc = member_ask(&conn, who, "change its token count", o.force ? 4 : 3, cmd, status,
+                    sizeof(status));
     if (rc != CLI_OK) {
         return rc;
     }
+    queued = strcmp(status, "QUEUED") == 0;
     if (o.json) {
         return cluster_json_print(json_pack("{s:s, s:s, s:i, s:b}", "node", o.id, "addr", at,
                                             "tokens", (int)o.count, "queued", queued));
