@@ -7,9 +7,27 @@
  * (preflist.h: the ring in force, rf); otherwise it forwards the request
  * (MSG_OP_FORWARD) to the first replica it sees up, which coordinates and
  * answers, and the answer (its error and figures included) is the
- * client's.  A forwarded request is never forwarded again: a node that
- * receives one for a key it is not a replica of (rings that differ while
- * a change spreads) refuses it with TRYAGAIN.
+ * client's.
+ *
+ * Rings that differ.  While a change of the ring spreads, nodes disagree
+ * on who holds a key (a ring behind or ahead of another's).
+ *   - A forwarded request that reaches a node that is no replica of its
+ *     key by its own ring is forwarded again, to the key's replicas under
+ *     that ring.  Each FORWARD carries the forwards the request travelled
+ *     (PROTOCOL.md 7.15, `hops`); one that travelled COORD_FORWARD_HOPS is
+ *     refused with TRYAGAIN and the client retries, so a request never
+ *     goes round between nodes.  A FORWARD without the count comes from a
+ *     node that predates it: refused so, as such a node expects.
+ *   - A replica read or write (a coordinator's REPLICA_READ or
+ *     REPLICA_WRITE, not a hint) that reaches a node that neither
+ *     replicates the key nor gains its arc under its own rings (in force
+ *     and target), and holds no copy of it, is answered NOTMINE: no vote,
+ *     no acknowledgement, nothing stored.  The coordinator counts that
+ *     node as not answering: a read asks the next node of its list, a
+ *     write keeps a hint for the node, which hinted handoff sends to the
+ *     key's replicas once the rings agree.  A copy held anywhere else is
+ *     served as before.  coord.c (serve_not_mine_key()) says why this
+ *     node does not ask the replicas itself.
  *
  * Writes.  The coordinator makes the new version once, by a local write
  * (kv's path, so it shares the store's group commit), then sends that
@@ -82,6 +100,9 @@
 
 struct coord;
 
+/* Forwards a client's request travels at most (above). */
+#define COORD_FORWARD_HOPS 2
+
 /*
  * How a peer request ended: result 0 with the answer's body (borrowed for
  * the call), or an error (RK_ETIMEOUT, RK_ECLOSED, RK_EMISMATCH from a
@@ -143,6 +164,7 @@ struct coord_stats {
     uint64_t hints_stored;         /* versions kept here as hints for others */
     uint64_t replica_writes;       /* versions merged here for other coordinators */
     uint64_t replica_reads;        /* records read here for other coordinators */
+    uint64_t not_mine;             /* replica reads and writes answered NOTMINE (above) */
     uint64_t hints_delivered;      /* hints delivered and deleted */
 };
 
