@@ -63,7 +63,7 @@ uint32_t msg_kv_status_from_rk(int rc)
 
 int msg_kv_status_to_rk(uint32_t status)
 {
-    static const int rk[MSG_KV_STATUS_MAX + 1] = {
+    static const int rk[MSG_KV_ANSWER_STATUS_MAX + 1] = {
         [MSG_KV_OK] = 0,
         [MSG_KV_NOTFOUND] = RK_ENOTFOUND,
         [MSG_KV_NOREPLICAS] = RK_ENOREPLICAS,
@@ -80,7 +80,7 @@ int msg_kv_status_to_rk(uint32_t status)
         [MSG_KV_NOTMINE] = RK_ETRYAGAIN,
     };
 
-    return status <= MSG_KV_STATUS_MAX ? rk[status] : RK_EIO;
+    return status <= MSG_KV_ANSWER_STATUS_MAX ? rk[status] : RK_EIO;
 }
 
 /* --- encoding ------------------------------------------------------------------ */
@@ -270,9 +270,9 @@ int msg_kv_answer_encode(const struct msg_kv_answer *m, struct buf *out)
     size_t start = out->len;
     msgpack_packer pk;
 
-    if (m->status > MSG_KV_STATUS_MAX || m->answered > RING_RF_MAX || m->needed > RING_RF_MAX ||
-        m->record_len > MSG_KV_BYTES_MAX || (m->record != NULL && m->status != MSG_KV_OK) ||
-        !msg_kv_answer_part_ok(m)) {
+    if (m->status > MSG_KV_ANSWER_STATUS_MAX || m->answered > RING_RF_MAX ||
+        m->needed > RING_RF_MAX || m->record_len > MSG_KV_BYTES_MAX ||
+        (m->record != NULL && m->status != MSG_KV_OK) || !msg_kv_answer_part_ok(m)) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
@@ -489,7 +489,7 @@ int msg_kv_answer_decode(const uint8_t *in, size_t len, struct msg_kv_answer *m)
 
     memset(m, 0, sizeof(*m));
     if (msg_kv_head(&r, in, len, MSG_KV_ANSWER_FIELDS, &n) == 0) {
-        msg_kv_read_u32(&r, MSG_KV_STATUS_MAX, &m->status);
+        msg_kv_read_u32(&r, MSG_KV_ANSWER_STATUS_MAX, &m->status);
         msg_kv_read_u32(&r, RING_RF_MAX, &m->answered);
         msg_kv_read_u32(&r, RING_RF_MAX, &m->needed);
         msg_kv_read_opt_bin(&r, MSG_KV_BYTES_MAX, &m->record, &m->record_len);

@@ -53,8 +53,11 @@ enum msg_kv_status {
     MSG_KV_FAILED = 10,    /* anything else */
     MSG_KV_BADINPUT = 11,  /* a record or context that does not decode */
     MSG_KV_CLOCKFULL = 12, /* the key's version vector is full (VCLOCK_ENTRIES_MAX entries) */
-    MSG_KV_NOTMINE = 13,   /* REPLICA_READ/WRITE: not a replica of the key here, and no copy */
-    MSG_KV_STATUS_MAX = 13,
+    /* the statuses any operation may answer, the handoff's (msg_handoff.h) included */
+    MSG_KV_STATUS_MAX = 12,
+    /* REPLICA_READ, REPLICA_WRITE: not this node's key, and no copy of it here (coord.h) */
+    MSG_KV_NOTMINE = 13,
+    MSG_KV_ANSWER_STATUS_MAX = 13, /* the statuses of struct msg_kv_answer */
 };
 
 /*
@@ -134,7 +137,7 @@ struct msg_forward {
 
 /* The answer of every data operation. */
 struct msg_kv_answer {
-    uint32_t status;       /* enum msg_kv_status */
+    uint32_t status;       /* enum msg_kv_status, up to MSG_KV_ANSWER_STATUS_MAX */
     uint32_t answered;     /* NOREPLICAS, TRYAGAIN: replicas that answered (or were reachable) */
     uint32_t needed;       /* and how many were needed */
     const uint8_t *record; /* a read's record when status is OK; else NULL */

@@ -424,7 +424,7 @@ START_TEST(test_encode_refuses_bad_fields)
 {
     struct msg_replica_write w = {.key = (const uint8_t *)"k", .key_len = 1};
     struct msg_forward f = {.kind = MSG_FORWARD_READ, .key = (const uint8_t *)"k", .key_len = 1};
-    struct msg_kv_answer a = {.status = MSG_KV_STATUS_MAX + 1};
+    struct msg_kv_answer a = {.status = MSG_KV_ANSWER_STATUS_MAX + 1};
     struct msg_replica_read r = {.key = (const uint8_t *)"k", .key_len = 1};
     struct buf out;
 
@@ -460,7 +460,7 @@ END_TEST
 /* Every status maps to an error code and back; unknown codes travel as a failure. */
 START_TEST(test_status_mapping)
 {
-    for (uint32_t st = 0; st <= MSG_KV_STATUS_MAX; st++) {
+    for (uint32_t st = 0; st <= MSG_KV_ANSWER_STATUS_MAX; st++) {
         if (st != MSG_KV_NOTMINE) {
             ck_assert_uint_eq(msg_kv_status_from_rk(msg_kv_status_to_rk(st)), st);
         }
@@ -471,7 +471,7 @@ START_TEST(test_status_mapping)
     ck_assert_int_eq(decode_any(3, "950d0000c0c2"), 0);
     ck_assert_int_ne(decode_any(3, "950d0000c40100c2"), 0); /* a record only with status 0 */
     ck_assert_uint_eq(msg_kv_status_from_rk(RK_EAUTH), MSG_KV_FAILED);
-    ck_assert_int_eq(msg_kv_status_to_rk(MSG_KV_STATUS_MAX + 1), RK_EIO);
+    ck_assert_int_eq(msg_kv_status_to_rk(MSG_KV_ANSWER_STATUS_MAX + 1), RK_EIO);
     /* a full version vector and the sibling cap travel apart (PROTOCOL.md 7.15) */
     ck_assert_uint_eq(msg_kv_status_from_rk(RK_ETOOBIG), MSG_KV_TOOBIG);
     ck_assert_uint_eq(msg_kv_status_from_rk(RK_ECLOCKFULL), MSG_KV_CLOCKFULL);
