@@ -98,6 +98,7 @@ struct coord_req {
     size_t enc_len;
     struct coord_part fpart; /* a forwarded read: the answer's parts so far (into merged) */
     unsigned hops;           /* forwards the request travelled to reach this node (coord.h) */
+    unsigned n_refused;      /* refused[0 .. n_refused): nodes that answered NOTMINE */
     uint8_t *raw;            /* a read: this node's copy as stored (raw_here or allocated) */
     size_t raw_len;
     struct coord_node *nodes; /* n of them (req_plan()): nodes_here, or allocated */
@@ -109,6 +110,7 @@ struct coord_req {
     struct coord_node nodes_here[COORD_NODES_HERE];
     struct coord_call calls_here[COORD_NODES_HERE];
     uint8_t raw_here[COORD_RAW_HERE]; /* raw's bytes when they fit: no allocation */
+    char refused[COORD_REPLACE_MAX][RING_NAME_MAX + 1]; /* valid up to n_refused */
 };
 
 /*
@@ -464,6 +466,96 @@ static unsigned req_reachable(const struct coord_req *q, bool with_fallbacks)
         }
     }
     return k;
+}
+
+/* --- replacing a replica that answered NOTMINE ------------------------------------ */
+
+/* Whether node id is one of q's nodes, or answered it NOTMINE. */
+static bool req_knows(const struct coord_req *q, const char *id)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        if (strcmp(q->nodes[i].id, id) == 0) {
+            return true;
+        }
+    }
+    for (unsigned i = 0; i < q->n_refused; i++) {
+        if (strcmp(q->refused[i], id) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+struct coord_walk_ctx {
+    const struct coord_req *q;
+    const struct ring *ring;
+};
+
+/* The walk's up: as the detector says, but a node that answered NOTMINE is down. */
+static bool coord_walk_up(void *ctx, uint32_t member)
+{
+    const struct coord_walk_ctx *w = ctx;
+    const struct coord *co = w->q->co;
+    const char *id = ring_member_id(w->ring, member);
+
+    for (unsigned i = 0; i < w->q->n_refused; i++) {
+        if (strcmp(w->q->refused[i], id) == 0) {
+            return false;
+        }
+    }
+    return strcmp(id, co->cfg.self) == 0 || co->hooks.up(co->hooks.ctx, id);
+}
+
+/*
+ * Replica idx of q answered NOTMINE: under its own rings it neither
+ * replicates the key nor gains it, and holds no copy (this node's ring
+ * differs from its).  Its place goes to the node that would stand in for
+ * it were it down: the next node of the ring walk (preflist.h's fallback
+ * walk, every node that answered NOTMINE counted down), which is asked
+ * as the replica it replaces (a read's vote, a write's acknowledgement:
+ * it answers as a replica only if its own rings make it one, or it holds
+ * a copy, and NOTMINE again otherwise, when the walk goes on).  After a
+ * node left the ring, or one was removed, the walk's next node is the
+ * one that took its place.  True when slot idx holds that node, idle;
+ * false when there is none (the walk is out of nodes, the ring changed
+ * under the request, COORD_REPLACE_MAX reached): idx stays failed.
+ */
+static bool req_replace(struct coord_req *q, size_t idx)
+{
+    struct coord *co = q->co;
+    const struct ring *ring = co->hooks.ring(co->hooks.ctx);
+    struct coord_node *nd = &q->nodes[idx];
+    struct coord_walk_ctx w = {q, ring};
+    struct preflist pf;
+    bool found = false;
+
+    if (idx >= q->n_rep || nd->pending || q->n_refused == COORD_REPLACE_MAX || ring == NULL) {
+        return false;
+    }
+    snprintf(q->refused[q->n_refused++], sizeof(q->refused[0]), "%s", nd->id);
+    if (preflist_build(ring, ring_key_position(ring, q->key, q->key_len), co->cfg.rf, true,
+                       coord_walk_up, &w, false, &pf) != 0) {
+        return false;
+    }
+    /* the ring the request was planned on: slot idx's first node is the ring's replica idx */
+    for (size_t i = pf.n_replicas; idx < pf.n_replicas && i < pf.n && !found; i++) {
+        const char *id = ring_member_id(ring, pf.nodes[i].member);
+        if (pf.nodes[i].stands_for != (int)idx ||
+            !req_knows(q, ring_member_id(ring, pf.nodes[idx].member)) || req_knows(q, id)) {
+            continue;
+        }
+        snprintf(nd->id, sizeof(nd->id), "%s", id);
+        nd->up = true; /* the walk takes only nodes that are up */
+        nd->state = NODE_IDLE;
+        nd->stale = false;
+        nd->same_raw = false;
+        nd->part = (struct coord_part){0};
+        record_deinit(&nd->rec);
+        record_init(&nd->rec);
+        found = true;
+    }
+    preflist_free(&pf);
+    return found;
 }
 
 /* --- ending a request for its caller ---------------------------------------------- */
@@ -1029,6 +1121,35 @@ static void write_local_done(struct kv_write *lw, void *ctx)
     req_release(q);
 }
 
+/*
+ * Send q's version to node idx, which replaced a replica that answered
+ * NOTMINE (req_replace()), as to that replica; a hint kept here for it
+ * when it cannot be asked.
+ */
+static void write_send_replaced(struct coord_req *q, size_t idx)
+{
+    const struct sibling *version = &q->lw.op.written;
+    struct record one = {.s = (struct sibling *)version, .n = 1, .cap = 1};
+    size_t rlen = record_encoded_size(&one);
+    uint8_t *rec = malloc(rlen);
+    struct msg_replica_write m = {.key = q->key, .key_len = q->key_len, .record = rec};
+    struct buf body;
+    bool sent = false;
+
+    buf_init(&body, 0);
+    if (rec != NULL) {
+        m.record_len = record_encode(&one, rec);
+        sent = msg_replica_write_encode(&m, &body) == 0 &&
+               req_ask(q, idx, MSG_OP_REPLICA_WRITE, &body, write_answer);
+    }
+    if (!sent) {
+        q->nodes[idx].state = NODE_FAILED;
+        write_hint_here(q, idx);
+    }
+    buf_free(&body);
+    free(rec);
+}
+
 static void write_answer(void *dctx, int result, const uint8_t *body, size_t len)
 {
     struct coord_call *call = dctx;
@@ -1037,6 +1158,13 @@ static void write_answer(void *dctx, int result, const uint8_t *body, size_t len
 
     q->outstanding--;
     answer_read(result, body, len, &a);
+    if (a.status == MSG_KV_NOTMINE && req_replace(q, (size_t)call->idx)) {
+        /* the version goes to the next node of the walk instead, even after the reply */
+        write_send_replaced(q, (size_t)call->idx);
+        write_decide(q, q->lw.existed);
+        req_release(q);
+        return;
+    }
     q->nodes[call->idx].state = a.status == MSG_KV_OK ? NODE_ANSWERED : NODE_FAILED;
     q->acks += a.status == MSG_KV_OK && !q->nodes[call->idx].pending; /* pending: not in w */
     if (a.status != MSG_KV_OK && !status_final(a.status)) {
@@ -1435,6 +1563,9 @@ static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
     } else {
         nd->state = NODE_FAILED;
         record_deinit(&nd->rec);
+        if (a.status == MSG_KV_NOTMINE && !q->completed) {
+            (void)req_replace(q, (size_t)call->idx); /* idle: the next node of the walk */
+        }
         if (!q->completed && result != RK_ETIMEOUT) {
             (void)read_ask_spare(q); /* after a timeout, request-timeout has passed: no more */
         }
@@ -1948,11 +2079,12 @@ static int serve_copy_found(void *ctx, const uint8_t *record, size_t len)
  * its ring in the coordinator's place): the coordinator asks some of
  * those replicas itself, so a proxied answer would count one node's copy
  * twice toward r or w; and the coordinator alone knows which nodes it
- * asked.  NOTMINE leaves the decision with it: a read counts the node as
- * not answering and asks the next node of its list (read_ask_spare()); a
- * write counts no acknowledgement and keeps a hint, which hinted handoff
- * sends to the key's replicas once the rings agree (delivery_nodes()).
- * Nothing goes round between nodes, so there is no loop to bound.
+ * asked.  NOTMINE leaves the decision with it: it counts no vote and no
+ * acknowledgement from this node and asks the next node of its ring walk
+ * in its place (req_replace()), or, with none left, keeps a write's hint,
+ * which hinted handoff sends to the key's replicas once the rings agree
+ * (delivery_nodes()).  Nothing goes round between nodes, so there is no
+ * loop to bound; the walk is bounded by COORD_REPLACE_MAX.
  */
 static bool serve_not_mine_key(struct coord_serve *sv, const uint8_t *key, size_t len)
 {

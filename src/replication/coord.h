@@ -22,12 +22,20 @@
  *     REPLICA_WRITE, not a hint) that reaches a node that neither
  *     replicates the key nor gains its arc under its own rings (in force
  *     and target), and holds no copy of it, is answered NOTMINE: no vote,
- *     no acknowledgement, nothing stored.  The coordinator counts that
- *     node as not answering: a read asks the next node of its list, a
- *     write keeps a hint for the node, which hinted handoff sends to the
- *     key's replicas once the rings agree.  A copy held anywhere else is
- *     served as before.  coord.c (serve_not_mine_key()) says why this
- *     node does not ask the replicas itself.
+ *     no acknowledgement, nothing stored.  The coordinator gives that
+ *     replica's place to the next node of its ring walk, the node that
+ *     would stand in for it were it down (preflist.h's fallback walk),
+ *     and asks it as that replica: a read's vote, a write's version
+ *     (acknowledged toward w).  It answers as a replica only when its own
+ *     rings make it one, or it holds a copy, and NOTMINE again otherwise,
+ *     when the walk goes on (at most COORD_REPLACE_MAX nodes a request).
+ *     After a node left the ring or was removed, the walk's next node is
+ *     the one that took its place.  With no node left to ask, a read
+ *     counts the replica as not answering, and a write keeps a hint for
+ *     the last one asked, which hinted handoff sends to the key's
+ *     replicas once the rings agree.  A copy held anywhere else is served
+ *     as before.  coord.c (serve_not_mine_key()) says why the node asked
+ *     does not ask the replicas itself.
  *
  * Writes.  The coordinator makes the new version once, by a local write
  * (kv's path, so it shares the store's group commit), then sends that
@@ -102,6 +110,8 @@ struct coord;
 
 /* Forwards a client's request travels at most (above). */
 #define COORD_FORWARD_HOPS 2
+/* Nodes of a request that answered NOTMINE and were replaced by the ring walk's next, at most. */
+#define COORD_REPLACE_MAX 4
 
 /*
  * How a peer request ended: result 0 with the answer's body (borrowed for

@@ -25,10 +25,12 @@
  * a hop count (an older node's) is never forwarded again; a read at a
  * coordinator whose ring is behind returns the acknowledged value, not
  * "not found" (the node it asks that no longer holds the arc answers
- * NOTMINE, and the next replica is asked); a write there is not stored on
- * that node, and its hint reaches the key's replicas once the rings
- * agree; a node gaining the arc in its target ring takes writes, and a
- * hinted write is kept by any node.
+ * NOTMINE, and the next node of the ring walk is asked in its place, so
+ * that even r 3 is met); a write there with w 3 is acknowledged by that
+ * next node instead; a write whose walk runs out of nodes is not stored
+ * on the node that is no replica, and its hint reaches the key's replicas
+ * once the rings agree; a node gaining the arc in its target ring takes
+ * writes, and a hinted write is kept by any node.
  */
 #include <check.h>
 #include <poll.h>
@@ -328,18 +330,23 @@ static void write_done(struct kv_write *w, void *ctx)
     *(bool *)ctx = true;
 }
 
-/* A client's SET key value through node i: its result. */
-static int client_set(unsigned i, const char *key, const char *value)
+/* A client's SET key value through node i, acknowledged by w replicas (0: the cluster's). */
+static int client_set_w(unsigned i, const char *key, const char *value, unsigned w_quorum)
 {
     struct kv_write w;
     bool done = false;
 
     memset(&w, 0, sizeof(w));
-    ck_assert_int_eq(kv_write(nodes[i].kv, &w, key, strlen(key), value, strlen(value), false, NULL,
-                              write_done, &done),
-                     0);
+    kv_write_init(&w, key, strlen(key), value, strlen(value), false, NULL, write_done, &done);
+    w.quorum = w_quorum;
+    ck_assert_int_eq(kv_write_start(nodes[i].kv, &w), 0);
     pump_until(&done, "the client's write");
     return w.result;
+}
+
+static int client_set(unsigned i, const char *key, const char *value)
+{
+    return client_set_w(i, key, value, 0);
 }
 
 struct got {
@@ -368,16 +375,21 @@ static void read_done(struct kv_read *r, void *ctx)
     record_deinit(&rec);
 }
 
-/* A client's GET key through node i. */
-static struct got client_get(unsigned i, const char *key)
+/* A client's GET key through node i, answered by r replicas (0: the cluster's). */
+static struct got client_get_r(unsigned i, const char *key, unsigned r_quorum)
 {
     struct kv_read r;
     struct got g = {0};
 
     memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(kv_get(nodes[i].kv, &r, key, strlen(key), read_done, &g), 0);
+    ck_assert_int_eq(kv_get_quorum(nodes[i].kv, &r, key, strlen(key), r_quorum, read_done, &g), 0);
     pump_until(&g.done, "the client's read");
     return g;
+}
+
+static struct got client_get(unsigned i, const char *key)
+{
+    return client_get_r(i, key, 0);
 }
 
 static int count_cb(void *ctx, const uint8_t *rec, size_t len)
@@ -432,6 +444,8 @@ static uint32_t serve_at(unsigned i, uint32_t op, const struct buf *body)
     pump_until(&d.done, "the served request");
     return d.status;
 }
+
+static uint64_t hints_at(unsigned i);
 
 /* --- cases ------------------------------------------------------------------------- */
 
@@ -592,6 +606,52 @@ START_TEST(test_stale_read)
     ck_assert_str_eq(g.value, "acked");
     ck_assert_uint_eq(stats_of(x).not_mine, 1);
     ck_assert(!holds(x, key)); /* nothing written there either */
+    /*
+     * r 3: x's place goes to the next node of s's ring walk, the node that
+     * took x's place in the new ring, which holds the value: 3 answers
+     */
+    g = client_get_r(s, key, 3);
+    ck_assert_int_eq(g.result, 0);
+    ck_assert_str_eq(g.value, "acked");
+    ck_assert_uint_eq(stats_of(x).not_mine, 2);
+    net_teardown();
+}
+END_TEST
+
+/*
+ * The same shapes for a write at s with w 3: x answers NOTMINE and takes
+ * nothing; the next node of s's ring walk (the one that took x's place)
+ * takes the version as a replica and acknowledges it, so the three
+ * acknowledgements are there (s, y and that node), and no hint is kept.
+ */
+START_TEST(test_stale_write_walk)
+{
+    char key[] = "stale-write";
+    unsigned pl[RF], now[RF], s, x, y, z = NODES;
+
+    net_setup();
+    pl_of(rb, key, pl);
+    s = pl[0];
+    x = pl[1];
+    y = pl[2];
+    pl_of(without[x], key, now);
+    for (unsigned j = 0; j < RF; j++) {
+        z = now[j] != s && now[j] != y ? now[j] : z;
+    }
+    for (unsigned i = 0; i < NODES; i++) {
+        nodes[i].ring = i == s ? rb : without[x];
+    }
+    ck_assert_int_eq(client_set_w(s, key, "w3", 3), 0);
+    for (int round = 0; round < 100 && a_head != NULL; round++) {
+        pump_round();
+    }
+    ck_assert(holds(s, key));
+    ck_assert(holds(y, key));
+    ck_assert(holds(z, key));
+    ck_assert(!holds(x, key));
+    ck_assert_uint_eq(stats_of(x).not_mine, 1);
+    ck_assert_uint_eq(stats_of(z).replica_writes, 1);
+    ck_assert_uint_eq(hints_at(s), 0);
     net_teardown();
 }
 END_TEST
@@ -633,9 +693,11 @@ static uint64_t hints_at(unsigned i)
 }
 
 /*
- * A write at s (RA): x takes nothing (NOTMINE, no acknowledgement), s and
- * y make the quorum, and s keeps a hint for x.  Once s's ring is RB too,
- * the hint goes to the key's replicas under RB, not to x, and is deleted.
+ * A write at s (RA): x takes nothing (NOTMINE, no acknowledgement), nor
+ * does the next node of s's walk, the fourth of n1..n4 (no replica under
+ * RB either), and RA has no other; s and y make the quorum, and s keeps a
+ * hint for the last node asked.  Once s's ring is RB too, the hint goes
+ * to the key's replicas under RB, not to that node, and is deleted.
  */
 START_TEST(test_stale_write)
 {
@@ -654,6 +716,12 @@ START_TEST(test_stale_write)
     ck_assert(!holds(x, key));
     ck_assert_uint_eq(stats_of(x).not_mine, 1);
     ck_assert_uint_eq(stats_of(x).replica_writes, 0);
+    for (unsigned i = 0; i < 4; i++) {
+        if (i != s && i != x && i != y) {
+            ck_assert_uint_eq(stats_of(i).not_mine, 1); /* the walk's next node */
+            ck_assert(!holds(i, key));
+        }
+    }
     ck_assert_uint_eq(hints_at(s), 1);
     nodes[s].ring = rb;
     for (int round = 0; round < PUMP_ROUNDS && hints_at(s) > 0; round++) {
@@ -730,6 +798,7 @@ static Suite *coord_suite(void)
         {"forward_hops_served", test_forward_hops_served},
         {"stale_read", test_stale_read},
         {"stale_write", test_stale_write},
+        {"stale_write_walk", test_stale_write_walk},
         {"pending_and_hints_taken", test_pending_and_hints_taken},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
