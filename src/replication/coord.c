@@ -439,6 +439,7 @@ static bool coord_key_of(struct coord *co, const char *id, const uint8_t *key, s
         uint32_t members[RING_RF_MAX];
         size_t n = 0;
         if (ring == NULL || ring_member_count(ring) == 0 ||
+            (k == 1 && ring_digest(ring) == ring_digest(rings[0])) || /* no change under way */
             ring_preflist(ring, ring_key_position(ring, key, len), co->cfg.rf, members, &n) != 0) {
             continue;
         }

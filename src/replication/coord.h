@@ -236,8 +236,10 @@ void coord_get_stats(const struct coord *co, struct coord_stats *st);
  * (oldest first, MSG_OP_REPLICA_WRITE); a hint is deleted only after its
  * replica acknowledged it durably, so a crash on either side re-sends it
  * and a duplicate merges as the same version.  A hint whose target left
- * the ring goes to the key's replicas in the ring in force instead, and is
- * deleted once all of them acknowledged.  A round starts only when the
+ * the ring, or is no replica of its key under this node's rings (in force
+ * or target: one that answered NOTMINE, above), goes to the key's
+ * replicas in the ring in force instead, and is deleted once all of them
+ * acknowledged.  A round starts only when the
  * last one's hints have all been answered.
  */
 void coord_deliver_hints(struct coord *co);
