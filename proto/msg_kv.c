@@ -20,6 +20,8 @@
 #define MSG_FORWARD_FIELDS 6
 /* FORWARD's optional expiry fields, after from and digest (PROTOCOL.md 7.15) */
 #define MSG_FORWARD_EXPIRY_FIELDS 2
+/* FORWARD's optional hop count, after the expiry fields */
+#define MSG_FORWARD_HOPS_FIELDS 1
 #define MSG_KV_ANSWER_FIELDS 5
 /* Fields a part adds: `from` and `digest` to a read, `first`, `next`, `digest` to an answer. */
 #define MSG_KV_ASK_PART_FIELDS 2
@@ -61,7 +63,7 @@ uint32_t msg_kv_status_from_rk(int rc)
 
 int msg_kv_status_to_rk(uint32_t status)
 {
-    static const int rk[MSG_KV_STATUS_MAX + 1] = {
+    static const int rk[MSG_KV_ANSWER_STATUS_MAX + 1] = {
         [MSG_KV_OK] = 0,
         [MSG_KV_NOTFOUND] = RK_ENOTFOUND,
         [MSG_KV_NOREPLICAS] = RK_ENOREPLICAS,
@@ -75,9 +77,10 @@ int msg_kv_status_to_rk(uint32_t status)
         [MSG_KV_FAILED] = RK_EIO,
         [MSG_KV_BADINPUT] = RK_ESYNTAX,
         [MSG_KV_CLOCKFULL] = RK_ECLOCKFULL,
+        [MSG_KV_NOTMINE] = RK_ETRYAGAIN,
     };
 
-    return status <= MSG_KV_STATUS_MAX ? rk[status] : RK_EIO;
+    return status <= MSG_KV_ANSWER_STATUS_MAX ? rk[status] : RK_EIO;
 }
 
 /* --- encoding ------------------------------------------------------------------ */
@@ -194,14 +197,22 @@ static bool msg_forward_expiry_ok(const struct msg_forward *m)
     return m->kind == MSG_FORWARD_WRITE && !m->tombstone && m->expiry <= MSG_FORWARD_EXPIRY_MAX;
 }
 
-/* A write's expiry fields, after from and digest (0: a write is never in parts). */
+/*
+ * A write's expiry fields, after from and digest (0: a write is never in
+ * parts), and the hop count after them; each only when it or a later one
+ * is sent.
+ */
 static int msg_forward_pack_expiry(msgpack_packer *pk, const struct msg_forward *m)
 {
-    if (m->expiry == 0 && m->expire_ms == 0) {
+    if (m->expiry == 0 && m->expire_ms == 0 && m->hops == 0) {
         return 0;
     }
-    return msgpack_pack_uint32(pk, 0) || msgpack_pack_uint64(pk, 0) ||
-           msgpack_pack_uint32(pk, m->expiry) || msgpack_pack_uint64(pk, m->expire_ms);
+    if (m->kind == MSG_FORWARD_WRITE &&
+        (msgpack_pack_uint32(pk, 0) || msgpack_pack_uint64(pk, 0))) {
+        return -1;
+    }
+    return msgpack_pack_uint32(pk, m->expiry) || msgpack_pack_uint64(pk, m->expire_ms) ||
+           (m->hops != 0 && msgpack_pack_uint32(pk, m->hops));
 }
 
 int msg_forward_encode(const struct msg_forward *m, struct buf *out)
@@ -210,14 +221,15 @@ int msg_forward_encode(const struct msg_forward *m, struct buf *out)
     size_t start = out->len;
     msgpack_packer pk;
     bool write = m->kind == MSG_FORWARD_WRITE;
-    bool expiry = m->expiry != 0 || m->expire_ms != 0;
+    bool expiry = m->expiry != 0 || m->expire_ms != 0 || m->hops != 0; /* fields 8, 9 sent */
 
     if (m->kind > MSG_FORWARD_KIND_MAX || !msg_kv_key_ok(m->key, m->key_len) ||
         m->value_len > MSG_KV_BYTES_MAX || m->context_len > MSG_KV_BYTES_MAX ||
         (write && !m->tombstone && m->value == NULL && m->value_len > 0) ||
         (m->tombstone && m->value_len > 0) || m->quorum > RING_RF_MAX ||
         !msg_kv_ask_part_ok(m->part, m->from, m->digest) || (write && m->part) ||
-        !msg_forward_expiry_ok(m)) {
+        !msg_forward_expiry_ok(m) || m->hops > MSG_FORWARD_HOPS_MAX ||
+        (m->hops != 0 && !write && !m->part)) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
@@ -225,7 +237,8 @@ int msg_forward_encode(const struct msg_forward *m, struct buf *out)
         &s, start,
         msgpack_pack_array(&pk, MSG_FORWARD_FIELDS +
                                     (m->part || expiry ? MSG_KV_ASK_PART_FIELDS : 0) +
-                                    (expiry ? MSG_FORWARD_EXPIRY_FIELDS : 0)) ||
+                                    (expiry ? MSG_FORWARD_EXPIRY_FIELDS : 0) +
+                                    (m->hops != 0 ? MSG_FORWARD_HOPS_FIELDS : 0)) ||
             msgpack_pack_uint32(&pk, m->kind) || msg_kv_pack_bin(&pk, m->key, m->key_len) ||
             msg_kv_pack_bin(
                 &pk, write && !m->tombstone ? (m->value ? m->value : (const uint8_t *)"") : NULL,
@@ -257,9 +270,9 @@ int msg_kv_answer_encode(const struct msg_kv_answer *m, struct buf *out)
     size_t start = out->len;
     msgpack_packer pk;
 
-    if (m->status > MSG_KV_STATUS_MAX || m->answered > RING_RF_MAX || m->needed > RING_RF_MAX ||
-        m->record_len > MSG_KV_BYTES_MAX || (m->record != NULL && m->status != MSG_KV_OK) ||
-        !msg_kv_answer_part_ok(m)) {
+    if (m->status > MSG_KV_ANSWER_STATUS_MAX || m->answered > RING_RF_MAX ||
+        m->needed > RING_RF_MAX || m->record_len > MSG_KV_BYTES_MAX ||
+        (m->record != NULL && m->status != MSG_KV_OK) || !msg_kv_answer_part_ok(m)) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_kv_write);
@@ -452,6 +465,10 @@ int msg_forward_decode(const uint8_t *in, size_t len, struct msg_forward *m)
             msg_kv_read_u32(&r, MSG_FORWARD_EXPIRY_MAX, &m->expiry);
             msg_kv_read_u64(&r, &m->expire_ms);
             n -= MSG_FORWARD_EXPIRY_FIELDS;
+            if (n >= MSG_FORWARD_HOPS_FIELDS) {
+                msg_kv_read_u32(&r, MSG_FORWARD_HOPS_MAX, &m->hops);
+                n -= MSG_FORWARD_HOPS_FIELDS;
+            }
         }
         if (r.err == 0 && !msg_forward_coherent(m)) {
             r.err = RK_ESYNTAX;
@@ -472,7 +489,7 @@ int msg_kv_answer_decode(const uint8_t *in, size_t len, struct msg_kv_answer *m)
 
     memset(m, 0, sizeof(*m));
     if (msg_kv_head(&r, in, len, MSG_KV_ANSWER_FIELDS, &n) == 0) {
-        msg_kv_read_u32(&r, MSG_KV_STATUS_MAX, &m->status);
+        msg_kv_read_u32(&r, MSG_KV_ANSWER_STATUS_MAX, &m->status);
         msg_kv_read_u32(&r, RING_RF_MAX, &m->answered);
         msg_kv_read_u32(&r, RING_RF_MAX, &m->needed);
         msg_kv_read_opt_bin(&r, MSG_KV_BYTES_MAX, &m->record, &m->record_len);

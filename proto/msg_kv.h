@@ -53,10 +53,17 @@ enum msg_kv_status {
     MSG_KV_FAILED = 10,    /* anything else */
     MSG_KV_BADINPUT = 11,  /* a record or context that does not decode */
     MSG_KV_CLOCKFULL = 12, /* the key's version vector is full (VCLOCK_ENTRIES_MAX entries) */
+    /* the statuses any operation may answer, the handoff's (msg_handoff.h) included */
     MSG_KV_STATUS_MAX = 12,
+    /* REPLICA_READ, REPLICA_WRITE: not this node's key, and no copy of it here (coord.h) */
+    MSG_KV_NOTMINE = 13,
+    MSG_KV_ANSWER_STATUS_MAX = 13, /* the statuses of struct msg_kv_answer */
 };
 
-/* A ringkv error code (error.h) as a status, and back (an unknown status: RK_EIO). */
+/*
+ * A ringkv error code (error.h) as a status, and back (an unknown status:
+ * RK_EIO; MSG_KV_NOTMINE, which no error code names: RK_ETRYAGAIN).
+ */
 uint32_t msg_kv_status_from_rk(int rc);
 int msg_kv_status_to_rk(uint32_t status);
 
@@ -113,14 +120,24 @@ struct msg_forward {
      */
     uint32_t expiry;
     uint64_t expire_ms;
+    /*
+     * The forwards this request has travelled, this one included (field
+     * 10): 1 .. MSG_FORWARD_HOPS_MAX.  0: not sent, as from a node that
+     * predates it (then the receiver never forwards the request again).
+     * Sent, it brings fields 6 .. 9 with it (0 but a read's parts), so a
+     * read with hops must take parts.
+     */
+    uint32_t hops;
 };
 
 /* Highest msg_forward.expiry. */
 #define MSG_FORWARD_EXPIRY_MAX 2
+/* Highest msg_forward.hops a body carries (coord.c forwards far fewer times). */
+#define MSG_FORWARD_HOPS_MAX 16
 
 /* The answer of every data operation. */
 struct msg_kv_answer {
-    uint32_t status;       /* enum msg_kv_status */
+    uint32_t status;       /* enum msg_kv_status, up to MSG_KV_ANSWER_STATUS_MAX */
     uint32_t answered;     /* NOREPLICAS, TRYAGAIN: replicas that answered (or were reachable) */
     uint32_t needed;       /* and how many were needed */
     const uint8_t *record; /* a read's record when status is OK; else NULL */

@@ -324,13 +324,15 @@ static void metrics_info_replication(struct server *n, struct buf *out)
                "ringkv_forwarded:%llu\r\nringkv_forwards_served:%llu\r\n"
                "ringkv_noreplicas:%llu\r\nringkv_tryagain:%llu\r\nringkv_read_repairs:%llu\r\n"
                "ringkv_replica_writes:%llu\r\nringkv_replica_reads:%llu\r\n"
+               "ringkv_replica_not_mine:%llu\r\n"
                "ringkv_hints:%llu\r\nringkv_hints_stored:%llu\r\nringkv_hints_delivered:%llu\r\n",
                (unsigned long long)cs.reads, (unsigned long long)cs.writes,
                (unsigned long long)cs.forwarded, (unsigned long long)cs.forwards_served,
                (unsigned long long)cs.noreplicas, (unsigned long long)cs.tryagain,
                (unsigned long long)cs.repairs, (unsigned long long)cs.replica_writes,
-               (unsigned long long)cs.replica_reads, (unsigned long long)st.hints,
-               (unsigned long long)cs.hints_stored, (unsigned long long)cs.hints_delivered);
+               (unsigned long long)cs.replica_reads, (unsigned long long)cs.not_mine,
+               (unsigned long long)st.hints, (unsigned long long)cs.hints_stored,
+               (unsigned long long)cs.hints_delivered);
 }
 
 /* Ownership handoff (handoff.h): the change under way and what moved, in INFO's Cluster section. */

@@ -97,6 +97,8 @@ struct coord_req {
     uint8_t *enc;          /* a read: merged, encoded, for the reply */
     size_t enc_len;
     struct coord_part fpart; /* a forwarded read: the answer's parts so far (into merged) */
+    unsigned hops;           /* forwards the request travelled to reach this node (coord.h) */
+    unsigned n_refused;      /* refused[0 .. n_refused): nodes that answered NOTMINE */
     uint8_t *raw;            /* a read: this node's copy as stored (raw_here or allocated) */
     size_t raw_len;
     struct coord_node *nodes; /* n of them (req_plan()): nodes_here, or allocated */
@@ -108,6 +110,7 @@ struct coord_req {
     struct coord_node nodes_here[COORD_NODES_HERE];
     struct coord_call calls_here[COORD_NODES_HERE];
     uint8_t raw_here[COORD_RAW_HERE]; /* raw's bytes when they fit: no allocation */
+    char refused[COORD_REPLACE_MAX][RING_NAME_MAX + 1]; /* valid up to n_refused */
 };
 
 /*
@@ -415,6 +418,40 @@ bool coord_all_local(struct coord *co, const struct kv_write *ws, size_t n)
     return true;
 }
 
+/*
+ * Whether member id takes part in key's arc under this node's rings: a
+ * replica of it in the ring in force, or a node that gains it in the
+ * target ring (a pending replica).  Without a ring in force: true (nothing
+ * has an owner yet, and a node that formed no ring keeps what it is sent,
+ * as a single node always did).
+ */
+static bool coord_key_of(struct coord *co, const char *id, const uint8_t *key, size_t len)
+{
+    const struct ring *rings[2] = {co->hooks.ring(co->hooks.ctx),
+                                   co->hooks.target != NULL ? co->hooks.target(co->hooks.ctx)
+                                                            : NULL};
+
+    if (rings[0] == NULL || ring_member_count(rings[0]) == 0) {
+        return true;
+    }
+    for (size_t k = 0; k < 2; k++) {
+        const struct ring *ring = rings[k];
+        uint32_t members[RING_RF_MAX];
+        size_t n = 0;
+        if (ring == NULL || ring_member_count(ring) == 0 ||
+            (k == 1 && ring_digest(ring) == ring_digest(rings[0])) || /* no change under way */
+            ring_preflist(ring, ring_key_position(ring, key, len), co->cfg.rf, members, &n) != 0) {
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(ring_member_id(ring, members[i]), id) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* Replicas that can take part: this node, and the others the detector sees up. */
 static unsigned req_reachable(const struct coord_req *q, bool with_fallbacks)
 {
@@ -430,6 +467,96 @@ static unsigned req_reachable(const struct coord_req *q, bool with_fallbacks)
         }
     }
     return k;
+}
+
+/* --- replacing a replica that answered NOTMINE ------------------------------------ */
+
+/* Whether node id is one of q's nodes, or answered it NOTMINE. */
+static bool req_knows(const struct coord_req *q, const char *id)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        if (strcmp(q->nodes[i].id, id) == 0) {
+            return true;
+        }
+    }
+    for (unsigned i = 0; i < q->n_refused; i++) {
+        if (strcmp(q->refused[i], id) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+struct coord_walk_ctx {
+    const struct coord_req *q;
+    const struct ring *ring;
+};
+
+/* The walk's up: as the detector says, but a node that answered NOTMINE is down. */
+static bool coord_walk_up(void *ctx, uint32_t member)
+{
+    const struct coord_walk_ctx *w = ctx;
+    const struct coord *co = w->q->co;
+    const char *id = ring_member_id(w->ring, member);
+
+    for (unsigned i = 0; i < w->q->n_refused; i++) {
+        if (strcmp(w->q->refused[i], id) == 0) {
+            return false;
+        }
+    }
+    return strcmp(id, co->cfg.self) == 0 || co->hooks.up(co->hooks.ctx, id);
+}
+
+/*
+ * Replica idx of q answered NOTMINE: under its own rings it neither
+ * replicates the key nor gains it, and holds no copy (this node's ring
+ * differs from its).  Its place goes to the node that would stand in for
+ * it were it down: the next node of the ring walk (preflist.h's fallback
+ * walk, every node that answered NOTMINE counted down), which is asked
+ * as the replica it replaces (a read's vote, a write's acknowledgement:
+ * it answers as a replica only if its own rings make it one, or it holds
+ * a copy, and NOTMINE again otherwise, when the walk goes on).  After a
+ * node left the ring, or one was removed, the walk's next node is the
+ * one that took its place.  True when slot idx holds that node, idle;
+ * false when there is none (the walk is out of nodes, the ring changed
+ * under the request, COORD_REPLACE_MAX reached): idx stays failed.
+ */
+static bool req_replace(struct coord_req *q, size_t idx)
+{
+    struct coord *co = q->co;
+    const struct ring *ring = co->hooks.ring(co->hooks.ctx);
+    struct coord_node *nd = &q->nodes[idx];
+    struct coord_walk_ctx w = {q, ring};
+    struct preflist pf;
+    bool found = false;
+
+    if (idx >= q->n_rep || nd->pending || q->n_refused == COORD_REPLACE_MAX || ring == NULL) {
+        return false;
+    }
+    snprintf(q->refused[q->n_refused++], sizeof(q->refused[0]), "%s", nd->id);
+    if (preflist_build(ring, ring_key_position(ring, q->key, q->key_len), co->cfg.rf, true,
+                       coord_walk_up, &w, false, &pf) != 0) {
+        return false;
+    }
+    /* the ring the request was planned on: slot idx's first node is the ring's replica idx */
+    for (size_t i = pf.n_replicas; idx < pf.n_replicas && i < pf.n && !found; i++) {
+        const char *id = ring_member_id(ring, pf.nodes[i].member);
+        if (pf.nodes[i].stands_for != (int)idx ||
+            !req_knows(q, ring_member_id(ring, pf.nodes[idx].member)) || req_knows(q, id)) {
+            continue;
+        }
+        snprintf(nd->id, sizeof(nd->id), "%s", id);
+        nd->up = true; /* the walk takes only nodes that are up */
+        nd->state = NODE_IDLE;
+        nd->stale = false;
+        nd->same_raw = false;
+        nd->part = (struct coord_part){0};
+        record_deinit(&nd->rec);
+        record_init(&nd->rec);
+        found = true;
+    }
+    preflist_free(&pf);
+    return found;
 }
 
 /* --- ending a request for its caller ---------------------------------------------- */
@@ -741,7 +868,8 @@ static bool forward_next(struct coord_req *q, size_t from, bool only)
                             .quorum = q->needed,
                             .part = q->kind == COORD_READ,
                             .from = q->fpart.next,
-                            .digest = q->fpart.digest};
+                            .digest = q->fpart.digest,
+                            .hops = q->hops + 1};
     uint8_t *ctx = NULL;
     struct buf body;
     bool sent = false;
@@ -994,6 +1122,35 @@ static void write_local_done(struct kv_write *lw, void *ctx)
     req_release(q);
 }
 
+/*
+ * Send q's version to node idx, which replaced a replica that answered
+ * NOTMINE (req_replace()), as to that replica; a hint kept here for it
+ * when it cannot be asked.
+ */
+static void write_send_replaced(struct coord_req *q, size_t idx)
+{
+    const struct sibling *version = &q->lw.op.written;
+    struct record one = {.s = (struct sibling *)version, .n = 1, .cap = 1};
+    size_t rlen = record_encoded_size(&one);
+    uint8_t *rec = malloc(rlen);
+    struct msg_replica_write m = {.key = q->key, .key_len = q->key_len, .record = rec};
+    struct buf body;
+    bool sent = false;
+
+    buf_init(&body, 0);
+    if (rec != NULL) {
+        m.record_len = record_encode(&one, rec);
+        sent = msg_replica_write_encode(&m, &body) == 0 &&
+               req_ask(q, idx, MSG_OP_REPLICA_WRITE, &body, write_answer);
+    }
+    if (!sent) {
+        q->nodes[idx].state = NODE_FAILED;
+        write_hint_here(q, idx);
+    }
+    buf_free(&body);
+    free(rec);
+}
+
 static void write_answer(void *dctx, int result, const uint8_t *body, size_t len)
 {
     struct coord_call *call = dctx;
@@ -1002,6 +1159,13 @@ static void write_answer(void *dctx, int result, const uint8_t *body, size_t len
 
     q->outstanding--;
     answer_read(result, body, len, &a);
+    if (a.status == MSG_KV_NOTMINE && req_replace(q, (size_t)call->idx)) {
+        /* the version goes to the next node of the walk instead, even after the reply */
+        write_send_replaced(q, (size_t)call->idx);
+        write_decide(q, q->lw.existed);
+        req_release(q);
+        return;
+    }
     q->nodes[call->idx].state = a.status == MSG_KV_OK ? NODE_ANSWERED : NODE_FAILED;
     q->acks += a.status == MSG_KV_OK && !q->nodes[call->idx].pending; /* pending: not in w */
     if (a.status != MSG_KV_OK && !status_final(a.status)) {
@@ -1400,6 +1564,9 @@ static void read_answer(void *dctx, int result, const uint8_t *body, size_t len)
     } else {
         nd->state = NODE_FAILED;
         record_deinit(&nd->rec);
+        if (a.status == MSG_KV_NOTMINE && !q->completed) {
+            (void)req_replace(q, (size_t)call->idx); /* idle: the next node of the walk */
+        }
         if (!q->completed && result != RK_ETIMEOUT) {
             (void)read_ask_spare(q); /* after a timeout, request-timeout has passed: no more */
         }
@@ -1463,12 +1630,14 @@ static void read_start(struct coord_req *q)
 
 /*
  * Start a client's read r or write w (the other NULL); false when its key
- * is this node's alone and the caller serves it locally.  A forwarded one
- * is coordinated here or refused, never forwarded again: a node that is
- * no replica of it by its own ring (rings that differ while a change
- * spreads) answers TRYAGAIN, and the client retries.
+ * is this node's alone and the caller serves it locally.  hops: the
+ * forwards it travelled to get here (0: a client asked this node).  A
+ * node that is no replica of the key forwards it (req_forward()), unless
+ * it already travelled COORD_FORWARD_HOPS forwards: then it answers
+ * TRYAGAIN, and the client retries.  Each forward carries its count, so no
+ * request goes round between nodes whose rings disagree (coord.h).
  */
-static bool req_begin(struct coord *co, struct kv_read *r, struct kv_write *w, bool forwarded)
+static bool req_begin(struct coord *co, struct kv_read *r, struct kv_write *w, unsigned hops)
 {
     enum coord_kind kind = w != NULL ? COORD_WRITE : COORD_READ;
     const uint8_t *key = w != NULL ? w->op.key : r->key_;
@@ -1486,7 +1655,8 @@ static bool req_begin(struct coord *co, struct kv_read *r, struct kv_write *w, b
     }
     q->r = r;
     q->w = w;
-    if (q->self < 0 && forwarded) {
+    q->hops = hops;
+    if (q->self < 0 && hops >= COORD_FORWARD_HOPS) {
         req_fail(q, RK_ETRYAGAIN, 0);
         req_release(q);
     } else if (q->self < 0) {
@@ -1501,7 +1671,7 @@ static bool req_begin(struct coord *co, struct kv_read *r, struct kv_write *w, b
 
 bool coord_get(struct coord *co, struct kv_read *r)
 {
-    return req_begin(co, r, NULL, false);
+    return req_begin(co, r, NULL, 0);
 }
 
 /* --- conditional writes -------------------------------------------------------------- */
@@ -1712,7 +1882,7 @@ static void cond_read_done(struct kv_read *r, void *ctx)
         kv_write_expiry(&cc->wr, w->op.expiry, w->op.expire_ms);
     }
     cc->wr.quorum = w->quorum;
-    if (!req_begin(cc->co, NULL, &cc->wr, false)) {
+    if (!req_begin(cc->co, NULL, &cc->wr, 0)) {
         kv_local_write(cc->co->kv, &cc->wr);
     }
 }
@@ -1728,7 +1898,7 @@ static void cond_read(struct coord_cond *cc)
     r->ctx = cc;
     r->key_ = cc->w->op.key;
     r->key_len_ = cc->w->op.key_len;
-    if (!req_begin(cc->co, r, NULL, false)) {
+    if (!req_begin(cc->co, r, NULL, 0)) {
         kv_local_get(cc->co->kv, r);
     }
 }
@@ -1764,7 +1934,7 @@ bool coord_write(struct coord *co, struct kv_write *w)
     if (kv_write_reads(w)) {
         return cond_begin(co, w);
     }
-    return req_begin(co, NULL, w, false);
+    return req_begin(co, NULL, w, 0);
 }
 
 /* --- serving other nodes ------------------------------------------------------------- */
@@ -1873,6 +2043,58 @@ static void serve_answer_record(struct coord_serve *sv, int rc, const uint8_t *r
     free(owned);
 }
 
+/*
+ * Not this node's key (coord.h, "Rings that differ"): answer NOTMINE, a
+ * status that is no vote, no acknowledgement and no record, and store
+ * nothing.
+ */
+static void serve_not_mine(struct coord_serve *sv)
+{
+    struct msg_kv_answer a = {.status = MSG_KV_NOTMINE};
+
+    sv->co->stats.not_mine++;
+    sv->done(sv->ctx, &a);
+}
+
+/* store_read()'s callback when only whether a record is stored matters. */
+static int serve_copy_found(void *ctx, const uint8_t *record, size_t len)
+{
+    (void)ctx;
+    (void)record;
+    (void)len;
+    return 1;
+}
+
+/*
+ * Whether a replica read or write of key is for another node's arc: this
+ * node neither replicates it nor gains it under its own rings (in force
+ * and target) and holds no copy of it (a read or an I/O error reads as a
+ * copy: the request is served as before).  Such a request comes from a
+ * coordinator whose ring differs from this node's (behind or ahead of it).
+ * Answering it from the empty store would make "not found" a vote for a
+ * key the real replicas hold, and taking a write would count toward w a
+ * copy held where no ring puts it (deleted by the next clean-up of arcs
+ * this node does not replicate), so it is answered NOTMINE.
+ *
+ * Why a status and not a proxy (this node asking the key's replicas under
+ * its ring in the coordinator's place): the coordinator asks some of
+ * those replicas itself, so a proxied answer would count one node's copy
+ * twice toward r or w; and the coordinator alone knows which nodes it
+ * asked.  NOTMINE leaves the decision with it: it counts no vote and no
+ * acknowledgement from this node and asks the next node of its ring walk
+ * in its place (req_replace()), or, with none left, keeps a write's hint,
+ * which hinted handoff sends to the key's replicas once the rings agree
+ * (delivery_nodes()).  Nothing goes round between nodes, so there is no
+ * loop to bound; the walk is bounded by COORD_REPLACE_MAX.
+ */
+static bool serve_not_mine_key(struct coord_serve *sv, const uint8_t *key, size_t len)
+{
+    if (coord_key_of(sv->co, sv->co->cfg.self, key, len)) {
+        return false;
+    }
+    return store_read(sv->co->store, key, len, serve_copy_found, NULL) == RK_ENOTFOUND;
+}
+
 static void serve_write_done(struct store_op *op, void *ctx)
 {
     struct coord_serve *sv = ctx;
@@ -1899,6 +2121,11 @@ static int serve_replica_write(struct coord_serve *sv, size_t len)
         return RK_ESYNTAX;
     }
     hint = sv->rw.hint[0] != '\0';
+    if (!hint && serve_not_mine_key(sv, sv->rw.key, sv->rw.key_len)) {
+        serve_not_mine(sv); /* a hint is kept for any node: only the data is checked */
+        serve_free(sv);
+        return 0;
+    }
     if (sv->rec.n == 1) {
         sv->ops = &sv->op1; /* the common case: one version, nothing to allocate */
         list = &list1;
@@ -1957,7 +2184,9 @@ static int serve_replica_read(struct coord_serve *sv, size_t len)
     }
     sv->co->stats.replica_reads++;
     rc = store_read(sv->co->store, m->key, m->key_len, serve_read_found, sv);
-    if (rc != 1) {
+    if (rc == RK_ENOTFOUND && !coord_key_of(sv->co, sv->co->cfg.self, m->key, m->key_len)) {
+        serve_not_mine(sv); /* no copy, and no replica of it: no vote (serve_not_mine_key()) */
+    } else if (rc != 1) {
         serve_answer(sv, rc, NULL, 0, 0, 0, false);
     }
     serve_free(sv);
@@ -1980,10 +2209,16 @@ static void serve_forward_write_done(struct kv_write *w, void *ctx)
     serve_free(sv);
 }
 
-/* FORWARD: coordinate the client's request here, as if the client had asked this node. */
+/*
+ * FORWARD: coordinate the client's request here, as if the client had
+ * asked this node, or forward it on (req_begin()).  A FORWARD without a
+ * hop count comes from a node that predates it, which counted on this one
+ * never forwarding it again: it counts as having travelled them all.
+ */
 static int serve_forward(struct coord_serve *sv, size_t len)
 {
     struct msg_forward *f = &sv->fw;
+    unsigned hops;
     size_t used;
 
     if (msg_forward_decode(sv->body, len, f) != 0 ||
@@ -1993,6 +2228,7 @@ static int serve_forward(struct coord_serve *sv, size_t len)
         return RK_ESYNTAX;
     }
     sv->co->stats.forwards_served++;
+    hops = f->hops != 0 ? f->hops : COORD_FORWARD_HOPS;
     if (f->key_len > sv->co->cfg.key_max || f->value_len > sv->co->cfg.value_max) {
         /* refused alone: queued, it would fail the writes it shares a batch with */
         serve_answer(sv, RK_ETOOBIG, NULL, 0, 0, 0, false);
@@ -2005,7 +2241,7 @@ static int serve_forward(struct coord_serve *sv, size_t len)
         sv->rd.key_ = f->key;
         sv->rd.key_len_ = f->key_len;
         sv->rd.quorum = f->quorum;
-        if (!req_begin(sv->co, &sv->rd, NULL, true)) {
+        if (!req_begin(sv->co, &sv->rd, NULL, hops)) {
             kv_local_get(sv->co->kv, &sv->rd);
         }
         return 0;
@@ -2014,7 +2250,7 @@ static int serve_forward(struct coord_serve *sv, size_t len)
                   f->context != NULL ? &sv->context : NULL, serve_forward_write_done, sv);
     kv_write_expiry(&sv->wr, (enum store_expiry)f->expiry, f->expire_ms);
     sv->wr.quorum = f->quorum;
-    if (!req_begin(sv->co, NULL, &sv->wr, true)) {
+    if (!req_begin(sv->co, NULL, &sv->wr, hops)) {
         kv_local_write(sv->co->kv, &sv->wr);
     }
     return 0;
@@ -2163,7 +2399,13 @@ static void delivery_applied(struct store_op *op, void *ctx)
     delivery_outcome(ctx, msg_kv_status_from_rk(op->result));
 }
 
-/* The nodes a hint goes to: its target while in the ring, else the key's replicas now. */
+/*
+ * The nodes a hint goes to: its target while it is a replica of the key
+ * (or gains it) under this node's rings, else the key's replicas in the
+ * ring in force: a target that left the ring, or one a coordinator whose
+ * ring differed sent the version to and that answered NOTMINE
+ * (serve_not_mine_key()), which would refuse it again.
+ */
 static size_t delivery_nodes(struct coord *co, const struct store_hint *h,
                              char ids[RING_RF_MAX][RING_NAME_MAX + 1])
 {
@@ -2174,7 +2416,7 @@ static size_t delivery_nodes(struct coord *co, const struct store_hint *h,
     if (ring == NULL) {
         return 0;
     }
-    if (ring_member_find(ring, h->target) >= 0) {
+    if (ring_member_find(ring, h->target) >= 0 && coord_key_of(co, h->target, h->key, h->key_len)) {
         snprintf(ids[0], sizeof(ids[0]), "%s", h->target);
         return 1;
     }

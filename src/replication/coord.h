@@ -7,9 +7,35 @@
  * (preflist.h: the ring in force, rf); otherwise it forwards the request
  * (MSG_OP_FORWARD) to the first replica it sees up, which coordinates and
  * answers, and the answer (its error and figures included) is the
- * client's.  A forwarded request is never forwarded again: a node that
- * receives one for a key it is not a replica of (rings that differ while
- * a change spreads) refuses it with TRYAGAIN.
+ * client's.
+ *
+ * Rings that differ.  While a change of the ring spreads, nodes disagree
+ * on who holds a key (a ring behind or ahead of another's).
+ *   - A forwarded request that reaches a node that is no replica of its
+ *     key by its own ring is forwarded again, to the key's replicas under
+ *     that ring.  Each FORWARD carries the forwards the request travelled
+ *     (PROTOCOL.md 7.15, `hops`); one that travelled COORD_FORWARD_HOPS is
+ *     refused with TRYAGAIN and the client retries, so a request never
+ *     goes round between nodes.  A FORWARD without the count comes from a
+ *     node that predates it: refused so, as such a node expects.
+ *   - A replica read or write (a coordinator's REPLICA_READ or
+ *     REPLICA_WRITE, not a hint) that reaches a node that neither
+ *     replicates the key nor gains its arc under its own rings (in force
+ *     and target), and holds no copy of it, is answered NOTMINE: no vote,
+ *     no acknowledgement, nothing stored.  The coordinator gives that
+ *     replica's place to the next node of its ring walk, the node that
+ *     would stand in for it were it down (preflist.h's fallback walk),
+ *     and asks it as that replica: a read's vote, a write's version
+ *     (acknowledged toward w).  It answers as a replica only when its own
+ *     rings make it one, or it holds a copy, and NOTMINE again otherwise,
+ *     when the walk goes on (at most COORD_REPLACE_MAX nodes a request).
+ *     After a node left the ring or was removed, the walk's next node is
+ *     the one that took its place.  With no node left to ask, a read
+ *     counts the replica as not answering, and a write keeps a hint for
+ *     the last one asked, which hinted handoff sends to the key's
+ *     replicas once the rings agree.  A copy held anywhere else is served
+ *     as before.  coord.c (serve_not_mine_key()) says why the node asked
+ *     does not ask the replicas itself.
  *
  * Writes.  The coordinator makes the new version once, by a local write
  * (kv's path, so it shares the store's group commit), then sends that
@@ -82,6 +108,11 @@
 
 struct coord;
 
+/* Forwards a client's request travels at most (above). */
+#define COORD_FORWARD_HOPS 2
+/* Nodes of a request that answered NOTMINE and were replaced by the ring walk's next, at most. */
+#define COORD_REPLACE_MAX 4
+
 /*
  * How a peer request ended: result 0 with the answer's body (borrowed for
  * the call), or an error (RK_ETIMEOUT, RK_ECLOSED, RK_EMISMATCH from a
@@ -143,6 +174,7 @@ struct coord_stats {
     uint64_t hints_stored;         /* versions kept here as hints for others */
     uint64_t replica_writes;       /* versions merged here for other coordinators */
     uint64_t replica_reads;        /* records read here for other coordinators */
+    uint64_t not_mine;             /* replica reads and writes answered NOTMINE (above) */
     uint64_t hints_delivered;      /* hints delivered and deleted */
 };
 
@@ -204,8 +236,10 @@ void coord_get_stats(const struct coord *co, struct coord_stats *st);
  * (oldest first, MSG_OP_REPLICA_WRITE); a hint is deleted only after its
  * replica acknowledged it durably, so a crash on either side re-sends it
  * and a duplicate merges as the same version.  A hint whose target left
- * the ring goes to the key's replicas in the ring in force instead, and is
- * deleted once all of them acknowledged.  A round starts only when the
+ * the ring, or is no replica of its key under this node's rings (in force
+ * or target: one that answered NOTMINE, above), goes to the key's
+ * replicas in the ring in force instead, and is deleted once all of them
+ * acknowledged.  A round starts only when the
  * last one's hints have all been answered.
  */
 void coord_deliver_hints(struct coord *co);

@@ -302,6 +302,68 @@ static int decode_any(int which, const char *hex)
     }
 }
 
+/*
+ * The hop count, field 10 (PROTOCOL.md 7.15): sent with fields 6 .. 9
+ * before it (0 but a read's parts); absent, it reads as 0; later fields
+ * are skipped.
+ */
+START_TEST(test_forward_hops_golden)
+{
+    static const char write1[] = "9b01c4016bc40176c2c0000000000001";
+    static const char read2[] = "9b00c4016bc0c2c0000000000002";
+    struct msg_forward m = {.kind = MSG_FORWARD_WRITE,
+                            .key = (const uint8_t *)"k",
+                            .key_len = 1,
+                            .value = (const uint8_t *)"v",
+                            .value_len = 1,
+                            .hops = 1},
+                       back;
+    struct bytes b;
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_forward_encode(&m, &out), 0);
+    assert_bytes(&out, write1);
+    unhex(&b, write1);
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.hops, 1);
+    ck_assert_uint_eq(back.expiry, 0);
+    ck_assert_uint_eq(back.expire_ms, 0);
+    ck_assert(!back.part);
+    /* a read takes parts: from 0, digest 0, then expiry 0 0, then hops */
+    m = (struct msg_forward){.kind = MSG_FORWARD_READ,
+                             .key = (const uint8_t *)"k",
+                             .key_len = 1,
+                             .part = true,
+                             .hops = 2};
+    buf_clear(&out);
+    ck_assert_int_eq(msg_forward_encode(&m, &out), 0);
+    assert_bytes(&out, read2);
+    unhex(&b, read2);
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.hops, 2);
+    ck_assert(back.part);
+    /* a read with hops but no parts, and a count over the bound, are not encoded */
+    m.part = false;
+    buf_clear(&out);
+    ck_assert_int_eq(msg_forward_encode(&m, &out), RK_EINVAL);
+    m.part = true;
+    m.hops = MSG_FORWARD_HOPS_MAX + 1;
+    ck_assert_int_eq(msg_forward_encode(&m, &out), RK_EINVAL);
+    ck_assert_uint_eq(out.len, 0);
+    /* without field 10 (as an older node sends): 0 */
+    unhex(&b, "9a01c4016bc40176c2c00000000000");
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.hops, 0);
+    /* over the bound: refused; a field after it: skipped */
+    ck_assert_int_eq(decode_any(2, "9b01c4016bc40176c2c0000000000011"), RK_ETOOBIG);
+    unhex(&b, "9c01c4016bc40176c2c0000000000002a178");
+    ck_assert_int_eq(msg_forward_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.hops, 2);
+    buf_free(&out);
+}
+END_TEST
+
 START_TEST(test_bad_bodies_refused)
 {
     /* a write without its record, an empty record, a bad hint id, trailing bytes */
@@ -318,8 +380,8 @@ START_TEST(test_bad_bodies_refused)
     /* kind 2, quorum 17: over their bounds */
     ck_assert_int_eq(decode_any(2, "9602c4016bc0c2c000"), RK_ETOOBIG);
     ck_assert_int_eq(decode_any(2, "9600c4016bc0c2c011"), RK_ETOOBIG);
-    /* status 13; a record with an error status; answered 17 */
-    ck_assert_int_eq(decode_any(3, "950d0000c0c2"), RK_ETOOBIG);
+    /* status 14; a record with an error status; answered 17 */
+    ck_assert_int_eq(decode_any(3, "950e0000c0c2"), RK_ETOOBIG);
     ck_assert_int_eq(decode_any(3, "95030000c40101c2"), RK_ESYNTAX);
     ck_assert_int_eq(decode_any(3, "95001100c0c2"), RK_ETOOBIG);
     /* parts: a from over the sibling bound; a write with a from; next not after first;
@@ -362,7 +424,7 @@ START_TEST(test_encode_refuses_bad_fields)
 {
     struct msg_replica_write w = {.key = (const uint8_t *)"k", .key_len = 1};
     struct msg_forward f = {.kind = MSG_FORWARD_READ, .key = (const uint8_t *)"k", .key_len = 1};
-    struct msg_kv_answer a = {.status = MSG_KV_STATUS_MAX + 1};
+    struct msg_kv_answer a = {.status = MSG_KV_ANSWER_STATUS_MAX + 1};
     struct msg_replica_read r = {.key = (const uint8_t *)"k", .key_len = 1};
     struct buf out;
 
@@ -398,11 +460,18 @@ END_TEST
 /* Every status maps to an error code and back; unknown codes travel as a failure. */
 START_TEST(test_status_mapping)
 {
-    for (uint32_t st = 0; st <= MSG_KV_STATUS_MAX; st++) {
-        ck_assert_uint_eq(msg_kv_status_from_rk(msg_kv_status_to_rk(st)), st);
+    for (uint32_t st = 0; st <= MSG_KV_ANSWER_STATUS_MAX; st++) {
+        if (st != MSG_KV_NOTMINE) {
+            ck_assert_uint_eq(msg_kv_status_from_rk(msg_kv_status_to_rk(st)), st);
+        }
     }
+    /* not a replica: no error code names it; a request that ends with it may be tried again */
+    ck_assert_uint_eq(MSG_KV_NOTMINE, 13);
+    ck_assert_int_eq(msg_kv_status_to_rk(MSG_KV_NOTMINE), RK_ETRYAGAIN);
+    ck_assert_int_eq(decode_any(3, "950d0000c0c2"), 0);
+    ck_assert_int_ne(decode_any(3, "950d0000c40100c2"), 0); /* a record only with status 0 */
     ck_assert_uint_eq(msg_kv_status_from_rk(RK_EAUTH), MSG_KV_FAILED);
-    ck_assert_int_eq(msg_kv_status_to_rk(MSG_KV_STATUS_MAX + 1), RK_EIO);
+    ck_assert_int_eq(msg_kv_status_to_rk(MSG_KV_ANSWER_STATUS_MAX + 1), RK_EIO);
     /* a full version vector and the sibling cap travel apart (PROTOCOL.md 7.15) */
     ck_assert_uint_eq(msg_kv_status_from_rk(RK_ETOOBIG), MSG_KV_TOOBIG);
     ck_assert_uint_eq(msg_kv_status_from_rk(RK_ECLOCKFULL), MSG_KV_CLOCKFULL);
@@ -422,6 +491,7 @@ static Suite *msg_kv_suite(void)
         {"read_part_golden", test_read_part_golden},
         {"forward_golden", test_forward_golden},
         {"forward_expiry_golden", test_forward_expiry_golden},
+        {"forward_hops_golden", test_forward_hops_golden},
         {"answer_golden", test_answer_golden},
         {"answer_part_golden", test_answer_part_golden},
         {"reap_golden", test_reap_golden},
