@@ -1713,7 +1713,7 @@ static void ringkv_status(struct client *c, struct pending *p)
     resp_put_bulk_str(out, "rack");
     resp_put_bulk_str(out, n->cfg.rack);
     resp_put_bulk_str(out, "tokens");
-    resp_put_int(out, n->cfg.tokens);
+    resp_put_int(out, membership_self(m)->e.tokens); /* in force: `ringkv tokens` changes it */
     resp_put_bulk_str(out, "cluster_id");
     resp_put_bulk_str(out, hexid);
     resp_put_bulk_str(out, "epoch");

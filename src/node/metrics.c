@@ -385,10 +385,10 @@ static void info_cluster(struct server *n, struct buf *out)
                "# Cluster\r\ncluster_enabled:0\r\nringkv_node_id:%s\r\nringkv_rack:%s\r\n"
                "ringkv_tokens:%u\r\nringkv_members:%zu\r\nringkv_rf:%u\r\nringkv_r:%u\r\n"
                "ringkv_w:%u\r\nringkv_peers_connected:%llu\r\nringkv_peer_handshakes:%llu\r\n",
-               n->cfg.id, n->cfg.rack, n->cfg.tokens, ring_member_count(gossip_ring(n->gossip)),
-               n->cfg.rf, settings_quorum(n->cfg.r, n->cfg.rf),
-               settings_quorum(n->cfg.w, n->cfg.rf), (unsigned long long)n->n_peers,
-               (unsigned long long)m->peer_handshakes);
+               n->cfg.id, n->cfg.rack, membership_self(mem)->e.tokens,
+               ring_member_count(gossip_ring(n->gossip)), n->cfg.rf,
+               settings_quorum(n->cfg.r, n->cfg.rf), settings_quorum(n->cfg.w, n->cfg.rf),
+               (unsigned long long)n->n_peers, (unsigned long long)m->peer_handshakes);
     for (int i = 0; i < METRICS_REJECT_REASONS; i++) {
         buf_printf(out, "ringkv_peer_rejected_%s:%llu\r\n", metrics_reject_names[i],
                    (unsigned long long)m->peer_rejected[i]);
