@@ -264,9 +264,17 @@ static void gossip_self_entry(struct gossip *g, uint64_t generation, const struc
     if (saved != NULL && membership_in_ring(saved->status)) {
         e->status = saved->status;
         if (g->tokens_override && saved->tokens != c->tokens) {
-            /* a change `ringkv tokens` asked for and not yet done: resumed by handoff */
+            /*
+             * A change `ringkv tokens` asked for and not yet done: resumed by
+             * handoff when it had begun, else queued as it was (or as it
+             * would have been: a crash between the save and the start)
+             */
             e->tokens = saved->tokens;
-            e->target_tokens = c->tokens;
+            if (saved->target_tokens == c->tokens) {
+                e->target_tokens = c->tokens;
+            } else {
+                g->tokens_queued = c->tokens;
+            }
         }
     } else {
         e->status = c->n_seeds > 0 ? MSG_MEMBER_JOINING : MSG_MEMBER_NORMAL;
@@ -623,6 +631,12 @@ static int gossip_tokens_begin(struct gossip *g, uint32_t tokens)
     }
     g->dirty = true;
     g->tokens_queued = 0;
+    if (tokens == self->tokens) {
+        LOG(LOG_INFO, "tokens_change_cancelled", "tokens=%u was_target=%u digest=%016llx", tokens,
+            before, (unsigned long long)membership_digest(g->m));
+        gossip_event(g, "tokens_change_cancelled", g->cfg.id);
+        return 0;
+    }
     LOG(LOG_INFO, "tokens_changing",
         "tokens=%u target_tokens=%u was=%u digest=%016llx target=%016llx", self->tokens, tokens,
         before, (unsigned long long)membership_digest(g->m),
