@@ -88,7 +88,7 @@ it_wait_ping n5
 it_wait_normal n4 5 "$JOIN_S"
 it_wait_normal n5 5 "$JOIN_S"
 converged n1 n2 n3 n4 n5
-it_log "1: n4 and n5 normal on all five, converged ($(it_sum_field ringkv_handoff_keys_received n4 n5) keys received)"
+it_log "1: n4 and n5 normal on all five, converged ($(it_info_sum ringkv_handoff_keys_received n4 n5) keys received)"
 workload_end two-joins
 verify two-joins n1 n2 n3 n4 n5
 loaded_reads n1 n2 n3 n4 n5

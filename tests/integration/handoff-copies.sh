@@ -81,7 +81,7 @@ while [ "$cleaned_round" -eq 0 ] || [ "$round" -lt $((cleaned_round + 5)) ]; do
     fi
     if [ "$normal_round" -gt 0 ] && [ "$cleaned_round" -eq 0 ] && cleaned; then
         cleaned_round=$round
-        it_log "round $round: n1, n2 and n3 deleted $(it_sum_field ringkv_handoff_cleanup_keys n1 n2 n3) keys they no longer replicate"
+        it_log "round $round: n1, n2 and n3 deleted $(it_info_sum ringkv_handoff_cleanup_keys n1 n2 n3) keys they no longer replicate"
     fi
 done
 [ "$normal_round" -gt 1 ] || it_fail "n4 normal at round $normal_round: no round during the join"

@@ -94,7 +94,7 @@ it_wait_converged_n 4
 received=$(it_info_field n4 ringkv_handoff_bytes_received)
 keys=$(it_info_field n4 ringkv_handoff_keys_received)
 held=$(it_cli n4 DBSIZE)
-sent=$((pre + $(it_sum_field ringkv_handoff_bytes_sent n1 n2 n3)))
+sent=$((pre + $(it_info_sum ringkv_handoff_bytes_sent n1 n2 n3)))
 it_log "A: n4 normal: received $received bytes ($keys keys, holds $held), sources sent $sent," \
     "failures $(it_info_field n4 ringkv_handoff_failures)"
 # n4 was not restarted: it applied each key once, from one source or another
@@ -114,7 +114,7 @@ sample_reads n1 n2 n3 n4
 it_log "A: sent - received = $excess bytes (bound $bound); a sample of the keys reads through every node"
 
 # --- B. the receiver killed ------------------------------------------------
-sent0=$(it_sum_field ringkv_handoff_bytes_sent n1 n2 n3 n4)
+sent0=$(it_info_sum ringkv_handoff_bytes_sent n1 n2 n3 n4)
 it_setvar n5 PEER "$(it_free_port "$(it_addr n5)")"
 # shellcheck disable=SC2086
 it_node n5 --rack r5 --seeds "$(it_peer_addr n4)" $flags
@@ -135,7 +135,7 @@ resumed=$(it_info_field n5 ringkv_handoff_resumed)
 after_keys=$(it_info_field n5 ringkv_handoff_keys_received)
 after_bytes=$(it_info_field n5 ringkv_handoff_bytes_received)
 held=$(it_cli n5 DBSIZE)
-sent=$(($(it_sum_field ringkv_handoff_bytes_sent n1 n2 n3 n4) - sent0))
+sent=$(($(it_info_sum ringkv_handoff_bytes_sent n1 n2 n3 n4) - sent0))
 it_log "B: n5 normal: resumed $resumed arcs, received $after_keys keys ($after_bytes bytes) after" \
     "the restart, holds $held; the sources sent $sent bytes"
 [ "$resumed" -gt 0 ] || it_fail "B: n5 resumed no arc from a checkpoint"

@@ -342,17 +342,6 @@ it_peer_addr() { echo "$(it_addr "$1"):$(it_var "$1" PEER)"; }
 # ownership-handoff tests).
 it_handoff() { python3 "$top_srcdir/tests/integration/handoff.py" "$@"; }
 
-# it_sum_field NAME ID...: NAME of those nodes' INFO cluster sections, summed.
-it_sum_field() {
-    _it_name=$1
-    shift
-    _it_sum=0
-    for _it_node in "$@"; do
-        _it_sum=$((_it_sum + $(it_info_field "$_it_node" "$_it_name")))
-    done
-    echo "$_it_sum"
-}
-
 # it_expect_eq WHAT GOT WANT
 it_expect_eq() {
     [ "$2" = "$3" ] || it_fail "$1: got '$2', expected '$3'"
