@@ -50,34 +50,23 @@ python3 "$top_srcdir/tests/integration/handoff_check.py" load pre: "$KEYS" $(it_
     it_fail "loading $KEYS keys"
 
 is_normal() { [ "$(it_handoff_status "$1")" = normal ]; }
-lines() { wc -l < "$hist" 2> /dev/null || echo 0; }
-has_lines() { [ "$(lines)" -ge "$1" ]; }
 
 sent_before=$(it_info_sum ringkv_handoff_keys_sent n1 n2 n3 n4)
 received_before=$(it_info_sum ringkv_handoff_keys_received n1 n2 n3 n4)
-# shellcheck disable=SC2046 # one flag a word
-"$RINGKV" workload $(printf -- '-H %s ' $(it_client_addrs n1 n2 n3 n4)) \
-    --keys "$WL_KEYS" --prefix wl: --duration "$WL_SECONDS" --rate "$WL_RATE" --concurrency 8 \
-    --mix 2:2:1 --history "$hist" > "$IT_DIR/workload.out" 2>&1 &
-load=$!
-IT_WAIT=10 it_wait has_lines $((WL_RATE * 2)) ||
-    it_fail "the workload recorded fewer than $((WL_RATE * 2)) operations in 10 s"
+it_load_start n1 n2 n3 n4
 
 it_setvar n5 PEER "$(it_free_port "$(it_addr n5)")"
 it_node n5 --rack r2 --seeds "$(it_addr n4):$N4_PEER" --handoff-rate "$HANDOFF_RATE"
 it_wait_ping n5
 started=$(date +%s)
-it_log "n5 started after $(lines) operations"
+it_log "n5 started after $(it_load_lines) operations"
 it_expect_eq "n5's status at start" "$(it_handoff_status n5)" joining
 IT_WAIT=$CHANGE_WAIT_S it_wait is_normal n5 ||
     it_fail "n5 is not normal $CHANGE_WAIT_S s after it started: $(it_handoff_status n5)"
-kill -0 "$load" 2> /dev/null || it_fail "the join outlasted the workload"
-it_log "n5 normal after $(($(date +%s) - started)) s and $(lines) operations"
+kill -0 "$IT_LOAD" 2> /dev/null || it_fail "the join outlasted the workload"
+it_log "n5 normal after $(($(date +%s) - started)) s and $(it_load_lines) operations"
 
-IT_WAIT=20 it_wait has_lines $(($(lines) + WL_AFTER_OPS)) ||
-    it_fail "the workload recorded fewer than $WL_AFTER_OPS operations in 20 s after the join"
-kill -TERM "$load"
-wait "$load" || it_fail "the workload failed: $(cat "$IT_DIR/workload.out")"
+it_load_end "the join"
 # shellcheck disable=SC2046
 IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 5 $(it_ports 5) || it_fail "5 nodes did not converge"
 

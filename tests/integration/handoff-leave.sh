@@ -48,34 +48,23 @@ IT_WAIT=20 it_wait sh -c "python3 '$handoff_py' placement 3 $(it_ports 4) > '$IT
 }
 pre_before() { sed -n "s/^node $1 [0-9]* //p" "$IT_DIR/before.out"; }
 
-lines() { wc -l < "$hist" 2> /dev/null || echo 0; }
-has_lines() { [ "$(lines)" -ge "$1" ]; }
 gone() { ! it_alive "$1"; }
 
-# shellcheck disable=SC2046
-"$RINGKV" workload $(printf -- '-H %s ' $(it_client_addrs n1 n2 n3 n4)) \
-    --keys "$WL_KEYS" --prefix wl: --duration "$WL_SECONDS" --rate "$WL_RATE" --concurrency 8 \
-    --mix 2:2:1 --history "$hist" > "$IT_DIR/workload.out" 2>&1 &
-load=$!
-IT_WAIT=10 it_wait has_lines $((WL_RATE * 2)) ||
-    it_fail "the workload recorded fewer than $((WL_RATE * 2)) operations in 10 s"
+it_load_start n1 n2 n3 n4
 
 it_expect_eq "RINGKV LEAVE on n2" "$(it_cli n2 RINGKV LEAVE)" OK
 asked=$(date +%s)
 it_expect_eq "n2's status after RINGKV LEAVE" "$(it_handoff_status n2)" leaving
-it_log "n2 leaving after $(lines) operations"
+it_log "n2 leaving after $(it_load_lines) operations"
 IT_WAIT=$LEAVE_WAIT_S it_wait gone n2 || it_fail "n2 still runs $LEAVE_WAIT_S s after RINGKV LEAVE"
 wait "$N2_PID"
 it_expect_eq "n2's exit status" "$?" 0
-it_log "n2 exited $(($(date +%s) - asked)) s after RINGKV LEAVE, after $(lines) operations"
-kill -0 "$load" 2> /dev/null || it_fail "the leave outlasted the workload"
+it_log "n2 exited $(($(date +%s) - asked)) s after RINGKV LEAVE, after $(it_load_lines) operations"
+kill -0 "$IT_LOAD" 2> /dev/null || it_fail "the leave outlasted the workload"
 grep -q 'event=left .*from=leaving' "$IT_DIR/n2.log" || it_fail "n2's log has no event=left"
 grep -q 'reason=left' "$IT_DIR/n2.log" || it_fail "n2's log does not say it stopped because it left"
 
-IT_WAIT=20 it_wait has_lines $(($(lines) + WL_AFTER_OPS)) ||
-    it_fail "the workload recorded fewer than $WL_AFTER_OPS operations in 20 s after the leave"
-kill -TERM "$load"
-wait "$load" || it_fail "the workload failed: $(cat "$IT_DIR/workload.out")"
+it_load_end "the leave"
 # shellcheck disable=SC2046
 IT_WAIT=$(it_rounds_s 60) it_wait it_ask converged 3 $(it_client_addrs n1 n3 n4) ||
     it_fail "n1, n3 and n4 did not converge without n2"

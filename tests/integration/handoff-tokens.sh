@@ -60,16 +60,8 @@ it_log "refused: $alarm"
 it_ask tokens 256 n1 $(it_ports 4) || it_fail "n1's count changed after a dry run and a refusal"
 it_expect_eq "n1's changes planned after a refusal" "$(it_info_field n1 ringkv_handoff_changes)" "$changes"
 
-lines() { wc -l < "$hist" 2> /dev/null || echo 0; }
-has_lines() { [ "$(lines)" -ge "$1" ]; }
 
-# shellcheck disable=SC2046
-"$RINGKV" workload $(printf -- '-H %s ' $(it_client_addrs n1 n2 n3 n4)) \
-    --keys "$WL_KEYS" --prefix wl: --duration "$WL_SECONDS" --rate "$WL_RATE" --concurrency 8 \
-    --mix 2:2:1 --history "$hist" > "$IT_DIR/workload.out" 2>&1 &
-load=$!
-IT_WAIT=10 it_wait has_lines $((WL_RATE * 2)) ||
-    it_fail "the workload recorded fewer than $((WL_RATE * 2)) operations in 10 s"
+it_load_start n1 n2 n3 n4
 
 out=$("$RINGKV" -H "$n2_at" tokens n1 128) || it_fail "ringkv tokens n1 128: $out"
 asked=$(date +%s)
@@ -77,14 +69,11 @@ it_log "$out"
 # shellcheck disable=SC2046
 IT_WAIT=$CHANGE_WAIT_S it_wait it_ask tokens 128 n1 $(it_ports 4) ||
     it_fail "n1 does not have 128 tokens on every node $CHANGE_WAIT_S s after ringkv tokens"
-it_log "n1 has 128 tokens everywhere $(($(date +%s) - asked)) s after ringkv tokens, after $(lines) operations"
+it_log "n1 has 128 tokens everywhere $(($(date +%s) - asked)) s after ringkv tokens, after $(it_load_lines) operations"
 grep -q 'event=tokens_changing' "$IT_DIR/n1.log" || it_fail "n1's log has no event=tokens_changing"
 grep -q 'event=tokens_changed' "$IT_DIR/n1.log" || it_fail "n1's log has no event=tokens_changed"
-kill -0 "$load" 2> /dev/null || it_fail "the change outlasted the workload"
-IT_WAIT=20 it_wait has_lines $(($(lines) + WL_AFTER_OPS)) ||
-    it_fail "the workload recorded fewer than $WL_AFTER_OPS operations in 20 s after the change"
-kill -TERM "$load"
-wait "$load" || it_fail "the workload failed: $(cat "$IT_DIR/workload.out")"
+kill -0 "$IT_LOAD" 2> /dev/null || it_fail "the change outlasted the workload"
+it_load_end "the change"
 
 # Only what had to move: the copies the dry run predicts, and what the workload wrote.
 received=$(it_info_sum ringkv_handoff_keys_received n1 n2 n3 n4)

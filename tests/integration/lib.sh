@@ -259,6 +259,29 @@ it_info_sum() {
     echo "$_it_sum"
 }
 
+# The handoff tests' workload: `ringkv workload` through nodes ID... (WL_KEYS keys under
+# wl:, WL_RATE operations a second, WL_SECONDS at most), recording to $hist.
+# it_load_start ID... returns once it has recorded two seconds' worth (IT_LOAD: its PID);
+# it_load_end WHAT waits for WL_AFTER_OPS more operations (WHAT: after what, for the
+# message), then ends it (SIGTERM) and fails the test if it failed.
+it_load_lines() { wc -l < "$hist" 2> /dev/null || echo 0; }
+it_load_has() { [ "$(it_load_lines)" -ge "$1" ]; }
+it_load_start() {
+    # shellcheck disable=SC2046 # one flag a word
+    "$RINGKV" workload $(printf -- '-H %s ' $(it_client_addrs "$@")) \
+        --keys "$WL_KEYS" --prefix wl: --duration "$WL_SECONDS" --rate "$WL_RATE" --concurrency 8 \
+        --mix 2:2:1 --history "$hist" > "$IT_DIR/workload.out" 2>&1 &
+    IT_LOAD=$!
+    IT_WAIT=10 it_wait it_load_has $((WL_RATE * 2)) ||
+        it_fail "the workload recorded fewer than $((WL_RATE * 2)) operations in 10 s"
+}
+it_load_end() {
+    IT_WAIT=20 it_wait it_load_has $(($(it_load_lines) + WL_AFTER_OPS)) ||
+        it_fail "the workload recorded fewer than $WL_AFTER_OPS operations in 20 s after $1"
+    kill -TERM "$IT_LOAD"
+    wait "$IT_LOAD" || it_fail "the workload failed: $(cat "$IT_DIR/workload.out")"
+}
+
 # it_client_addrs ID...: those nodes' client addresses, ADDRESS:PORT, one a word.
 it_client_addrs() {
     for _it_node in "$@"; do
