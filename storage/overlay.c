@@ -98,23 +98,27 @@ void overlay_free(struct overlay *ov)
     memset(ov, 0, sizeof(*ov));
 }
 
-struct ov_entry *overlay_entry_new(const uint8_t *key, size_t key_len, size_t rec_len, bool fresh)
+/* A new entry's fields, and its key copied in; arena: carved from a chunk. */
+static struct ov_entry *overlay_entry_init(struct ov_entry *e, const uint8_t *key, size_t key_len,
+                                           size_t rec_len, bool fresh, bool arena)
 {
-    struct ov_entry *e = malloc(sizeof(*e) + key_len + rec_len);
-
-    if (e == NULL) {
-        return NULL;
-    }
     e->next = NULL;
     e->fresh = fresh;
     e->gone = false;
     e->pending = false;
-    e->arena = false;
+    e->arena = arena;
     e->at = 0;
     e->key_len = (uint32_t)key_len;
     e->rec_len = (uint32_t)rec_len;
     memcpy(e->data, key, key_len);
     return e;
+}
+
+struct ov_entry *overlay_entry_new(const uint8_t *key, size_t key_len, size_t rec_len, bool fresh)
+{
+    struct ov_entry *e = malloc(sizeof(*e) + key_len + rec_len);
+
+    return e != NULL ? overlay_entry_init(e, key, key_len, rec_len, fresh, false) : NULL;
 }
 
 struct ov_entry *overlay_entry_alloc(struct overlay *ov, const uint8_t *key, size_t key_len,
@@ -140,16 +144,7 @@ struct ov_entry *overlay_entry_alloc(struct overlay *ov, const uint8_t *key, siz
     }
     e = (struct ov_entry *)(ov->chunks->data + ov->chunk_used);
     ov->chunk_used += size;
-    e->next = NULL;
-    e->fresh = fresh;
-    e->gone = false;
-    e->pending = false;
-    e->arena = true;
-    e->at = 0;
-    e->key_len = (uint32_t)key_len;
-    e->rec_len = (uint32_t)rec_len;
-    memcpy(e->data, key, key_len);
-    return e;
+    return overlay_entry_init(e, key, key_len, rec_len, fresh, true);
 }
 
 void overlay_entry_free(struct ov_entry *e)
