@@ -265,6 +265,58 @@ static int plan_ring(struct server *n, enum plan_kind kind, const char *id, cons
     return rc;
 }
 
+/* What a change would do: its target ring, the arcs that move, and every member's share. */
+struct plan {
+    const struct ring *ring; /* in force, borrowed */
+    struct ring *target;
+    struct ring_diff d;
+    ring_len *before, *after; /* ring_ownership() of ring and target */
+};
+
+static void plan_free(struct plan *pl)
+{
+    free(pl->before);
+    free(pl->after);
+    ring_diff_free(&pl->d);
+    ring_unref(pl->target);
+}
+
+/*
+ * The plan of a change (plan_ring()'s arguments): RK_ENOTFOUND for a member
+ * not in the ring, RK_EEMPTY when the ring would be empty, RK_ENOMEM; on
+ * an error nothing is held.
+ */
+static int plan_make(struct server *n, enum plan_kind kind, const char *id, const char *rack,
+                     uint32_t tokens, struct plan *pl)
+{
+    int rc;
+
+    memset(pl, 0, sizeof(*pl));
+    pl->ring = gossip_ring(n->gossip);
+    rc = plan_ring(n, kind, id, rack, tokens, &pl->target);
+    if (rc != 0) {
+        return rc;
+    }
+    if (ring_member_count(pl->target) == 0) {
+        ring_unref(pl->target);
+        return RK_EEMPTY;
+    }
+    rc = ring_diff(pl->ring, pl->target, n->cfg.rf, &pl->d);
+    if (rc != 0) {
+        ring_unref(pl->target);
+        return rc;
+    }
+    pl->before = calloc(ring_member_count(pl->ring) + 1, sizeof(*pl->before));
+    pl->after = calloc(ring_member_count(pl->target) + 1, sizeof(*pl->after));
+    if (pl->before == NULL || pl->after == NULL ||
+        ring_ownership(pl->ring, n->cfg.rf, pl->before) != 0 ||
+        ring_ownership(pl->target, n->cfg.rf, pl->after) != 0) {
+        plan_free(pl);
+        return RK_ENOMEM;
+    }
+    return 0;
+}
+
 static uint64_t scale(uint64_t v, double f)
 {
     return (uint64_t)((double)v * f + 0.5);
@@ -287,13 +339,13 @@ void ringkv_plan(struct client *c, struct pending *p)
     struct server *n = c->node;
     const struct resp_cmd *cmd = p->cmd;
     const struct ring *ring = gossip_ring(n->gossip);
-    struct ring *target = NULL;
+    const struct ring *target;
+    struct plan pl;
     enum plan_kind kind;
     char id[RING_NAME_MAX + 1] = "", rack[RING_NAME_MAX + 1] = "";
     uint64_t tokens = 0, keys = 0, bytes = 0, held_keys = 0, held_bytes = 0;
     ring_len held_len = 0, moved_len = 0;
-    struct ring_diff d;
-    ring_len *before = NULL, *after = NULL;
+    const ring_len *before, *after;
     struct buf *out;
     size_t want;
     int rc;
@@ -342,24 +394,25 @@ void ringkv_plan(struct client *c, struct pending *p)
         client_error(p, "ERR RINGKV PLAN: this node holds no ring yet");
         return;
     }
-    rc = plan_ring(n, kind, id, rack, (uint32_t)tokens, &target);
+    rc = plan_make(n, kind, id, rack, (uint32_t)tokens, &pl);
     if (rc == RK_ENOTFOUND) {
         client_error(p, "ERR RINGKV PLAN %s: '%s' is not in the ring", kinds[kind], id);
         return;
     }
-    if (rc == 0 && ring_member_count(target) == 0) {
-        ring_unref(target);
+    if (rc == RK_EEMPTY) {
         client_error(p, "ERR RINGKV PLAN %s: the ring would be empty", kinds[kind]);
         return;
     }
-    if (rc != 0 || ring_diff(ring, target, n->cfg.rf, &d) != 0) {
-        ring_unref(target);
-        client_error(p, "ERR RINGKV PLAN: %s", rk_strerror(rc != 0 ? rc : RK_ENOMEM));
+    if (rc != 0) {
+        client_error(p, "ERR RINGKV PLAN: %s", rk_strerror(rc));
         return;
     }
+    target = pl.target;
+    before = pl.before;
+    after = pl.after;
     /* keys and bytes: what this node holds of the moving arcs, scaled to their whole length */
-    for (size_t i = 0; i < d.n_moves; i++) {
-        const struct ring_move *mv = &d.moves[i];
+    for (size_t i = 0; i < pl.d.n_moves; i++) {
+        const struct ring_move *mv = &pl.d.moves[i];
         uint64_t k = 0, b = 0;
         if (mv->n_gain == 0) {
             continue;
@@ -391,17 +444,6 @@ void ringkv_plan(struct client *c, struct pending *p)
         }
         free(own);
     }
-    before = calloc(ring_member_count(ring) + 1, sizeof(*before));
-    after = calloc(ring_member_count(target) + 1, sizeof(*after));
-    if (before == NULL || after == NULL || ring_ownership(ring, n->cfg.rf, before) != 0 ||
-        ring_ownership(target, n->cfg.rf, after) != 0) {
-        free(before);
-        free(after);
-        ring_diff_free(&d);
-        ring_unref(target);
-        client_error(p, "ERR RINGKV PLAN: out of memory");
-        return;
-    }
     out = client_reply(p);
     resp_put_map(out, 11, c->proto);
     resp_put_bulk_str(out, "change");
@@ -414,17 +456,17 @@ void ringkv_plan(struct client *c, struct pending *p)
     put_hex(out, ring_digest(target));
     {
         char f[32];
-        snprintf(f, sizeof(f), "%.4f", ring_len_fraction(d.moved));
+        snprintf(f, sizeof(f), "%.4f", ring_len_fraction(pl.d.moved));
         resp_put_bulk_str(out, "moved_fraction");
         resp_put_bulk_str(out, f);
-        snprintf(f, sizeof(f), "%.4f", ring_len_fraction(d.copies));
+        snprintf(f, sizeof(f), "%.4f", ring_len_fraction(pl.d.copies));
         resp_put_bulk_str(out, "copies_fraction");
         resp_put_bulk_str(out, f);
     }
     {
         size_t arcs = 0;
-        for (size_t i = 0; i < d.n_moves; i++) {
-            arcs += d.moves[i].n_gain > 0;
+        for (size_t i = 0; i < pl.d.n_moves; i++) {
+            arcs += pl.d.moves[i].n_gain > 0;
         }
         resp_put_bulk_str(out, "arcs");
         resp_put_int(out, (int64_t)arcs);
@@ -461,10 +503,7 @@ void ringkv_plan(struct client *c, struct pending *p)
             resp_put_bulk_str(out, sa);
         }
     }
-    free(before);
-    free(after);
-    ring_diff_free(&d);
-    ring_unref(target);
+    plan_free(&pl);
 }
 
 /* --- token counts ------------------------------------------------------------------ */
@@ -493,38 +532,23 @@ struct tokens_figures {
 
 static int tokens_figures(struct server *n, uint32_t tokens, struct tokens_figures *f)
 {
-    const struct ring *ring = gossip_ring(n->gossip);
-    struct ring *target = NULL;
-    ring_len *before = NULL, *after = NULL;
-    struct ring_diff d;
-    int rc = plan_ring(n, PLAN_TOKENS, n->cfg.id, "", tokens, &target);
+    struct plan pl;
+    int rc = plan_make(n, PLAN_TOKENS, n->cfg.id, "", tokens, &pl);
     int b, a;
 
     if (rc != 0) {
         return rc;
     }
-    rc = ring_diff(ring, target, n->cfg.rf, &d);
-    if (rc != 0) {
-        ring_unref(target);
-        return rc;
-    }
-    f->moved = ring_len_fraction(d.moved);
-    ring_diff_free(&d);
-    before = calloc(ring_member_count(ring) + 1, sizeof(*before));
-    after = calloc(ring_member_count(target) + 1, sizeof(*after));
-    b = ring_member_find(ring, n->cfg.id);
-    a = ring_member_find(target, n->cfg.id);
-    if (before == NULL || after == NULL || b < 0 || a < 0 ||
-        ring_ownership(ring, n->cfg.rf, before) != 0 ||
-        ring_ownership(target, n->cfg.rf, after) != 0) {
-        rc = before == NULL || after == NULL ? RK_ENOMEM : RK_ENOTFOUND;
+    b = ring_member_find(pl.ring, n->cfg.id);
+    a = ring_member_find(pl.target, n->cfg.id);
+    if (b < 0 || a < 0) {
+        rc = RK_ENOTFOUND;
     } else {
-        f->share_before = ring_len_fraction(before[b]);
-        f->share_after = ring_len_fraction(after[a]);
+        f->moved = ring_len_fraction(pl.d.moved);
+        f->share_before = ring_len_fraction(pl.before[b]);
+        f->share_after = ring_len_fraction(pl.after[a]);
     }
-    free(before);
-    free(after);
-    ring_unref(target);
+    plan_free(&pl);
     return rc;
 }
 
