@@ -110,18 +110,24 @@ static int meta_get_u64(struct store *s, const char *name, uint64_t *v)
     return rc == 0 && len != 8 ? RK_ESYNTAX : rc;
 }
 
+/* op as the write of meta value name: v, len bytes (NULL, 0: the caller sets them). */
+static void meta_op_init(struct store_op *op, const char *name, const void *v, size_t len)
+{
+    store_op_init(op, STORE_OP_TABLE_PUT);
+    op->table = STORE_TABLE_META;
+    op->key = (const uint8_t *)name;
+    op->key_len = strlen(name);
+    op->value = v;
+    op->value_len = len;
+}
+
 /* Write one meta value and wait for it: at start only, before the event loop runs. */
 static int meta_put_sync(struct store *s, const char *name, const void *v, size_t len)
 {
     struct store_op op;
     int rc;
 
-    store_op_init(&op, STORE_OP_TABLE_PUT);
-    op.table = STORE_TABLE_META;
-    op.key = (const uint8_t *)name;
-    op.key_len = strlen(name);
-    op.value = v;
-    op.value_len = len;
+    meta_op_init(&op, name, v, len);
     rc = store_submit(s, &op);
     return rc ? rc : store_wait(s, &op);
 }
@@ -157,12 +163,7 @@ static int gossip_save_async(struct gossip *g, const char *name, const void *v, 
     }
     memcpy(sv->value, v, len);
     sv->g = g;
-    store_op_init(&sv->op, STORE_OP_TABLE_PUT);
-    sv->op.table = STORE_TABLE_META;
-    sv->op.key = (const uint8_t *)name;
-    sv->op.key_len = strlen(name);
-    sv->op.value = sv->value;
-    sv->op.value_len = len;
+    meta_op_init(&sv->op, name, sv->value, len);
     sv->op.done = gossip_saved;
     sv->op.ctx = sv;
     rc = store_submit(g->cfg.store, &sv->op);
@@ -722,12 +723,7 @@ int gossip_set_tokens(struct gossip *g, uint32_t tokens, gossip_tokens_fn done, 
     t->done = done;
     t->ctx = ctx;
     bytes_put_be32(t->value, tokens);
-    store_op_init(&t->op, STORE_OP_TABLE_PUT);
-    t->op.table = STORE_TABLE_META;
-    t->op.key = (const uint8_t *)"tokens";
-    t->op.key_len = 6;
-    t->op.value = t->value;
-    t->op.value_len = 4;
+    meta_op_init(&t->op, "tokens", t->value, sizeof(t->value));
     t->op.done = gossip_retoken_saved;
     t->op.ctx = t;
     rc = store_submit(g->cfg.store, &t->op);
@@ -1103,10 +1099,7 @@ static int removal_save(struct gossip *g, const struct msg_member *before, gossi
     bytes_put_be64(r->epoch, membership_epoch(g->m));
     bytes_put_be64(r->digest, membership_digest(g->m));
     for (size_t i = 0; i < 3; i++) {
-        store_op_init(&r->ops[i], STORE_OP_TABLE_PUT);
-        r->ops[i].table = STORE_TABLE_META;
-        r->ops[i].key = (const uint8_t *)names[i];
-        r->ops[i].key_len = strlen(names[i]);
+        meta_op_init(&r->ops[i], names[i], NULL, 0);
         r->ops[i].done = removal_saved;
         r->ops[i].ctx = r;
         list[i] = &r->ops[i];
