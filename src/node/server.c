@@ -336,6 +336,45 @@ static void server_peer_self_dialled(void *ctx, const char *addr)
     gossip_self_dialled(n->gossip, addr);
 }
 
+/*
+ * Close the connection of every member the detector holds down.  A
+ * connection that carried nothing for seconds has its TCP retransmissions
+ * backed off to seconds apart, and would hold requests that long once the
+ * member is back; closed, the next round dials afresh (gossip_ping_all()).
+ */
+static void server_down_close(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct server *n = w->data;
+    const struct membership *m = gossip_members(n->gossip);
+    bool closed;
+
+    (void)loop;
+    (void)revents;
+    do {
+        closed = false;
+        for (struct peer *p = n->peers; p != NULL; p = p->next) {
+            const struct member *e = p->identified ? membership_find(m, p->remote.id) : NULL;
+            if (!p->dead && e != NULL && e->state == DETECTOR_DOWN) {
+                peer_close(p, "member_down");
+                closed = true; /* its callbacks may have changed the list: walk it again */
+                break;
+            }
+        }
+    } while (closed);
+}
+
+/* A member event: a member just marked down has its connection closed once the round ends. */
+static void server_gossip_changed(void *ctx, const char *event, const char *id)
+{
+    struct server *n = ctx;
+
+    (void)id;
+    if (strcmp(event, "member_down") == 0 && !ev_is_active(&n->down_w)) {
+        ev_timer_set(&n->down_w, 0., 0.);
+        ev_timer_start(n->loop, &n->down_w);
+    }
+}
+
 /* What gossip needs of the settings, as values: addresses as the text members carry. */
 static void server_gossip_settings(struct server *n, struct gossip_settings *gs)
 {
@@ -369,10 +408,13 @@ static int server_open_gossip(struct server *n, char *err, size_t err_len)
         .dial = server_gossip_dial,
         .removed = server_gossip_removed,
         .id_in_use = server_gossip_id_in_use,
+        .changed = server_gossip_changed,
         .ctx = n,
     };
     int rc;
 
+    ev_timer_init(&n->down_w, server_down_close, 0., 0.);
+    n->down_w.data = n;
     server_gossip_settings(n, &gs);
     rc = gossip_create(&n->gossip, &gs, &hooks, err, err_len);
     if (rc == 0 && gossip_ring_listen(n->gossip, server_ring_changed, n) != 0) {
@@ -611,6 +653,7 @@ void server_destroy(struct server *n)
     if (n->loop != NULL) {
         ev_io_stop(n->loop, &n->store_w);
         ev_timer_stop(n->loop, &n->hints_w);
+        ev_timer_stop(n->loop, &n->down_w);
     }
     transfers_stop(n);
     gossip_destroy(n->gossip);

@@ -121,6 +121,7 @@ struct server {
     struct server_listener listeners[SERVER_LISTENERS];
     ev_io store_w;    /* store completions */
     ev_timer hints_w; /* hinted handoff's rounds (coord_deliver_hints()) */
+    ev_timer down_w;  /* closes the connections of members just marked down, after the round */
     ev_signal sigterm_w, sigint_w;
     ev_signal sighup_w; /* reload the settings (reload.h) */
     int argc;           /* the command line SIGHUP reads again; 0: none (reload.h) */
