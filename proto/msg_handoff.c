@@ -115,15 +115,17 @@ int msg_handoff_pull_encode(const struct msg_handoff_pull *m, struct buf *out)
     msgpack_packer pk;
 
     if (!msg_handoff_skey_ok(m->has_after, m->after, m->after_len) || m->max_bytes == 0 ||
-        m->max_bytes > MSG_HANDOFF_BYTES_MAX) {
+        m->max_bytes > MSG_HANDOFF_BYTES_MAX || m->max_items > MSG_HANDOFF_ITEMS_MAX) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_handoff_write);
-    return msg_handoff_finish(&s, start,
-                              msgpack_pack_array(&pk, MSG_HANDOFF_PULL_FIELDS) ||
-                                  msg_handoff_pack_arc(&pk, m->target, m->start, m->end) ||
-                                  msg_handoff_pack_bin(&pk, m->has_after, m->after, m->after_len) ||
-                                  msgpack_pack_uint64(&pk, m->max_bytes));
+    return msg_handoff_finish(
+        &s, start,
+        msgpack_pack_array(&pk, MSG_HANDOFF_PULL_FIELDS + (m->max_items != 0)) ||
+            msg_handoff_pack_arc(&pk, m->target, m->start, m->end) ||
+            msg_handoff_pack_bin(&pk, m->has_after, m->after, m->after_len) ||
+            msgpack_pack_uint64(&pk, m->max_bytes) ||
+            (m->max_items != 0 && msgpack_pack_uint32(&pk, m->max_items)));
 }
 
 /* The items of a pull answer, each [key, record], validated first. */
@@ -350,7 +352,10 @@ int msg_handoff_pull_decode(const uint8_t *in, size_t len, struct msg_handoff_pu
         msg_handoff_read_arc(&r, &m->target, &m->start, &m->end);
         msg_handoff_read_skey(&r, &m->has_after, &m->after, &m->after_len);
         msg_handoff_read_num(&r, 1, MSG_HANDOFF_BYTES_MAX, &m->max_bytes);
-        msg_handoff_end(&r, n, MSG_HANDOFF_PULL_FIELDS);
+        if (n > MSG_HANDOFF_PULL_FIELDS) { /* max_items, optional */
+            msg_handoff_read_u32(&r, 1, MSG_HANDOFF_ITEMS_MAX, &m->max_items);
+        }
+        msg_handoff_end(&r, n, MSG_HANDOFF_PULL_FIELDS + (n > MSG_HANDOFF_PULL_FIELDS));
     }
     if (r.err != 0) {
         memset(m, 0, sizeof(*m));

@@ -54,7 +54,10 @@
  * ring whose digest is target, from the key after the storage key `after`
  * (has_after false: from the arc's beginning), at most max_bytes of
  * records (1 .. MSG_HANDOFF_BYTES_MAX) but always the first item, so a
- * record over max_bytes travels alone and every batch advances.
+ * record over max_bytes travels alone and every batch advances, and at
+ * most max_items items (1 .. MSG_HANDOFF_ITEMS_MAX; 0: not given, the
+ * field left out, MSG_HANDOFF_ITEMS_MAX): the asker applies a batch of up
+ * to its store's group size in one atomic group.
  */
 struct msg_handoff_pull {
     uint64_t target, start, end;
@@ -62,6 +65,7 @@ struct msg_handoff_pull {
     size_t after_len;
     bool has_after;
     uint64_t max_bytes;
+    uint32_t max_items;
 };
 
 /* One record of a HANDOFF_PULL answer: a key and its record (storage/record.h encoding). */

@@ -1115,6 +1115,7 @@ static void in_ask_pull(struct handoff *h, struct handoff_in *t)
 {
     const char *src = in_source(h, t);
     struct msg_handoff_pull m = {.target = h->planned_target, .max_bytes = h->cfg.batch_bytes};
+    size_t group = store_batch_max(h->store);
     uint64_t run;
     struct buf body;
     int rc;
@@ -1124,6 +1125,9 @@ static void in_ask_pull(struct handoff *h, struct handoff_in *t)
         return;
     }
     snprintf(t->source, sizeof(t->source), "%s", src);
+    /* a batch and its checkpoint fit one store group (apply_submit()) */
+    group = group > MSG_HANDOFF_ITEMS_MAX ? MSG_HANDOFF_ITEMS_MAX : group - (group > 1);
+    m.max_items = (uint32_t)group;
     in_range(t, &m.start, &m.end, &run);
     if (t->cur.started) {
         m.after = t->cur.last;
@@ -1350,7 +1354,8 @@ static int serve_pull(struct handoff *h, const char *peer, const uint8_t *body, 
         budget = answer_max / 2;
     }
     sp->budget = (size_t)budget;
-    rc = store_scan(h->store, m.start, m.end, &cur, MSG_HANDOFF_ITEMS_MAX, (size_t)budget,
+    rc = store_scan(h->store, m.start, m.end, &cur,
+                    m.max_items != 0 ? m.max_items : MSG_HANDOFF_ITEMS_MAX, (size_t)budget,
                     serve_pull_item, sp);
     if (rc == 1) {
         rc = 0;

@@ -39,7 +39,7 @@ static void fuzz_pull(const uint8_t *in, size_t len, size_t cap)
     if (msg_handoff_pull_encode(&m, &out) != 0 ||
         msg_handoff_pull_decode(buf_data(&out), out.len, &again) != 0 || m.target != again.target ||
         m.start != again.start || m.end != again.end || m.has_after != again.has_after ||
-        m.max_bytes != again.max_bytes ||
+        m.max_bytes != again.max_bytes || m.max_items != again.max_items ||
         !fuzz_bytes_equal(m.after, m.after_len, again.after, again.after_len)) {
         abort();
     }

@@ -223,6 +223,9 @@ static bool raw_eq(const struct raw *a, const struct raw *b)
     return a->len == b->len && (a->len == 0 || memcmp(a->p, b->p, a->len) == 0);
 }
 
+/* n4's store group size (store_batch_max()); 0: the default. */
+static size_t n4_group;
+
 static void node_open(unsigned i)
 {
     struct store_config c;
@@ -231,6 +234,9 @@ static void node_open(unsigned i)
 
     store_config_in(&c, path, sizeof(path), node_ids[i]);
     c.node_id = node_ids[i];
+    if (i == N4 && n4_group != 0) {
+        c.batch_max = n4_group;
+    }
     ck_assert_msg(store_open(&n->store, &c, err, sizeof(err)) == 0, "open %s: %s", node_ids[i],
                   err);
     snprintf(n->id, sizeof(n->id), "%s", node_ids[i]);
@@ -652,6 +658,31 @@ START_TEST(test_join)
     ck_assert_uint_eq(sent, held);
     ck_assert_uint_eq(handoff_active(net.nodes[N4].h), 0);
     net_teardown();
+}
+END_TEST
+
+/*
+ * n4's store takes groups of 16 operations: it asks for batches of at most
+ * 15 items, so each batch and its checkpoint are one atomic group.
+ */
+START_TEST(test_join_small_group)
+{
+    struct handoff_stats st;
+    size_t held;
+
+    n4_group = 16;
+    net_setup();
+    join_setup();
+    pump_until(n4_joined, "n4 joined");
+    held = assert_holds_exactly(N4, net.target, -1);
+    ck_assert_uint_eq(held, n4_share());
+    ck_assert_uint_eq(net.pull_items_max, 15);
+    st = stats_of(N4);
+    ck_assert_uint_eq(st.keys_received, held);
+    ck_assert_uint_ge(st.batches_received, held / 15);
+    ck_assert_uint_eq(st.failures, 0);
+    net_teardown();
+    n4_group = 0;
 }
 END_TEST
 
@@ -1469,6 +1500,7 @@ static Suite *handoff_suite(void)
         const TTest *fn;
     } cases[] = {
         {"join", test_join},
+        {"join_small_group", test_join_small_group},
         {"join_nothing_to_move", test_join_nothing_to_move},
         {"join_keeps_newer", test_join_keeps_newer},
         {"resume", test_resume},

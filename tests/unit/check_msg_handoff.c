@@ -29,6 +29,8 @@ static const uint8_t skey_b[9] = {0x50, 0, 0, 0, 0, 0, 0, 2, 'b'};
 /* HANDOFF_PULL after "k", 1 MiB at most (44 bytes), and the first pull (34 bytes). */
 #define PULL_HEX "95 " ARC_HEX " c4 09 50 00 00 00 00 00 00 01 6b ce 00 10 00 00"
 #define PULL_FIRST_HEX "95 " ARC_HEX " c0 ce 00 10 00 00"
+/* The first pull, at most 1023 items (37 bytes). */
+#define PULL_ITEMS_HEX "96 " ARC_HEX " c0 ce 00 10 00 00 cd 03 ff"
 /* Its answer: "a" and "b", not done, next after "b" (31 bytes). */
 #define BATCH_HEX                                                                                  \
     "94 00 92 92 c4 01 61 c4 02 01 00 92 c4 01 62 c4 02 01 01 c2 c4 09 50 00 00 00 00 00 00 02 62"
@@ -149,6 +151,22 @@ START_TEST(test_pull_golden)
     unhex(&b, PULL_FIRST_HEX);
     ck_assert_int_eq(msg_handoff_pull_decode(b.p, b.len, &back), 0);
     ck_assert(!back.has_after && back.after == NULL && back.after_len == 0);
+    ck_assert_uint_eq(back.max_items, 0); /* not given */
+    /* at most 1023 items: a sixth field */
+    buf_clear(&out);
+    m.max_items = 1023;
+    ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), 0);
+    assert_hex(&out, PULL_ITEMS_HEX);
+    ck_assert_uint_eq(out.len, 37);
+    unhex(&b, PULL_ITEMS_HEX);
+    ck_assert_int_eq(msg_handoff_pull_decode(b.p, b.len, &back), 0);
+    ck_assert_uint_eq(back.max_items, 1023);
+    ck_assert_uint_eq(back.max_bytes, 1 << 20);
+    /* over MSG_HANDOFF_ITEMS_MAX is not encoded */
+    buf_clear(&out);
+    m.max_items = MSG_HANDOFF_ITEMS_MAX + 1;
+    ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), RK_EINVAL);
+    ck_assert_uint_eq(out.len, 0);
     buf_free(&out);
 }
 END_TEST
@@ -267,7 +285,7 @@ START_TEST(test_future_fields_skipped)
     struct msg_handoff_pull_answer a;
     struct bytes b;
 
-    ck_assert_int_eq(decode_hex(PULL, "96 " ARC_HEX " c0 01 a3 6e 65 77"), 0);
+    ck_assert_int_eq(decode_hex(PULL, "97 " ARC_HEX " c0 01 01 a3 6e 65 77"), 0);
     ck_assert_int_eq(decode_hex(DIGEST, "95 " ARC_HEX " 01 92 01 c0"), 0);
     ck_assert_int_eq(decode_hex(DONE, "97 " ARC_HEX " 00 00 c0 81 a1 61 02"), 0);
     ck_assert_int_eq(decode_hex(DONE_ANSWER, "92 00 c3"), 0);
@@ -297,6 +315,12 @@ START_TEST(test_bad_bodies_refused)
         {PULL, "95 " ARC_HEX " c5 02 00", RK_ETOOBIG},                      /* after of 512 */
         {PULL, "95 ff 00 00 c0 01", RK_ESYNTAX},                            /* target -1 */
         {PULL, "95 " ARC_HEX " c0 01 c0", RK_ESYNTAX},                      /* a byte after it */
+        {PULL, "96 " ARC_HEX " c0 01 00", RK_ESYNTAX},                      /* max_items 0 */
+        {PULL, "96 " ARC_HEX " c0 01 01", 0},                               /* max_items 1 */
+        {PULL, "96 " ARC_HEX " c0 01 cd 10 00", 0},                         /* max_items 4096 */
+        {PULL, "96 " ARC_HEX " c0 01 cd 10 01", RK_ETOOBIG},                /* 4097 */
+        {PULL, "96 " ARC_HEX " c0 01 c0", RK_ESYNTAX},                      /* max_items nil */
+        {PULL, "97 " ARC_HEX " c0 01 01 c0", 0},                            /* a later field */
         {PULL, "dc 00 41 " ARC_HEX " c0 01", RK_ETOOBIG},                   /* 65 elements */
         {PULL, "c0", RK_ESYNTAX},                                           /* nil */
         {BATCH, "93 00 90 c3", RK_ESYNTAX},                                 /* no next */
