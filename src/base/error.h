@@ -22,7 +22,7 @@ enum rk_error {
     RK_EMISMATCH = -9,    /* two inputs that must agree do not */
     RK_ETOOBIG = -10,     /* input exceeds a configured limit */
     RK_ENOSPC = -11,      /* the store or its disk is full: writes fail, reads work */
-    RK_ECLOSED = -12,     /* the store or connection is shutting down */
+    RK_ECLOSED = -12,     /* the store or connection closed (lost, or shutting down) */
     RK_EAUTH = -13,       /* a peer failed authentication, or a frame did not verify */
     RK_ETIMEOUT = -14,    /* no answer within the time allowed */
     RK_EDISK = -15,       /* the disk failed to flush: writes are refused until a restart */
