@@ -114,6 +114,7 @@ it_wait closed_n3 || it_fail "n1 kept its connection to n3, which it marked down
 ! pings n3 || it_fail "n3 answers PING under 100% loss"
 tb 0 loss n3 0
 tb 0 wait 60
+it_log "loss n3 0: $(tail -n 1 "$IT_DIR/out")"
 pings n3 || it_fail "n3 does not answer PING after loss 0"
 tb 0 loss n3 30
 iptables -w -S rk-127.0.0-loss | grep -Eq -- '-d 127.0.0.13/32 -m statistic --mode random --probability 0\.(3|29)' ||
