@@ -93,6 +93,13 @@ void detector_heartbeat(struct detector *d, uint64_t now_ms)
     d->last_ms = now_ms;
 }
 
+void detector_forgive(struct detector *d, uint64_t ms, uint64_t now_ms)
+{
+    if (d->last_ms < now_ms) {
+        d->last_ms = now_ms - d->last_ms > ms ? d->last_ms + ms : now_ms;
+    }
+}
+
 double detector_mean(const struct detector *d)
 {
     if (d->n == 0) {

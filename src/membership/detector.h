@@ -68,6 +68,13 @@ void detector_init(struct detector *d, uint64_t expected_ms, uint64_t now_ms);
 /* A heartbeat arrived at now_ms (monotonic ms; never earlier than the last). */
 void detector_heartbeat(struct detector *d, uint64_t now_ms);
 
+/*
+ * The observer did not run for ms (it was stopped, or its loop stalled):
+ * the last arrival moves ms later, never past now_ms, so that silence is
+ * neither suspected nor counted in the next interval.
+ */
+void detector_forgive(struct detector *d, uint64_t ms, uint64_t now_ms);
+
 /* The suspicion at now_ms (scaled by the mean, never below the expected interval). */
 double detector_phi(const struct detector *d, uint64_t now_ms);
 

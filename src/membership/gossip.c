@@ -37,6 +37,12 @@
 #include "log.h"
 #include "store.h"
 
+/*
+ * A round later than this many intervals after the one before means this
+ * process did not run meanwhile (stopped, or its loop stalled): the
+ * silence of the others over the pause is not held against them.
+ */
+#define GOSSIP_PAUSE_ROUNDS 2
 /* A down member is reconnected to at most this often. */
 #define GOSSIP_RECONNECT_DOWN_MS 1000
 /* The first read of the saved table: a guess; a larger table is read again at its size. */
@@ -49,6 +55,7 @@ struct gossip {
     ev_timer round_w;
     uint64_t rng;
     uint64_t ping_seq;
+    uint64_t round_ms;               /* gossip_now() at the last round; 0: none yet */
     bool exchanged;                  /* completed a gossip exchange since start */
     bool whole;                      /* an exchange gave us the whole table since start */
     bool dirty;                      /* the table changed in a way worth saving */
@@ -1500,6 +1507,28 @@ static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_
     }
 }
 
+/*
+ * A round far later than its interval: this process did not run for the
+ * difference, so the detectors forgive every member that much silence
+ * (membership_forgive()), and one line says so.  Without it a node
+ * resumed after SIGSTOP holds every member down at its first round, and
+ * refuses its clients NOREPLICAS until their next heartbeats arrive.
+ */
+static void gossip_pause_check(struct gossip *g)
+{
+    uint64_t now = gossip_now(g), every = g->cfg.interval_ms;
+
+    if (g->round_ms != 0 && now > g->round_ms && now - g->round_ms > GOSSIP_PAUSE_ROUNDS * every) {
+        uint64_t pause = now - g->round_ms - every;
+        LOG(LOG_WARN, "local_pause",
+            "ms=%llu hint=\"this node did not run meanwhile (stopped, or its event loop stalled): "
+            "the other members' silence over it is not held against them\"",
+            (unsigned long long)pause);
+        membership_forgive(g->m, pause, now);
+    }
+    g->round_ms = now;
+}
+
 void gossip_round(struct gossip *g)
 {
     const struct member *target;
@@ -1511,6 +1540,7 @@ void gossip_round(struct gossip *g)
         g->hooks.removed(g->hooks.ctx);
         return;
     }
+    gossip_pause_check(g);
     membership_heartbeat(g->m);
     gossip_detect(g);
     gossip_ping_all(g, &live, &down);
@@ -1548,6 +1578,7 @@ void gossip_start(struct gossip *g)
     if (g->cfg.loop == NULL) {
         return; /* the owner runs the rounds (gossip.h, Seams) */
     }
+    g->round_ms = 0;
     ev_timer_init(&g->round_w, on_round, 0., every);
     g->round_w.data = g;
     ev_timer_start(g->cfg.loop, &g->round_w);

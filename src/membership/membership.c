@@ -830,6 +830,15 @@ int membership_put_back(struct membership *m, const struct msg_member *old)
     return 0;
 }
 
+void membership_forgive(struct membership *m, uint64_t pause_ms, uint64_t now_ms)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        if (i != m->self) {
+            detector_forgive(&m->members[i].det, pause_ms, now_ms);
+        }
+    }
+}
+
 size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi, double down_phi)
 {
     size_t changed = 0;

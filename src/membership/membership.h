@@ -243,6 +243,13 @@ int membership_remove(struct membership *m, const char *id);
  */
 int membership_put_back(struct membership *m, const struct msg_member *old);
 
+/*
+ * This process did not run for pause_ms before now_ms (a stop, a stall of
+ * its loop): every other member's silence over it is ours, so each
+ * detector forgives it (detector_forgive()).
+ */
+void membership_forgive(struct membership *m, uint64_t pause_ms, uint64_t now_ms);
+
 /* Refresh every detector's state at now_ms; returns how many states changed. */
 size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi,
                          double down_phi);

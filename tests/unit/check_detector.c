@@ -171,6 +171,31 @@ START_TEST(test_pause_clamped)
 }
 END_TEST
 
+/* The observer's own pause is forgiven: no suspicion for it, and no interval counts it. */
+START_TEST(test_local_pause_forgiven)
+{
+    struct detector d;
+    uint64_t now = T_START;
+
+    detector_init(&d, T_INTERVAL, now);
+    beat(&d, &now, T_INTERVAL, 50);
+    now += 8000; /* the observer was stopped for 8 s */
+    ck_assert_int_eq(detector_state(&d, now, 5.0, 8.0), DETECTOR_DOWN);
+    detector_forgive(&d, 8000 - T_INTERVAL, now);
+    ck_assert_double_le(detector_phi(&d, now), 1.0);
+    ck_assert_int_eq(detector_state(&d, now, 5.0, 8.0), DETECTOR_ALIVE);
+    beat(&d, &now, T_INTERVAL, 1); /* the next beat's interval leaves the pause out */
+    ck_assert_double_eq_tol(detector_mean(&d),
+                            (double)T_INTERVAL * 50.0 / 51.0 + 2.0 * T_INTERVAL / 51.0, T_EPS);
+    /* never past now: a forgiven member silent from then on is down as if heard now */
+    detector_forgive(&d, 1000000, now);
+    ck_assert_uint_eq(d.last_ms, now);
+    ck_assert_int_eq(
+        detector_state(&d, now + (uint64_t)silence_for(8.0, detector_mean(&d)) + 1, 5.0, 8.0),
+        DETECTOR_DOWN);
+}
+END_TEST
+
 START_TEST(test_window_rolls_over)
 {
     struct detector d;
@@ -233,6 +258,7 @@ static Suite *detector_suite(void)
         {"bursts", test_bursts_do_not_shorten_detection},
         {"comeback", test_comeback_alive_at_next_heartbeat},
         {"pause_clamped", test_pause_clamped},
+        {"local_pause", test_local_pause_forgiven},
         {"window_rolls", test_window_rolls_over},
         {"out_of_order", test_out_of_order_arrivals_ignored},
         {"state_names", test_state_names},
