@@ -116,6 +116,23 @@ START_TEST(test_op_numbers)
 }
 END_TEST
 
+/* m encodes to hex (len bytes), which decodes into *back; b holds the bytes decoded. */
+static void pull_round_trip(const struct msg_handoff_pull *m, const char *hex, size_t len,
+                            struct bytes *b, struct msg_handoff_pull *back)
+{
+    struct buf out;
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_handoff_pull_encode(m, &out), 0);
+    assert_hex(&out, hex);
+    ck_assert_uint_eq(out.len, len);
+    buf_free(&out);
+    unhex(b, hex);
+    ck_assert_int_eq(msg_handoff_pull_decode(b->p, b->len, back), 0);
+    ck_assert(back->target == TARGET && back->start == START && back->end == END);
+    ck_assert_uint_eq(back->max_bytes, 1 << 20);
+}
+
 START_TEST(test_pull_golden)
 {
     struct msg_handoff_pull m = {.target = TARGET,
@@ -129,41 +146,23 @@ START_TEST(test_pull_golden)
     struct bytes b;
     struct buf out;
 
-    buf_init(&out, 0);
-    ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), 0);
-    assert_hex(&out, PULL_HEX);
-    ck_assert_uint_eq(out.len, 44);
-    unhex(&b, PULL_HEX);
-    ck_assert_int_eq(msg_handoff_pull_decode(b.p, b.len, &back), 0);
-    ck_assert(back.target == TARGET && back.start == START && back.end == END);
+    pull_round_trip(&m, PULL_HEX, 44, &b, &back);
     ck_assert(back.has_after && back.after_len == 9);
     ck_assert_int_eq(memcmp(back.after, skey_k, 9), 0);
     ck_assert(back.after >= b.p && back.after < b.p + b.len); /* borrowed */
-    ck_assert_uint_eq(back.max_bytes, 1 << 20);
     /* the first pull: after nil */
-    buf_clear(&out);
     m.has_after = false;
     m.after = NULL;
     m.after_len = 0;
-    ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), 0);
-    assert_hex(&out, PULL_FIRST_HEX);
-    ck_assert_uint_eq(out.len, 34);
-    unhex(&b, PULL_FIRST_HEX);
-    ck_assert_int_eq(msg_handoff_pull_decode(b.p, b.len, &back), 0);
+    pull_round_trip(&m, PULL_FIRST_HEX, 34, &b, &back);
     ck_assert(!back.has_after && back.after == NULL && back.after_len == 0);
     ck_assert_uint_eq(back.max_items, 0); /* not given */
     /* at most 1023 items: a sixth field */
-    buf_clear(&out);
     m.max_items = 1023;
-    ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), 0);
-    assert_hex(&out, PULL_ITEMS_HEX);
-    ck_assert_uint_eq(out.len, 37);
-    unhex(&b, PULL_ITEMS_HEX);
-    ck_assert_int_eq(msg_handoff_pull_decode(b.p, b.len, &back), 0);
+    pull_round_trip(&m, PULL_ITEMS_HEX, 37, &b, &back);
     ck_assert_uint_eq(back.max_items, 1023);
-    ck_assert_uint_eq(back.max_bytes, 1 << 20);
     /* over MSG_HANDOFF_ITEMS_MAX is not encoded */
-    buf_clear(&out);
+    buf_init(&out, 0);
     m.max_items = MSG_HANDOFF_ITEMS_MAX + 1;
     ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), RK_EINVAL);
     ck_assert_uint_eq(out.len, 0);
