@@ -1509,10 +1509,15 @@ static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_
 
 /*
  * A round far later than its interval: this process did not run for the
- * difference, so the detectors forgive every member that much silence
+ * difference, so the detectors forgive that much silence to every member
+ * heard within GOSSIP_PAUSE_ROUNDS intervals before the previous round
  * (membership_forgive()), and one line says so.  Without it a node
  * resumed after SIGSTOP holds every member down at its first round, and
- * refuses its clients NOREPLICAS until their next heartbeats arrive.
+ * refuses its clients NOREPLICAS until their next heartbeats arrive.  A
+ * member already silent then gets no such excuse: forgiven at every late
+ * round, a dead member's silence would grow by one interval a round, and
+ * an observer late every round would see it down only after some 18 of
+ * its rounds, however long they took.
  */
 static void gossip_pause_check(struct gossip *g)
 {
@@ -1524,7 +1529,8 @@ static void gossip_pause_check(struct gossip *g)
             "ms=%llu hint=\"this node did not run meanwhile (stopped, or its event loop stalled): "
             "the other members' silence over it is not held against them\"",
             (unsigned long long)pause);
-        membership_forgive(g->m, pause, now);
+        uint64_t fresh = GOSSIP_PAUSE_ROUNDS * every;
+        membership_forgive(g->m, pause, g->round_ms > fresh ? g->round_ms - fresh : 0, now);
     }
     g->round_ms = now;
 }

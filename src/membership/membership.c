@@ -830,10 +830,11 @@ int membership_put_back(struct membership *m, const struct msg_member *old)
     return 0;
 }
 
-void membership_forgive(struct membership *m, uint64_t pause_ms, uint64_t now_ms)
+void membership_forgive(struct membership *m, uint64_t pause_ms, uint64_t heard_since_ms,
+                        uint64_t now_ms)
 {
     for (size_t i = 0; i < m->n; i++) {
-        if (i != m->self) {
+        if (i != m->self && m->members[i].det.last_ms >= heard_since_ms) {
             detector_forgive(&m->members[i].det, pause_ms, now_ms);
         }
     }

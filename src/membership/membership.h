@@ -245,10 +245,16 @@ int membership_put_back(struct membership *m, const struct msg_member *old);
 
 /*
  * This process did not run for pause_ms before now_ms (a stop, a stall of
- * its loop): every other member's silence over it is ours, so each
- * detector forgives it (detector_forgive()).
+ * its loop): the silence over it of every other member last heard at
+ * heard_since_ms or later is ours, so its detector forgives it
+ * (detector_forgive()).  A member silent since before heard_since_ms was
+ * silent before the pause began: it is not excused, so a member that died
+ * is still seen down in about the usual time by an observer paused every
+ * round, rather than after as many late rounds as its detector counts
+ * intervals.
  */
-void membership_forgive(struct membership *m, uint64_t pause_ms, uint64_t now_ms);
+void membership_forgive(struct membership *m, uint64_t pause_ms, uint64_t heard_since_ms,
+                        uint64_t now_ms);
 
 /* Refresh every detector's state at now_ms; returns how many states changed. */
 size_t membership_detect(struct membership *m, uint64_t now_ms, double suspect_phi,

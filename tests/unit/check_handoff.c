@@ -129,6 +129,7 @@ struct net {
     unsigned evil_mask; /* the sources that misbehave */
     int evil_key;       /* EVIL_OUTSIDE: the key added, one n4 does not replicate */
     size_t evil_pulls;  /* PULL requests the misbehaving sources answered */
+    bool old_holders;   /* PULLs reach holders without max_items, as one that predates it reads */
 };
 
 static const char *const node_ids[NODES] = {"n1", "n2", "n3", "n4"};
@@ -438,7 +439,7 @@ static int fake_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body,
                     coord_answer_fn done, void *dctx)
 {
     struct node *from = ctx, *to = node_find(id);
-    struct buf out;
+    struct buf out, old;
     int rc;
 
     ck_assert_msg(to != NULL, "%s asked unknown member %s", from->id, id);
@@ -453,6 +454,15 @@ static int fake_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body,
         return 0;
     }
     buf_init(&out, 0);
+    buf_init(&old, 0);
+    if (op == MSG_OP_HANDOFF_PULL && net.old_holders) {
+        struct msg_handoff_pull q;
+        ck_assert_int_eq(msg_handoff_pull_decode(body, len, &q), 0);
+        q.max_items = 0;
+        ck_assert_int_eq(msg_handoff_pull_encode(&q, &old), 0);
+        body = buf_data(&old);
+        len = old.len;
+    }
     rc = handoff_serve(to->h, from->id, op, body, len, 0, &out);
     if (rc == 0) {
         observe(from, to, op, body, len, &out);
@@ -463,6 +473,7 @@ static int fake_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body,
     }
     answer_queue(from, done, dctx, rc, rc == 0 ? &out : NULL);
     buf_free(&out);
+    buf_free(&old);
     return 0;
 }
 
@@ -680,6 +691,69 @@ START_TEST(test_join_small_group)
     st = stats_of(N4);
     ck_assert_uint_eq(st.keys_received, held);
     ck_assert_uint_ge(st.batches_received, held / 15);
+    ck_assert_uint_eq(st.failures, 0);
+    net_teardown();
+    n4_group = 0;
+}
+END_TEST
+
+/*
+ * The store group at its edges: groups of 1 ask for 1 item and apply each
+ * batch in two steps (records, then checkpoint); groups of 2 ask for 1 and
+ * apply it with its checkpoint in one group.  Either way n4 ends holding
+ * exactly its share.
+ */
+static void join_group(size_t group, size_t want_items)
+{
+    struct handoff_stats st;
+    size_t held;
+
+    n4_group = group;
+    net_setup();
+    join_setup();
+    pump_until(n4_joined, "n4 joined");
+    held = assert_holds_exactly(N4, net.target, -1);
+    ck_assert_uint_eq(held, n4_share());
+    ck_assert_uint_eq(net.pull_items_max, want_items);
+    st = stats_of(N4);
+    ck_assert_uint_eq(st.keys_received, held);
+    ck_assert_uint_eq(st.failures, 0);
+    net_teardown();
+    n4_group = 0;
+}
+
+START_TEST(test_join_group_one)
+{
+    join_group(1, 1);
+}
+END_TEST
+
+START_TEST(test_join_group_two)
+{
+    join_group(2, 1);
+}
+END_TEST
+
+/*
+ * Holders that predate max_items skip it and answer batches larger than
+ * n4's group of 16: n4 applies each in two steps and still ends holding
+ * exactly its share.
+ */
+START_TEST(test_join_old_holders)
+{
+    struct handoff_stats st;
+    size_t held;
+
+    n4_group = 16;
+    net_setup();
+    net.old_holders = true;
+    join_setup();
+    pump_until(n4_joined, "n4 joined");
+    held = assert_holds_exactly(N4, net.target, -1);
+    ck_assert_uint_eq(held, n4_share());
+    ck_assert_uint_gt(net.pull_items_max, 16);
+    st = stats_of(N4);
+    ck_assert_uint_eq(st.keys_received, held);
     ck_assert_uint_eq(st.failures, 0);
     net_teardown();
     n4_group = 0;
@@ -1501,6 +1575,9 @@ static Suite *handoff_suite(void)
     } cases[] = {
         {"join", test_join},
         {"join_small_group", test_join_small_group},
+        {"join_group_one", test_join_group_one},
+        {"join_group_two", test_join_group_two},
+        {"join_old_holders", test_join_old_holders},
         {"join_nothing_to_move", test_join_nothing_to_move},
         {"join_keeps_newer", test_join_keeps_newer},
         {"resume", test_resume},

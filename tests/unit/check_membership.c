@@ -1093,6 +1093,51 @@ START_TEST(test_arrivals)
 END_TEST
 
 /*
+ * An observer late at every round (here 5 intervals apart: stopped, or
+ * starved): each late round forgives its pause only to members heard just
+ * before the round ahead of it (gossip.c, gossip_pause_check()).  The live
+ * n2, heard right after each round, is never suspected; the dead n3 is
+ * forgiven at most its first three late rounds (heard within two intervals
+ * of the round before), so it is down within the usual silence plus four
+ * late rounds, not after as many late rounds as it takes intervals to go
+ * down (some 18: 18 s here).
+ */
+START_TEST(test_forgive_pauses_flapping)
+{
+    const uint64_t gap = 5 * T_HB,
+                   down_at = (uint64_t)(DETECTOR_DOWN_PHI_DEFAULT / M_LOG10E * T_HB);
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member e2, e3;
+    uint64_t now = T_START, died, prev;
+    int rounds = 0;
+
+    entry_make(&e2, "n2", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
+    entry_make(&e3, "n3", "r2", 4, MSG_MEMBER_NORMAL, 1, 1);
+    merge(m, &e2, now, NULL);
+    merge(m, &e3, now, NULL);
+    for (int i = 0; i < 20; i++) {
+        now += T_HB;
+        membership_heard(m, "n2", now);
+        membership_heard(m, "n3", now);
+    }
+    died = now;
+    prev = now;
+    while (membership_find(m, "n3")->state != DETECTOR_DOWN && rounds < 100) {
+        now += gap;
+        membership_forgive(m, gap - T_HB, prev - 2 * T_HB, now);
+        membership_detect(m, now, DETECTOR_SUSPECT_PHI_DEFAULT, DETECTOR_DOWN_PHI_DEFAULT);
+        ck_assert_int_eq(membership_find(m, "n2")->state, DETECTOR_ALIVE);
+        membership_heard(m, "n2", now + 1); /* its messages, read after the round */
+        prev = now;
+        rounds++;
+    }
+    ck_assert_int_eq(membership_find(m, "n3")->state, DETECTOR_DOWN);
+    ck_assert_uint_le(now - died, down_at + 4 * gap);
+    membership_destroy(m);
+}
+END_TEST
+
+/*
  * A member that told us its heartbeat directly (its PING) and then went
  * silent: its earlier versions, relayed late by gossip, are taken into the
  * table but are no arrivals, so it goes down on time and stays down; a
@@ -1716,6 +1761,7 @@ static Suite *membership_suite(void)
         {"encode_restore", test_encode_restore},
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
+        {"forgive_flapping", test_forgive_pauses_flapping},
         {"told_versions", test_told_versions_not_arrivals},
         {"told_long_ago_paused", test_told_long_ago_paused},
         {"restore_at_bound", test_restore_at_bound},

@@ -305,26 +305,31 @@ START_TEST(test_bad_bodies_refused)
         const char *hex;
         int err;
     } cases[] = {
-        {PULL, "94 " ARC_HEX " c0", RK_ESYNTAX},                            /* no max_bytes */
-        {PULL, "95 " ARC_HEX " c0 00", RK_ESYNTAX},                         /* max_bytes 0 */
-        {PULL, "95 " ARC_HEX " c0 ce 40 00 00 00", 0},                      /* max_bytes 2^30 */
-        {PULL, "95 " ARC_HEX " c0 ce 40 00 00 01", RK_ETOOBIG},             /* 2^30 + 1 */
-        {PULL, "95 " ARC_HEX " c4 07 00 00 00 00 00 00 00 01", RK_ESYNTAX}, /* after of 7 */
-        {PULL, "95 " ARC_HEX " a8 00 00 00 00 00 00 00 00 01", RK_ESYNTAX}, /* after as a str */
-        {PULL, "95 " ARC_HEX " c5 02 00", RK_ETOOBIG},                      /* after of 512 */
-        {PULL, "95 ff 00 00 c0 01", RK_ESYNTAX},                            /* target -1 */
-        {PULL, "95 " ARC_HEX " c0 01 c0", RK_ESYNTAX},                      /* a byte after it */
-        {PULL, "96 " ARC_HEX " c0 01 00", RK_ESYNTAX},                      /* max_items 0 */
-        {PULL, "96 " ARC_HEX " c0 01 01", 0},                               /* max_items 1 */
-        {PULL, "96 " ARC_HEX " c0 01 cd 10 00", 0},                         /* max_items 4096 */
-        {PULL, "96 " ARC_HEX " c0 01 cd 10 01", RK_ETOOBIG},                /* 4097 */
-        {PULL, "96 " ARC_HEX " c0 01 c0", RK_ESYNTAX},                      /* max_items nil */
-        {PULL, "97 " ARC_HEX " c0 01 01 c0", 0},                            /* a later field */
-        {PULL, "dc 00 41 " ARC_HEX " c0 01", RK_ETOOBIG},                   /* 65 elements */
-        {PULL, "c0", RK_ESYNTAX},                                           /* nil */
-        {BATCH, "93 00 90 c3", RK_ESYNTAX},                                 /* no next */
-        {BATCH, "94 0d 90 c2 c0", RK_ETOOBIG},                              /* status 13 */
-        {BATCH, "94 09 90 c3 c0", RK_ESYNTAX},                              /* a refusal, done */
+        {PULL, "94 " ARC_HEX " c0", RK_ESYNTAX},                               /* no max_bytes */
+        {PULL, "95 " ARC_HEX " c0 00", RK_ESYNTAX},                            /* max_bytes 0 */
+        {PULL, "95 " ARC_HEX " c0 ce 40 00 00 00", 0},                         /* max_bytes 2^30 */
+        {PULL, "95 " ARC_HEX " c0 ce 40 00 00 01", RK_ETOOBIG},                /* 2^30 + 1 */
+        {PULL, "95 " ARC_HEX " c4 07 00 00 00 00 00 00 00 01", RK_ESYNTAX},    /* after of 7 */
+        {PULL, "95 " ARC_HEX " a8 00 00 00 00 00 00 00 00 01", RK_ESYNTAX},    /* after as a str */
+        {PULL, "95 " ARC_HEX " c5 02 00", RK_ETOOBIG},                         /* after of 512 */
+        {PULL, "95 ff 00 00 c0 01", RK_ESYNTAX},                               /* target -1 */
+        {PULL, "95 " ARC_HEX " c0 01 c0", RK_ESYNTAX},                         /* a byte after it */
+        {PULL, "96 " ARC_HEX " c0 01 00", RK_ESYNTAX},                         /* max_items 0 */
+        {PULL, "96 " ARC_HEX " c0 01 01", 0},                                  /* max_items 1 */
+        {PULL, "96 " ARC_HEX " c0 01 cd 10 00", 0},                            /* max_items 4096 */
+        {PULL, "96 " ARC_HEX " c0 01 cd 10 01", RK_ETOOBIG},                   /* 4097 */
+        {PULL, "96 " ARC_HEX " c0 01 c0", RK_ESYNTAX},                         /* max_items nil */
+        {PULL, "96 " ARC_HEX " c0 01 ff", RK_ESYNTAX},                         /* max_items -1 */
+        {PULL, "96 " ARC_HEX " c0 01 cf ff ff ff ff ff ff ff ff", RK_ETOOBIG}, /* 2^64-1 */
+        {PULL, "96 " ARC_HEX " c0 01 a1 31", RK_ESYNTAX},                      /* max_items "1" */
+        {PULL, "96 " ARC_HEX " c0 01 ca 3f 80 00 00", RK_ESYNTAX},             /* max_items 1.0 */
+        {PULL, "96 " ARC_HEX " c0 01", RK_ESYNTAX},                            /* six told, five */
+        {PULL, "97 " ARC_HEX " c0 01 01 c0", 0},                               /* a later field */
+        {PULL, "dc 00 41 " ARC_HEX " c0 01", RK_ETOOBIG},                      /* 65 elements */
+        {PULL, "c0", RK_ESYNTAX},                                              /* nil */
+        {BATCH, "93 00 90 c3", RK_ESYNTAX},                                    /* no next */
+        {BATCH, "94 0d 90 c2 c0", RK_ETOOBIG},                                 /* status 13 */
+        {BATCH, "94 09 90 c3 c0", RK_ESYNTAX},                                 /* a refusal, done */
         {BATCH, "94 09 91 92 c4 00 c4 01 00 c2 c4 08 00 00 00 00 00 00 00 00",
          RK_ESYNTAX},                                               /* a refusal with items */
         {BATCH, "94 00 91 92 c4 00 c4 01 00 c2 c0", RK_ESYNTAX},    /* items, no next */
