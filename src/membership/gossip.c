@@ -56,6 +56,7 @@ struct gossip {
     uint64_t rng;
     uint64_t ping_seq;
     uint64_t round_ms;               /* gossip_now() at the last round; 0: none yet */
+    struct log_limit pause_log;      /* local_pause lines: a starved loop is late every round */
     bool exchanged;                  /* completed a gossip exchange since start */
     bool whole;                      /* an exchange gave us the whole table since start */
     bool dirty;                      /* the table changed in a way worth saving */
@@ -1521,15 +1522,15 @@ static void gossip_seed(struct gossip *g, size_t live, size_t down, bool target_
  */
 static void gossip_pause_check(struct gossip *g)
 {
-    uint64_t now = gossip_now(g), every = g->cfg.interval_ms;
+    uint64_t now = gossip_now(g), every = g->cfg.interval_ms, fresh = GOSSIP_PAUSE_ROUNDS * every;
 
-    if (g->round_ms != 0 && now > g->round_ms && now - g->round_ms > GOSSIP_PAUSE_ROUNDS * every) {
+    if (g->round_ms != 0 && now > g->round_ms && now - g->round_ms > fresh) {
         uint64_t pause = now - g->round_ms - every;
-        LOG(LOG_WARN, "local_pause",
+        LOG_LIMITED(
+            &g->pause_log, LOG_WARN, "local_pause",
             "ms=%llu hint=\"this node did not run meanwhile (stopped, or its event loop stalled): "
             "the other members' silence over it is not held against them\"",
             (unsigned long long)pause);
-        uint64_t fresh = GOSSIP_PAUSE_ROUNDS * every;
         membership_forgive(g->m, pause, g->round_ms > fresh ? g->round_ms - fresh : 0, now);
     }
     g->round_ms = now;
