@@ -673,90 +673,71 @@ START_TEST(test_join)
 END_TEST
 
 /*
- * n4's store takes groups of 16 operations: it asks for batches of at most
- * 15 items, so each batch and its checkpoint are one atomic group.
+ * n4 joins with a store group of `group` operations (old_holders: the
+ * holders predate max_items and skip it): it ends holding exactly its
+ * share, every key received once, no step failed.  Returns n4's counters;
+ * net.pull_items_max is left for the caller.
  */
-START_TEST(test_join_small_group)
-{
-    struct handoff_stats st;
-    size_t held;
-
-    n4_group = 16;
-    net_setup();
-    join_setup();
-    pump_until(n4_joined, "n4 joined");
-    held = assert_holds_exactly(N4, net.target, -1);
-    ck_assert_uint_eq(held, n4_share());
-    ck_assert_uint_eq(net.pull_items_max, 15);
-    st = stats_of(N4);
-    ck_assert_uint_eq(st.keys_received, held);
-    ck_assert_uint_ge(st.batches_received, held / 15);
-    ck_assert_uint_eq(st.failures, 0);
-    net_teardown();
-    n4_group = 0;
-}
-END_TEST
-
-/*
- * The store group at its edges: groups of 1 ask for 1 item and apply each
- * batch in two steps (records, then checkpoint); groups of 2 ask for 1 and
- * apply it with its checkpoint in one group.  Either way n4 ends holding
- * exactly its share.
- */
-static void join_group(size_t group, size_t want_items)
+static struct handoff_stats join_group(size_t group, bool old_holders)
 {
     struct handoff_stats st;
     size_t held;
 
     n4_group = group;
     net_setup();
+    net.old_holders = old_holders;
     join_setup();
     pump_until(n4_joined, "n4 joined");
     held = assert_holds_exactly(N4, net.target, -1);
     ck_assert_uint_eq(held, n4_share());
-    ck_assert_uint_eq(net.pull_items_max, want_items);
     st = stats_of(N4);
     ck_assert_uint_eq(st.keys_received, held);
     ck_assert_uint_eq(st.failures, 0);
     net_teardown();
     n4_group = 0;
+    return st;
 }
 
+/*
+ * n4's store takes groups of 16 operations: it asks for batches of at most
+ * 15 items, so each batch and its checkpoint are one atomic group.
+ */
+START_TEST(test_join_small_group)
+{
+    struct handoff_stats st = join_group(16, false);
+
+    ck_assert_uint_eq(net.pull_items_max, 15);
+    ck_assert_uint_ge(st.batches_received, st.keys_received / 15);
+}
+END_TEST
+
+/*
+ * The store group at its edges: groups of 1 ask for 1 item and apply each
+ * batch in two steps (records, then checkpoint); groups of 2 ask for 1 and
+ * apply it with its checkpoint in one group.
+ */
 START_TEST(test_join_group_one)
 {
-    join_group(1, 1);
+    join_group(1, false);
+    ck_assert_uint_eq(net.pull_items_max, 1);
 }
 END_TEST
 
 START_TEST(test_join_group_two)
 {
-    join_group(2, 1);
+    join_group(2, false);
+    ck_assert_uint_eq(net.pull_items_max, 1);
 }
 END_TEST
 
 /*
  * Holders that predate max_items skip it and answer batches larger than
- * n4's group of 16: n4 applies each in two steps and still ends holding
- * exactly its share.
+ * n4's group of 16: n4 applies each in two steps.
  */
 START_TEST(test_join_old_holders)
 {
-    struct handoff_stats st;
-    size_t held;
-
-    n4_group = 16;
-    net_setup();
-    net.old_holders = true;
-    join_setup();
-    pump_until(n4_joined, "n4 joined");
-    held = assert_holds_exactly(N4, net.target, -1);
-    ck_assert_uint_eq(held, n4_share());
+    join_group(16, true);
     ck_assert_uint_gt(net.pull_items_max, 16);
-    st = stats_of(N4);
-    ck_assert_uint_eq(st.keys_received, held);
-    ck_assert_uint_eq(st.failures, 0);
-    net_teardown();
-    n4_group = 0;
 }
 END_TEST
 
