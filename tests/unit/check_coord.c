@@ -571,6 +571,22 @@ START_TEST(test_forward_hops_served)
 END_TEST
 
 /*
+ * After net_setup(): key's replicas under rb in order (s, x, y) and its
+ * preference list in the ring x has left (now).
+ */
+static void stale_setup(const char *key, unsigned *s, unsigned *x, unsigned *y, unsigned now[RF])
+{
+    unsigned pl[RF];
+
+    net_setup();
+    pl_of(rb, key, pl);
+    *s = pl[0];
+    *x = pl[1];
+    *y = pl[2];
+    pl_of(without[*x], key, now);
+}
+
+/*
  * x has left the ring (every ring but s's leaves it out); s, behind,
  * still has it.  s, the key's first replica, asks x first (its second),
  * then y (its third).  The key is written after x left, through a node of
@@ -581,15 +597,10 @@ END_TEST
 START_TEST(test_stale_read)
 {
     char key[] = "stale-read";
-    unsigned pl[RF], now[RF], s, x, y, writer;
+    unsigned now[RF], s, x, y, writer;
     struct got g;
 
-    net_setup();
-    pl_of(rb, key, pl);
-    s = pl[0];
-    x = pl[1];
-    y = pl[2];
-    pl_of(without[x], key, now);
+    stale_setup(key, &s, &x, &y, now);
     writer = now[0] != s ? now[0] : now[1];
     for (unsigned i = 0; i < NODES; i++) {
         nodes[i].ring = without[x];
@@ -627,14 +638,9 @@ END_TEST
 START_TEST(test_stale_write_walk)
 {
     char key[] = "stale-write";
-    unsigned pl[RF], now[RF], s, x, y, z = NODES;
+    unsigned now[RF], s, x, y, z = NODES;
 
-    net_setup();
-    pl_of(rb, key, pl);
-    s = pl[0];
-    x = pl[1];
-    y = pl[2];
-    pl_of(without[x], key, now);
+    stale_setup(key, &s, &x, &y, now);
     for (unsigned j = 0; j < RF; j++) {
         z = now[j] != s && now[j] != y ? now[j] : z;
     }

@@ -501,10 +501,7 @@ static void one_sibling_case(enum record_conflicts mode, bool through_lmdb)
     ck_assert_int_eq(store_apply(s, "n", 1, &old, NULL), 0);
     rec = encode_of((const struct sibling *[]){&newer}, 1, &len);
     ck_assert(apply_one(s, "n", rec, len, through_lmdb) == true);
-    got = stored(s, "n");
-    ck_assert_uint_eq(got.len, len);
-    ck_assert_mem_eq(got.p, rec, len);
-    free(got.p);
+    assert_stored(s, "n", &(struct raw){rec, len});
     free(rec);
 
     /* a concurrent version: both kept (siblings), or the later stamp alone (lww) */
@@ -520,10 +517,7 @@ static void one_sibling_case(enum record_conflicts mode, bool through_lmdb)
     /* a tombstone on a key held nowhere: stored as it came */
     rec = encode_of((const struct sibling *[]){&gone}, 1, &len);
     ck_assert(apply_one(s, "t", rec, len, through_lmdb) == true);
-    got = stored(s, "t");
-    ck_assert_uint_eq(got.len, len);
-    ck_assert_mem_eq(got.p, rec, len);
-    free(got.p);
+    assert_stored(s, "t", &(struct raw){rec, len});
     free(rec);
     sibling_deinit(&old);
     sibling_deinit(&newer);
