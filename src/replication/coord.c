@@ -190,6 +190,15 @@ void coord_get_stats(const struct coord *co, struct coord_stats *st)
 
 /* --- the preference list -------------------------------------------------------- */
 
+/* The target ring when a change is under way (it differs from ring, in force), else NULL. */
+static const struct ring *coord_change_target(const struct coord *co, const struct ring *ring)
+{
+    const struct ring *target = co->hooks.target != NULL ? co->hooks.target(co->hooks.ctx) : NULL;
+
+    return target != NULL && ring != NULL && ring_digest(target) != ring_digest(ring) ? target
+                                                                                      : NULL;
+}
+
 struct coord_up_ctx {
     struct coord *co;
     const struct ring *ring;
@@ -211,7 +220,7 @@ static int req_plan(struct coord_req *q)
 {
     struct coord *co = q->co;
     const struct ring *ring = co->hooks.ring(co->hooks.ctx);
-    const struct ring *target = co->hooks.target != NULL ? co->hooks.target(co->hooks.ctx) : NULL;
+    const struct ring *target = coord_change_target(co, ring);
     struct coord_up_ctx u = {co, ring};
     struct preflist pf;
     uint32_t tl[RING_RF_MAX];
@@ -229,8 +238,8 @@ static int req_plan(struct coord_req *q)
         return rc;
     }
     /* a write during a change also goes to the nodes that gain its arc (coord.h) */
-    if (q->kind == COORD_WRITE && target != NULL && ring_digest(target) != ring_digest(ring) &&
-        ring_member_count(target) > 0 && ring_preflist(target, pos, co->cfg.rf, tl, &nt) == 0) {
+    if (q->kind == COORD_WRITE && target != NULL && ring_member_count(target) > 0 &&
+        ring_preflist(target, pos, co->cfg.rf, tl, &nt) == 0) {
         for (size_t j = 0; j < nt; j++) {
             const char *id = ring_member_id(target, tl[j]);
             bool known = false;
@@ -392,12 +401,10 @@ static bool coord_key_local(struct coord *co, const uint8_t *key, size_t len, un
     uint32_t members[RING_RF_MAX];
     size_t n = 0;
 
-    const struct ring *target = co->hooks.target != NULL ? co->hooks.target(co->hooks.ctx) : NULL;
-
     if (ring == NULL) {
         return true;
     }
-    if (target != NULL && ring_digest(target) != ring_digest(ring)) {
+    if (coord_change_target(co, ring) != NULL) {
         return false; /* a change is under way: its writes have pending nodes */
     }
     if (needed > 1 ||
@@ -427,19 +434,17 @@ bool coord_all_local(struct coord *co, const struct kv_write *ws, size_t n)
  */
 static bool coord_key_of(struct coord *co, const char *id, const uint8_t *key, size_t len)
 {
-    const struct ring *rings[2] = {co->hooks.ring(co->hooks.ctx),
-                                   co->hooks.target != NULL ? co->hooks.target(co->hooks.ctx)
-                                                            : NULL};
+    const struct ring *rings[2] = {co->hooks.ring(co->hooks.ctx), NULL};
 
     if (rings[0] == NULL || ring_member_count(rings[0]) == 0) {
         return true;
     }
+    rings[1] = coord_change_target(co, rings[0]); /* NULL: no change under way */
     for (size_t k = 0; k < 2; k++) {
         const struct ring *ring = rings[k];
         uint32_t members[RING_RF_MAX];
         size_t n = 0;
         if (ring == NULL || ring_member_count(ring) == 0 ||
-            (k == 1 && ring_digest(ring) == ring_digest(rings[0])) || /* no change under way */
             ring_preflist(ring, ring_key_position(ring, key, len), co->cfg.rf, members, &n) != 0) {
             continue;
         }
@@ -471,14 +476,9 @@ static unsigned req_reachable(const struct coord_req *q, bool with_fallbacks)
 
 /* --- replacing a replica that answered NOTMINE ------------------------------------ */
 
-/* Whether node id is one of q's nodes, or answered it NOTMINE. */
-static bool req_knows(const struct coord_req *q, const char *id)
+/* Whether node id answered q NOTMINE. */
+static bool req_refused(const struct coord_req *q, const char *id)
 {
-    for (size_t i = 0; i < q->n; i++) {
-        if (strcmp(q->nodes[i].id, id) == 0) {
-            return true;
-        }
-    }
     for (unsigned i = 0; i < q->n_refused; i++) {
         if (strcmp(q->refused[i], id) == 0) {
             return true;
@@ -487,24 +487,29 @@ static bool req_knows(const struct coord_req *q, const char *id)
     return false;
 }
 
+/* Whether node id is one of q's nodes, or answered it NOTMINE. */
+static bool req_knows(const struct coord_req *q, const char *id)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        if (strcmp(q->nodes[i].id, id) == 0) {
+            return true;
+        }
+    }
+    return req_refused(q, id);
+}
+
 struct coord_walk_ctx {
     const struct coord_req *q;
     const struct ring *ring;
 };
 
-/* The walk's up: as the detector says, but a node that answered NOTMINE is down. */
+/* The walk's up: as coord_member_up(), but a node that answered NOTMINE is down. */
 static bool coord_walk_up(void *ctx, uint32_t member)
 {
     const struct coord_walk_ctx *w = ctx;
-    const struct coord *co = w->q->co;
-    const char *id = ring_member_id(w->ring, member);
+    struct coord_up_ctx u = {w->q->co, w->ring};
 
-    for (unsigned i = 0; i < w->q->n_refused; i++) {
-        if (strcmp(w->q->refused[i], id) == 0) {
-            return false;
-        }
-    }
-    return strcmp(id, co->cfg.self) == 0 || co->hooks.up(co->hooks.ctx, id);
+    return !req_refused(w->q, ring_member_id(w->ring, member)) && coord_member_up(&u, member);
 }
 
 /*
