@@ -424,7 +424,8 @@ struct store {
     struct store_reader *readers; /* every thread's cached read transaction, under mu */
 
     struct {
-        atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, decode_errors;
+        atomic_uint_fast64_t commits, syncs, ops, ops_failed, enospc, map_grows, map_full_runs,
+            decode_errors;
         atomic_uint_fast64_t recent_batch, disk_failures, checkpoints, logged;
         atomic_uint_fast64_t overlay_keys, wal_bytes, checkpoint_ms;
     } stat;
@@ -2669,6 +2670,7 @@ void store_get_stats(struct store *s, struct store_stats *st)
     st->ops_failed = atomic_load(&s->stat.ops_failed);
     st->enospc = atomic_load(&s->stat.enospc);
     st->map_grows = atomic_load(&s->stat.map_grows);
+    st->map_full_runs = atomic_load(&s->stat.map_full_runs);
     st->decode_errors = atomic_load(&s->stat.decode_errors);
     st->recent_batch = atomic_load(&s->stat.recent_batch);
     st->disk_failures = atomic_load(&s->stat.disk_failures);
@@ -3941,6 +3943,27 @@ static void store_log_reset(struct store *s)
  * one transaction and commit.  Returns 0, an LMDB or errno code (ENOSPC
  * for a full disk, store_write_err()), or STORE_RC_DISK.
  */
+/*
+ * Grow the map ahead of a transaction that absorbs the log, to the room
+ * batch_loggable() kept for it, so a checkpoint is not run twice, once
+ * into a full map and again after store_grow() (each run costs about as
+ * much as the whole checkpoint: every overlay entry put).
+ */
+static void store_grow_for_log(struct store *s, size_t batch)
+{
+    MDB_envinfo info;
+    uint64_t used, need;
+
+    if (!store_log_pending(s)) {
+        return;
+    }
+    mdb_env_info(s->env, &info);
+    used = ((uint64_t)info.me_last_pgno + 1) * s->page_size;
+    need = STORE_CKPT_ROOM_FACTOR * ((uint64_t)s->ov.bytes + s->hov.bytes + batch) + 8 * STORE_MIB;
+    while (s->map_size < used + need && store_grow(s, false)) {
+    }
+}
+
 static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
 {
     struct batch b = {.s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark};
@@ -3951,6 +3974,7 @@ static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
     if (atomic_load(&s->disk_failed)) {
         return STORE_RC_DISK;
     }
+    store_grow_for_log(s, batch_bytes(ops, n));
     rc = mdb_txn_begin(s->env, NULL, 0, &b.txn);
     if (rc != 0) {
         return rc;
@@ -4325,6 +4349,7 @@ static void batch_run(struct store *s, struct store_op **ops, size_t n)
             op_reset(ops[i], saved ? &saved[i] : NULL);
         }
         if (rc == MDB_MAP_FULL && store_grow(s, deletions_only)) {
+            atomic_fetch_add(&s->stat.map_full_runs, 1);
             continue;
         }
         if (store_err(rc) == RK_ENOSPC && !deletions_only && batch_run_deletions(s, ops, n)) {
@@ -4379,6 +4404,7 @@ static int store_checkpoint(struct store *s)
             return 0;
         }
         if (rc == MDB_MAP_FULL && store_grow(s, true)) {
+            atomic_fetch_add(&s->stat.map_full_runs, 1);
             continue;
         }
         LOG_LIMITED(&s->wal_log, LOG_WARN, "store_checkpoint_failed", "path=%s error=\"%s\"",

@@ -356,6 +356,7 @@ struct store_stats {
     uint64_t ops_failed;    /* operations completed with an error */
     uint64_t enospc;        /* operations refused for lack of space */
     uint64_t map_grows;     /* times the map was grown */
+    uint64_t map_full_runs; /* batches and checkpoints run again after filling the map */
     uint64_t decode_errors; /* stored records that failed to decode */
     uint64_t recent_batch;  /* the commit delay's decaying estimate of the batch size */
     uint64_t disk_failures; /* flushes (fsyncs, commits) that failed */

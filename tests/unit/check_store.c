@@ -1995,6 +1995,49 @@ START_TEST(test_map_full)
 END_TEST
 
 /*
+ * A log holding several times the first map: the transaction that moves
+ * it into LMDB grows the map first, so it runs once, never into a full
+ * map and again (each run puts every logged key).
+ */
+START_TEST(test_checkpoint_grows_first)
+{
+    struct store_config cfg;
+    struct store_stats st;
+    struct store *s;
+    char key[32], value[300], err[256];
+    size_t deleted;
+
+    settings_for(&cfg, "d", "n1");
+    cfg.map_initial = 1024 * 1024;
+    cfg.map_max = 512 * 1024 * 1024;
+    cfg.test_idle_checkpoint_ms = UINT64_MAX;
+    ck_assert_int_eq(store_open(&s, &cfg, err, sizeof(err)), 0);
+    memset(value, 'v', sizeof(value));
+    for (int i = 0; i < 20000; i++) {
+        snprintf(key, sizeof(key), "grow-%d", i);
+        ck_assert_int_eq(store_write(s, key, strlen(key), value, sizeof(value), false, NULL, NULL),
+                         0);
+    }
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.checkpoints, 0);
+    ck_assert_uint_eq(st.overlay_keys, 20000);
+    ck_assert_uint_eq(st.map_grows, 0);
+    /* a range operation runs through LMDB: it absorbs the log first */
+    run_range_op(s, STORE_OP_DELETE_RANGE, 1, 2, 100, 0, NULL, &deleted);
+    ck_assert_uint_eq(deleted, 0);
+    store_get_stats(s, &st);
+    ck_assert_uint_eq(st.overlay_keys, 0);
+    ck_assert_uint_ge(st.map_grows, 3); /* 1 MiB could not hold 6 MB of records */
+    ck_assert_uint_eq(st.map_full_runs, 0);
+    ck_assert_uint_eq(st.keys, 20000);
+    char *v = get_value(s, "grow-19999");
+    ck_assert_uint_eq(strlen(v), sizeof(value));
+    free(v);
+    store_close(s);
+}
+END_TEST
+
+/*
  * A store of map_max 16 MiB (allocated whole at open, as the node does)
  * filled the way a client fills it: values of 1 MiB, then 64 KiB, 4 KiB,
  * 256, 16 and 1 byte, each size until the store refuses it.  Returns how
@@ -2242,6 +2285,7 @@ static Suite *store_suite(void)
         {"atomic_enospc", test_atomic_enospc},
         {"close", test_close_refuses_and_drains},
         {"map_full", test_map_full},
+        {"checkpoint_grows_first", test_checkpoint_grows_first},
         {"map_full_client_del", test_map_full_client_del},
         {"map_full_mixed_batch", test_map_full_mixed_batch},
         {"file_system_full", test_file_system_full},
