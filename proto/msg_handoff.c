@@ -103,7 +103,7 @@ static bool msg_handoff_item_ok(const struct msg_handoff_item *it)
 static bool msg_handoff_pull_answer_ok(const struct msg_handoff_pull_answer *m)
 {
     if (m->status != MSG_KV_OK) {
-        return m->n_items == 0 && !m->done && !m->has_next && !m->has_total;
+        return m->n_items == 0 && !m->done && !m->has_next;
     }
     return m->n_items == 0 || m->has_next;
 }
@@ -115,19 +115,17 @@ int msg_handoff_pull_encode(const struct msg_handoff_pull *m, struct buf *out)
     msgpack_packer pk;
 
     if (!msg_handoff_skey_ok(m->has_after, m->after, m->after_len) || m->max_bytes == 0 ||
-        m->max_bytes > MSG_HANDOFF_BYTES_MAX || m->max_items > MSG_HANDOFF_ITEMS_MAX ||
-        (m->count && m->max_items == 0)) {
+        m->max_bytes > MSG_HANDOFF_BYTES_MAX || m->max_items > MSG_HANDOFF_ITEMS_MAX) {
         return RK_EINVAL;
     }
     msgpack_packer_init(&pk, &s, msg_handoff_write);
     return msg_handoff_finish(
         &s, start,
-        msgpack_pack_array(&pk, MSG_HANDOFF_PULL_FIELDS + (m->max_items != 0) + m->count) ||
+        msgpack_pack_array(&pk, MSG_HANDOFF_PULL_FIELDS + (m->max_items != 0)) ||
             msg_handoff_pack_arc(&pk, m->target, m->start, m->end) ||
             msg_handoff_pack_bin(&pk, m->has_after, m->after, m->after_len) ||
             msgpack_pack_uint64(&pk, m->max_bytes) ||
-            (m->max_items != 0 && msgpack_pack_uint32(&pk, m->max_items)) ||
-            (m->count && msg_handoff_pack_bool(&pk, true)));
+            (m->max_items != 0 && msgpack_pack_uint32(&pk, m->max_items)));
 }
 
 /* The items of a pull answer, each [key, record], validated first. */
@@ -161,14 +159,12 @@ int msg_handoff_pull_answer_encode(const struct msg_handoff_pull_answer *m, stru
         }
     }
     msgpack_packer_init(&pk, &s, msg_handoff_write);
-    return msg_handoff_finish(
-        &s, start,
-        msgpack_pack_array(&pk, MSG_HANDOFF_PULL_ANSWER_FIELDS + m->has_total) ||
-            msgpack_pack_uint32(&pk, m->status) ||
-            msg_handoff_pack_items(&pk, m->items, m->n_items) ||
-            msg_handoff_pack_bool(&pk, m->done) ||
-            msg_handoff_pack_bin(&pk, m->has_next, m->next, m->next_len) ||
-            (m->has_total && msgpack_pack_uint64(&pk, m->total)));
+    return msg_handoff_finish(&s, start,
+                              msgpack_pack_array(&pk, MSG_HANDOFF_PULL_ANSWER_FIELDS) ||
+                                  msgpack_pack_uint32(&pk, m->status) ||
+                                  msg_handoff_pack_items(&pk, m->items, m->n_items) ||
+                                  msg_handoff_pack_bool(&pk, m->done) ||
+                                  msg_handoff_pack_bin(&pk, m->has_next, m->next, m->next_len));
 }
 
 int msg_handoff_digest_encode(const struct msg_handoff_digest *m, struct buf *out)
@@ -356,14 +352,10 @@ int msg_handoff_pull_decode(const uint8_t *in, size_t len, struct msg_handoff_pu
         msg_handoff_read_arc(&r, &m->target, &m->start, &m->end);
         msg_handoff_read_skey(&r, &m->has_after, &m->after, &m->after_len);
         msg_handoff_read_num(&r, 1, MSG_HANDOFF_BYTES_MAX, &m->max_bytes);
-        size_t known = n < MSG_HANDOFF_PULL_FIELDS + 2 ? n : MSG_HANDOFF_PULL_FIELDS + 2;
-        if (known > MSG_HANDOFF_PULL_FIELDS) { /* max_items, optional */
+        if (n > MSG_HANDOFF_PULL_FIELDS) { /* max_items, optional */
             msg_handoff_read_u32(&r, 1, MSG_HANDOFF_ITEMS_MAX, &m->max_items);
         }
-        if (known > MSG_HANDOFF_PULL_FIELDS + 1) { /* count, optional */
-            mp_read_bool(&r, &m->count);
-        }
-        msg_handoff_end(&r, n, known);
+        msg_handoff_end(&r, n, MSG_HANDOFF_PULL_FIELDS + (n > MSG_HANDOFF_PULL_FIELDS));
     }
     if (r.err != 0) {
         memset(m, 0, sizeof(*m));
@@ -415,14 +407,10 @@ int msg_handoff_pull_answer_decode(const uint8_t *in, size_t len, struct msg_han
         msg_handoff_read_items(&r, items, cap, &m->n_items);
         mp_read_bool(&r, &m->done);
         msg_handoff_read_skey(&r, &m->has_next, &m->next, &m->next_len);
-        if (n > MSG_HANDOFF_PULL_ANSWER_FIELDS) { /* total, optional */
-            m->has_total = mp_read_uint(&r, &m->total) == 0;
-        }
         if (r.err == 0 && !msg_handoff_pull_answer_ok(m)) {
             r.err = RK_ESYNTAX;
         }
-        msg_handoff_end(&r, n,
-                        MSG_HANDOFF_PULL_ANSWER_FIELDS + (n > MSG_HANDOFF_PULL_ANSWER_FIELDS));
+        msg_handoff_end(&r, n, MSG_HANDOFF_PULL_ANSWER_FIELDS);
     }
     if (r.err != 0) {
         memset(m, 0, sizeof(*m));

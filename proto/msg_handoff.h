@@ -65,12 +65,7 @@ struct msg_handoff_pull {
     size_t after_len;
     bool has_after;
     uint64_t max_bytes;
-    uint32_t max_items; /* 0: not sent (the holder's bound, MSG_HANDOFF_ITEMS_MAX) */
-    /*
-     * Ask for the holder's count of keys on (start, end] in the answer
-     * (`total`).  Sent as field 6, after max_items, which must then be set.
-     */
-    bool count;
+    uint32_t max_items;
 };
 
 /* One record of a HANDOFF_PULL answer: a key and its record (storage/record.h encoding). */
@@ -95,13 +90,6 @@ struct msg_handoff_pull_answer {
     const uint8_t *next; /* MSG_HANDOFF_SKEY_MIN .. MSG_HANDOFF_SKEY_MAX bytes when has_next */
     size_t next_len;
     bool has_next;
-    /*
-     * The keys the holder has on the pulled (start, end], counted when the
-     * pull asked (count); has_total false otherwise, with a status other
-     * than MSG_KV_OK, and from a holder that predates the field.
-     */
-    uint64_t total;
-    bool has_total;
 };
 
 /* HANDOFF_DIGEST (op 8): the arc (start, end] of the target ring, cut in parts sub-arcs. */

@@ -346,8 +346,7 @@ static void metrics_info_handoff(struct server *n, struct buf *out)
                "ringkv_target:%016llx\r\nringkv_changing:%d\r\nringkv_transfers_active:%zu\r\n"
                "ringkv_handoff_changes:%llu\r\nringkv_handoff_moved_fraction:%.6f\r\n"
                "ringkv_handoff_arcs_planned:%llu\r\nringkv_handoff_arcs_done:%llu\r\n"
-               "ringkv_handoff_arcs_same:%llu\r\nringkv_handoff_checks_skipped:%llu\r\n"
-               "ringkv_handoff_keys_received:%llu\r\n"
+               "ringkv_handoff_arcs_same:%llu\r\nringkv_handoff_keys_received:%llu\r\n"
                "ringkv_handoff_bytes_received:%llu\r\nringkv_handoff_batches_received:%llu\r\n"
                "ringkv_handoff_keys_sent:%llu\r\nringkv_handoff_bytes_sent:%llu\r\n"
                "ringkv_handoff_batches_sent:%llu\r\nringkv_handoff_resumed:%llu\r\n"
@@ -358,14 +357,13 @@ static void metrics_info_handoff(struct server *n, struct buf *out)
                membership_target_digest(mem) != membership_digest(mem), handoff_active(n->handoff),
                (unsigned long long)hs.changes, (double)hs.moved_fraction_ppm / 1e6,
                (unsigned long long)hs.arcs_planned, (unsigned long long)hs.arcs_done,
-               (unsigned long long)hs.arcs_same, (unsigned long long)hs.checks_skipped,
-               (unsigned long long)hs.keys_received, (unsigned long long)hs.bytes_received,
-               (unsigned long long)hs.batches_received, (unsigned long long)hs.keys_sent,
-               (unsigned long long)hs.bytes_sent, (unsigned long long)hs.batches_sent,
-               (unsigned long long)hs.resumed, (unsigned long long)hs.verify_mismatch,
-               (unsigned long long)hs.verify_superset, (unsigned long long)hs.failures,
-               (unsigned long long)hs.refused, (unsigned long long)hs.cleanup_keys,
-               (unsigned long long)hs.arcs_unsupported);
+               (unsigned long long)hs.arcs_same, (unsigned long long)hs.keys_received,
+               (unsigned long long)hs.bytes_received, (unsigned long long)hs.batches_received,
+               (unsigned long long)hs.keys_sent, (unsigned long long)hs.bytes_sent,
+               (unsigned long long)hs.batches_sent, (unsigned long long)hs.resumed,
+               (unsigned long long)hs.verify_mismatch, (unsigned long long)hs.verify_superset,
+               (unsigned long long)hs.failures, (unsigned long long)hs.refused,
+               (unsigned long long)hs.cleanup_keys, (unsigned long long)hs.arcs_unsupported);
 }
 
 static void info_cluster(struct server *n, struct buf *out)

@@ -66,7 +66,6 @@ struct handoff_in {
     struct store_cursor cur;
     unsigned rounds; /* verifications that differed */
     uint64_t keys, bytes, keys_total;
-    bool counting; /* the pull outstanding asked for the source's count (keys_total) */
     uint64_t started_ms, done_ms;
     uint64_t told_ms; /* when its sources were last told it is done */
     /* a batch being applied */
@@ -1087,9 +1086,6 @@ static void pull_answer(void *dctx, int result, const uint8_t *body, size_t len)
         in_failed(t, "pull_no_progress", RK_ESYNTAX);
         return;
     }
-    if (t->counting && a.has_total) {
-        t->keys_total = a.total;
-    }
     t->n_items = 0;
     t->batch_done = a.done;
     t->batch_bytes = 0;
@@ -1138,9 +1134,6 @@ static void in_ask_pull(struct handoff *h, struct handoff_in *t)
         m.after_len = t->cur.last_len;
         m.has_after = true;
     }
-    /* no count from a check (none ran, or the arc resumed): the first pull of the whole arc asks */
-    m.count = t->keys_total == 0 && run == HANDOFF_MASK_ALL && m.max_items != 0;
-    t->counting = m.count;
     buf_init(&body, 0);
     rc = msg_handoff_pull_encode(&m, &body);
     if (rc == 0) {
@@ -1189,25 +1182,6 @@ static void kick(struct handoff *h)
     }
 }
 
-static int found_one(void *ctx, const struct store_item *it)
-{
-    (void)it;
-    *(bool *)ctx = true;
-    return 1;
-}
-
-/* Whether this node's store has no key on t's arc (false when it cannot tell). */
-static bool in_holds_nothing(struct handoff *h, const struct handoff_in *t)
-{
-    struct store_cursor cur;
-    bool found = false;
-    int rc;
-
-    store_cursor_init(&cur);
-    rc = store_scan(h->store, t->start, t->end, &cur, 1, 0, found_one, &found);
-    return (rc == 0 || rc == 1) && !found;
-}
-
 /* One list's next steps, within the bounds (active: arcs streaming or verifying, all lists). */
 static void drive_list(struct handoff *h, struct handoff_in **list, size_t n, unsigned *active)
 {
@@ -1216,12 +1190,6 @@ static void drive_list(struct handoff *h, struct handoff_in **list, size_t n, un
 
         if (t->busy || t->state == IN_DONE || h->now_ms < t->retry_ms) {
             continue;
-        }
-        if (t->state == IN_PENDING && in_holds_nothing(h, t)) {
-            /* a check could only find it differs: stream it whole at once */
-            h->stats.checks_skipped++;
-            t->mask = HANDOFF_MASK_ALL;
-            t->state = IN_QUEUED;
         }
         switch (t->state) {
         case IN_PENDING:
@@ -1402,10 +1370,6 @@ static int serve_pull(struct handoff *h, const char *peer, const uint8_t *body, 
         a.items = items;
         a.n_items = sp->n;
         a.done = cur.done;
-        if (m.count) {
-            uint64_t bytes;
-            a.has_total = store_arc_stats(h->store, m.start, m.end, &a.total, &bytes) == 0;
-        }
         if (cur.started) {
             a.next = cur.last;
             a.next_len = cur.last_len;

@@ -92,8 +92,6 @@
 
 /* Sub-arcs a digest comparison cuts an arc into. */
 #define HANDOFF_DIGEST_PARTS 16
-/* Every sub-arc of an arc. */
-#define HANDOFF_MASK_ALL ((1ull << HANDOFF_DIGEST_PARTS) - 1)
 /* Times the differing sub-arcs of an arc are streamed again at most. */
 #define HANDOFF_VERIFY_ROUNDS 3
 /* How long agreement must hold before a node deletes what it no longer replicates. */
@@ -143,11 +141,10 @@ enum handoff_action {
 };
 
 struct handoff_stats {
-    uint64_t changes;        /* target rings planned for */
-    uint64_t arcs_planned;   /* arcs to receive, summed over changes */
-    uint64_t arcs_done;      /* arcs received and verified */
-    uint64_t arcs_same;      /* arcs found already held at the first check */
-    uint64_t checks_skipped; /* arcs streamed without a first check: this node held none of them */
+    uint64_t changes;      /* target rings planned for */
+    uint64_t arcs_planned; /* arcs to receive, summed over changes */
+    uint64_t arcs_done;    /* arcs received and verified */
+    uint64_t arcs_same;    /* arcs found already held at the first check */
     uint64_t keys_received, bytes_received, batches_received;
     uint64_t keys_sent, bytes_sent, batches_sent; /* served to pulling nodes */
     uint64_t resumed;                             /* arcs resumed from a checkpoint */
@@ -168,8 +165,7 @@ struct handoff_transfer {
     bool incoming;     /* this node receives it (else it sends) */
     uint64_t start, end;
     const char *from, *to;
-    /* keys_total: the source's count at the first check or first pull; 0 unknown */
-    uint64_t keys, keys_total;
+    uint64_t keys, keys_total; /* keys_total: the source's count at the first check; 0 unknown */
     uint64_t bytes;
     uint64_t rate; /* bytes a second since it started */
     int64_t eta_s; /* -1: unknown */

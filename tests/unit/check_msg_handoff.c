@@ -31,8 +31,6 @@ static const uint8_t skey_b[9] = {0x50, 0, 0, 0, 0, 0, 0, 2, 'b'};
 #define PULL_FIRST_HEX "95 " ARC_HEX " c0 ce 00 10 00 00"
 /* The first pull, at most 1023 items (37 bytes). */
 #define PULL_ITEMS_HEX "96 " ARC_HEX " c0 ce 00 10 00 00 cd 03 ff"
-/* The same, asking for the holder's count: a seventh field, true (38 bytes). */
-#define PULL_COUNT_HEX "97 " ARC_HEX " c0 ce 00 10 00 00 cd 03 ff c3"
 /* Its answer: "a" and "b", not done, next after "b" (31 bytes). */
 #define BATCH_HEX                                                                                  \
     "94 00 92 92 c4 01 61 c4 02 01 00 92 c4 01 62 c4 02 01 01 c2 c4 09 50 00 00 00 00 00 00 02 62"
@@ -163,16 +161,9 @@ START_TEST(test_pull_golden)
     m.max_items = 1023;
     pull_round_trip(&m, PULL_ITEMS_HEX, 37, &b, &back);
     ck_assert_uint_eq(back.max_items, 1023);
-    ck_assert(!back.count);
-    /* asking for the count: a seventh field */
-    m.count = true;
-    pull_round_trip(&m, PULL_COUNT_HEX, 38, &b, &back);
-    ck_assert(back.count && back.max_items == 1023);
-    /* over MSG_HANDOFF_ITEMS_MAX is not encoded, nor a count without max_items */
+    /* over MSG_HANDOFF_ITEMS_MAX is not encoded */
     buf_init(&out, 0);
     m.max_items = MSG_HANDOFF_ITEMS_MAX + 1;
-    ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), RK_EINVAL);
-    m.max_items = 0;
     ck_assert_int_eq(msg_handoff_pull_encode(&m, &out), RK_EINVAL);
     ck_assert_uint_eq(out.len, 0);
     buf_free(&out);
@@ -218,24 +209,7 @@ START_TEST(test_pull_answer_golden)
     assert_hex(&out, "94 09 90 c2 c0");
     unhex(&b, "94 00 90 c3 c0");
     ck_assert_int_eq(msg_handoff_pull_answer_decode(b.p, b.len, &back, NULL, 0), 0);
-    ck_assert(back.done && !back.has_next && back.n_items == 0 && !back.has_total);
-    /* with the count asked for: total after next; 0 is a count too */
-    buf_clear(&out);
-    m = (struct msg_handoff_pull_answer){.status = MSG_KV_OK, .done = true, .has_total = true};
-    ck_assert_int_eq(msg_handoff_pull_answer_encode(&m, &out), 0);
-    assert_hex(&out, "95 00 90 c3 c0 00");
-    buf_clear(&out);
-    m.total = 1000;
-    ck_assert_int_eq(msg_handoff_pull_answer_encode(&m, &out), 0);
-    assert_hex(&out, "95 00 90 c3 c0 cd 03 e8");
-    unhex(&b, "95 00 90 c3 c0 cd 03 e8");
-    ck_assert_int_eq(msg_handoff_pull_answer_decode(b.p, b.len, &back, NULL, 0), 0);
-    ck_assert(back.done && back.has_total && back.total == 1000);
-    /* a refusal carries no count */
-    buf_clear(&out);
-    m = (struct msg_handoff_pull_answer){.status = MSG_KV_CLOSED, .has_total = true};
-    ck_assert_int_eq(msg_handoff_pull_answer_encode(&m, &out), RK_EINVAL);
-    ck_assert_uint_eq(out.len, 0);
+    ck_assert(back.done && !back.has_next && back.n_items == 0);
     buf_free(&out);
 }
 END_TEST
@@ -310,17 +284,17 @@ START_TEST(test_future_fields_skipped)
     struct msg_handoff_pull_answer a;
     struct bytes b;
 
-    ck_assert_int_eq(decode_hex(PULL, "98 " ARC_HEX " c0 01 01 c2 a3 6e 65 77"), 0);
+    ck_assert_int_eq(decode_hex(PULL, "97 " ARC_HEX " c0 01 01 a3 6e 65 77"), 0);
     ck_assert_int_eq(decode_hex(DIGEST, "95 " ARC_HEX " 01 92 01 c0"), 0);
     ck_assert_int_eq(decode_hex(DONE, "97 " ARC_HEX " 00 00 c0 81 a1 61 02"), 0);
     ck_assert_int_eq(decode_hex(DONE_ANSWER, "92 00 c3"), 0);
     ck_assert_int_eq(decode_hex(DIGESTS, "94 0a 00 90 c0"), 0);
-    /* an item of three elements, and an answer of six */
-    unhex(&b, "96 00 91 93 c4 01 61 c4 01 01 c0 c3 c4 08 00 00 00 00 00 00 00 00 07 cb 40 09 21 fb "
-              "54 44 2d 18");
+    /* an item of three elements, and an answer of five */
+    unhex(&b, "95 00 91 93 c4 01 61 c4 01 01 c0 c3 c4 08 00 00 00 00 00 00 00 00 cb 40 09 21 fb 54 "
+              "44 2d 18");
     ck_assert_int_eq(msg_handoff_pull_answer_decode(b.p, b.len, &a, items, 1), 0);
     ck_assert(a.n_items == 1 && items[0].key_len == 1 && items[0].record_len == 1 && a.done);
-    ck_assert(a.has_next && a.next_len == 8 && a.has_total && a.total == 7);
+    ck_assert(a.has_next && a.next_len == 8);
 }
 END_TEST
 
@@ -350,10 +324,7 @@ START_TEST(test_bad_bodies_refused)
         {PULL, "96 " ARC_HEX " c0 01 a1 31", RK_ESYNTAX},                      /* max_items "1" */
         {PULL, "96 " ARC_HEX " c0 01 ca 3f 80 00 00", RK_ESYNTAX},             /* max_items 1.0 */
         {PULL, "96 " ARC_HEX " c0 01", RK_ESYNTAX},                            /* six told, five */
-        {PULL, "97 " ARC_HEX " c0 01 01 c0", RK_ESYNTAX},                      /* count nil */
-        {PULL, "97 " ARC_HEX " c0 01 01 01", RK_ESYNTAX},                      /* count 1 */
-        {PULL, "97 " ARC_HEX " c0 01 01 c2", 0},                               /* count false */
-        {PULL, "98 " ARC_HEX " c0 01 01 c3 c0", 0},                            /* a later field */
+        {PULL, "97 " ARC_HEX " c0 01 01 c0", 0},                               /* a later field */
         {PULL, "dc 00 41 " ARC_HEX " c0 01", RK_ETOOBIG},                      /* 65 elements */
         {PULL, "c0", RK_ESYNTAX},                                              /* nil */
         {BATCH, "93 00 90 c3", RK_ESYNTAX},                                    /* no next */
@@ -370,11 +341,6 @@ START_TEST(test_bad_bodies_refused)
         {BATCH, "94 00 dc 10 01 c3 c0", RK_ETOOBIG},                /* 4097 items */
         {BATCH, "94 00 90 01 c0", RK_ESYNTAX},                      /* done as a uint */
         {BATCH, "94 00 90 c3 c4 01 00", RK_ESYNTAX},                /* next of 1 byte */
-        {BATCH, "95 00 90 c3 c0 c0", RK_ESYNTAX},                   /* total nil */
-        {BATCH, "95 00 90 c3 c0 ff", RK_ESYNTAX},                   /* total -1 */
-        {BATCH, "95 00 90 c3 c0 a1 31", RK_ESYNTAX},                /* total "1" */
-        {BATCH, "95 09 90 c2 c0 00", RK_ESYNTAX},                   /* a refusal with a total */
-        {BATCH, "95 00 90 c3 c0 cf ff ff ff ff ff ff ff ff", 0},    /* total 2^64-1 */
         {DIGEST, "94 " ARC_HEX " 00", RK_ESYNTAX},                  /* 0 parts */
         {DIGEST, "94 " ARC_HEX " 40", 0},                           /* 64 parts */
         {DIGEST, "94 " ARC_HEX " 41", RK_ETOOBIG},                  /* 65 parts */
