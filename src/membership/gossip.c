@@ -631,7 +631,7 @@ static bool gossip_changing(const struct gossip *g)
 /* Our entry moves to tokens in the target ring (the count in force: back, no change). */
 static int gossip_tokens_begin(struct gossip *g, uint32_t tokens)
 {
-    const struct msg_member *self = &membership_self(g->m)->e;
+    const struct member_entry *self = &membership_self(g->m)->e;
     uint32_t before = self->target_tokens != 0 ? self->target_tokens : self->tokens;
     int rc = membership_set_tokens(g->m, self->tokens, tokens);
 
@@ -658,7 +658,7 @@ static void gossip_retoken_saved(struct store_op *op, void *ctx)
 {
     struct gossip_retoken *t = ctx;
     struct gossip *g = t->g;
-    const struct msg_member *self;
+    const struct member_entry *self;
     char err[256] = "";
     bool queued = false;
     int rc = op->result;
@@ -703,7 +703,7 @@ static void gossip_retoken_saved(struct store_op *op, void *ctx)
 int gossip_set_tokens(struct gossip *g, uint32_t tokens, gossip_tokens_fn done, void *ctx,
                       char *err, size_t err_len)
 {
-    const struct msg_member *self = &membership_self(g->m)->e;
+    const struct member_entry *self = &membership_self(g->m)->e;
     struct gossip_retoken *t;
     int rc;
 
@@ -756,7 +756,7 @@ static void gossip_tokens_unqueue(struct gossip *g)
 
 int gossip_tokens_done(struct gossip *g)
 {
-    const struct msg_member *self = &membership_self(g->m)->e;
+    const struct member_entry *self = &membership_self(g->m)->e;
     uint32_t before = self->tokens, tokens = self->target_tokens;
     int rc;
 
@@ -1170,7 +1170,7 @@ int gossip_remove(struct gossip *g, const char *id, gossip_removed_fn done, void
     if (rc != 0) {
         return rc;
     }
-    before = e->e;
+    membership_entry_get(&before, &e->e);
     rc = membership_remove(g->m, id);
     if (rc != 0) {
         snprintf(err, err_len, "cannot remove '%s': %s", id, rk_strerror(rc));
@@ -1309,7 +1309,7 @@ static void on_ack(struct gossip *g, struct peer *p, const char *from_id, const 
     for (size_t i = 0; entries != NULL && i < m->u.entries.n_requests; i++) {
         const struct member *e = membership_find(g->m, m->u.entries.requests[i].id);
         if (e != NULL && k < MSG_GOSSIP_ENTRIES_MAX) {
-            entries[k++] = e->e;
+            membership_entry_get(&entries[k++], &e->e);
         }
     }
     if (entries != NULL && k > 0 && !gossip_holding(g)) {
