@@ -307,21 +307,22 @@ static bool membership_ring_fields_differ(const struct member_entry *a, const st
            a->target_tokens != b->target_tokens || membership_id_cmp(a->rack, b->rack) != 0;
 }
 
-/* Room for one more entry: RK_ETOOBIG at MEMBERSHIP_MAX, RK_ENOMEM. */
-static int membership_reserve(struct membership *m)
+/*
+ * Room for need entries, need <= MEMBERSHIP_MAX: the array doubles, but
+ * not past limit (need itself: exactly that much room), as grow.h says.
+ * RK_ENOMEM.
+ */
+static int membership_room(struct membership *m, size_t need, size_t limit)
 {
     size_t cap;
     uint64_t *keys;
     int rc;
 
-    if (m->n < m->cap) {
+    if (need <= m->cap) {
         return 0;
     }
-    if (m->n >= MEMBERSHIP_MAX) {
-        return RK_ETOOBIG;
-    }
     cap = m->cap;
-    rc = grow_array_max(&m->members, &cap, m->n + 1, MEMBERSHIP_MAX, sizeof(*m->members));
+    rc = grow_array_max(&m->members, &cap, need, limit, sizeof(*m->members));
     keys = rc == 0 ? realloc(m->keys, cap * sizeof(*m->keys)) : NULL;
     if (keys == NULL) {
         return rc != 0 ? rc : RK_ENOMEM; /* the entries' room grew; the next call grows keys */
@@ -329,6 +330,15 @@ static int membership_reserve(struct membership *m)
     m->keys = keys;
     m->cap = cap;
     return 0;
+}
+
+/* Room for one more entry: RK_ETOOBIG at MEMBERSHIP_MAX, RK_ENOMEM. */
+static int membership_reserve(struct membership *m)
+{
+    if (m->n >= MEMBERSHIP_MAX) {
+        return RK_ETOOBIG;
+    }
+    return membership_room(m, m->n + 1, MEMBERSHIP_MAX);
 }
 
 /* Insert e at pos (from membership_search()), first heard at now_ms. */
@@ -1290,12 +1300,23 @@ int membership_restore(struct membership *m, const uint8_t *p, size_t len, uint6
     struct membership_snapshot snap;
     struct msg_member *list = NULL;
     bool affects_ring = false, self_changed = false;
-    size_t n = 0;
+    size_t n = 0, room;
     int rc;
 
     rc = msg_members_decode(p, len, MEMBERSHIP_MAX, &list, &n);
     if (rc != 0) {
         return rc;
+    }
+    /*
+     * Room for every entry of the list at once, and no more: doubling
+     * would leave up to half the array unused, in every table of a node
+     * and in the simulator's N tables of N.  A saved list holds our own
+     * entry too, so one more member (a join) fits without growing.
+     */
+    room = m->n + n < MEMBERSHIP_MAX ? m->n + n : MEMBERSHIP_MAX;
+    rc = membership_room(m, room, room);
+    if (rc != 0) {
+        goto out_free_list;
     }
     rc = membership_snapshot_take(m, &snap);
     if (rc != 0) {

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <endian.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <sodium.h>
@@ -1128,6 +1129,84 @@ START_TEST(test_entry_strings)
 }
 END_TEST
 
+/* An allocation the compiler cannot leave out: heap_in_use() must see it. */
+static void *volatile heap_probe;
+
+/* Bytes the allocator has handed out and not taken back (0 under a sanitizer's allocator). */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+
+    return mi.uordblks + mi.hblkhd;
+}
+
+/*
+ * A restore makes room for its whole list at once and no more, where
+ * doubling would leave up to half the array unused: a saved table of 4098
+ * entries (ours among them) takes 4099 entries' room, strings and keys,
+ * not 8192, and a member joining then fits without growing it.  Measured
+ * as the heap the table keeps, less what the same ring takes on its own.
+ */
+START_TEST(test_restore_room)
+{
+    enum { N = 4097 };
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member *list = calloc(N + 1, sizeof(*list));
+    struct ring_member *rm = calloc(N + 1, sizeof(*rm));
+    size_t before, kept, ring_bytes, room, probed;
+    struct ring *r;
+    struct buf out;
+
+    ck_assert_ptr_nonnull(list);
+    ck_assert_ptr_nonnull(rm);
+    list[0] = entry_held(membership_self(m));
+    for (size_t i = 0; i <= N; i++) {
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "m%05zu", i);
+        if (i > 0) {
+            entry_make(&list[i], id, "r1", 1, MSG_MEMBER_NORMAL, 1, 1);
+        }
+        rm[i] =
+            (struct ring_member){.id = list[i].id, .rack = list[i].rack, .tokens = list[i].tokens};
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(list, N + 1, &out), 0);
+    before = heap_in_use();
+    heap_probe = malloc(1 << 20);
+    ck_assert_ptr_nonnull(heap_probe);
+    probed = heap_in_use() - before;
+    free(heap_probe);
+    if (probed < (1 << 20)) { /* a sanitizer's allocator: nothing to measure */
+        goto out;
+    }
+    before = heap_in_use();
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, rm, N + 1), 0);
+    ring_bytes = heap_in_use() - before;
+    ring_unref(r);
+
+    before = heap_in_use();
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), 0);
+    kept = heap_in_use() - before;
+    /* entries and keys, and strings ("m00000\0r1\0" and two addresses: 40 bytes, a 48-byte chunk)
+     */
+    room = (N + 2) * (sizeof(struct member) + sizeof(uint64_t)) + N * 48;
+    ck_assert_uint_eq(membership_count(m), N + 1);
+    ck_assert_uint_ge(kept, ring_bytes + N * sizeof(struct member));
+    ck_assert_uint_le(kept, ring_bytes + room + room / 20);
+    /* A joining member: its strings and the target ring, no larger array. */
+    entry_make(&list[1], "z", "r1", 1, MSG_MEMBER_JOINING, 1, 1);
+    before = heap_in_use();
+    ck_assert_int_eq(merge(m, &list[1], T_START, NULL), MEMBERSHIP_ADDED);
+    ck_assert_uint_le(heap_in_use() - before, ring_bytes + ring_bytes / 10);
+out:
+    buf_free(&out);
+    free(rm);
+    free(list);
+    membership_destroy(m);
+}
+END_TEST
+
 START_TEST(test_detect_states)
 {
     const double suspect_at = DETECTOR_SUSPECT_PHI_DEFAULT / M_LOG10E * T_HB;
@@ -1887,6 +1966,7 @@ static Suite *membership_suite(void)
         {"gossip_large", test_gossip_converges_large},
         {"encode_restore", test_encode_restore},
         {"entry_strings", test_entry_strings},
+        {"restore_room", test_restore_room},
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
         {"forgive_flapping", test_forgive_pauses_flapping},
