@@ -54,8 +54,10 @@ void detector_init(struct detector *d, uint64_t expected_ms, uint64_t now_ms)
 {
     assert(d != NULL && "detector_init: NULL detector");
     assert(expected_ms > 0 && "detector_init: expected_ms must be positive");
+    assert(expected_ms <= DETECTOR_INTERVAL_SLOT_MAX &&
+           "detector_init: expected_ms must fit a slot (DETECTOR_INTERVAL_SLOT_MAX)");
     memset(d, 0, sizeof(*d));
-    d->expected_ms = expected_ms;
+    d->expected_ms = (uint16_t)expected_ms;
     d->last_ms = now_ms;
 }
 

@@ -60,11 +60,14 @@ enum detector_state {
     DETECTOR_DOWN,
 };
 
-/* One member's arrival history; embed it, detector_init() it. */
+/*
+ * One member's arrival history; embed it, detector_init() it.  216 bytes:
+ * a node holds one for every other member.
+ */
 struct detector {
-    uint64_t expected_ms; /* the heartbeat interval the member is expected to keep */
     uint64_t last_ms;     /* monotonic time of the last arrival; 0 before the first */
     uint32_t sum;         /* of the samples held: at most DETECTOR_WINDOW * UINT16_MAX */
+    uint16_t expected_ms; /* the heartbeat interval the member is expected to keep */
     uint8_t n, next;      /* samples held, next slot */
     uint16_t intervals[DETECTOR_WINDOW];
 };
@@ -72,7 +75,9 @@ struct detector {
 /*
  * Start a detector for a member expected to send a heartbeat every
  * expected_ms, first heard at now_ms (the mean starts at expected_ms until
- * real intervals replace it).
+ * real intervals replace it).  expected_ms is 1 .. DETECTOR_INTERVAL_SLOT_MAX
+ * (asserted): an interval a slot cannot hold cannot be expected either, and
+ * gossip-interval is at most 60 s.
  */
 void detector_init(struct detector *d, uint64_t expected_ms, uint64_t now_ms);
 

@@ -493,7 +493,8 @@ int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN]
     int rc;
 
     assert(out != NULL && seed != NULL && self != NULL && "membership_create: NULL argument");
-    assert(heartbeat_ms > 0 && "membership_create: heartbeat_ms must be positive");
+    assert(heartbeat_ms > 0 && heartbeat_ms <= DETECTOR_INTERVAL_SLOT_MAX &&
+           "membership_create: heartbeat_ms must be 1 .. DETECTOR_INTERVAL_SLOT_MAX");
     rm.id = self->id;
     rm.rack = self->rack;
     rm.tokens = self->tokens;

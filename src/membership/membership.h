@@ -158,8 +158,9 @@ struct membership;
 
 /*
  * A table holding only self (copied): the caller has set every field of
- * its entry, generation included.  Ring errors from ring_create() (an
- * invalid id, ...) are returned; RK_ENOMEM.
+ * its entry, generation included.  heartbeat_ms, the interval every
+ * member's detector expects, is 1 .. DETECTOR_INTERVAL_SLOT_MAX (asserted).  Ring errors from
+ * ring_create() (an invalid id, ...) are returned; RK_ENOMEM.
  */
 int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN],
                       const struct msg_member *self, uint64_t heartbeat_ms, uint64_t now_ms);
