@@ -452,7 +452,7 @@ static int gossip_churn_alarm(struct gossip *g, struct membership *scratch,
         bool self = strcmp(e->e.id, g->cfg.id) == 0;
         if (membership_in_ring(self ? saved->status : e->e.status)) {
             rm[k].id = e->e.id;
-            rm[k].rack = self ? saved->rack : e->e.rack;
+            rm[k].rack = self ? saved->rack : membership_entry_rack(&e->e);
             rm[k].tokens = self ? saved->tokens : e->e.tokens;
             k++;
         }
@@ -939,7 +939,7 @@ static void gossip_conflict(struct gossip *g, const struct msg_member *e)
         }
         return;
     }
-    if (!gone && strcmp(e->peer_addr, self->e.peer_addr) != 0) {
+    if (!gone && strcmp(e->peer_addr, membership_entry_peer_addr(&self->e)) != 0) {
         if (!g->exchanged) {
             gossip_refuse(g, e->peer_addr);
         } else if (strcmp(g->conflict_addr, e->peer_addr) != 0) {
@@ -1418,7 +1418,8 @@ static void gossip_detect(struct gossip *g)
             continue;
         }
         LOG(e->state == DETECTOR_DOWN ? LOG_WARN : LOG_INFO, events[e->state],
-            "id=%s peer_addr=%s phi=%.2f", e->e.id, e->e.peer_addr, detector_phi(&e->det, now));
+            "id=%s peer_addr=%s phi=%.2f", e->e.id, membership_entry_peer_addr(&e->e),
+            detector_phi(&e->det, now));
         seen->state = e->state;
         gossip_event(g, events[e->state], e->e.id);
     }
@@ -1449,7 +1450,7 @@ static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down)
         }
         *live += e->state != DETECTOR_DOWN;
         *down += e->state == DETECTOR_DOWN;
-        p = gossip_link(g, e->e.id, e->e.peer_addr,
+        p = gossip_link(g, e->e.id, membership_entry_peer_addr(&e->e),
                         e->state == DETECTOR_DOWN ? GOSSIP_RECONNECT_DOWN_MS : g->cfg.interval_ms);
         if (p != NULL) {
             ping.u.ping.seq = ++g->ping_seq;
@@ -1552,14 +1553,16 @@ void gossip_round(struct gossip *g)
     gossip_detect(g);
     gossip_ping_all(g, &live, &down);
     target = gossip_pick(g, false, live);
-    if (target != NULL &&
-        (p = g->hooks.find(g->hooks.ctx, target->e.id, target->e.peer_addr)) != NULL) {
+    if (target != NULL && (p = g->hooks.find(g->hooks.ctx, target->e.id,
+                                             membership_entry_peer_addr(&target->e))) != NULL) {
         gossip_send_syn(g, p);
-        seed = gossip_is_seed(g, target->e.peer_addr);
+        seed = gossip_is_seed(g, membership_entry_peer_addr(&target->e));
     }
     if (down > 0 && gossip_rand(g) % (live + 1) < down) {
         target = gossip_pick(g, true, down);
-        p = target != NULL ? g->hooks.find(g->hooks.ctx, target->e.id, target->e.peer_addr) : NULL;
+        p = target != NULL
+                ? g->hooks.find(g->hooks.ctx, target->e.id, membership_entry_peer_addr(&target->e))
+                : NULL;
         if (p != NULL) {
             gossip_send_syn(g, p);
         }

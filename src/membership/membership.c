@@ -201,6 +201,9 @@ static uint64_t membership_next(uint64_t v)
     return v == UINT64_MAX ? v : v + 1;
 }
 
+_Static_assert(RING_NAME_MAX <= UINT8_MAX, "an id's or rack's length fits member_entry's uint8_t");
+_Static_assert(MSG_ADDR_MAX <= UINT16_MAX, "an address's length fits member_entry's uint16_t");
+
 /*
  * The four strings of e in one allocation of their exact lengths,
  * "id\0rack\0peer_addr\0client_addr\0" (struct member_entry); NULL on no
@@ -227,9 +230,9 @@ static char *membership_strings_make(const struct msg_member *e)
 static bool membership_strings_same(const struct member_entry *a, const struct msg_member *e)
 {
     return strncmp(a->id, e->id, sizeof(e->id)) == 0 &&
-           strncmp(a->rack, e->rack, sizeof(e->rack)) == 0 &&
-           strncmp(a->peer_addr, e->peer_addr, sizeof(e->peer_addr)) == 0 &&
-           strncmp(a->client_addr, e->client_addr, sizeof(e->client_addr)) == 0;
+           strncmp(membership_entry_rack(a), e->rack, sizeof(e->rack)) == 0 &&
+           strncmp(membership_entry_peer_addr(a), e->peer_addr, sizeof(e->peer_addr)) == 0 &&
+           strncmp(membership_entry_client_addr(a), e->client_addr, sizeof(e->client_addr)) == 0;
 }
 
 /* dst holds e's fields, its strings at s (membership_strings_make() of e, or ones the same). */
@@ -237,9 +240,9 @@ static void membership_entry_set(struct member_entry *dst, const struct msg_memb
                                  const char *s)
 {
     dst->id = s;
-    dst->rack = dst->id + strlen(dst->id) + 1;
-    dst->peer_addr = dst->rack + strlen(dst->rack) + 1;
-    dst->client_addr = dst->peer_addr + strlen(dst->peer_addr) + 1;
+    dst->id_len = (uint8_t)strlen(s);
+    dst->rack_len = (uint8_t)strlen(membership_entry_rack(dst));
+    dst->peer_addr_len = (uint16_t)strlen(membership_entry_peer_addr(dst));
     dst->generation = e->generation;
     dst->version = e->version;
     dst->ring_version = e->ring_version;
@@ -255,9 +258,9 @@ void membership_entry_get(struct msg_member *out, const struct member_entry *e)
 {
     memset(out, 0, sizeof(*out));
     snprintf(out->id, sizeof(out->id), "%s", e->id);
-    snprintf(out->rack, sizeof(out->rack), "%s", e->rack);
-    snprintf(out->peer_addr, sizeof(out->peer_addr), "%s", e->peer_addr);
-    snprintf(out->client_addr, sizeof(out->client_addr), "%s", e->client_addr);
+    snprintf(out->rack, sizeof(out->rack), "%s", membership_entry_rack(e));
+    snprintf(out->peer_addr, sizeof(out->peer_addr), "%s", membership_entry_peer_addr(e));
+    snprintf(out->client_addr, sizeof(out->client_addr), "%s", membership_entry_client_addr(e));
     out->generation = e->generation;
     out->version = e->version;
     out->ring_version = e->ring_version;
@@ -304,7 +307,8 @@ static bool membership_search(const struct membership *m, const char *id, size_t
 static bool membership_ring_fields_differ(const struct member_entry *a, const struct msg_member *b)
 {
     return a->status != b->status || a->tokens != b->tokens ||
-           a->target_tokens != b->target_tokens || membership_id_cmp(a->rack, b->rack) != 0;
+           a->target_tokens != b->target_tokens ||
+           membership_id_cmp(membership_entry_rack(a), b->rack) != 0;
 }
 
 /*
@@ -399,7 +403,7 @@ static int membership_ring_build(const struct membership *m, bool target, struct
 
         if (target ? membership_in_target(e->status) : membership_in_ring(e->status)) {
             rm[k].id = e->id;
-            rm[k].rack = e->rack;
+            rm[k].rack = membership_entry_rack(e);
             rm[k].tokens = target && e->target_tokens != 0 ? e->target_tokens : e->tokens;
             k++;
         }

@@ -128,20 +128,37 @@ extern const char *const membership_status_names[MSG_MEMBER_STATUS_MAX + 1];
  * A member's entry as the table holds it: the fields of struct msg_member
  * under the same names, with its four strings in one allocation of their
  * exact lengths rather than in fixed arrays (a msg_member is 752 bytes, of
- * which the two 272-byte address arrays are mostly empty; this is 104 plus
+ * which the two 272-byte address arrays are mostly empty; this is 80 plus
  * the strings).  A node holds an entry per member, and the simulator one
- * per pair of its N members.  The strings are the table's: borrowed like
- * the entry that points at them, valid until the table changes.
- * membership_entry_get() makes a struct msg_member of an entry, for a
- * message or the data directory.
+ * per pair of its N members.  id is the allocation; the rack and the
+ * addresses follow it, and membership_entry_rack(), _peer_addr() and
+ * _client_addr() find them.  The strings are the table's: borrowed like
+ * the entry, valid until the table changes.  membership_entry_get() makes
+ * a struct msg_member of an entry, for a message or the data directory.
  */
 struct member_entry {
-    const char *id; /* the allocation: "id\0rack\0peer_addr\0client_addr\0" */
-    const char *rack, *peer_addr, *client_addr; /* into it */
+    const char *id; /* "id\0rack\0peer_addr\0client_addr\0", one allocation */
     uint64_t generation, version, ring_version, digest, target;
     uint8_t instance[16];
     uint32_t tokens, target_tokens, status;
+    uint8_t id_len, rack_len; /* strlen() of id and rack */
+    uint16_t peer_addr_len;   /* strlen() of peer_addr */
 };
+
+static inline const char *membership_entry_rack(const struct member_entry *e)
+{
+    return e->id + e->id_len + 1;
+}
+
+static inline const char *membership_entry_peer_addr(const struct member_entry *e)
+{
+    return e->id + e->id_len + 1 + e->rack_len + 1;
+}
+
+static inline const char *membership_entry_client_addr(const struct member_entry *e)
+{
+    return e->id + e->id_len + 1 + e->rack_len + 1 + e->peer_addr_len + 1;
+}
 
 /* An entry with what this node knows locally about the member. */
 struct member {

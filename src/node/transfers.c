@@ -249,7 +249,7 @@ static int plan_ring(struct server *n, enum plan_kind kind, const char *id, cons
             continue;
         }
         rm[k].id = e->id;
-        rm[k].rack = e->rack;
+        rm[k].rack = membership_entry_rack(e);
         rm[k].tokens = it && kind == PLAN_TOKENS ? tokens : e->tokens;
         k++;
     }

@@ -250,13 +250,13 @@ START_TEST(test_older_and_equal_ignored)
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
     entry_make(&e, "n2", "r9", 4, MSG_MEMBER_NORMAL, 2, 1000);
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
-    ck_assert_str_eq(membership_find(m, "n2")->e.rack, "r1");
+    ck_assert_str_eq(membership_entry_rack(&membership_find(m, "n2")->e), "r1");
 
     entry_make(&e, "n2", "r2", 4, MSG_MEMBER_NORMAL, 3, 6);
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_UPDATED);
     entry_make(&e, "n2", "r3", 4, MSG_MEMBER_NORMAL, 4, 0);
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_UPDATED);
-    ck_assert_str_eq(membership_find(m, "n2")->e.rack, "r3");
+    ck_assert_str_eq(membership_entry_rack(&membership_find(m, "n2")->e), "r3");
 
     entry_make(&e, "bad id", "r3", 4, MSG_MEMBER_NORMAL, 9, 9);
     {
@@ -289,7 +289,7 @@ START_TEST(test_self_never_taken)
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_CONFLICT);
 
     ck_assert_uint_eq(membership_count(m), 1);
-    ck_assert_str_eq(membership_self(m)->e.rack, "r0");
+    ck_assert_str_eq(membership_entry_rack(&membership_self(m)->e), "r0");
     ck_assert_uint_eq(membership_self(m)->e.status, MSG_MEMBER_NORMAL);
     ck_assert_uint_eq(membership_self(m)->e.version, 10);
 
@@ -1010,7 +1010,7 @@ START_TEST(test_encode_restore)
         ck_assert(entry_eq(&ex, &ey, true));
         ck_assert_uint_eq(y->heard_ms, T_START + 5);
     }
-    ck_assert_str_eq(membership_self(b)->e.peer_addr, "10.0.0.1:7371");
+    ck_assert_str_eq(membership_entry_peer_addr(&membership_self(b)->e), "10.0.0.1:7371");
     ck_assert_uint_eq(membership_self(b)->e.generation, 2);
     ck_assert_uint_eq(membership_digest(a), membership_digest(b));
     ck_assert_uint_eq(membership_self(b)->e.digest, membership_digest(b));
@@ -1082,9 +1082,9 @@ START_TEST(test_entry_strings)
     ck_assert_mem_eq(&got, &shortest, sizeof(got));
     got = entry_held(membership_find(a, id));
     ck_assert_mem_eq(&got, &longest, sizeof(got));
-    ck_assert_str_eq(membership_find(a, id)->e.rack, rack);
-    ck_assert_str_eq(membership_find(a, id)->e.peer_addr, longest.peer_addr);
-    ck_assert_str_eq(membership_find(a, id)->e.client_addr, longest.client_addr);
+    ck_assert_str_eq(membership_entry_rack(&membership_find(a, id)->e), rack);
+    ck_assert_str_eq(membership_entry_peer_addr(&membership_find(a, id)->e), longest.peer_addr);
+    ck_assert_str_eq(membership_entry_client_addr(&membership_find(a, id)->e), longest.client_addr);
 
     /* An answer to an empty complete list: every entry, in id order (a, s, x...). */
     membership_answer(a, NULL, 0, true, answer, 4, &n_answer, requests, 4, &n_requests);
@@ -1123,7 +1123,7 @@ START_TEST(test_entry_strings)
     ck_assert_int_eq(merge(a, &longest, T_START + 2 * T_HB, NULL), MEMBERSHIP_UPDATED);
     got = entry_held(membership_find(a, id));
     ck_assert_mem_eq(&got, &longest, sizeof(got));
-    ck_assert_str_eq(membership_find(a, id)->e.client_addr, longest.client_addr);
+    ck_assert_str_eq(membership_entry_client_addr(&membership_find(a, id)->e), longest.client_addr);
     membership_destroy(c);
     membership_destroy(a);
 }
