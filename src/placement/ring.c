@@ -85,6 +85,8 @@ const uint8_t ring_default_seed[RING_SEED_LEN] = {
 
 /* Preference rows hold member indices as uint16_t (ring.h, RING_MEMBERS_MAX). */
 _Static_assert(RING_MEMBERS_MAX - 1 <= UINT16_MAX, "a member index must fit a preference row");
+_Static_assert(RING_TOKENS_MAX - 1 <= UINT16_MAX,
+               "a token's index within its member must fit 16 bits");
 
 /*
  * A member as the ring keeps it: 16 bytes, its id at names + id_off
@@ -121,8 +123,8 @@ struct ring {
     char *names;        /* the members' ids in id order, then the racks' names, each with a NUL */
     uint32_t *rack_off; /* n_racks: where each rack's name starts in names, racks in name order */
     struct ring_slot *slot; /* token positions and hot preference entries, ring order */
-    uint32_t *tok_member;   /* member index of each token */
-    uint32_t *tok_index;    /* token index within its member */
+    uint16_t *tok_member;   /* member index of each token (below RING_MEMBERS_MAX) */
+    uint16_t *tok_index;    /* token index within its member (below RING_TOKENS_MAX) */
     size_t pref_width;      /* W = min(n_members, RING_RF_MAX) */
     uint16_t *pref_tail;    /* n_tokens x (W - RING_PREF_HEAD) when W > RING_PREF_HEAD */
     unsigned bucket_shift;  /* 64 - log2(number of buckets) */
@@ -362,11 +364,11 @@ static int token_key_cmp(const void *a, const void *b)
  * of a few hundred tokens (every member of a small cluster rebuilds its
  * ring at every membership change).
  */
-static int sort_tokens_small(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+static int sort_tokens_small(uint64_t *pos, uint16_t *mem, uint16_t *idx, size_t n)
 {
     struct token_key *k = malloc(n * sizeof(*k));
-    uint32_t *mem2 = malloc(n * sizeof(*mem2));
-    uint32_t *idx2 = malloc(n * sizeof(*idx2));
+    uint16_t *mem2 = malloc(n * sizeof(*mem2));
+    uint16_t *idx2 = malloc(n * sizeof(*idx2));
     int err = RK_ENOMEM;
 
     if (k == NULL || mem2 == NULL || idx2 == NULL) {
@@ -396,11 +398,11 @@ out_free:
  * pass.  Stability keeps the (member, index) generation order among equal
  * positions, which is section 4's tie-break because members are sorted by id.
  */
-static int sort_tokens_radix(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+static int sort_tokens_radix(uint64_t *pos, uint16_t *mem, uint16_t *idx, size_t n)
 {
     uint64_t *pos2 = malloc(n * sizeof(*pos2));
-    uint32_t *mem2 = malloc(n * sizeof(*mem2));
-    uint32_t *idx2 = malloc(n * sizeof(*idx2));
+    uint16_t *mem2 = malloc(n * sizeof(*mem2));
+    uint16_t *idx2 = malloc(n * sizeof(*idx2));
     size_t *count = malloc(65536 * sizeof(*count));
     int err = RK_ENOMEM;
 
@@ -438,7 +440,7 @@ out_free:
 }
 
 /* Tokens in ring order: by position, ties in generation order (either sort gives it). */
-static int sort_tokens(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+static int sort_tokens(uint64_t *pos, uint16_t *mem, uint16_t *idx, size_t n)
 {
     if (n < RING_SORT_RADIX_MIN) {
         return sort_tokens_small(pos, mem, idx, n);
@@ -473,8 +475,8 @@ static int ring_build_tokens(struct ring *r)
         for (uint32_t i = 0; i < node->tokens; i++, t++) {
             size_t len = node->id_len + 1u + put_decimal(buf + node->id_len + 1, i);
             pos[t] = ring_hash(r->seed, buf, len);
-            r->tok_member[t] = m;
-            r->tok_index[t] = i;
+            r->tok_member[t] = (uint16_t)m;
+            r->tok_index[t] = (uint16_t)i;
         }
     }
     err = sort_tokens(pos, r->tok_member, r->tok_index, r->n_tokens);
