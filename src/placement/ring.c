@@ -626,14 +626,22 @@ out_free:
  * and scans the few tokens of that bucket, instead of a binary search whose
  * every step is a dependent cache miss on large rings.
  */
-static int ring_build_buckets(struct ring *r)
+/* log2 of the number of buckets for t tokens: one a token, a power of two, at most 2^20. */
+static unsigned ring_bucket_bits(size_t t)
 {
     unsigned bits = 1;
-    size_t n, t = 0;
 
-    while (bits < RING_BUCKET_BITS_MAX && ((size_t)1 << bits) < r->n_tokens) {
+    while (bits < RING_BUCKET_BITS_MAX && ((size_t)1 << bits) < t) {
         bits++;
     }
+    return bits;
+}
+
+static int ring_build_buckets(struct ring *r)
+{
+    unsigned bits = ring_bucket_bits(r->n_tokens);
+    size_t n, t = 0;
+
     n = (size_t)1 << bits;
     r->bucket_shift = 64 - bits;
     r->bucket = malloc((n + 1) * sizeof(*r->bucket));
@@ -755,6 +763,20 @@ int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
 out_destroy:
     ring_free(r);
     return err;
+}
+
+size_t ring_heap_bytes(size_t members, size_t racks, uint32_t tokens, size_t names_len)
+{
+    size_t t = members * tokens;
+    size_t width = members < RING_RF_MAX ? members : RING_RF_MAX;
+    size_t per_token = sizeof(struct ring_slot) + sizeof(uint16_t) + sizeof(uint16_t);
+
+    if (width > RING_PREF_HEAD) {
+        per_token += (width - RING_PREF_HEAD) * sizeof(uint16_t);
+    }
+    return sizeof(struct ring) + members * sizeof(struct ring_node) + names_len +
+           racks * sizeof(uint32_t) + t * per_token +
+           (((size_t)1 << ring_bucket_bits(t)) + 1) * sizeof(uint32_t);
 }
 
 const struct ring *ring_ref(const struct ring *r)

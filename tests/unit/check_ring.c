@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "ring.h"
+#include "test_heap.h"
 #include "test_rng.h"
 
 static void rng_setup(void)
@@ -164,6 +165,50 @@ START_TEST(test_names_copied)
     }
     ring_unref(r);
     free(longest);
+}
+END_TEST
+
+/*
+ * ring_heap_bytes() is what ring_create() allocates: a built ring keeps
+ * that many bytes, plus the allocator's headers (at most a page for each
+ * of its nine allocations), for rings small and large, of one token a
+ * member and of many.
+ */
+START_TEST(test_heap_bytes)
+{
+    static const struct {
+        size_t members, racks;
+        uint32_t tokens;
+    } shapes[] = {{1, 1, 1}, {3, 2, 4}, {100, 3, 1}, {300, 3, 16}, {5001, 3, 1}, {64, 64, 256}};
+    char(*ids)[8] = calloc(5001, sizeof(*ids));
+    char(*racks)[8] = calloc(64, sizeof(*racks));
+    struct ring_member *m = calloc(5001, sizeof(*m));
+
+    ck_assert(ids != NULL && racks != NULL && m != NULL);
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]) && heap_measurable(); s++) {
+        size_t names = 0, before, kept, want;
+        struct ring *r;
+
+        for (size_t i = 0; i < shapes[s].racks; i++) {
+            snprintf(racks[i], sizeof(racks[i]), "r%u", (unsigned)(i % 1000));
+            names += strlen(racks[i]) + 1;
+        }
+        for (size_t i = 0; i < shapes[s].members; i++) {
+            snprintf(ids[i], sizeof(ids[i]), "n%u", (unsigned)(i % 100000));
+            m[i] = (struct ring_member){ids[i], racks[i % shapes[s].racks], shapes[s].tokens};
+            names += strlen(ids[i]) + 1;
+        }
+        want = ring_heap_bytes(shapes[s].members, shapes[s].racks, shapes[s].tokens, names);
+        before = heap_in_use();
+        ck_assert_int_eq(ring_create(&r, ring_default_seed, m, shapes[s].members), 0);
+        kept = heap_in_use() - before;
+        ck_assert_uint_ge(kept, want);
+        ck_assert_uint_le(kept, want + 9 * 4096);
+        ring_unref(r);
+    }
+    free(ids);
+    free(racks);
+    free(m);
 }
 END_TEST
 
@@ -697,6 +742,7 @@ static Suite *ring_suite(void)
         {"member_check", test_member_check},
         {"create_errors", test_create_errors},
         {"names_copied", test_names_copied},
+        {"heap_bytes", test_heap_bytes},
         {"members_at_bound", test_members_at_bound},
         {"empty_ring", test_empty_ring},
         {"rf_bounds", test_rf_bounds},
