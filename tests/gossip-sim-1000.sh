@@ -32,7 +32,14 @@ assert 0 < r["join_rounds"] <= bound, r
 crash_bound = math.ceil(8 / math.log10(math.e)) + 10
 assert r["crash_ok"] is True and abs(r["crash_bound_rounds"] - crash_bound) < 1e-9, r
 assert 18.4 <= r["crash_rounds"] <= crash_bound, r
+# Memory: 1001 tables of 1001 entries with their rings, about 550 bytes a pair
+# (membership.h, ring.c); the estimate the size was checked against is within 20% of the peak.
+pairs = 1001 * 1001
+assert r["maxrss_kb"] * 1024 <= 650 * pairs, r
+assert 0.8 <= r["maxrss_kb"] / r["memory_estimate_kb"] <= 1.2, r
 print("gossip-sim-1000: join seen by all 1000 members in %.2f rounds (bound %.1f), the crash held "
-      "down by all %.2f rounds after it (bound %d), %.0f node-rounds/s"
-      % (r["join_rounds"], bound, r["crash_rounds"], crash_bound, r["node_rounds_per_second"]))
+      "down by all %.2f rounds after it (bound %d), %.0f node-rounds/s, peak RSS %.0f MB "
+      "(%.0f bytes a pair; estimated %.0f MB)"
+      % (r["join_rounds"], bound, r["crash_rounds"], crash_bound, r["node_rounds_per_second"],
+         r["maxrss_kb"] / 1024, r["maxrss_kb"] * 1024 / pairs, r["memory_estimate_kb"] / 1024))
 PY

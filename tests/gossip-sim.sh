@@ -84,7 +84,7 @@ assert [r["nodes"] for r in j["runs"]] == [10, 12]
 for r in j["runs"]:
     for k in ("join_rounds", "join_seconds", "crash_rounds", "crash_seconds",
               "msgs_per_node_round", "bytes_per_node_round", "events", "messages",
-              "node_rounds", "node_rounds_per_second", "maxrss_kb"):
+              "node_rounds", "node_rounds_per_second", "maxrss_kb", "memory_estimate_kb"):
         assert isinstance(r[k], (int, float)) and r[k] >= 0, (k, r)
     assert r["join_ok"] and r["crash_ok"], r
     assert set(r["false_suspicions_per_node_hour"]) == {"loss_1pct", "loss_5pct"}, r
@@ -130,4 +130,13 @@ set +e
 "$ringkv" gossip sim --nodes 5000,8192 > "$tmp/bad.out" 2> "$tmp/bad.err"
 set -e
 grep -q 'sizes from 3 to 8191' "$tmp/bad.err" || fail "no size bound named: $(cat "$tmp/bad.err")"
+# A size whose tables and rings cannot fit is refused before it starts, with the figures
+# (8191 members of 256 tokens: two rings of 2 M tokens in each of 8192 tables).
+set +e
+"$ringkv" gossip sim --nodes 8191 --tokens 256 --phases join > "$tmp/big.out" 2> "$tmp/big.err"
+status=$?
+set -e
+test "$status" -eq 1 || fail "a size too large exited $status, not 1: $(cat "$tmp/big.err")"
+grep -Eq '^ringkv: gossip sim: 8191 members need about [0-9.]+ GB for their member tables and rings; [0-9.]+ GB is available$' \
+    "$tmp/big.err" || fail "no refusal with its figures: $(cat "$tmp/big.err")"
 echo "gossip-sim: ok"

@@ -16,8 +16,8 @@
  * builds).  A and B of --partition are member ranges "LO-HI" (or one index)
  * of the smallest size.  Sizes go up to 8191 (a ring holds 8192 members,
  * the joiner included), as far as memory allows: a size whose member
- * tables would not fit in the memory available is refused before it
- * starts.
+ * tables and rings would not fit in the memory available
+ * (gossip_sim_memory_estimate()) is refused before it starts.
  *
  * --phases runs only the phases named (the warm-up always runs; a
  * partition runs when given); the figures of a phase not run are null.
@@ -35,7 +35,8 @@
  *            events, messages, node_rounds, virtual_seconds, wall_seconds,
  *            form_seconds (of wall_seconds, building the N member tables),
  *            node_rounds_per_second (the rest of wall_seconds), duration_s
- *            (of each false-suspicion phase), maxrss_kb } ]
+ *            (of each false-suspicion phase), maxrss_kb, memory_estimate_kb (what
+ *            the size was checked against before it started) } ]
  *
  * Exit codes (cli.h): 0; 3 when a check failed (a join, a crash or a
  * healed partition not seen by every member within its bound), after a
@@ -459,18 +460,20 @@ static json_t *gsim_json_run(const struct gossip_sim_result *r)
     json_object_set_new(j, "node_rounds_per_second", json_real(gsim_speed(r)));
     json_object_set_new(j, "duration_s", json_real(r->duration_s));
     json_object_set_new(j, "maxrss_kb", json_integer(r->maxrss_kb));
+    json_object_set_new(j, "memory_estimate_kb",
+                        json_integer((json_int_t)(r->estimate_bytes / 1024)));
     return j;
 }
 
 /* Run one size: refused up front when its member tables cannot fit. */
 static int gsim_one(struct gsim_cli *c, size_t n, struct gossip_sim_result *r)
 {
-    uint64_t need = gossip_sim_memory_estimate(n), avail = gsim_mem_available();
+    uint64_t need = gossip_sim_memory_estimate(n, c->o.tokens), avail = gsim_mem_available();
     char err[256] = "";
 
     if (avail > 0 && need > avail) {
-        return cli_error("gossip sim: %zu members need about %.1f GB for their member tables; "
-                         "%.1f GB is available",
+        return cli_error("gossip sim: %zu members need about %.1f GB for their member tables and "
+                         "rings; %.1f GB is available",
                          n, (double)need / 1e9, (double)avail / 1e9);
     }
     c->o.nodes = n;

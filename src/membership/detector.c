@@ -15,7 +15,8 @@
  *
  * Invariants: n <= DETECTOR_WINDOW; sum is the sum of intervals[0..n)
  * (slot order does not matter for a mean); every held interval is at most
- * DETECTOR_INTERVAL_MAX_FACTOR * expected_ms, so the mean is too.
+ * DETECTOR_INTERVAL_MAX_FACTOR * expected_ms and at most
+ * DETECTOR_INTERVAL_SLOT_MAX (detector.h), so the mean is too.
  *
  * Why the floor at expected_ms: a member beats once per gossip interval, but
  * that beat reaches us by several paths (its PING, its PONG to ours, a
@@ -53,27 +54,33 @@ void detector_init(struct detector *d, uint64_t expected_ms, uint64_t now_ms)
 {
     assert(d != NULL && "detector_init: NULL detector");
     assert(expected_ms > 0 && "detector_init: expected_ms must be positive");
+    assert(expected_ms <= DETECTOR_INTERVAL_SLOT_MAX &&
+           "detector_init: expected_ms must fit a slot (DETECTOR_INTERVAL_SLOT_MAX)");
     memset(d, 0, sizeof(*d));
-    d->expected_ms = expected_ms;
+    d->expected_ms = (uint16_t)expected_ms;
     d->last_ms = now_ms;
 }
+
+_Static_assert(DETECTOR_WINDOW <= UINT8_MAX, "n and next count the window in 8 bits");
+_Static_assert((uint64_t)DETECTOR_WINDOW *DETECTOR_INTERVAL_SLOT_MAX <= UINT32_MAX,
+               "a full window's sum fits its 32 bits");
 
 /*
  * The longest interval counted: DETECTOR_INTERVAL_MAX_FACTOR expected
  * intervals (detector.h says why), and never more than a slot holds.
  */
-static uint32_t detector_interval_max(const struct detector *d)
+static uint16_t detector_interval_max(const struct detector *d)
 {
-    if (d->expected_ms > UINT32_MAX / DETECTOR_INTERVAL_MAX_FACTOR) {
-        return UINT32_MAX;
+    if (d->expected_ms > DETECTOR_INTERVAL_SLOT_MAX / DETECTOR_INTERVAL_MAX_FACTOR) {
+        return DETECTOR_INTERVAL_SLOT_MAX;
     }
-    return (uint32_t)(d->expected_ms * DETECTOR_INTERVAL_MAX_FACTOR);
+    return (uint16_t)(d->expected_ms * DETECTOR_INTERVAL_MAX_FACTOR);
 }
 
 void detector_heartbeat(struct detector *d, uint64_t now_ms)
 {
     uint64_t interval;
-    uint32_t max = detector_interval_max(d);
+    uint16_t max = detector_interval_max(d);
 
     if (now_ms <= d->last_ms) {
         return;
@@ -87,9 +94,9 @@ void detector_heartbeat(struct detector *d, uint64_t now_ms)
     } else {
         d->n++;
     }
-    d->intervals[d->next] = (uint32_t)interval;
-    d->sum += interval;
-    d->next = (d->next + 1) % DETECTOR_WINDOW;
+    d->intervals[d->next] = (uint16_t)interval;
+    d->sum += (uint32_t)interval;
+    d->next = (uint8_t)((d->next + 1) % DETECTOR_WINDOW);
     d->last_ms = now_ms;
 }
 

@@ -23,7 +23,16 @@
  * comes back after one huge interval; counted in full it would inflate
  * the mean and slow every later detection.  Intervals above
  * DETECTOR_INTERVAL_MAX_FACTOR times the expected interval are counted as
- * that (Cassandra caps at 2 s for the same reason).
+ * that (Cassandra caps at 2 s for the same reason).  An interval is kept
+ * in 16 bits, so it is also counted as at most DETECTOR_INTERVAL_SLOT_MAX
+ * ms: a node holds a window for every member, and 2 bytes a sample rather
+ * than 4 take 200 bytes off each (the simulator holds N^2 of them).  That
+ * clamp binds only above a gossip-interval of 6.5 s (10 x 6553 ms): at
+ * the 60 s the settings allow, a 70 s interval counts as 65.5 s, and
+ * intervals at or below 65535 ms are counted exactly, so phi is the same
+ * as with wider slots wherever every interval is below it.  A shorter
+ * count only lowers the mean, and phi's scale never drops below the
+ * expected interval (below), so the clamp never makes detection slower.
  *
  * Why the mean is floored at the expected interval: one heartbeat reaches
  * a node by several paths a few milliseconds apart, and those bursts are
@@ -42,6 +51,8 @@
 #define DETECTOR_SUSPECT_PHI_DEFAULT 5.0
 #define DETECTOR_DOWN_PHI_DEFAULT 8.0
 #define DETECTOR_INTERVAL_MAX_FACTOR 10
+/* The longest interval a window slot holds, in ms (top of file: the 16-bit clamp). */
+#define DETECTOR_INTERVAL_SLOT_MAX UINT16_MAX
 
 enum detector_state {
     DETECTOR_ALIVE,
@@ -49,19 +60,24 @@ enum detector_state {
     DETECTOR_DOWN,
 };
 
-/* One member's arrival history; embed it, detector_init() it. */
+/*
+ * One member's arrival history; embed it, detector_init() it.  216 bytes:
+ * a node holds one for every other member.
+ */
 struct detector {
-    uint64_t expected_ms; /* the heartbeat interval the member is expected to keep */
     uint64_t last_ms;     /* monotonic time of the last arrival; 0 before the first */
-    uint32_t intervals[DETECTOR_WINDOW];
-    uint32_t n, next; /* samples held, next slot */
-    uint64_t sum;     /* of the samples held */
+    uint32_t sum;         /* of the samples held: at most DETECTOR_WINDOW * UINT16_MAX */
+    uint16_t expected_ms; /* the heartbeat interval the member is expected to keep */
+    uint8_t n, next;      /* samples held, next slot */
+    uint16_t intervals[DETECTOR_WINDOW];
 };
 
 /*
  * Start a detector for a member expected to send a heartbeat every
  * expected_ms, first heard at now_ms (the mean starts at expected_ms until
- * real intervals replace it).
+ * real intervals replace it).  expected_ms is 1 .. DETECTOR_INTERVAL_SLOT_MAX
+ * (asserted): an interval a slot cannot hold cannot be expected either, and
+ * gossip-interval is at most 60 s.
  */
 void detector_init(struct detector *d, uint64_t expected_ms, uint64_t now_ms);
 

@@ -452,7 +452,7 @@ static int gossip_churn_alarm(struct gossip *g, struct membership *scratch,
         bool self = strcmp(e->e.id, g->cfg.id) == 0;
         if (membership_in_ring(self ? saved->status : e->e.status)) {
             rm[k].id = e->e.id;
-            rm[k].rack = self ? saved->rack : e->e.rack;
+            rm[k].rack = self ? saved->rack : membership_entry_rack(&e->e);
             rm[k].tokens = self ? saved->tokens : e->e.tokens;
             k++;
         }
@@ -631,7 +631,7 @@ static bool gossip_changing(const struct gossip *g)
 /* Our entry moves to tokens in the target ring (the count in force: back, no change). */
 static int gossip_tokens_begin(struct gossip *g, uint32_t tokens)
 {
-    const struct msg_member *self = &membership_self(g->m)->e;
+    const struct member_entry *self = &membership_self(g->m)->e;
     uint32_t before = self->target_tokens != 0 ? self->target_tokens : self->tokens;
     int rc = membership_set_tokens(g->m, self->tokens, tokens);
 
@@ -658,7 +658,7 @@ static void gossip_retoken_saved(struct store_op *op, void *ctx)
 {
     struct gossip_retoken *t = ctx;
     struct gossip *g = t->g;
-    const struct msg_member *self;
+    const struct member_entry *self;
     char err[256] = "";
     bool queued = false;
     int rc = op->result;
@@ -703,7 +703,7 @@ static void gossip_retoken_saved(struct store_op *op, void *ctx)
 int gossip_set_tokens(struct gossip *g, uint32_t tokens, gossip_tokens_fn done, void *ctx,
                       char *err, size_t err_len)
 {
-    const struct msg_member *self = &membership_self(g->m)->e;
+    const struct member_entry *self = &membership_self(g->m)->e;
     struct gossip_retoken *t;
     int rc;
 
@@ -756,7 +756,7 @@ static void gossip_tokens_unqueue(struct gossip *g)
 
 int gossip_tokens_done(struct gossip *g)
 {
-    const struct msg_member *self = &membership_self(g->m)->e;
+    const struct member_entry *self = &membership_self(g->m)->e;
     uint32_t before = self->tokens, tokens = self->target_tokens;
     int rc;
 
@@ -939,7 +939,7 @@ static void gossip_conflict(struct gossip *g, const struct msg_member *e)
         }
         return;
     }
-    if (!gone && strcmp(e->peer_addr, self->e.peer_addr) != 0) {
+    if (!gone && strcmp(e->peer_addr, membership_entry_peer_addr(&self->e)) != 0) {
         if (!g->exchanged) {
             gossip_refuse(g, e->peer_addr);
         } else if (strcmp(g->conflict_addr, e->peer_addr) != 0) {
@@ -1170,7 +1170,7 @@ int gossip_remove(struct gossip *g, const char *id, gossip_removed_fn done, void
     if (rc != 0) {
         return rc;
     }
-    before = e->e;
+    membership_entry_get(&before, &e->e);
     rc = membership_remove(g->m, id);
     if (rc != 0) {
         snprintf(err, err_len, "cannot remove '%s': %s", id, rk_strerror(rc));
@@ -1309,7 +1309,7 @@ static void on_ack(struct gossip *g, struct peer *p, const char *from_id, const 
     for (size_t i = 0; entries != NULL && i < m->u.entries.n_requests; i++) {
         const struct member *e = membership_find(g->m, m->u.entries.requests[i].id);
         if (e != NULL && k < MSG_GOSSIP_ENTRIES_MAX) {
-            entries[k++] = e->e;
+            membership_entry_get(&entries[k++], &e->e);
         }
     }
     if (entries != NULL && k > 0 && !gossip_holding(g)) {
@@ -1418,7 +1418,8 @@ static void gossip_detect(struct gossip *g)
             continue;
         }
         LOG(e->state == DETECTOR_DOWN ? LOG_WARN : LOG_INFO, events[e->state],
-            "id=%s peer_addr=%s phi=%.2f", e->e.id, e->e.peer_addr, detector_phi(&e->det, now));
+            "id=%s peer_addr=%s phi=%.2f", e->e.id, membership_entry_peer_addr(&e->e),
+            detector_phi(&e->det, now));
         seen->state = e->state;
         gossip_event(g, events[e->state], e->e.id);
     }
@@ -1449,7 +1450,7 @@ static void gossip_ping_all(struct gossip *g, size_t *live, size_t *down)
         }
         *live += e->state != DETECTOR_DOWN;
         *down += e->state == DETECTOR_DOWN;
-        p = gossip_link(g, e->e.id, e->e.peer_addr,
+        p = gossip_link(g, e->e.id, membership_entry_peer_addr(&e->e),
                         e->state == DETECTOR_DOWN ? GOSSIP_RECONNECT_DOWN_MS : g->cfg.interval_ms);
         if (p != NULL) {
             ping.u.ping.seq = ++g->ping_seq;
@@ -1552,14 +1553,16 @@ void gossip_round(struct gossip *g)
     gossip_detect(g);
     gossip_ping_all(g, &live, &down);
     target = gossip_pick(g, false, live);
-    if (target != NULL &&
-        (p = g->hooks.find(g->hooks.ctx, target->e.id, target->e.peer_addr)) != NULL) {
+    if (target != NULL && (p = g->hooks.find(g->hooks.ctx, target->e.id,
+                                             membership_entry_peer_addr(&target->e))) != NULL) {
         gossip_send_syn(g, p);
-        seed = gossip_is_seed(g, target->e.peer_addr);
+        seed = gossip_is_seed(g, membership_entry_peer_addr(&target->e));
     }
     if (down > 0 && gossip_rand(g) % (live + 1) < down) {
         target = gossip_pick(g, true, down);
-        p = target != NULL ? g->hooks.find(g->hooks.ctx, target->e.id, target->e.peer_addr) : NULL;
+        p = target != NULL
+                ? g->hooks.find(g->hooks.ctx, target->e.id, membership_entry_peer_addr(&target->e))
+                : NULL;
         if (p != NULL) {
             gossip_send_syn(g, p);
         }

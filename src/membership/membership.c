@@ -4,8 +4,10 @@
  *
  * What it owns: an array of entries (struct member) sorted by id in ring
  * id order (memcmp, a shorter prefix first: PLACEMENT.md section 4), our
- * own among them at index `self`; a reference to the ring in force, built
- * from them; the ring listeners; and the rotation counter of
+ * own among them at index `self`; each entry's strings, one allocation an
+ * entry (struct member_entry), which a change of the entry's strings
+ * replaces and a change of its numbers keeps; a reference to the ring in
+ * force, built from them; the ring listeners; and the rotation counter of
  * membership_digests().
  *
  * Invariants, true whenever a public function returns:
@@ -15,7 +17,10 @@
  *     is normal or leaving, with their id, rack and tokens;
  *   - our own entry's digest field is that ring's digest;
  *   - every function that fails leaves the table as it was: a merge whose
- *     ring cannot be built is undone, a restore is all or nothing.
+ *     ring cannot be built is undone, a restore is all or nothing;
+ *   - every entry's strings are its own allocation: a replaced one is
+ *     freed once the change that replaced it stands, a new one when the
+ *     change is undone.
  *
  * Merging.  An entry replaces ours of the same id when its (generation,
  * version) is greater, lexicographically; otherwise it is ignored.  That
@@ -50,6 +55,7 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,7 +94,11 @@ struct membership {
     size_t n_listeners;
 };
 
-/* How to take back one entry put into the table, when the ring cannot follow. */
+/*
+ * How to take back one entry put into the table, when the ring cannot
+ * follow (membership_undo()), or let it stand (membership_undo_forget()):
+ * old's strings, when the change replaced them, are freed then.
+ */
 struct membership_undo {
     size_t pos;
     bool added;
@@ -191,6 +201,77 @@ static uint64_t membership_next(uint64_t v)
     return v == UINT64_MAX ? v : v + 1;
 }
 
+_Static_assert(RING_NAME_MAX <= UINT8_MAX, "an id's or rack's length fits member_entry's uint8_t");
+_Static_assert(MSG_ADDR_MAX <= UINT16_MAX, "an address's length fits member_entry's uint16_t");
+
+/*
+ * The four strings of e in one allocation of their exact lengths,
+ * "id\0rack\0peer_addr\0client_addr\0" (struct member_entry); NULL on no
+ * memory.  Each is read only up to its field's size.
+ */
+static char *membership_strings_make(const struct msg_member *e)
+{
+    const char *from[4] = {e->id, e->rack, e->peer_addr, e->client_addr};
+    size_t len[4] = {strnlen(e->id, sizeof(e->id) - 1), strnlen(e->rack, sizeof(e->rack) - 1),
+                     strnlen(e->peer_addr, sizeof(e->peer_addr) - 1),
+                     strnlen(e->client_addr, sizeof(e->client_addr) - 1)};
+    char *s = malloc(len[0] + len[1] + len[2] + len[3] + 4);
+    char *at = s;
+
+    for (size_t i = 0; s != NULL && i < 4; i++) {
+        memcpy(at, from[i], len[i]);
+        at[len[i]] = '\0';
+        at += len[i] + 1;
+    }
+    return s;
+}
+
+/* Whether e's strings are those entry a holds: then a merge of e keeps a's allocation. */
+static bool membership_strings_same(const struct member_entry *a, const struct msg_member *e)
+{
+    return strncmp(a->id, e->id, sizeof(e->id)) == 0 &&
+           strncmp(membership_entry_rack(a), e->rack, sizeof(e->rack)) == 0 &&
+           strncmp(membership_entry_peer_addr(a), e->peer_addr, sizeof(e->peer_addr)) == 0 &&
+           strncmp(membership_entry_client_addr(a), e->client_addr, sizeof(e->client_addr)) == 0;
+}
+
+/* dst holds e's fields, its strings at s (membership_strings_make() of e, or ones the same). */
+static void membership_entry_set(struct member_entry *dst, const struct msg_member *e,
+                                 const char *s)
+{
+    dst->id = s;
+    dst->id_len = (uint8_t)strlen(s);
+    dst->rack_len = (uint8_t)strlen(membership_entry_rack(dst));
+    dst->peer_addr_len = (uint16_t)strlen(membership_entry_peer_addr(dst));
+    dst->generation = e->generation;
+    dst->version = e->version;
+    dst->ring_version = e->ring_version;
+    dst->digest = e->digest;
+    dst->target = e->target;
+    memcpy(dst->instance, e->instance, sizeof(dst->instance));
+    dst->tokens = e->tokens;
+    dst->target_tokens = e->target_tokens;
+    dst->status = e->status;
+}
+
+void membership_entry_get(struct msg_member *out, const struct member_entry *e)
+{
+    memset(out, 0, sizeof(*out));
+    snprintf(out->id, sizeof(out->id), "%s", e->id);
+    snprintf(out->rack, sizeof(out->rack), "%s", membership_entry_rack(e));
+    snprintf(out->peer_addr, sizeof(out->peer_addr), "%s", membership_entry_peer_addr(e));
+    snprintf(out->client_addr, sizeof(out->client_addr), "%s", membership_entry_client_addr(e));
+    out->generation = e->generation;
+    out->version = e->version;
+    out->ring_version = e->ring_version;
+    out->digest = e->digest;
+    out->target = e->target;
+    memcpy(out->instance, e->instance, sizeof(out->instance));
+    out->tokens = e->tokens;
+    out->target_tokens = e->target_tokens;
+    out->status = e->status;
+}
+
 /*
  * Binary search for id: true with *pos its index, or false with *pos the
  * index it would be inserted at.
@@ -223,27 +304,29 @@ static bool membership_search(const struct membership *m, const char *id, size_t
 }
 
 /* Whether going from a to b changes anything the ring is built from. */
-static bool membership_ring_fields_differ(const struct msg_member *a, const struct msg_member *b)
+static bool membership_ring_fields_differ(const struct member_entry *a, const struct msg_member *b)
 {
     return a->status != b->status || a->tokens != b->tokens ||
-           a->target_tokens != b->target_tokens || membership_id_cmp(a->rack, b->rack) != 0;
+           a->target_tokens != b->target_tokens ||
+           membership_id_cmp(membership_entry_rack(a), b->rack) != 0;
 }
 
-/* Room for one more entry: RK_ETOOBIG at MEMBERSHIP_MAX, RK_ENOMEM. */
-static int membership_reserve(struct membership *m)
+/*
+ * Room for need entries, need <= MEMBERSHIP_MAX: the array doubles, but
+ * not past limit (need itself: exactly that much room), as grow.h says.
+ * RK_ENOMEM.
+ */
+static int membership_room(struct membership *m, size_t need, size_t limit)
 {
     size_t cap;
     uint64_t *keys;
     int rc;
 
-    if (m->n < m->cap) {
+    if (need <= m->cap) {
         return 0;
     }
-    if (m->n >= MEMBERSHIP_MAX) {
-        return RK_ETOOBIG;
-    }
     cap = m->cap;
-    rc = grow_array_max(&m->members, &cap, m->n + 1, MEMBERSHIP_MAX, sizeof(*m->members));
+    rc = grow_array_max(&m->members, &cap, need, limit, sizeof(*m->members));
     keys = rc == 0 ? realloc(m->keys, cap * sizeof(*m->keys)) : NULL;
     if (keys == NULL) {
         return rc != 0 ? rc : RK_ENOMEM; /* the entries' room grew; the next call grows keys */
@@ -253,15 +336,29 @@ static int membership_reserve(struct membership *m)
     return 0;
 }
 
+/* Room for one more entry: RK_ETOOBIG at MEMBERSHIP_MAX, RK_ENOMEM. */
+static int membership_reserve(struct membership *m)
+{
+    if (m->n >= MEMBERSHIP_MAX) {
+        return RK_ETOOBIG;
+    }
+    return membership_room(m, m->n + 1, MEMBERSHIP_MAX);
+}
+
 /* Insert e at pos (from membership_search()), first heard at now_ms. */
 static int membership_insert(struct membership *m, size_t pos, const struct msg_member *e,
                              uint64_t now_ms)
 {
     struct member *mb;
+    char *strings;
     int rc = membership_reserve(m);
 
     if (rc != 0) {
         return rc;
+    }
+    strings = membership_strings_make(e);
+    if (strings == NULL) {
+        return RK_ENOMEM;
     }
     memmove(&m->members[pos + 1], &m->members[pos], (m->n - pos) * sizeof(*mb));
     memmove(&m->keys[pos + 1], &m->keys[pos], (m->n - pos) * sizeof(*m->keys));
@@ -272,16 +369,17 @@ static int membership_insert(struct membership *m, size_t pos, const struct msg_
     }
     mb = &m->members[pos];
     memset(mb, 0, sizeof(*mb));
-    mb->e = *e;
+    membership_entry_set(&mb->e, e, strings);
     detector_init(&mb->det, m->heartbeat_ms, now_ms);
     mb->state = DETECTOR_ALIVE;
     mb->heard_ms = now_ms;
     return 0;
 }
 
-/* Take out the entry at pos (never ours): the undo of membership_insert(). */
+/* Take out the entry at pos (never ours), strings and all: the undo of membership_insert(). */
 static void membership_erase(struct membership *m, size_t pos)
 {
+    free((char *)m->members[pos].e.id);
     memmove(&m->members[pos], &m->members[pos + 1], (m->n - pos - 1) * sizeof(m->members[0]));
     memmove(&m->keys[pos], &m->keys[pos + 1], (m->n - pos - 1) * sizeof(m->keys[0]));
     m->n--;
@@ -301,11 +399,11 @@ static int membership_ring_build(const struct membership *m, bool target, struct
         return RK_ENOMEM;
     }
     for (size_t i = 0; i < m->n; i++) {
-        const struct msg_member *e = &m->members[i].e;
+        const struct member_entry *e = &m->members[i].e;
 
         if (target ? membership_in_target(e->status) : membership_in_ring(e->status)) {
             rm[k].id = e->id;
-            rm[k].rack = e->rack;
+            rm[k].rack = membership_entry_rack(e);
             rm[k].tokens = target && e->target_tokens != 0 ? e->target_tokens : e->tokens;
             k++;
         }
@@ -349,7 +447,7 @@ static void membership_ring_install(struct membership *m, struct ring *r)
  */
 static int membership_ring_rebuild(struct membership *m, bool *self_changed)
 {
-    struct msg_member *self = &m->members[m->self].e;
+    struct member_entry *self = &m->members[m->self].e;
     struct ring *r, *t = NULL;
     bool moving = false;
     int rc;
@@ -394,11 +492,13 @@ int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN]
 {
     struct ring_member rm;
     struct membership *m;
+    char *strings;
     bool self_changed;
     int rc;
 
     assert(out != NULL && seed != NULL && self != NULL && "membership_create: NULL argument");
-    assert(heartbeat_ms > 0 && "membership_create: heartbeat_ms must be positive");
+    assert(heartbeat_ms > 0 && heartbeat_ms <= DETECTOR_INTERVAL_SLOT_MAX &&
+           "membership_create: heartbeat_ms must be 1 .. DETECTOR_INTERVAL_SLOT_MAX");
     rm.id = self->id;
     rm.rack = self->rack;
     rm.tokens = self->tokens;
@@ -415,7 +515,8 @@ int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN]
     }
     m->members = calloc(MEMBERSHIP_CAP_INITIAL, sizeof(*m->members));
     m->keys = calloc(MEMBERSHIP_CAP_INITIAL, sizeof(*m->keys));
-    if (m->members == NULL || m->keys == NULL) {
+    strings = membership_strings_make(self);
+    if (m->members == NULL || m->keys == NULL || strings == NULL) {
         rc = RK_ENOMEM;
         goto out_free_table;
     }
@@ -423,21 +524,21 @@ int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN]
     m->heartbeat_ms = heartbeat_ms;
     m->cap = MEMBERSHIP_CAP_INITIAL;
     m->n = 1;
-    m->members[0].e = *self;
+    membership_entry_set(&m->members[0].e, self, strings);
     membership_keys_fix(m, 0);
     detector_init(&m->members[0].det, heartbeat_ms, now_ms);
     m->members[0].state = DETECTOR_ALIVE;
     /* The digest written into a new entry is not a change: nobody has seen it yet. */
     rc = membership_ring_rebuild(m, &self_changed);
     if (rc != 0) {
-        goto out_free_members;
+        goto out_free_table;
     }
     *out = m;
     return 0;
 
-out_free_members:
-    free(m->members);
 out_free_table:
+    free(strings);
+    free(m->members);
     free(m->keys);
     free(m);
     return rc;
@@ -450,6 +551,9 @@ void membership_destroy(struct membership *m)
     }
     ring_unref(m->target);
     ring_unref(m->ring);
+    for (size_t i = 0; i < m->n; i++) {
+        free((char *)m->members[i].e.id);
+    }
     free(m->members);
     free(m->keys);
     free(m);
@@ -541,6 +645,7 @@ static int membership_apply(struct membership *m, const struct msg_member *e, si
                             bool *affects_ring)
 {
     struct member *mb;
+    const char *strings;
 
     undo->pos = pos;
     undo->added = !found;
@@ -549,19 +654,35 @@ static int membership_apply(struct membership *m, const struct msg_member *e, si
         return membership_insert(m, pos, e, now_ms);
     }
     mb = &m->members[pos];
+    strings = membership_strings_same(&mb->e, e) ? mb->e.id : membership_strings_make(e);
+    if (strings == NULL) {
+        return RK_ENOMEM;
+    }
     undo->old = *mb;
     *affects_ring = membership_ring_fields_differ(&mb->e, e);
     membership_arrival(m, mb, e, now_ms);
-    mb->e = *e;
+    membership_entry_set(&mb->e, e, strings);
     return 0;
 }
 
+/* Take back the change undo records, freeing the strings it brought. */
 static void membership_undo(struct membership *m, const struct membership_undo *undo)
 {
     if (undo->added) {
         membership_erase(m, undo->pos);
-    } else {
-        m->members[undo->pos] = undo->old;
+        return;
+    }
+    if (m->members[undo->pos].e.id != undo->old.e.id) {
+        free((char *)m->members[undo->pos].e.id);
+    }
+    m->members[undo->pos] = undo->old;
+}
+
+/* The change undo records stands: free the strings it replaced. */
+static void membership_undo_forget(struct membership *m, const struct membership_undo *undo)
+{
+    if (!undo->added && m->members[undo->pos].e.id != undo->old.e.id) {
+        free((char *)undo->old.e.id);
     }
 }
 
@@ -593,7 +714,7 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
     }
     if (found && !membership_newer(e->generation, e->version, m->members[pos].e.generation,
                                    m->members[pos].e.version)) {
-        struct msg_member *self = &m->members[m->self].e;
+        struct member_entry *self = &m->members[m->self].e;
         if (pos == m->self && e->generation < self->generation &&
             e->ring_version >= self->ring_version && e->ring_version < UINT64_MAX) {
             self->ring_version = e->ring_version + 1;
@@ -621,6 +742,7 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
         *ring_changed = true;
         membership_self_touch(m, self_changed);
     }
+    membership_undo_forget(m, &undo);
     *merged = found ? MEMBERSHIP_UPDATED : MEMBERSHIP_ADDED;
     return 0;
 }
@@ -681,7 +803,7 @@ void membership_told(struct membership *m, const char *id, uint64_t generation, 
 
 void membership_heartbeat(struct membership *m)
 {
-    struct msg_member *self = &m->members[m->self].e;
+    struct member_entry *self = &m->members[m->self].e;
 
     self->version = membership_next(self->version);
 }
@@ -693,8 +815,8 @@ void membership_heartbeat(struct membership *m)
  */
 int membership_set_status(struct membership *m, enum msg_member_status status)
 {
-    struct msg_member *self = &m->members[m->self].e;
-    struct msg_member old = *self;
+    struct member_entry *self = &m->members[m->self].e;
+    struct member_entry old = *self;
     bool self_changed;
     int rc;
 
@@ -718,8 +840,8 @@ int membership_set_status(struct membership *m, enum msg_member_status status)
 
 int membership_set_tokens(struct membership *m, uint32_t tokens, uint32_t target_tokens)
 {
-    struct msg_member *self = &m->members[m->self].e;
-    struct msg_member old = *self;
+    struct member_entry *self = &m->members[m->self].e;
+    struct member_entry old = *self;
     bool self_changed;
     int rc;
 
@@ -746,7 +868,7 @@ int membership_set_tokens(struct membership *m, uint32_t tokens, uint32_t target
 
 void membership_assert_self(struct membership *m, uint64_t v)
 {
-    struct msg_member *self = &m->members[m->self].e;
+    struct member_entry *self = &m->members[m->self].e;
     uint64_t want = membership_next(v);
 
     if (self->version < want) {
@@ -756,7 +878,7 @@ void membership_assert_self(struct membership *m, uint64_t v)
 
 int membership_reincarnate(struct membership *m, const struct msg_member *old)
 {
-    struct msg_member *self = &m->members[m->self].e;
+    struct member_entry *self = &m->members[m->self].e;
     uint64_t rv = self->ring_version > old->ring_version ? self->ring_version : old->ring_version;
 
     if (old->generation == UINT64_MAX || rv == UINT64_MAX) {
@@ -776,7 +898,7 @@ int membership_reincarnate(struct membership *m, const struct msg_member *old)
  */
 int membership_remove(struct membership *m, const char *id)
 {
-    struct msg_member *e, old;
+    struct member_entry *e, old;
     bool self_changed;
     size_t pos;
     int rc;
@@ -808,7 +930,8 @@ int membership_remove(struct membership *m, const char *id)
 
 int membership_put_back(struct membership *m, const struct msg_member *old)
 {
-    struct msg_member removed;
+    struct member_entry removed;
+    const char *strings;
     bool self_changed;
     size_t pos;
     int rc;
@@ -820,11 +943,21 @@ int membership_put_back(struct membership *m, const struct msg_member *old)
         return RK_EINVAL;
     }
     removed = m->members[pos].e;
-    m->members[pos].e = *old;
+    strings = membership_strings_same(&removed, old) ? removed.id : membership_strings_make(old);
+    if (strings == NULL) {
+        return RK_ENOMEM;
+    }
+    membership_entry_set(&m->members[pos].e, old, strings);
     rc = membership_ring_rebuild(m, &self_changed);
     if (rc != 0) {
         m->members[pos].e = removed;
+        if (strings != removed.id) {
+            free((char *)strings);
+        }
         return rc;
+    }
+    if (strings != removed.id) {
+        free((char *)removed.id);
     }
     membership_self_touch(m, self_changed);
     return 0;
@@ -908,10 +1041,10 @@ int membership_ring_listen(struct membership *m, membership_ring_fn fn, void *ct
     return 0;
 }
 
-static void membership_digest_of(const struct msg_member *e, struct msg_digest *d)
+static void membership_digest_of(const struct member_entry *e, struct msg_digest *d)
 {
     memset(d, 0, sizeof(*d));
-    memcpy(d->id, e->id, sizeof(d->id));
+    snprintf(d->id, sizeof(d->id), "%s", e->id);
     d->generation = e->generation;
     d->version = e->version;
 }
@@ -944,16 +1077,16 @@ size_t membership_digests(struct membership *m, struct msg_digest *out, size_t m
     return 1 + take;
 }
 
-static void membership_reply_entry(struct membership_reply *r, const struct msg_member *e)
+static void membership_reply_entry(struct membership_reply *r, const struct member_entry *e)
 {
     if (r->n_entries < r->max_entries) {
-        r->entries[r->n_entries++] = *e;
+        membership_entry_get(&r->entries[r->n_entries++], e);
     }
 }
 
 /* Ask for id; generation and version say what we hold of it (0, 0: nothing). */
 static void membership_reply_request(struct membership_reply *r, const char *id,
-                                     const struct msg_member *ours)
+                                     const struct member_entry *ours)
 {
     struct msg_digest *d;
 
@@ -973,7 +1106,7 @@ static void membership_reply_request(struct membership_reply *r, const char *id,
 static void membership_answer_one(const struct membership *m, const struct msg_digest *d,
                                   bool senders_own, struct membership_reply *r)
 {
-    const struct msg_member *ours;
+    const struct member_entry *ours;
     size_t pos;
 
     if (!membership_search(m, d->id, &pos)) {
@@ -1050,7 +1183,7 @@ int membership_encode(const struct membership *m, struct buf *out)
         return RK_ENOMEM;
     }
     for (size_t i = 0; i < m->n; i++) {
-        list[i] = m->members[i].e;
+        membership_entry_get(&list[i], &m->members[i].e);
     }
     rc = msg_members_encode(list, m->n, out);
     free(list);
@@ -1069,9 +1202,52 @@ static int membership_snapshot_take(const struct membership *m, struct membershi
     return 0;
 }
 
+/* Whether strings are those of the snapshot's entry of their id (a binary search). */
+static bool membership_snapshot_holds(const struct membership_snapshot *s, const char *strings)
+{
+    size_t lo = 0, hi = s->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = membership_id_cmp(s->members[mid].e.id, strings);
+        if (c == 0) {
+            return s->members[mid].e.id == strings;
+        }
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return false;
+}
+
+/*
+ * The strings after a restore: the table's ids include the snapshot's
+ * (a restore only adds), both in id order, so one walk pairs each entry
+ * with the one it had before.  keep: the restore stands, and the strings
+ * it replaced go; otherwise those it brought go.
+ */
+static void membership_snapshot_settle(const struct membership *m,
+                                       const struct membership_snapshot *s, bool keep)
+{
+    size_t j = 0;
+
+    for (size_t i = 0; i < m->n; i++) {
+        const char *now = m->members[i].e.id, *was = NULL;
+        if (j < s->n && membership_id_cmp(s->members[j].e.id, now) == 0) {
+            was = s->members[j++].e.id;
+        }
+        if (was != now) {
+            free((char *)(keep ? was : now));
+        }
+    }
+}
+
 /* The array never shrinks, so the snapshot fits back where it came from. */
 static void membership_snapshot_put_back(struct membership *m, const struct membership_snapshot *s)
 {
+    membership_snapshot_settle(m, s, false);
     memcpy(m->members, s->members, s->n * sizeof(*s->members));
     m->n = s->n;
     m->self = s->self;
@@ -1081,12 +1257,15 @@ static void membership_snapshot_put_back(struct membership *m, const struct memb
 /*
  * Merge saved entries without rebuilding the ring (the caller rebuilds
  * once: one ring_create() per entry would cost O(N^2) tokens at startup).
- * *affects_ring says whether any entry changed the ring set.
+ * *affects_ring says whether any entry changed the ring set.  Strings an
+ * entry replaces are the snapshot's (snap), freed when the restore stands,
+ * or an earlier entry of the same id in this list's, freed at once.
  */
-static int membership_restore_entries(struct membership *m, const struct msg_member *list, size_t n,
-                                      uint64_t now_ms, bool *affects_ring)
+static int membership_restore_entries(struct membership *m, const struct membership_snapshot *snap,
+                                      const struct msg_member *list, size_t n, uint64_t now_ms,
+                                      bool *affects_ring)
 {
-    const struct msg_member *self = &m->members[m->self].e;
+    const struct member_entry *self = &m->members[m->self].e;
 
     for (size_t i = 0; i < n; i++) {
         const struct msg_member *e = &list[i];
@@ -1108,6 +1287,9 @@ static int membership_restore_entries(struct membership *m, const struct msg_mem
         if (rc != 0) {
             return rc;
         }
+        if (!undo.added && !membership_snapshot_holds(snap, undo.old.e.id)) {
+            membership_undo_forget(m, &undo);
+        }
         self = &m->members[m->self].e;
         *affects_ring = *affects_ring || affects;
     }
@@ -1123,24 +1305,36 @@ int membership_restore(struct membership *m, const uint8_t *p, size_t len, uint6
     struct membership_snapshot snap;
     struct msg_member *list = NULL;
     bool affects_ring = false, self_changed = false;
-    size_t n = 0;
+    size_t n = 0, room;
     int rc;
 
     rc = msg_members_decode(p, len, MEMBERSHIP_MAX, &list, &n);
     if (rc != 0) {
         return rc;
     }
+    /*
+     * Room for every entry of the list at once, and no more: doubling
+     * would leave up to half the array unused, in every table of a node
+     * and in the simulator's N tables of N.  A saved list holds our own
+     * entry too, so one more member (a join) fits without growing.
+     */
+    room = m->n + n < MEMBERSHIP_MAX ? m->n + n : MEMBERSHIP_MAX;
+    rc = membership_room(m, room, room);
+    if (rc != 0) {
+        goto out_free_list;
+    }
     rc = membership_snapshot_take(m, &snap);
     if (rc != 0) {
         goto out_free_list;
     }
-    rc = membership_restore_entries(m, list, n, now_ms, &affects_ring);
+    rc = membership_restore_entries(m, &snap, list, n, now_ms, &affects_ring);
     if (rc == 0 && affects_ring) {
         rc = membership_ring_rebuild(m, &self_changed);
     }
     if (rc != 0) {
         membership_snapshot_put_back(m, &snap);
     } else {
+        membership_snapshot_settle(m, &snap, true);
         membership_self_touch(m, self_changed);
     }
     free(snap.members);

@@ -3,7 +3,8 @@
  * Pure: no I/O and no clock reads; time comes in as monotonic
  * milliseconds, so a fake clock drives the tests.
  *
- * Entries (proto/msg.h, struct msg_member).  Each node is the only writer
+ * Entries (proto/msg.h, struct msg_member; held as struct member_entry,
+ * the same fields with strings of their exact lengths).  Each node is the only writer
  * of its own entry: id, addresses, rack, tokens, status, a generation that
  * grows at every start (persisted by the caller) and a version that grows
  * at every change and heartbeat.  Entries merge by (generation, version):
@@ -123,9 +124,45 @@
 
 extern const char *const membership_status_names[MSG_MEMBER_STATUS_MAX + 1];
 
+/*
+ * A member's entry as the table holds it: the fields of struct msg_member
+ * under the same names, with its four strings in one allocation of their
+ * exact lengths rather than in fixed arrays (a msg_member is 752 bytes, of
+ * which the two 272-byte address arrays are mostly empty; this is 80 plus
+ * the strings).  A node holds an entry per member, and the simulator one
+ * per pair of its N members.  id is the allocation; the rack and the
+ * addresses follow it, and membership_entry_rack(), _peer_addr() and
+ * _client_addr() find them.  The strings are the table's: borrowed like
+ * the entry, valid until the table changes.  membership_entry_get() makes
+ * a struct msg_member of an entry, for a message or the data directory.
+ */
+struct member_entry {
+    const char *id; /* "id\0rack\0peer_addr\0client_addr\0", one allocation */
+    uint64_t generation, version, ring_version, digest, target;
+    uint8_t instance[16];
+    uint32_t tokens, target_tokens, status;
+    uint8_t id_len, rack_len; /* strlen() of id and rack */
+    uint16_t peer_addr_len;   /* strlen() of peer_addr */
+};
+
+static inline const char *membership_entry_rack(const struct member_entry *e)
+{
+    return e->id + e->id_len + 1;
+}
+
+static inline const char *membership_entry_peer_addr(const struct member_entry *e)
+{
+    return e->id + e->id_len + 1 + e->rack_len + 1;
+}
+
+static inline const char *membership_entry_client_addr(const struct member_entry *e)
+{
+    return e->id + e->id_len + 1 + e->rack_len + 1 + e->peer_addr_len + 1;
+}
+
 /* An entry with what this node knows locally about the member. */
 struct member {
-    struct msg_member e;
+    struct member_entry e;
     struct detector det; /* not for our own entry */
     enum detector_state state;
     uint64_t heard_ms; /* monotonic ms of the last arrival; 0 never */
@@ -138,12 +175,16 @@ struct membership;
 
 /*
  * A table holding only self (copied): the caller has set every field of
- * its entry, generation included.  Ring errors from ring_create() (an
- * invalid id, ...) are returned; RK_ENOMEM.
+ * its entry, generation included.  heartbeat_ms, the interval every
+ * member's detector expects, is 1 .. DETECTOR_INTERVAL_SLOT_MAX (asserted).  Ring errors from
+ * ring_create() (an invalid id, ...) are returned; RK_ENOMEM.
  */
 int membership_create(struct membership **out, const uint8_t seed[RING_SEED_LEN],
                       const struct msg_member *self, uint64_t heartbeat_ms, uint64_t now_ms);
 void membership_destroy(struct membership *m);
+
+/* Copy entry e into *out as the msg_member it was merged as (unused bytes zero). */
+void membership_entry_get(struct msg_member *out, const struct member_entry *e);
 
 /* Entries in id order, self included; pointers valid until the table changes. */
 size_t membership_count(const struct membership *m);

@@ -1650,7 +1650,7 @@ static void status_member(struct buf *out, const struct membership *m, const str
     resp_put_bulk_str(out, "id");
     resp_put_bulk_str(out, e->e.id);
     resp_put_bulk_str(out, "rack");
-    resp_put_bulk_str(out, e->e.rack);
+    resp_put_bulk_str(out, membership_entry_rack(&e->e));
     resp_put_bulk_str(out, "tokens");
     resp_put_int(out, e->e.tokens);
     resp_put_bulk_str(out, "status");
@@ -1662,9 +1662,9 @@ static void status_member(struct buf *out, const struct membership *m, const str
     resp_put_bulk_str(out, "owns");
     put_fraction(out, owns, 6);
     resp_put_bulk_str(out, "peer_addr");
-    resp_put_bulk_str(out, e->e.peer_addr);
+    resp_put_bulk_str(out, membership_entry_peer_addr(&e->e));
     resp_put_bulk_str(out, "client_addr");
-    resp_put_bulk_str(out, e->e.client_addr);
+    resp_put_bulk_str(out, membership_entry_client_addr(&e->e));
     resp_put_bulk_str(out, "digest");
     put_hex64(out, e->e.digest);
     resp_put_bulk_str(out, "target");

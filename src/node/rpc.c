@@ -330,7 +330,7 @@ static int rpc_link_member(struct server *n, const struct member *e, const char 
     }
     for (struct peer *p = n->peers; p != NULL; p = p->next) {
         if (!p->dead && p->identified && strcmp(p->remote.id, id) == 0 &&
-            strcmp(p->remote.peer_addr, e->e.peer_addr) == 0) {
+            strcmp(p->remote.peer_addr, membership_entry_peer_addr(&e->e)) == 0) {
             *out = p;
             return msg_type_known(MSG_REQUEST, p->remote.proto) ? 0 : RK_EMISMATCH;
         }

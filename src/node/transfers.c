@@ -239,7 +239,7 @@ static int plan_ring(struct server *n, enum plan_kind kind, const char *id, cons
         return RK_ENOMEM;
     }
     for (size_t i = 0; i < count; i++) {
-        const struct msg_member *e = &membership_at(m, i)->e;
+        const struct member_entry *e = &membership_at(m, i)->e;
         bool it = strcmp(e->id, id) == 0;
         if (!membership_in_ring(e->status)) {
             continue;
@@ -249,7 +249,7 @@ static int plan_ring(struct server *n, enum plan_kind kind, const char *id, cons
             continue;
         }
         rm[k].id = e->id;
-        rm[k].rack = e->rack;
+        rm[k].rack = membership_entry_rack(e);
         rm[k].tokens = it && kind == PLAN_TOKENS ? tokens : e->tokens;
         k++;
     }
@@ -568,7 +568,7 @@ int ringkv_tokens(struct client *c, struct pending *p)
 {
     struct server *n = c->node;
     const struct resp_cmd *cmd = p->cmd;
-    const struct msg_member *self = &membership_self(gossip_members(n->gossip))->e;
+    const struct member_entry *self = &membership_self(gossip_members(n->gossip))->e;
     const struct ring *ring = gossip_ring(n->gossip);
     struct tokens_figures f;
     bool force = cmd->argc == 4 && resp_arg_is(cmd, 3, "force");

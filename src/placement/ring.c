@@ -85,13 +85,21 @@ const uint8_t ring_default_seed[RING_SEED_LEN] = {
 
 /* Preference rows hold member indices as uint16_t (ring.h, RING_MEMBERS_MAX). */
 _Static_assert(RING_MEMBERS_MAX - 1 <= UINT16_MAX, "a member index must fit a preference row");
+_Static_assert(RING_TOKENS_MAX - 1 <= UINT16_MAX,
+               "a token's index within its member must fit 16 bits");
 
+/*
+ * A member as the ring keeps it: 16 bytes, its id at names + id_off
+ * (id_len bytes and a NUL), its rack's name at names + rack_off[rack_index].
+ * Names are copied once, at their lengths, rather than into two 65-byte
+ * arrays a member: a node holds its ring in force and its target ring, and
+ * the gossip simulator two such rings for each of its N members.
+ */
 struct ring_node {
-    char id[RING_NAME_MAX + 1];
-    char rack[RING_NAME_MAX + 1];
-    uint8_t id_len;
+    uint32_t id_off;
     uint32_t tokens;
     uint32_t rack_index;
+    uint8_t id_len;
 };
 
 /*
@@ -112,13 +120,15 @@ struct ring {
     size_t n_racks;
     size_t n_tokens;
     struct ring_node *nodes; /* sorted by id */
-    struct ring_slot *slot;  /* token positions and hot preference entries, ring order */
-    uint32_t *tok_member;    /* member index of each token */
-    uint32_t *tok_index;     /* token index within its member */
-    size_t pref_width;       /* W = min(n_members, RING_RF_MAX) */
-    uint16_t *pref_tail;     /* n_tokens x (W - RING_PREF_HEAD) when W > RING_PREF_HEAD */
-    unsigned bucket_shift;   /* 64 - log2(number of buckets) */
-    uint32_t *bucket;        /* bucket b: first token with position >= b << bucket_shift */
+    char *names;        /* the members' ids in id order, then the racks' names, each with a NUL */
+    uint32_t *rack_off; /* n_racks: where each rack's name starts in names, racks in name order */
+    struct ring_slot *slot; /* token positions and hot preference entries, ring order */
+    uint16_t *tok_member;   /* member index of each token (below RING_MEMBERS_MAX) */
+    uint16_t *tok_index;    /* token index within its member (below RING_TOKENS_MAX) */
+    size_t pref_width;      /* W = min(n_members, RING_RF_MAX) */
+    uint16_t *pref_tail;    /* n_tokens x (W - RING_PREF_HEAD) when W > RING_PREF_HEAD */
+    unsigned bucket_shift;  /* 64 - log2(number of buckets) */
+    uint32_t *bucket;       /* bucket b: first token with position >= b << bucket_shift */
 };
 
 uint64_t ring_hash(const uint8_t seed[RING_SEED_LEN], const void *data, size_t len)
@@ -192,12 +202,30 @@ int ring_token_order(uint64_t pos_a, const char *id_a, uint32_t index_a, uint64_
     return (index_a > index_b) - (index_a < index_b);
 }
 
-static int node_cmp(const void *pa, const void *pb)
+/* Member m's id and rack name, in r->names. */
+static const char *node_id(const struct ring *r, size_t m)
 {
-    const struct ring_node *a = pa;
-    const struct ring_node *b = pb;
+    return r->names + r->nodes[m].id_off;
+}
 
-    return id_cmp(a->id, a->id_len, b->id, b->id_len);
+static const char *node_rack(const struct ring *r, size_t m)
+{
+    return r->names + r->rack_off[r->nodes[m].rack_index];
+}
+
+/* A member to build from, with its id's length, while the members are sorted. */
+struct ring_order {
+    const struct ring_member *m;
+    size_t id_len;
+};
+
+/* Section 4's id order. */
+static int order_cmp(const void *pa, const void *pb)
+{
+    const struct ring_order *a = pa;
+    const struct ring_order *b = pb;
+
+    return id_cmp(a->m->id, a->id_len, b->m->id, b->id_len);
 }
 
 static int str_cmp(const void *pa, const void *pb)
@@ -205,51 +233,93 @@ static int str_cmp(const void *pa, const void *pb)
     return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
-/* Copy, validate and sort the members; give each a rack index. */
-static int ring_load_members(struct ring *r, const struct ring_member *members, size_t n)
+/*
+ * The racks' names, sorted and each once, into racks[0..*n_racks) (borrowed
+ * from members); *bytes grows by their lengths with a NUL each.
+ */
+static void ring_rack_names(const struct ring_member *members, size_t n, const char **racks,
+                            size_t *n_racks, size_t *bytes)
 {
-    const char **racks;
-    size_t n_racks = 0;
-
     for (size_t i = 0; i < n; i++) {
-        int err = ring_member_check(&members[i], NULL);
-        if (err != 0) {
-            return err;
-        }
-        struct ring_node *node = &r->nodes[i];
-        node->id_len = (uint8_t)strlen(members[i].id);
-        memcpy(node->id, members[i].id, node->id_len + 1u);
-        memcpy(node->rack, members[i].rack, strlen(members[i].rack) + 1);
-        node->tokens = members[i].tokens;
-    }
-    qsort(r->nodes, n, sizeof(*r->nodes), node_cmp);
-    for (size_t i = 1; i < n; i++) {
-        if (node_cmp(&r->nodes[i - 1], &r->nodes[i]) == 0) {
-            return RK_EDUP;
-        }
-    }
-
-    racks = malloc((n ? n : 1) * sizeof(*racks));
-    if (racks == NULL) {
-        return RK_ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++) {
-        racks[i] = r->nodes[i].rack;
+        racks[i] = members[i].rack;
     }
     qsort(racks, n, sizeof(*racks), str_cmp);
+    *n_racks = 0;
     for (size_t i = 0; i < n; i++) {
-        if (n_racks == 0 || strcmp(racks[n_racks - 1], racks[i]) != 0) {
-            racks[n_racks++] = racks[i];
+        if (*n_racks == 0 || strcmp(racks[*n_racks - 1], racks[i]) != 0) {
+            racks[(*n_racks)++] = racks[i];
+            *bytes += strlen(racks[i]) + 1;
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        const char **hit =
-            bsearch(&(const char *){r->nodes[i].rack}, racks, n_racks, sizeof(*racks), str_cmp);
-        r->nodes[i].rack_index = (uint32_t)(hit - racks);
+}
+
+/*
+ * Copy the members (order: them sorted by id) and the racks' names into
+ * r->names, and give each member its offsets and rack index.  RK_ENOMEM.
+ */
+static int ring_copy_names(struct ring *r, const struct ring_order *order, const char **racks,
+                           size_t n_racks, size_t bytes)
+{
+    size_t at = 0;
+
+    r->names = malloc(bytes ? bytes : 1);
+    r->rack_off = malloc((n_racks ? n_racks : 1) * sizeof(*r->rack_off));
+    if (r->names == NULL || r->rack_off == NULL) {
+        return RK_ENOMEM;
+    }
+    for (size_t k = 0; k < n_racks; k++) {
+        size_t len = strlen(racks[k]) + 1;
+        memcpy(r->names + at, racks[k], len);
+        r->rack_off[k] = (uint32_t)at;
+        at += len;
+    }
+    for (size_t i = 0; i < r->n_members; i++) {
+        struct ring_node *node = &r->nodes[i];
+        const char **hit = bsearch(&order[i].m->rack, racks, n_racks, sizeof(*racks), str_cmp);
+        node->id_len = (uint8_t)order[i].id_len;
+        node->id_off = (uint32_t)at;
+        memcpy(r->names + at, order[i].m->id, node->id_len + 1u);
+        at += node->id_len + 1u;
+        node->tokens = order[i].m->tokens;
+        node->rack_index = (uint32_t)(hit - racks);
     }
     r->n_racks = n_racks;
-    free(racks);
     return 0;
+}
+
+/*
+ * Validate and sort the members (the member table hands them over sorted
+ * already: then one pass finds them in order and no sort runs), copy
+ * their names; give each a rack index.
+ */
+static int ring_load_members(struct ring *r, const struct ring_member *members, size_t n)
+{
+    struct ring_order *order = malloc((n ? n : 1) * sizeof(*order));
+    const char **racks = malloc((n ? n : 1) * sizeof(*racks));
+    size_t n_racks = 0, bytes = 0;
+    bool sorted = true;
+    int err = order == NULL || racks == NULL ? RK_ENOMEM : 0;
+
+    for (size_t i = 0; err == 0 && i < n; i++) {
+        err = ring_member_check(&members[i], NULL);
+        order[i].m = &members[i];
+        order[i].id_len = err == 0 ? strlen(members[i].id) : 0;
+        bytes += order[i].id_len + 1;
+        sorted = sorted && (i == 0 || order_cmp(&order[i - 1], &order[i]) < 0);
+    }
+    if (err == 0 && !sorted) {
+        qsort(order, n, sizeof(*order), order_cmp);
+    }
+    for (size_t i = 1; err == 0 && !sorted && i < n; i++) {
+        err = order_cmp(&order[i - 1], &order[i]) == 0 ? RK_EDUP : 0;
+    }
+    if (err == 0) {
+        ring_rack_names(members, n, racks, &n_racks, &bytes);
+        err = ring_copy_names(r, order, racks, n_racks, bytes);
+    }
+    free(order);
+    free(racks);
+    return err;
 }
 
 /* Write the decimal form of v to buf (no leading zeros); return its length. */
@@ -294,11 +364,11 @@ static int token_key_cmp(const void *a, const void *b)
  * of a few hundred tokens (every member of a small cluster rebuilds its
  * ring at every membership change).
  */
-static int sort_tokens_small(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+static int sort_tokens_small(uint64_t *pos, uint16_t *mem, uint16_t *idx, size_t n)
 {
     struct token_key *k = malloc(n * sizeof(*k));
-    uint32_t *mem2 = malloc(n * sizeof(*mem2));
-    uint32_t *idx2 = malloc(n * sizeof(*idx2));
+    uint16_t *mem2 = malloc(n * sizeof(*mem2));
+    uint16_t *idx2 = malloc(n * sizeof(*idx2));
     int err = RK_ENOMEM;
 
     if (k == NULL || mem2 == NULL || idx2 == NULL) {
@@ -328,11 +398,11 @@ out_free:
  * pass.  Stability keeps the (member, index) generation order among equal
  * positions, which is section 4's tie-break because members are sorted by id.
  */
-static int sort_tokens_radix(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+static int sort_tokens_radix(uint64_t *pos, uint16_t *mem, uint16_t *idx, size_t n)
 {
     uint64_t *pos2 = malloc(n * sizeof(*pos2));
-    uint32_t *mem2 = malloc(n * sizeof(*mem2));
-    uint32_t *idx2 = malloc(n * sizeof(*idx2));
+    uint16_t *mem2 = malloc(n * sizeof(*mem2));
+    uint16_t *idx2 = malloc(n * sizeof(*idx2));
     size_t *count = malloc(65536 * sizeof(*count));
     int err = RK_ENOMEM;
 
@@ -370,7 +440,7 @@ out_free:
 }
 
 /* Tokens in ring order: by position, ties in generation order (either sort gives it). */
-static int sort_tokens(uint64_t *pos, uint32_t *mem, uint32_t *idx, size_t n)
+static int sort_tokens(uint64_t *pos, uint16_t *mem, uint16_t *idx, size_t n)
 {
     if (n < RING_SORT_RADIX_MIN) {
         return sort_tokens_small(pos, mem, idx, n);
@@ -400,13 +470,13 @@ static int ring_build_tokens(struct ring *r)
     t = 0;
     for (uint32_t m = 0; m < r->n_members; m++) {
         const struct ring_node *node = &r->nodes[m];
-        memcpy(buf, node->id, node->id_len);
+        memcpy(buf, node_id(r, m), node->id_len);
         buf[node->id_len] = '#';
         for (uint32_t i = 0; i < node->tokens; i++, t++) {
             size_t len = node->id_len + 1u + put_decimal(buf + node->id_len + 1, i);
             pos[t] = ring_hash(r->seed, buf, len);
-            r->tok_member[t] = m;
-            r->tok_index[t] = i;
+            r->tok_member[t] = (uint16_t)m;
+            r->tok_index[t] = (uint16_t)i;
         }
     }
     err = sort_tokens(pos, r->tok_member, r->tok_index, r->n_tokens);
@@ -556,14 +626,22 @@ out_free:
  * and scans the few tokens of that bucket, instead of a binary search whose
  * every step is a dependent cache miss on large rings.
  */
-static int ring_build_buckets(struct ring *r)
+/* log2 of the number of buckets for t tokens: one a token, a power of two, at most 2^20. */
+static unsigned ring_bucket_bits(size_t t)
 {
     unsigned bits = 1;
-    size_t n, t = 0;
 
-    while (bits < RING_BUCKET_BITS_MAX && ((size_t)1 << bits) < r->n_tokens) {
+    while (bits < RING_BUCKET_BITS_MAX && ((size_t)1 << bits) < t) {
         bits++;
     }
+    return bits;
+}
+
+static int ring_build_buckets(struct ring *r)
+{
+    unsigned bits = ring_bucket_bits(r->n_tokens);
+    size_t n, t = 0;
+
     n = (size_t)1 << bits;
     r->bucket_shift = 64 - bits;
     r->bucket = malloc((n + 1) * sizeof(*r->bucket));
@@ -588,6 +666,8 @@ static void ring_free(struct ring *r)
         return;
     }
     free(r->nodes);
+    free(r->names);
+    free(r->rack_off);
     free(r->slot);
     free(r->tok_member);
     free(r->tok_index);
@@ -621,8 +701,8 @@ static int ring_compute_digest(struct ring *r)
     for (size_t i = 0; i < r->n_members; i++) {
         uint32_t tokens_be = htobe32(r->nodes[i].tokens);
 
-        if (ring_digest_name(&st, r->nodes[i].id) != 0 ||
-            ring_digest_name(&st, r->nodes[i].rack) != 0 ||
+        if (ring_digest_name(&st, node_id(r, i)) != 0 ||
+            ring_digest_name(&st, node_rack(r, i)) != 0 ||
             crypto_generichash_update(&st, (const uint8_t *)&tokens_be, sizeof(tokens_be)) != 0) {
             return RK_EINVAL;
         }
@@ -683,6 +763,20 @@ int ring_create(struct ring **out, const uint8_t seed[RING_SEED_LEN],
 out_destroy:
     ring_free(r);
     return err;
+}
+
+size_t ring_heap_bytes(size_t members, size_t racks, uint32_t tokens, size_t names_len)
+{
+    size_t t = members * tokens;
+    size_t width = members < RING_RF_MAX ? members : RING_RF_MAX;
+    size_t per_token = sizeof(struct ring_slot) + sizeof(uint16_t) + sizeof(uint16_t);
+
+    if (width > RING_PREF_HEAD) {
+        per_token += (width - RING_PREF_HEAD) * sizeof(uint16_t);
+    }
+    return sizeof(struct ring) + members * sizeof(struct ring_node) + names_len +
+           racks * sizeof(uint32_t) + t * per_token +
+           (((size_t)1 << ring_bucket_bits(t)) + 1) * sizeof(uint32_t);
 }
 
 const struct ring *ring_ref(const struct ring *r)
@@ -748,13 +842,13 @@ size_t ring_token_count(const struct ring *r)
 const char *ring_member_id(const struct ring *r, uint32_t member)
 {
     assert(member < r->n_members && "ring_member_id: member index out of range");
-    return r->nodes[member].id;
+    return node_id(r, member);
 }
 
 const char *ring_member_rack(const struct ring *r, uint32_t member)
 {
     assert(member < r->n_members && "ring_member_rack: member index out of range");
-    return r->nodes[member].rack;
+    return node_rack(r, member);
 }
 
 uint32_t ring_member_tokens(const struct ring *r, uint32_t member)
@@ -770,7 +864,7 @@ int ring_member_find(const struct ring *r, const char *id)
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = id_cmp(r->nodes[mid].id, r->nodes[mid].id_len, id, len);
+        int c = id_cmp(node_id(r, mid), r->nodes[mid].id_len, id, len);
         if (c == 0) {
             return (int)mid;
         }
@@ -1025,20 +1119,20 @@ static void move_fill(const struct diff_walk *w, struct ring_move *mv, const uin
     mv->n_new = (uint8_t)w->k_new;
     mv->n_lose = mv->n_gain = 0;
     for (size_t i = 0; i < w->k_old; i++) {
-        mv->old_list[i] = ro->nodes[o[i]].id;
+        mv->old_list[i] = node_id(ro, o[i]);
         bool kept = false;
         for (size_t j = 0; j < w->k_new; j++) {
             kept = kept || w->new_to_old[n[j]] == (int)o[i];
         }
         if (!kept) {
-            mv->lose[mv->n_lose++] = ro->nodes[o[i]].id;
+            mv->lose[mv->n_lose++] = node_id(ro, o[i]);
         }
     }
     for (size_t j = 0; j < w->k_new; j++) {
-        mv->new_list[j] = rn->nodes[n[j]].id;
+        mv->new_list[j] = node_id(rn, n[j]);
         int m = w->new_to_old[n[j]];
         if (m < 0 || !list_has(o, w->k_old, m)) {
-            mv->gain[mv->n_gain++] = rn->nodes[n[j]].id;
+            mv->gain[mv->n_gain++] = node_id(rn, n[j]);
         }
     }
 }
@@ -1126,7 +1220,7 @@ int ring_diff(const struct ring *old_ring, const struct ring *new_ring, unsigned
         goto out_free;
     }
     for (size_t m = 0; m < new_ring->n_members; m++) {
-        int o = ring_member_find(old_ring, new_ring->nodes[m].id);
+        int o = ring_member_find(old_ring, node_id(new_ring, m));
         w.new_to_old[m] = o >= 0 ? o : -1;
     }
     for (size_t i = 0; i < nb && err == 0; i++) {

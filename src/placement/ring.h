@@ -130,6 +130,15 @@ void ring_unref(const struct ring *r);
 /* References held now: for tests and diagnostics, not for deciding anything. */
 unsigned ring_refs(const struct ring *r);
 
+/*
+ * The bytes ring_create() allocates for a ring of members members of
+ * tokens tokens each, in racks racks (their sizes as asked of malloc, not
+ * the allocator's own overhead), names_len being the bytes of the members'
+ * ids and the racks' names with a NUL each.  For sizing before building:
+ * the gossip simulator holds a ring or two in each of its N member tables.
+ */
+size_t ring_heap_bytes(size_t members, size_t racks, uint32_t tokens, size_t names_len);
+
 /* The ring's name: the digest of the top of this file. */
 uint64_t ring_digest(const struct ring *r);
 

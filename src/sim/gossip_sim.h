@@ -84,18 +84,23 @@ struct gossip_sim_result {
     uint64_t fs_down_events[GOSSIP_SIM_FS_LOSSES]; /* member_down about a live member */
     double msgs_per_node_round, bytes_per_node_round;
     uint64_t events, messages, node_rounds;
-    double duration_s;      /* of each false-suspicion phase */
-    double virtual_seconds; /* simulated */
-    double wall_seconds;    /* real, the whole run */
-    double form_seconds;    /* real, of it building the formed cluster (N member tables) */
-    long maxrss_kb;         /* getrusage(RUSAGE_SELF) after the run: the process's peak so far */
+    double duration_s;       /* of each false-suspicion phase */
+    double virtual_seconds;  /* simulated */
+    double wall_seconds;     /* real, the whole run */
+    double form_seconds;     /* real, of it building the formed cluster (N member tables) */
+    long maxrss_kb;          /* getrusage(RUSAGE_SELF) after the run: the process's peak so far */
+    uint64_t estimate_bytes; /* gossip_sim_memory_estimate() of the run, to set beside maxrss_kb */
 };
 
 /* Fill o with the defaults: the node's gossip-interval, 1 ms latency, 0.5 ms jitter, no loss. */
 void gossip_sim_opts_init(struct gossip_sim_opts *o);
 
-/* Bytes of memory a run of n members needs at the least (their member tables). */
-uint64_t gossip_sim_memory_estimate(size_t nodes);
+/*
+ * Bytes of memory a run of nodes members of tokens tokens each needs at
+ * its peak: their member tables and the rings in them (gossip_sim.c says
+ * what it counts).
+ */
+uint64_t gossip_sim_memory_estimate(size_t nodes, uint32_t tokens);
 
 /*
  * Run one simulation.  0, with every figure in *out (a failed check is a

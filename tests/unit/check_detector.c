@@ -171,6 +171,42 @@ START_TEST(test_pause_clamped)
 }
 END_TEST
 
+/*
+ * A slot holds 16 bits: above a gossip-interval of 6553 ms the factor's
+ * clamp passes 65535 ms, and an interval above that counts as 65535 ms.
+ * Intervals up to it count exactly, so phi is what the formula gives.
+ */
+START_TEST(test_slot_clamp)
+{
+    const uint64_t slow = 60000; /* the largest gossip-interval the settings allow */
+    struct detector d;
+    uint64_t now = T_START;
+
+    detector_init(&d, slow, now);
+    beat(&d, &now, DETECTOR_INTERVAL_SLOT_MAX, 1); /* the largest a slot holds: exact */
+    beat(&d, &now, 61000, 1);
+    ck_assert_double_eq_tol(detector_mean(&d), (DETECTOR_INTERVAL_SLOT_MAX + 61000.0) / 2.0, T_EPS);
+    beat(&d, &now, 600000, 1); /* ten intervals: the factor allows it, the slot does not */
+    ck_assert_uint_eq(d.intervals[2], DETECTOR_INTERVAL_SLOT_MAX);
+    ck_assert_uint_eq(d.sum, 2u * DETECTOR_INTERVAL_SLOT_MAX + 61000u);
+    ck_assert_double_eq_tol(
+        detector_phi(&d, now + 100000),
+        100000.0 / ((2.0 * DETECTOR_INTERVAL_SLOT_MAX + 61000.0) / 3.0) * M_LOG10E, T_EPS);
+
+    /* A full window of the largest slots: the 32-bit sum holds it. */
+    detector_init(&d, slow, now);
+    beat(&d, &now, 100000, DETECTOR_WINDOW + 7);
+    ck_assert_uint_eq(d.n, DETECTOR_WINDOW);
+    ck_assert_uint_eq(d.sum, (uint32_t)DETECTOR_WINDOW * DETECTOR_INTERVAL_SLOT_MAX);
+    ck_assert_double_eq_tol(detector_mean(&d), DETECTOR_INTERVAL_SLOT_MAX, T_EPS);
+
+    /* At an interval of 6553 ms the factor binds first (65530 ms), as before. */
+    detector_init(&d, 6553, now);
+    beat(&d, &now, 70000, 1);
+    ck_assert_uint_eq(d.sum, 65530u);
+}
+END_TEST
+
 /* The observer's own pause is forgiven: no suspicion for it, and no interval counts it. */
 START_TEST(test_local_pause_forgiven)
 {
@@ -258,6 +294,7 @@ static Suite *detector_suite(void)
         {"bursts", test_bursts_do_not_shorten_detection},
         {"comeback", test_comeback_alive_at_next_heartbeat},
         {"pause_clamped", test_pause_clamped},
+        {"slot_clamp", test_slot_clamp},
         {"local_pause", test_local_pause_forgiven},
         {"window_rolls", test_window_rolls_over},
         {"out_of_order", test_out_of_order_arrivals_ignored},

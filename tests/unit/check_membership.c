@@ -18,9 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "buf.h"
 #include "error.h"
 #include "membership.h"
+#include "test_heap.h"
 #include "test_rng.h"
 
 /* The heartbeat interval of the examples in detector.h. */
@@ -82,6 +84,15 @@ static enum membership_merged merge(struct membership *m, const struct msg_membe
     return merged;
 }
 
+/* What the table holds of a member, as the msg_member it was merged as. */
+static struct msg_member entry_held(const struct member *mb)
+{
+    struct msg_member e;
+
+    membership_entry_get(&e, &mb->e);
+    return e;
+}
+
 static bool entry_eq(const struct msg_member *a, const struct msg_member *b, bool with_version)
 {
     return strcmp(a->id, b->id) == 0 && strcmp(a->rack, b->rack) == 0 && a->tokens == b->tokens &&
@@ -90,6 +101,14 @@ static bool entry_eq(const struct msg_member *a, const struct msg_member *b, boo
            (!with_version || a->version == b->version) &&
            memcmp(a->instance, b->instance, sizeof(a->instance)) == 0 &&
            a->ring_version == b->ring_version && a->digest == b->digest;
+}
+
+/* Whether two tables hold the same entry, version included. */
+static bool held_eq(const struct member *a, const struct member *b)
+{
+    struct msg_member ea = entry_held(a), eb = entry_held(b);
+
+    return entry_eq(&ea, &eb, true);
 }
 
 /* Same entries, epoch and digest; our own version may differ when ignore_self_version. */
@@ -104,7 +123,9 @@ static bool tables_eq(const struct membership *a, const struct membership *b,
         const struct member *x = membership_at(a, i);
         bool self = x == membership_self(a);
 
-        if (!entry_eq(&x->e, &membership_at(b, i)->e, !(self && ignore_self_version))) {
+        struct msg_member ex = entry_held(x), ey = entry_held(membership_at(b, i));
+
+        if (!entry_eq(&ex, &ey, !(self && ignore_self_version))) {
             return false;
         }
     }
@@ -229,13 +250,13 @@ START_TEST(test_older_and_equal_ignored)
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
     entry_make(&e, "n2", "r9", 4, MSG_MEMBER_NORMAL, 2, 1000);
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_IGNORED);
-    ck_assert_str_eq(membership_find(m, "n2")->e.rack, "r1");
+    ck_assert_str_eq(membership_entry_rack(&membership_find(m, "n2")->e), "r1");
 
     entry_make(&e, "n2", "r2", 4, MSG_MEMBER_NORMAL, 3, 6);
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_UPDATED);
     entry_make(&e, "n2", "r3", 4, MSG_MEMBER_NORMAL, 4, 0);
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_UPDATED);
-    ck_assert_str_eq(membership_find(m, "n2")->e.rack, "r3");
+    ck_assert_str_eq(membership_entry_rack(&membership_find(m, "n2")->e), "r3");
 
     entry_make(&e, "bad id", "r3", 4, MSG_MEMBER_NORMAL, 9, 9);
     {
@@ -268,7 +289,7 @@ START_TEST(test_self_never_taken)
     ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_CONFLICT);
 
     ck_assert_uint_eq(membership_count(m), 1);
-    ck_assert_str_eq(membership_self(m)->e.rack, "r0");
+    ck_assert_str_eq(membership_entry_rack(&membership_self(m)->e), "r0");
     ck_assert_uint_eq(membership_self(m)->e.status, MSG_MEMBER_NORMAL);
     ck_assert_uint_eq(membership_self(m)->e.version, 10);
 
@@ -586,7 +607,7 @@ START_TEST(test_removal_vs_generation)
     ck_assert_int_eq(membership_remove(a, "a"), RK_EINVAL);
     ck_assert_int_eq(membership_remove(a, "zz"), RK_ENOTFOUND);
     ck_assert_int_eq(membership_remove(a, "n2"), 0);
-    removal = membership_find(a, "n2")->e;
+    removal = entry_held(membership_find(a, "n2"));
     ck_assert_uint_eq(removal.status, MSG_MEMBER_REMOVED);
     ck_assert_uint_eq(removal.version, 10 + MEMBERSHIP_REMOVE_BUMP);
     ck_assert_uint_eq(removal.ring_version, 2);
@@ -630,7 +651,7 @@ START_TEST(test_reincarnate)
     ck_assert_int_eq(merge(a, &old, T_START, NULL), MEMBERSHIP_CONFLICT);
 
     ck_assert_int_eq(membership_reincarnate(a, &old), 0);
-    mine = membership_self(a)->e;
+    mine = entry_held(membership_self(a));
     ck_assert_uint_eq(mine.generation, 8);
     ck_assert_uint_eq(mine.version, 1);
     ck_assert_uint_eq(mine.ring_version, 41);
@@ -852,7 +873,7 @@ static void gossip_round(struct membership *x, struct membership *y, uint64_t no
     for (size_t i = 0; i < nr && n2 < MSG_GOSSIP_ENTRIES_MAX; i++) {
         const struct member *mb = membership_find(x, req[i].id);
         if (mb != NULL) {
-            ack2[n2++] = mb->e;
+            ack2[n2++] = entry_held(mb);
         }
     }
     for (size_t i = 0; i < n2; i++) {
@@ -917,8 +938,8 @@ START_TEST(test_gossip_converges)
     ck_assert_uint_eq(membership_find(y, "s2")->e.status, MSG_MEMBER_LEAVING);
     ck_assert_uint_eq(membership_find(x, "y1")->e.status, MSG_MEMBER_REMOVED);
     /* Each holds the other's own entry as its owner last wrote it. */
-    ck_assert(entry_eq(&membership_find(y, "a")->e, &membership_self(x)->e, true));
-    ck_assert(entry_eq(&membership_find(x, "b")->e, &membership_self(y)->e, true));
+    ck_assert(held_eq(membership_find(y, "a"), membership_self(x)));
+    ck_assert(held_eq(membership_find(x, "b"), membership_self(y)));
     ck_assert_uint_eq(membership_find(x, "b")->e.digest, membership_digest(x));
     membership_destroy(x);
     membership_destroy(y);
@@ -984,10 +1005,12 @@ START_TEST(test_encode_restore)
         if (x == membership_self(a)) {
             continue;
         }
-        ck_assert(entry_eq(&x->e, &y->e, true));
+        struct msg_member ex = entry_held(x), ey = entry_held(y);
+
+        ck_assert(entry_eq(&ex, &ey, true));
         ck_assert_uint_eq(y->heard_ms, T_START + 5);
     }
-    ck_assert_str_eq(membership_self(b)->e.peer_addr, "10.0.0.1:7371");
+    ck_assert_str_eq(membership_entry_peer_addr(&membership_self(b)->e), "10.0.0.1:7371");
     ck_assert_uint_eq(membership_self(b)->e.generation, 2);
     ck_assert_uint_eq(membership_digest(a), membership_digest(b));
     ck_assert_uint_eq(membership_self(b)->e.digest, membership_digest(b));
@@ -1001,6 +1024,170 @@ START_TEST(test_encode_restore)
     buf_free(&out);
     membership_destroy(a);
     membership_destroy(b);
+}
+END_TEST
+
+/*
+ * The table keeps an entry's strings at their own lengths (struct
+ * member_entry): entries with the shortest fields and with the longest
+ * (a 64-byte id and rack, addresses with a 255-byte host name) come back
+ * byte for byte from the table, from an answer and from a restore of its
+ * encoding.  A newer entry with the same strings (a heartbeat) keeps them
+ * where they are; one with other strings replaces them.
+ */
+/* An address into a field of MSG_ADDR_MAX bytes, zero after it: entries compare whole. */
+static void addr_put(char *field, const char *addr)
+{
+    memset(field, 0, MSG_ADDR_MAX);
+    snprintf(field, MSG_ADDR_MAX, "%s", addr);
+}
+
+START_TEST(test_entry_strings)
+{
+    struct membership *a = table_new("a", MSG_MEMBER_NORMAL),
+                      *c = table_new("c", MSG_MEMBER_NORMAL);
+    struct msg_member shortest, longest, got, answer[4];
+    struct msg_digest requests[4];
+    size_t n_answer, n_requests;
+    char id[RING_NAME_MAX + 1], rack[RING_NAME_MAX + 1], host[ADDR_HOST_MAX + 1];
+    const char *kept;
+    struct buf out;
+
+    memset(id, 'x', RING_NAME_MAX);
+    id[RING_NAME_MAX] = '\0';
+    memset(rack, 'y', RING_NAME_MAX);
+    rack[RING_NAME_MAX] = '\0';
+    for (size_t i = 0; i < ADDR_HOST_MAX; i++) { /* four 63-byte labels */
+        host[i] = i % 64 == 63 ? '.' : (char)('a' + i / 64);
+    }
+    host[ADDR_HOST_MAX] = '\0';
+    entry_make(&shortest, "s", "r", 1, MSG_MEMBER_NORMAL, 1, 1);
+    addr_put(shortest.peer_addr, "h:1");
+    addr_put(shortest.client_addr, "h:2");
+    entry_make(&longest, id, rack, RING_TOKENS_MAX, MSG_MEMBER_LEAVING, 7, 9);
+    snprintf(longest.peer_addr, sizeof(longest.peer_addr), "%s:65535", host);
+    snprintf(longest.client_addr, sizeof(longest.client_addr), "%s:1", host);
+    ck_assert_uint_eq(strlen(longest.client_addr), 257);
+    memset(longest.instance, 0xa5, sizeof(longest.instance));
+    longest.ring_version = 3;
+    longest.digest = 0x0123456789abcdefull;
+    longest.target = 0xfedcba9876543210ull;
+    longest.target_tokens = 2;
+    ck_assert(msg_member_valid(&longest));
+    ck_assert_uint_eq(strlen(longest.peer_addr), 261);
+
+    ck_assert_int_eq(merge(a, &shortest, T_START, NULL), MEMBERSHIP_ADDED);
+    ck_assert_int_eq(merge(a, &longest, T_START, NULL), MEMBERSHIP_ADDED);
+    got = entry_held(membership_find(a, "s"));
+    ck_assert_mem_eq(&got, &shortest, sizeof(got));
+    got = entry_held(membership_find(a, id));
+    ck_assert_mem_eq(&got, &longest, sizeof(got));
+    ck_assert_str_eq(membership_entry_rack(&membership_find(a, id)->e), rack);
+    ck_assert_str_eq(membership_entry_peer_addr(&membership_find(a, id)->e), longest.peer_addr);
+    ck_assert_str_eq(membership_entry_client_addr(&membership_find(a, id)->e), longest.client_addr);
+
+    /* An answer to an empty complete list: every entry, in id order (a, s, x...). */
+    membership_answer(a, NULL, 0, true, answer, 4, &n_answer, requests, 4, &n_requests);
+    ck_assert_uint_eq(n_answer, 3);
+    ck_assert_mem_eq(&answer[1], &shortest, sizeof(answer[1]));
+    ck_assert_mem_eq(&answer[2], &longest, sizeof(answer[2]));
+
+    buf_init(&out, 0);
+    ck_assert_int_eq(membership_encode(a, &out), 0);
+    ck_assert_int_eq(membership_restore(c, buf_data(&out), out.len, T_START), 0);
+    got = entry_held(membership_find(c, id));
+    ck_assert_mem_eq(&got, &longest, sizeof(got));
+    got = entry_held(membership_find(c, "s"));
+    ck_assert_mem_eq(&got, &shortest, sizeof(got));
+    /* A list naming s twice, each time at another address: the newer stands. */
+    answer[0] = shortest;
+    answer[0].version = 5;
+    addr_put(answer[0].peer_addr, "h:5");
+    answer[1] = answer[0];
+    answer[1].version = 6;
+    addr_put(answer[1].peer_addr, "h:6");
+    buf_clear(&out);
+    ck_assert_int_eq(msg_members_encode(answer, 2, &out), 0);
+    ck_assert_int_eq(membership_restore(c, buf_data(&out), out.len, T_START), 0);
+    got = entry_held(membership_find(c, "s"));
+    ck_assert_mem_eq(&got, &answer[1], sizeof(got));
+    buf_free(&out);
+
+    /* A heartbeat keeps the strings; a new address replaces them, shorter. */
+    kept = membership_find(a, id)->e.id;
+    longest.version++;
+    ck_assert_int_eq(merge(a, &longest, T_START + T_HB, NULL), MEMBERSHIP_UPDATED);
+    ck_assert_ptr_eq(membership_find(a, id)->e.id, kept);
+    longest.version++;
+    addr_put(longest.peer_addr, "h:3");
+    ck_assert_int_eq(merge(a, &longest, T_START + 2 * T_HB, NULL), MEMBERSHIP_UPDATED);
+    got = entry_held(membership_find(a, id));
+    ck_assert_mem_eq(&got, &longest, sizeof(got));
+    ck_assert_str_eq(membership_entry_client_addr(&membership_find(a, id)->e), longest.client_addr);
+    membership_destroy(c);
+    membership_destroy(a);
+}
+END_TEST
+
+/*
+ * A restore makes room for its whole list at once and no more, where
+ * doubling would leave up to half the array unused: a saved table of 4098
+ * entries (ours among them) takes 4099 entries' room, strings and keys,
+ * not 8192, and a member joining then fits without growing it.  Measured
+ * as the heap the table keeps, less what the same ring takes on its own.
+ */
+START_TEST(test_restore_room)
+{
+    enum { N = 4097 };
+    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct msg_member *list = calloc(N + 1, sizeof(*list));
+    struct ring_member *rm = calloc(N + 1, sizeof(*rm));
+    size_t before, kept, ring_bytes, room;
+    struct ring *r;
+    struct buf out;
+
+    ck_assert_ptr_nonnull(list);
+    ck_assert_ptr_nonnull(rm);
+    list[0] = entry_held(membership_self(m));
+    for (size_t i = 0; i <= N; i++) {
+        char id[RING_NAME_MAX + 1];
+
+        snprintf(id, sizeof(id), "m%05zu", i);
+        if (i > 0) {
+            entry_make(&list[i], id, "r1", 1, MSG_MEMBER_NORMAL, 1, 1);
+        }
+        rm[i] =
+            (struct ring_member){.id = list[i].id, .rack = list[i].rack, .tokens = list[i].tokens};
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(list, N + 1, &out), 0);
+    if (!heap_measurable()) { /* a sanitizer's allocator */
+        goto out;
+    }
+    before = heap_in_use();
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, rm, N + 1), 0);
+    ring_bytes = heap_in_use() - before;
+    ring_unref(r);
+
+    before = heap_in_use();
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), 0);
+    kept = heap_in_use() - before;
+    /* entries and keys, and strings ("m00000\0r1\0" and two addresses: 40 bytes, a 48-byte chunk)
+     */
+    room = (N + 2) * (sizeof(struct member) + sizeof(uint64_t)) + N * 48;
+    ck_assert_uint_eq(membership_count(m), N + 1);
+    ck_assert_uint_ge(kept, ring_bytes + N * sizeof(struct member));
+    ck_assert_uint_le(kept, ring_bytes + room + room / 20);
+    /* A joining member: its strings and the target ring, no larger array. */
+    entry_make(&list[1], "z", "r1", 1, MSG_MEMBER_JOINING, 1, 1);
+    before = heap_in_use();
+    ck_assert_int_eq(merge(m, &list[1], T_START, NULL), MEMBERSHIP_ADDED);
+    ck_assert_uint_le(heap_in_use() - before, ring_bytes + ring_bytes / 10);
+out:
+    buf_free(&out);
+    free(rm);
+    free(list);
+    membership_destroy(m);
 }
 END_TEST
 
@@ -1353,7 +1540,7 @@ START_TEST(test_earlier_life_epoch)
     ck_assert_int_eq(membership_remove(a, "c"), 0);
     without_c = membership_epoch(a);
     ck_assert_uint_gt(without_c, with_c);
-    removed = membership_find(a, "c")->e;
+    removed = entry_held(membership_find(a, "c"));
     ck_assert_uint_eq(removed.ring_version, 2 + MEMBERSHIP_REMOVE_RING_BUMP);
 
     /* c restarts from a saved table that had its own entry at ring_version 2. */
@@ -1408,7 +1595,8 @@ START_TEST(test_earlier_life_epoch)
     ck_assert_int_eq(merge(c, &entries[0], T_START, NULL), MEMBERSHIP_IGNORED);
     /* Its new entry, merged by a, moves a's epoch past the removal's. */
     without_c = membership_epoch(a);
-    ck_assert_int_eq(merge(a, &membership_self(c)->e, T_START, NULL), MEMBERSHIP_UPDATED);
+    back = entry_held(membership_self(c));
+    ck_assert_int_eq(merge(a, &back, T_START, NULL), MEMBERSHIP_UPDATED);
     ck_assert_uint_gt(membership_epoch(a), without_c);
     membership_destroy(c);
     membership_destroy(a);
@@ -1424,17 +1612,19 @@ START_TEST(test_put_back)
 
     entry_make(&e, "n2", "r1", 4, MSG_MEMBER_NORMAL, 7, 10);
     merge(a, &e, T_START, NULL);
-    before = membership_find(a, "n2")->e;
+    before = entry_held(membership_find(a, "n2"));
     digest = membership_digest(a);
     epoch = membership_epoch(a);
     ck_assert_int_eq(membership_remove(a, "n2"), 0);
     ck_assert_uint_ne(membership_digest(a), digest);
     ck_assert_int_eq(membership_put_back(a, &before), 0);
-    ck_assert(entry_eq(&membership_find(a, "n2")->e, &before, true));
+    e = entry_held(membership_find(a, "n2"));
+    ck_assert(entry_eq(&e, &before, true));
     ck_assert_uint_eq(membership_digest(a), digest);
     ck_assert_uint_eq(membership_epoch(a), epoch);
     ck_assert_int_ge(ring_member_find(membership_ring(a), "n2"), 0);
-    ck_assert_int_eq(membership_put_back(a, &membership_self(a)->e), RK_EINVAL);
+    e = entry_held(membership_self(a));
+    ck_assert_int_eq(membership_put_back(a, &e), RK_EINVAL);
     entry_make(&e, "zz", "r1", 4, MSG_MEMBER_NORMAL, 1, 1);
     ck_assert_int_eq(membership_put_back(a, &e), RK_ENOTFOUND);
     membership_destroy(a);
@@ -1697,7 +1887,7 @@ START_TEST(test_ring_refs_edges)
     merge_normal(m, "n2", 1);
     ck_assert_int_eq(membership_ring_listen(m, heard_ring, &h), 0);
     d = membership_digest(m);
-    before = membership_find(m, "n2")->e;
+    before = entry_held(membership_find(m, "n2"));
     ck_assert_int_eq(membership_remove(m, "n2"), 0);
     ck_assert_int_eq(membership_put_back(m, &before), 0);
     ck_assert_uint_eq(h.calls, 2);
@@ -1759,6 +1949,8 @@ static Suite *membership_suite(void)
         {"gossip_small", test_gossip_converges},
         {"gossip_large", test_gossip_converges_large},
         {"encode_restore", test_encode_restore},
+        {"entry_strings", test_entry_strings},
+        {"restore_room", test_restore_room},
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
         {"forgive_flapping", test_forgive_pauses_flapping},

@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "ring.h"
+#include "test_heap.h"
 #include "test_rng.h"
 
 static void rng_setup(void)
@@ -118,6 +119,99 @@ END_TEST
  * for every token, ring_preflist() names the token's member first and agrees
  * with the walk.
  */
+/*
+ * The ring copies each id and rack name at its own length (ring.c keeps
+ * them in one block): the shortest and the longest names, given out of id
+ * order from memory freed once the ring is built, come back sorted and
+ * whole, each member with its rack.
+ */
+START_TEST(test_names_copied)
+{
+    char *longest = malloc(RING_NAME_MAX + 1), *name[4], *rack[4];
+    static const char *const want[] = {"a", NULL, "ab", "b"};
+    struct ring_member m[4];
+    struct ring *r;
+
+    ck_assert_ptr_nonnull(longest);
+    memset(longest, 'a', RING_NAME_MAX);
+    longest[RING_NAME_MAX] = '\0';
+    name[0] = strdup("b");
+    name[1] = strdup(longest);
+    name[2] = strdup("ab");
+    name[3] = strdup("a");
+    longest[0] = 'x';
+    for (size_t i = 0; i < 4; i++) {
+        rack[i] = strdup(i % 2 ? "r" : longest);
+        m[i] = (struct ring_member){name[i], rack[i], (uint32_t)(1 + i)};
+    }
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, m, 4), 0);
+    for (size_t i = 0; i < 4; i++) {
+        free(name[i]);
+        free(rack[i]);
+    }
+    ck_assert_uint_eq(ring_member_count(r), 4);
+    ck_assert_uint_eq(ring_rack_count(r), 2);
+    ck_assert_str_eq(ring_member_id(r, 0), "a");
+    ck_assert_uint_eq(strlen(ring_member_id(r, 1)), RING_NAME_MAX);
+    ck_assert_int_eq(ring_member_id(r, 1)[RING_NAME_MAX - 1], 'a');
+    for (size_t i = 0; i < 4; i++) {
+        /* given as b, a..a, ab, a: tokens 1, 2, 3, 4 and racks x..x, r, x..x, r */
+        static const uint32_t tokens[] = {4, 2, 3, 1};
+        const char *id = want[i] != NULL ? want[i] : ring_member_id(r, 1);
+        ck_assert_str_eq(ring_member_id(r, (uint32_t)i), id);
+        ck_assert_int_eq(ring_member_find(r, id), (int)i);
+        ck_assert_uint_eq(ring_member_tokens(r, (uint32_t)i), tokens[i]);
+        ck_assert_str_eq(ring_member_rack(r, (uint32_t)i), tokens[i] % 2 ? longest : "r");
+    }
+    ring_unref(r);
+    free(longest);
+}
+END_TEST
+
+/*
+ * ring_heap_bytes() is what ring_create() allocates: a built ring keeps
+ * that many bytes, plus the allocator's headers (at most a page for each
+ * of its nine allocations), for rings small and large, of one token a
+ * member and of many.
+ */
+START_TEST(test_heap_bytes)
+{
+    static const struct {
+        size_t members, racks;
+        uint32_t tokens;
+    } shapes[] = {{1, 1, 1}, {3, 2, 4}, {100, 3, 1}, {300, 3, 16}, {5001, 3, 1}, {64, 64, 256}};
+    char(*ids)[8] = calloc(5001, sizeof(*ids));
+    char(*racks)[8] = calloc(64, sizeof(*racks));
+    struct ring_member *m = calloc(5001, sizeof(*m));
+
+    ck_assert(ids != NULL && racks != NULL && m != NULL);
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]) && heap_measurable(); s++) {
+        size_t names = 0, before, kept, want;
+        struct ring *r;
+
+        for (size_t i = 0; i < shapes[s].racks; i++) {
+            snprintf(racks[i], sizeof(racks[i]), "r%u", (unsigned)(i % 1000));
+            names += strlen(racks[i]) + 1;
+        }
+        for (size_t i = 0; i < shapes[s].members; i++) {
+            snprintf(ids[i], sizeof(ids[i]), "n%u", (unsigned)(i % 100000));
+            m[i] = (struct ring_member){ids[i], racks[i % shapes[s].racks], shapes[s].tokens};
+            names += strlen(ids[i]) + 1;
+        }
+        want = ring_heap_bytes(shapes[s].members, shapes[s].racks, shapes[s].tokens, names);
+        before = heap_in_use();
+        ck_assert_int_eq(ring_create(&r, ring_default_seed, m, shapes[s].members), 0);
+        kept = heap_in_use() - before;
+        ck_assert_uint_ge(kept, want);
+        ck_assert_uint_le(kept, want + 9 * 4096);
+        ring_unref(r);
+    }
+    free(ids);
+    free(racks);
+    free(m);
+}
+END_TEST
+
 START_TEST(test_members_at_bound)
 {
     struct ring_member *m = calloc(RING_MEMBERS_MAX, sizeof(*m));
@@ -647,6 +741,8 @@ static Suite *ring_suite(void)
         {"names", test_name_rules},
         {"member_check", test_member_check},
         {"create_errors", test_create_errors},
+        {"names_copied", test_names_copied},
+        {"heap_bytes", test_heap_bytes},
         {"members_at_bound", test_members_at_bound},
         {"empty_ring", test_empty_ring},
         {"rf_bounds", test_rf_bounds},

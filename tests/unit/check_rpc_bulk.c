@@ -52,7 +52,7 @@ static bool a_knows_b(void *arg)
     (void)arg;
     gossip_round(a->gossip);
     gossip_round(b->gossip);
-    return e != NULL && strcmp(e->e.peer_addr, pa->remote.peer_addr) == 0;
+    return e != NULL && strcmp(membership_entry_peer_addr(&e->e), pa->remote.peer_addr) == 0;
 }
 
 static void setup(void)
