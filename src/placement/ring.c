@@ -302,8 +302,11 @@ static int ring_load_members(struct ring *r, const struct ring_member *members, 
 
     for (size_t i = 0; err == 0 && i < n; i++) {
         err = ring_member_check(&members[i], NULL);
+        if (err != 0) {
+            break; /* its id may be NULL: not compared */
+        }
         order[i].m = &members[i];
-        order[i].id_len = err == 0 ? strlen(members[i].id) : 0;
+        order[i].id_len = strlen(members[i].id);
         bytes += order[i].id_len + 1;
         sorted = sorted && (i == 0 || order_cmp(&order[i - 1], &order[i]) < 0);
     }

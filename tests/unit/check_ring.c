@@ -104,21 +104,19 @@ START_TEST(test_create_errors)
     struct ring_member dup[] = {{"a", "r1", 2}, {"b", "r1", 2}, {"a", "r2", 2}};
     struct ring_member bad[] = {{"a", "r1", 2}, {"b", "r/1", 2}};
     struct ring_member zero[] = {{"a", "r1", 0}};
+    /* an invalid member after valid ones, its id NULL: refused before any comparison */
+    struct ring_member no_id[] = {{"a", "r1", 2}, {NULL, "r1", 2}};
 
     ck_assert_int_eq(ring_create(&r, ring_default_seed, dup, 3), RK_EDUP);
     ck_assert_ptr_null(r);
     ck_assert_int_eq(ring_create(&r, ring_default_seed, bad, 2), RK_EINVAL);
     ck_assert_int_eq(ring_create(&r, ring_default_seed, zero, 1), RK_ERANGE);
+    ck_assert_int_eq(ring_create(&r, ring_default_seed, no_id, 2), RK_EINVAL);
+    ck_assert_ptr_null(r);
     ck_assert_int_eq(ring_create(&r, ring_default_seed, dup, RING_MEMBERS_MAX + 1), RK_ETOOBIG);
 }
 END_TEST
 
-/*
- * A ring at RING_MEMBERS_MAX (8192: 5000 simulated members and a joiner fit)
- * builds, and the fast path's uint16_t member indices reach the last member:
- * for every token, ring_preflist() names the token's member first and agrees
- * with the walk.
- */
 /*
  * The ring copies each id and rack name at its own length (ring.c keeps
  * them in one block): the shortest and the longest names, given out of id
@@ -212,6 +210,12 @@ START_TEST(test_heap_bytes)
 }
 END_TEST
 
+/*
+ * A ring at RING_MEMBERS_MAX (8192: 5000 simulated members and a joiner fit)
+ * builds, and the fast path's uint16_t member indices reach the last member:
+ * for every token, ring_preflist() names the token's member first and agrees
+ * with the walk.
+ */
 START_TEST(test_members_at_bound)
 {
     struct ring_member *m = calloc(RING_MEMBERS_MAX, sizeof(*m));
