@@ -2,8 +2,12 @@
 # `ringkv transfers`, `ringkv leave` and `ringkv status` through a join and
 # a leave, with real ringkvd processes:
 #
-#   - 3 nodes (rf 3) hold 1200 keys of 1 KiB; a 4th starts with
-#     --handoff-rate 64KB, so its join lasts a few seconds: `ringkv
+#   - 3 nodes (rf 3, one token each) hold 1200 keys of 1 KiB; a 4th (one
+#     token) starts with --handoff-rate 64KB, so its join lasts several
+#     seconds and each arc it gains takes more than one batch (256 KiB) a
+#     few seconds apart: a transfer shows keys while it streams, for
+#     seconds, not only in the moment between an arc's one batch and its
+#     end (with 256 tokens the join could end between two looks): `ringkv
 #     transfers --json` on it shows incoming transfers (from one of the
 #     three, to n4, with keys), `ringkv status` shows it joining (UJ) and
 #     "converged  no (a change is under way)", and `ringkv transfers
@@ -20,7 +24,7 @@ it_setup
 it_key
 KEYS=1200
 CONVERGE_S=$(it_rounds_s 60)
-it_cluster 3
+it_cluster 3 --tokens 1
 it_wait_converged
 
 # KEYS keys of 1 KiB through n1, in one pipe.
@@ -39,7 +43,7 @@ it_log "$KEYS keys of 1 KiB written"
 
 # n4 joins at 64 KB/s.
 it_setvar n4 PEER "$(it_free_port)"
-it_node n4 --rack r1 --seeds "127.0.0.1:$N1_PEER" --handoff-rate 64KB
+it_node n4 --rack r1 --tokens 1 --seeds "127.0.0.1:$N1_PEER" --handoff-rate 64KB
 it_wait_ping n4
 N4="127.0.0.1:$N4_CLIENT"
 
