@@ -6,15 +6,20 @@
 # iteration over 2000 keys each returned once, info()'s used_memory and role,
 # AUTH without a password and with requirepass, MGET with a key too long to
 # exist answering null, and node-redis over RESP3.  The libraries come from
-# npm, pinned by tests/clients/package-lock.json; nothing installs them
-# automatically (CI stays offline from npm): without them the test is skipped
-# (77) with a line saying how to install them.  Without redis-server the
-# Redis half is skipped with a line saying so.
+# npm, pinned by tests/clients/package-lock.json, installed by
+# `cluster-scripts/install-deps --with-clients` (run-tests and CI run it) or
+# `cd tests/clients && npm ci`; RINGKV_NODE_MODULES names their folder when
+# the sources are a copy without it (run-tests sets it for distcheck's).
+# Without them the test is skipped (77) with a line saying how to install
+# them.  Without redis-server the Redis half is skipped with a line saying so.
 : "${top_srcdir:?}"
 CLIENTS="$top_srcdir/tests/clients"
+NODE_PATH=${RINGKV_NODE_MODULES:-$CLIENTS/node_modules}
+export NODE_PATH
 for m in ioredis redis; do
-    if [ ! -f "$CLIENTS/node_modules/$m/package.json" ]; then
-        echo "node-clients: SKIP: ioredis and node-redis not installed (cd tests/clients && npm ci)"
+    if [ ! -f "$NODE_PATH/$m/package.json" ]; then
+        echo "node-clients: SKIP: ioredis and node-redis not installed in $NODE_PATH" \
+            "(cluster-scripts/install-deps --with-clients, or cd tests/clients && npm ci)"
         exit 77
     fi
 done
