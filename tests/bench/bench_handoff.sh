@@ -111,18 +111,21 @@ wait_ping() {
 }
 
 # start_node ID ADDRESS [ARGS...]: a fresh ringkvd --sync batch on ADDRESS;
-# sets ID_ADDR, ID_PORT (client), ID_PEER, ID_PID.
+# sets ID_ADDR, ID_PORT (client), ID_PEER, ID_PID, and ID_T0, the time of
+# its start in ms (after picking its ports: a python3 start each, which can
+# take more than half a second).
 start_node() {
     id=$1
     addr=$2
     shift 2
     port=$(python3 "$FREE_PORT" "$addr")
     peer=$(python3 "$FREE_PORT" "$addr")
+    t0=$(now_ms)
     "$RINGKVD" --id "$id" --cluster-key "$DIR/key" --data "$DIR/$id-data" --sync batch "$@" \
         --client "$addr:$port" --listen "$addr:$peer" --log-level warn > "$DIR/$id.log" 2>&1 &
     pid=$!
     PIDS="$PIDS $pid"
-    eval "${id}_ADDR=$addr ${id}_PORT=$port ${id}_PEER=$peer ${id}_PID=$pid"
+    eval "${id}_ADDR=$addr ${id}_PORT=$port ${id}_PEER=$peer ${id}_PID=$pid ${id}_T0=$t0"
 }
 
 # var ID NAME: the value of ID_NAME.
@@ -243,10 +246,10 @@ sample during "$JOIN_SECONDS" "$STOP" &
 SAMPLER=$!
 PIDS="$PIDS $SAMPLER"
 cpu_ms n1 n2 n3 > "$DIR/cpu.before"
-T0=$(now_ms)
 # shellcheck disable=SC2086 # one flag a word
 start_node n4 127.0.0.14 --rack r1 $REPL --seeds "$(var n1 ADDR):$(var n1 PEER)" \
     --handoff-rate 10GB --handoff-concurrency "$CONCURRENCY"
+T0=$(var n4 T0)
 wait_ping "$(var n4 ADDR)" "$(var n4 PORT)"
 T_FIRST=0
 T_LAST=0

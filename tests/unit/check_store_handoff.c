@@ -587,7 +587,7 @@ START_TEST(test_apply_record_list_and_queue)
 }
 END_TEST
 
-/* The child: merge the records, check the log took them, and crash. */
+/* The child: merge the records, check LMDB took them (not the log), and crash. */
 static void child_apply(const char *sub, const uint8_t *rec, size_t len)
 {
     struct store *s = open_with(sub, "n1", 0, true);
@@ -599,15 +599,15 @@ static void child_apply(const char *sub, const uint8_t *rec, size_t len)
         _exit(3);
     }
     store_get_stats(s, &st);
-    if (st.logged == 0 || st.overlay_keys != 2) {
-        _exit(4); /* the records did not go to the log */
+    if (st.logged != 0 || st.overlay_keys != 0 || st.commits != 2) {
+        _exit(4); /* the records did not go to LMDB, one commit each */
     }
-    _exit(0); /* no store_close(): no checkpoint, only the log holds them */
+    _exit(0); /* no store_close(): no checkpoint; LMDB holds them */
 }
 
 /*
- * Merged records survive a crash (the log's replay at the next open) and
- * the checkpoint after it (close, open again).
+ * Merged records survive a crash (committed to LMDB, nothing in the log to
+ * replay) and the close after it (open again).
  */
 START_TEST(test_apply_record_reopen)
 {
@@ -632,7 +632,7 @@ START_TEST(test_apply_record_reopen)
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
     snprintf(wal, sizeof(wal), "%s/d/wal", tmp_dir);
     ck_assert_int_eq(stat(wal, &sb), 0);
-    ck_assert_int_gt(sb.st_size, WAL_HEADER_LEN);
+    ck_assert_int_eq(sb.st_size, WAL_HEADER_LEN);
     s = open_store("d", "n1");
     ck_assert_uint_eq(siblings_of(s, "k"), 2);
     ck_assert(holds(s, "k", &t.a) && holds(s, "k", &t.b));
@@ -699,14 +699,30 @@ static void table_del_op(struct store_op *op, const char *key)
 }
 
 /*
- * A handoff batch (APPLY_RECORDs and the TABLE_PUT of its checkpoint, one
- * atomic group) is one log append: under `sync always` one fsync, under
- * `none` none, and no LMDB commit.  Its checkpoint reads back at once,
- * from the log; a failed group leaves neither; a delete hides the value
- * LMDB holds; store_queue() with store_run_ready() (the node's path) logs
- * the same way; and close's checkpoint moves it all into LMDB.
+ * What a handoff batch cost, from st0 to st1: one LMDB commit, nothing
+ * logged, fsyncs want_syncs, and checkpoints want_ckpts (one when the log
+ * held something: the batch absorbs it first).
  */
-START_TEST(test_handoff_group_logged)
+static void assert_one_lmdb_commit(const struct store_stats *st0, const struct store_stats *st1,
+                                   uint64_t want_syncs, uint64_t want_ckpts)
+{
+    ck_assert_uint_eq(st1->commits - st0->commits, 1);
+    ck_assert_uint_eq(st1->logged, st0->logged);
+    ck_assert_uint_eq(st1->checkpoints - st0->checkpoints, want_ckpts);
+    ck_assert_uint_eq(st1->syncs - st0->syncs, want_syncs);
+}
+
+/*
+ * A handoff batch (APPLY_RECORDs and the TABLE_PUT of its checkpoint, one
+ * atomic group) is one LMDB commit, nothing logged: under `sync always`
+ * one fsync, under `none` none.  Its checkpoint reads back at once; a
+ * failed group leaves neither.  The handoff table's puts and deletes
+ * alone (the node's path, store_queue() with store_run_ready()) are one
+ * log append, and a delete hides the value LMDB holds; the next handoff
+ * batch absorbs that log first (a checkpoint) and merges with what it
+ * held; close's checkpoint moves the rest into LMDB.
+ */
+START_TEST(test_handoff_group_lmdb)
 {
     static const enum store_sync modes[] = {STORE_SYNC_ALWAYS, STORE_SYNC_NONE};
     struct store_op ops[4], *group[4] = {&ops[0], &ops[1], &ops[2], &ops[3]};
@@ -730,9 +746,9 @@ START_TEST(test_handoff_group_logged)
         store_get_stats(s, &st0);
         run_atomic(s, group, 4, 0);
         store_get_stats(s, &st1);
-        assert_one_append(&st0, &st1, syncs);
-        ck_assert_uint_eq(st1.overlay_keys, 3);
-        ck_assert(handoff_has(s, "ckpt", "at-3")); /* from the log: no checkpoint ran */
+        assert_one_lmdb_commit(&st0, &st1, syncs, 0);
+        ck_assert_uint_eq(st1.overlay_keys, 0);
+        ck_assert(handoff_has(s, "ckpt", "at-3"));
         ck_assert_uint_eq(siblings_of(s, "g2"), 2);
 
         apply_record_op(&ops[0], "g4", rec, len);
@@ -756,14 +772,29 @@ START_TEST(test_handoff_group_logged)
         ck_assert_int_eq(ops[1].result, 0); /* deleting an absent key is no error */
         store_get_stats(s, &st1);
         assert_one_append(&st0, &st1, syncs);
-        ck_assert(handoff_has(s, "ckpt", "at-6"));
-        store_close(s); /* the checkpoint puts them into LMDB */
+        ck_assert(handoff_has(s, "ckpt", "at-6")); /* from the log */
+
+        /* a handoff batch now: the log's table items are absorbed first */
+        apply_record_op(&ops[0], "g6", rec, len);
+        table_put_op(&ops[1], "ckpt", "at-7");
+        store_get_stats(s, &st0);
+        run_atomic(s, group, 2, 0);
+        store_get_stats(s, &st1);
+        assert_one_lmdb_commit(&st0, &st1, modes[m] == STORE_SYNC_NONE ? 0 : 1, 1);
+        ck_assert(handoff_has(s, "ckpt", "at-7"));
+        ck_assert(!handoff_has(s, "gone", ""));
+        table_put_op(&ops[0], "ckpt", "at-8");
+        store_get_stats(s, &st0);
+        run_atomic(s, group, 1, 0);
+        store_get_stats(s, &st1);
+        assert_one_append(&st0, &st1, syncs);
+        store_close(s); /* the checkpoint puts "at-8" into LMDB */
         ck_assert_int_eq(wal_size(sub), WAL_HEADER_LEN);
 
         s = open_logged(sub, modes[m]);
         store_get_stats(s, &st1);
         ck_assert_uint_eq(st1.overlay_keys, 0);
-        ck_assert(handoff_has(s, "ckpt", "at-6")); /* from LMDB now */
+        ck_assert(handoff_has(s, "ckpt", "at-8")); /* from LMDB now */
         ck_assert(!handoff_has(s, "gone", ""));
         ck_assert_uint_eq(siblings_of(s, "g3"), 2);
         store_close(s);
@@ -826,7 +857,7 @@ struct rec_arg {
     size_t len;
 };
 
-/* The child: a handoff batch and its checkpoint, one logged append under `sync always`. */
+/* The child: a handoff batch and its checkpoint, one LMDB commit under `sync always`. */
 static int child_group(const char *sub, void *arg)
 {
     const struct rec_arg *r = arg;
@@ -847,17 +878,17 @@ static int child_group(const char *sub, void *arg)
         }
     }
     store_get_stats(s, &st1);
-    if (st1.logged != st0.logged + 1 || st1.checkpoints != st0.checkpoints ||
-        st1.syncs != st0.syncs + 1 || !handoff_has(s, "ckpt", "at-2")) {
-        return 5; /* not one logged append */
+    if (st1.logged != st0.logged || st1.commits != st0.commits + 1 || st1.syncs != st0.syncs + 1 ||
+        !handoff_has(s, "ckpt", "at-2")) {
+        return 5; /* not one synced LMDB commit */
     }
     return 0; /* no store_close(): the parent kills this process */
 }
 
 /*
- * A child killed after its handoff batch was appended (and fsynced) to the
- * log: the next open replays the records and the checkpoint together, and
- * the checkpoint at close puts them into LMDB.
+ * A child killed after its handoff batch was committed (and fsynced): the
+ * next open finds the records and the checkpoint together in LMDB, the log
+ * empty.
  */
 START_TEST(test_handoff_group_killed)
 {
@@ -871,10 +902,10 @@ START_TEST(test_handoff_group_killed)
     rec = encode_of((const struct sibling *[]){&t.a, &t.c}, 2, &r.len);
     r.rec = rec;
     killed_after(child_group, "k", &r);
-    ck_assert_int_gt(wal_size("k"), WAL_HEADER_LEN);
+    ck_assert_int_eq(wal_size("k"), WAL_HEADER_LEN);
     s = open_logged("k", STORE_SYNC_ALWAYS);
     store_get_stats(s, &st);
-    ck_assert_uint_eq(st.overlay_keys, 2); /* replayed into the overlay, not LMDB yet */
+    ck_assert_uint_eq(st.overlay_keys, 0); /* nothing to replay: LMDB holds them */
     ck_assert(handoff_has(s, "ckpt", "at-2"));
     ck_assert(holds(s, "c1", &t.a) && holds(s, "c2", &t.c));
     store_close(s);
@@ -1349,7 +1380,7 @@ static Suite *store_handoff_suite(void)
         {"apply_record_one_sibling", test_apply_record_one_sibling},
         {"apply_record_list_and_queue", test_apply_record_list_and_queue},
         {"apply_record_reopen", test_apply_record_reopen},
-        {"handoff_group_logged", test_handoff_group_logged},
+        {"handoff_group_lmdb", test_handoff_group_lmdb},
         {"handoff_group_killed", test_handoff_group_killed},
         {"handoff_delete_replayed", test_handoff_delete_replayed},
         {"old_log_opens", test_old_log_opens},
