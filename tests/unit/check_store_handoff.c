@@ -5,10 +5,11 @@
  * siblings, the same record again, an older one, a damaged one, one past
  * max_siblings), in atomic groups with a handoff checkpoint (all or
  * nothing), through store_submit_list() and store_queue(), and across a
- * crash (the write-ahead log's replay) and a checkpoint; the handoff
- * table's puts in the write-ahead log: a group of records and its
- * checkpoint as one log append (no LMDB commit), read back before any
- * checkpoint, replayed after a child holding them is killed, a delete
+ * crash and a checkpoint; a group of records and its handoff checkpoint
+ * as one LMDB commit (nothing logged; it absorbs the write-ahead log
+ * first), alone and in one batch with other writes, found after a child
+ * that committed it is killed; the handoff table's puts and deletes alone
+ * in the write-ahead log, read back before any checkpoint, a delete
  * replayed, and a log written before table items existed still opening;
  * and
  * store_arc_digest(): stores holding the same siblings in another order
