@@ -29,11 +29,13 @@
  * whole record into LMDB in order, so a key ends with the record of its
  * last put, and a table key with its last set or delete.  Items are the
  * records a batch left, not its operations, so every kind of data write
- * the log takes (STORE_OP_WRITE, STORE_OP_APPLY, STORE_OP_APPLY_RECORD) is
- * a put, and a new kind of write needs no new kind of item.  Table items
- * are STORE_OP_TABLE_PUT to the handoff table, whose values are opaque
- * bytes, not records: a handoff batch (its records and its checkpoint, one
- * atomic group) is one log record, all or nothing.
+ * the log takes (STORE_OP_WRITE, STORE_OP_APPLY) is a put, and a new kind
+ * of write needs no new kind of item; a log of an earlier build may also
+ * hold what STORE_OP_APPLY_RECORD left, which now commits to LMDB, and
+ * replays the same way.  Table items are STORE_OP_TABLE_PUT to the handoff
+ * table, whose values are opaque bytes, not records: handoff checkpoints
+ * set or deleted on their own (a handoff batch, its records and its
+ * checkpoint in one atomic group, is one LMDB commit: store.c).
  *
  * Compatibility: items 3 and 4 came after the first logs, within format 1
  * (the header is unchanged).  A log written before them holds only items 1

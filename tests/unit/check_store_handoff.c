@@ -5,10 +5,11 @@
  * siblings, the same record again, an older one, a damaged one, one past
  * max_siblings), in atomic groups with a handoff checkpoint (all or
  * nothing), through store_submit_list() and store_queue(), and across a
- * crash (the write-ahead log's replay) and a checkpoint; the handoff
- * table's puts in the write-ahead log: a group of records and its
- * checkpoint as one log append (no LMDB commit), read back before any
- * checkpoint, replayed after a child holding them is killed, a delete
+ * crash and a checkpoint; a group of records and its handoff checkpoint
+ * as one LMDB commit (nothing logged; it absorbs the write-ahead log
+ * first), alone and in one batch with other writes, found after a child
+ * that committed it is killed; the handoff table's puts and deletes alone
+ * in the write-ahead log, read back before any checkpoint, a delete
  * replayed, and a log written before table items existed still opening;
  * and
  * store_arc_digest(): stores holding the same siblings in another order
@@ -804,6 +805,124 @@ START_TEST(test_handoff_group_lmdb)
 }
 END_TEST
 
+/* A lone STORE_OP_APPLY of v to key. */
+static void apply_op(struct store_op *op, const char *key, const struct sibling *v)
+{
+    store_op_init(op, STORE_OP_APPLY);
+    op->key = (const uint8_t *)key;
+    op->key_len = strlen(key);
+    op->version = v;
+}
+
+/* A record's one sibling: is it v, and a tombstone when tomb? */
+static bool only(struct store *s, const char *key, const struct sibling *v, bool tomb)
+{
+    struct record r;
+    bool ok;
+
+    record_init(&r);
+    ck_assert_int_eq(store_get(s, key, strlen(key), &r), 0);
+    ok = r.n == 1 && vclock_compare(&r.s[0].clock, &v->clock) == VCLOCK_EQUAL &&
+         r.s[0].tombstone == tomb;
+    record_deinit(&r);
+    return ok;
+}
+
+/*
+ * A handoff group in one batch with other writes (the writer takes
+ * everything queued): a replicated version newer than the streamed one,
+ * of the same key, in the same batch before or after the group, and a
+ * delete the log held before the batch.  The batch is one LMDB commit
+ * that absorbs the log; the older streamed records change nothing (the
+ * newer version stays alone, the deleted key stays a tombstone), the
+ * group's checkpoint and the client's write are there, and all of it
+ * again after a close and an open.
+ */
+START_TEST(test_handoff_group_mixed_batch)
+{
+    static const enum store_sync modes[] = {STORE_SYNC_ALWAYS, STORE_SYNC_NONE};
+    struct sibling old, newer, live, gone;
+    uint8_t *rec_k, *rec_d;
+    size_t len_k, len_d;
+
+    sibling_init(&old);
+    sibling_init(&newer);
+    sibling_init(&live);
+    sibling_init(&gone);
+    version_from("nd", "k", "first", &old);
+    version_from("nd", "k", "second", &newer); /* descends from old */
+    version_from("nd", "d", "live", &live);
+    version_from("nd", "d", NULL, &gone); /* the delete of live */
+    rec_k = encode_of((const struct sibling *[]){&old}, 1, &len_k);
+    rec_d = encode_of((const struct sibling *[]){&live}, 1, &len_d);
+    for (size_t m = 0; m < 2; m++) {
+        for (int group_first = 0; group_first < 2; group_first++) {
+            struct store_op ops[5], *lone_a[1] = {&ops[0]}, *grp[3] = {&ops[1], &ops[2], &ops[3]},
+                                    *lone_w[1] = {&ops[4]};
+            struct store_stats st0, st1;
+            struct store *s;
+            char sub[32];
+            int done = 0;
+
+            snprintf(sub, sizeof(sub), "mixed-%zu-%d", m, group_first);
+            s = open_logged(sub, modes[m]);
+            ck_assert_int_eq(store_apply(s, "d", 1, &gone, NULL), 0); /* in the log */
+            store_get_stats(s, &st0);
+            ck_assert_uint_eq(st0.overlay_keys, 1);
+
+            apply_op(&ops[0], "k", &newer);
+            apply_record_op(&ops[1], "k", rec_k, len_k);
+            apply_record_op(&ops[2], "d", rec_d, len_d);
+            table_put_op(&ops[3], "ckpt", "at-1");
+            store_op_init(&ops[4], STORE_OP_WRITE);
+            ops[4].key = (const uint8_t *)"w";
+            ops[4].key_len = 1;
+            ops[4].value = (const uint8_t *)"client";
+            ops[4].value_len = 6;
+            ops[4].skip_written = true;
+            for (int i = 0; i < 5; i++) {
+                ops[i].done = count_done;
+                ops[i].ctx = &done;
+            }
+            if (group_first) {
+                ck_assert_int_eq(store_queue(s, grp, 3, true), 0);
+                ck_assert_int_eq(store_queue(s, lone_a, 1, false), 0);
+            } else {
+                ck_assert_int_eq(store_queue(s, lone_a, 1, false), 0);
+                ck_assert_int_eq(store_queue(s, grp, 3, true), 0);
+            }
+            ck_assert_int_eq(store_queue(s, lone_w, 1, false), 0);
+            store_run_ready(s);
+            wait_done(s, &done, 5);
+            for (int i = 0; i < 5; i++) {
+                ck_assert_int_eq(ops[i].result, 0);
+            }
+            store_get_stats(s, &st1);
+            assert_one_lmdb_commit(&st0, &st1, modes[m] == STORE_SYNC_NONE ? 0 : 1, 1);
+            ck_assert_uint_eq(st1.overlay_keys, 0);
+            ck_assert(!ops[2].changed); /* the delete stands */
+            for (int pass = 0; pass < 2; pass++) {
+                ck_assert(only(s, "k", &newer, false));
+                ck_assert(only(s, "d", &gone, true));
+                ck_assert(handoff_has(s, "ckpt", "at-1"));
+                ck_assert_uint_eq(siblings_of(s, "w"), 1);
+                if (pass == 0) {
+                    store_close(s);
+                    s = open_logged(sub, modes[m]);
+                }
+            }
+            store_close(s);
+        }
+    }
+    free(rec_k);
+    free(rec_d);
+    sibling_deinit(&old);
+    sibling_deinit(&newer);
+    sibling_deinit(&live);
+    sibling_deinit(&gone);
+}
+END_TEST
+
 /* Bounds for a child that waits to be killed. */
 #define KILL_CHILD_MAX_S 60
 #define KILL_WAIT_MS 30000
@@ -1382,6 +1501,7 @@ static Suite *store_handoff_suite(void)
         {"apply_record_reopen", test_apply_record_reopen},
         {"handoff_group_lmdb", test_handoff_group_lmdb},
         {"handoff_group_killed", test_handoff_group_killed},
+        {"handoff_group_mixed_batch", test_handoff_group_mixed_batch},
         {"handoff_delete_replayed", test_handoff_delete_replayed},
         {"old_log_opens", test_old_log_opens},
         {"digest_order_free", test_digest_order_free},
