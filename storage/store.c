@@ -159,9 +159,11 @@
  *
  * Recovery: at open the whole records of a log of the recorded generation
  * are loaded into the overlays (data and handoff table), as if their
- * batches had just run (LMDB is
- * not written, so a full disk cannot keep a node from starting), and the
- * first checkpoint moves them.  The first record cut short or failing its
+ * batches had just run (the replay writes nothing to LMDB), and the
+ * first checkpoint moves them.  That checkpoint is the first write through
+ * LMDB, which the node makes at start (it records its generation, meta,
+ * src/membership/gossip.c): on a disk too full for it, the node refuses
+ * to start, saying so, until there is room.  The first record cut short or failing its
  * checksum ends the log: it is cut there (logged as store_wal_torn, with
  * the bytes dropped), so nothing after it can come back behind newer
  * records.  A crash tears only the unsynced tail (under `sync always` a

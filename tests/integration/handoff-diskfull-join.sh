@@ -17,13 +17,8 @@ it_key
 it_net
 KEYS=${KJ_KEYS:-20000}
 SYNC=${KJ_SYNC:-always}
-JOIN_S=120
 WL_KEYS=300 WL_RATE=200 WL_SECONDS=120 WL_AFTER_OPS=200
-hist="$IT_DIR/wl.jsonl"
-flags="--handoff-rate ${KJ_RATE:-64KB} --handoff-concurrency 2 --tokens 4 --sync $SYNC"
-# shellcheck disable=SC2086
-it_cluster 3 $flags
-it_wait_converged
+it_join_cluster "${KJ_RATE:-64KB}"
 it_handoff load "$(it_client_addr n1)" hk: 0 "$KEYS" || it_fail "loading $KEYS keys"
 it_load_start n1 n2 n3
 it_disk n4 "${KJ_DISK:-24m}"
@@ -48,18 +43,5 @@ grep -q 'event=handoff_retry.*step=apply' "$IT_DIR/n4.log" || it_fail "no handof
 r=$(it_cli n4 SET direct:1 x)
 it_log "SET through n4 on a full disk: $r"
 it_diskfree n4
-it_wait_normal n4 4 "$JOIN_S"
-it_wait_converged_n 4
-it_load_end "n4 turned normal"
-# shellcheck disable=SC2046 # one flag a word
-out=$("$RINGKV" verify $(printf -- '-H %s ' $(it_client_addrs n1 n2 n3 n4)) "$hist") ||
-    it_fail "verify: $out"
-it_log "verify: $(echo "$out" | tr '\n' ' ' | sed 's/  */ /g')"
-# shellcheck disable=SC2046
-c=$(it_handoff copies 'hk:*' $(it_client_addrs n1 n2 n3 n4)) || it_fail "copies: $c"
-it_log "copies: $c; n4 holds $(it_cli n4 DBSIZE); df: $(df -k "$IT_DIR/n4.disk" | tail -1)"
-c_keys=0 c_min=0
-eval "$(echo "$c" | tr ' ' '\n' | grep -E '^(keys|min)=' | sed 's/^/c_/')"
-it_expect_eq "distinct preloaded keys" "$c_keys" "$KEYS"
-[ "$c_min" -ge 3 ] || it_fail "a preloaded key has $c_min copies: $c"
+it_join_end 'hk:*' "$KEYS"
 it_pass "n4's join stopped on a full disk and resumed once freed; nothing acknowledged lost"

@@ -282,6 +282,36 @@ it_load_end() {
     wait "$IT_LOAD" || it_fail "the workload failed: $(cat "$IT_DIR/workload.out")"
 }
 
+# A 4th node joining 3 under the workload (handoff-kill-join.sh and its siblings).
+# it_join_cluster RATE: n1-n3 with $flags (--handoff-rate RATE, 2 arcs at once, 4
+# tokens, --sync $SYNC), converged; sets JOIN_S, hist and flags.
+it_join_cluster() {
+    JOIN_S=120
+    hist="$IT_DIR/wl.jsonl"
+    flags="--handoff-rate $1 --handoff-concurrency 2 --tokens 4 --sync $SYNC"
+    # shellcheck disable=SC2086 # one flag a word
+    it_cluster 3 $flags
+    it_wait_converged
+}
+# it_join_end PATTERN KEYS: n4 normal, the workload ended and verified, and each of the
+# KEYS preloaded keys matching PATTERN held by at least 3 nodes (c_keys, c_min: the counts).
+it_join_end() {
+    it_wait_normal n4 4 "$JOIN_S"
+    it_wait_converged_n 4
+    it_load_end "n4 turned normal"
+    # shellcheck disable=SC2046 # one flag a word
+    _it_out=$("$RINGKV" verify $(printf -- '-H %s ' $(it_client_addrs n1 n2 n3 n4)) "$hist") ||
+        it_fail "verify: $_it_out"
+    it_log "verify: $(echo "$_it_out" | tr '\n' ' ' | sed 's/  */ /g')"
+    # shellcheck disable=SC2046
+    _it_c=$(it_handoff copies "$1" $(it_client_addrs n1 n2 n3 n4)) || it_fail "copies: $_it_c"
+    it_log "copies: $_it_c; n4 holds $(it_cli n4 DBSIZE), resumed $(it_info_field n4 ringkv_handoff_resumed)"
+    c_keys=0 c_min=0
+    eval "$(echo "$_it_c" | tr ' ' '\n' | grep -E '^(keys|min)=' | sed 's/^/c_/')"
+    it_expect_eq "distinct preloaded keys" "$c_keys" "$2"
+    [ "$c_min" -ge 3 ] || it_fail "a preloaded key has $c_min copies: $_it_c"
+}
+
 # it_client_addrs ID...: those nodes' client addresses, ADDRESS:PORT, one a word.
 it_client_addrs() {
     for _it_node in "$@"; do
