@@ -118,12 +118,14 @@
  * The write-ahead log
  * -------------------
  * A batch of writes (STORE_OP_WRITE, STORE_OP_APPLY and
- * STORE_OP_TABLE_PUT to the handoff table only) does not touch LMDB: each operation reads its key's
- * record (the batch's own earlier write of it, else the overlay, else LMDB), and the records it
- * leaves are appended to `wal` as one record with one write(), then published to the overlay
- * (overlay.h) under the resize lock, so a reader sees all of a batch or none of it.  The log holds
- * the whole records a batch leaves, never the operations (wal.c).  A random key thus costs one
- * sequential append instead of rewriting the 4 KiB B-tree page it lands on at every commit.
+ * STORE_OP_TABLE_PUT to the handoff table only) does not touch LMDB: each
+ * operation reads its key's record (the batch's own earlier write of it,
+ * else the overlay, else LMDB), and the records it leaves are appended to
+ * `wal` as one record with one write(), then published to the overlay
+ * (overlay.h) under the resize lock, so a reader sees all of a batch or
+ * none of it.  The log holds the whole records a batch leaves, never the
+ * operations (wal.c).  A random key thus costs one sequential append
+ * instead of rewriting the 4 KiB B-tree page it lands on at every commit.
  * Durability per sync mode: `always` fdatasyncs the log before the batch
  * completes; `batch` has the syncer fdatasync it every batch_ms; `none`
  * leaves it to the kernel.  A handoff-table put is logged as the value
@@ -154,7 +156,8 @@
  * overlay holds STORE_CKPT_OVERLAY_BYTES or the log STORE_CKPT_WAL_BYTES
  * (the writer stops for it: about 2 us of CPU per key), after
  * STORE_CKPT_IDLE_MS without work, at close, and inside every batch that
- * runs through LMDB (any other operation; a batch near map_max), which
+ * runs through LMDB (a handoff batch, any other operation not logged; a
+ * batch near map_max), which
  * therefore sees every logged write.
  *
  * Recovery: at open the whole records of a log of the recorded generation
@@ -163,10 +166,10 @@
  * first checkpoint moves them.  That checkpoint is the first write through
  * LMDB, which the node makes at start (it records its generation, meta,
  * src/membership/gossip.c): on a disk too full for it, the node refuses
- * to start, saying so, until there is room.  The first record cut short or failing its
- * checksum ends the log: it is cut there (logged as store_wal_torn, with
- * the bytes dropped), so nothing after it can come back behind newer
- * records.  A crash tears only the unsynced tail (under `sync always` a
+ * to start, saying so, until there is room.  The first record cut short
+ * or failing its checksum ends the log: it is cut there (logged as
+ * store_wal_torn, with the bytes dropped), so nothing after it can come
+ * back behind newer records.  A crash tears only the unsynced tail (under `sync always` a
  * record never acknowledged, under `batch` the last interval); the log
  * cannot tell damage from such a hole, and refusing to start would keep a
  * node down after an ordinary power loss.  A whole, checksummed record
