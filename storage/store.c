@@ -157,16 +157,17 @@
  * (the writer stops for it: about 2 us of CPU per key), after
  * STORE_CKPT_IDLE_MS without work, at close, and inside every batch that
  * runs through LMDB (a handoff batch, any other operation not logged; a
- * batch near map_max), which
- * therefore sees every logged write.
+ * batch near map_max), which therefore sees every logged write; a batch
+ * of meta puts alone is the exception (batch_absorbs()): it reads no key.
  *
  * Recovery: at open the whole records of a log of the recorded generation
  * are loaded into the overlays (data and handoff table), as if their
  * batches had just run (the replay writes nothing to LMDB), and the
- * first checkpoint moves them.  That checkpoint is the first write through
- * LMDB, which the node makes at start (it records its generation, meta,
- * src/membership/gossip.c): on a disk too full for it, the node refuses
- * to start, saying so, until there is room.  The first record cut short
+ * first checkpoint moves them.  The node's first write at start, its
+ * generation (meta, src/membership/gossip.c), does not wait for that
+ * checkpoint, so a node stopped on a disk its log filled starts again on
+ * that disk, serves the logged writes from the overlay, and refuses new
+ * ones (RK_ENOSPC) until the checkpoint finds room.  The first record cut short
  * or failing its checksum ends the log: it is cut there (logged as
  * store_wal_torn, with the bytes dropped), so nothing after it can come
  * back behind newer records.  A crash tears only the unsynced tail (under `sync always` a
@@ -3971,23 +3972,43 @@ static void store_grow_for_log(struct store *s, size_t batch)
     }
 }
 
+/*
+ * Must the batch absorb the log?  A checkpoint (no operation) must, and so
+ * must every batch that reads or writes keys, hints or the handoff table,
+ * to see the logged writes.  A batch of meta puts only touches names the
+ * log never holds: it runs without the checkpoint, so the generation a node
+ * records at start needs a few pages, not room for the whole log (a node
+ * stopped on a full disk with writes in its log starts again).
+ */
+static bool batch_absorbs(struct store_op *const *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->type != STORE_OP_TABLE_PUT || ops[i]->table != STORE_TABLE_META) {
+            return true;
+        }
+    }
+    return n == 0;
+}
+
 static int batch_attempt_lmdb(struct store *s, struct store_op **ops, size_t n)
 {
     struct batch b = {.s = s, .wall_ms = store_wall_ms(s), .hlc_high = s->hlc_mark};
-    bool absorbed = false;
+    bool absorbed = false, absorbs = batch_absorbs(ops, n);
     size_t g, id;
     int rc;
 
     if (atomic_load(&s->disk_failed)) {
         return STORE_RC_DISK;
     }
-    store_grow_for_log(s, batch_bytes(ops, n));
+    if (absorbs) {
+        store_grow_for_log(s, batch_bytes(ops, n));
+    }
     rc = mdb_txn_begin(s->env, NULL, 0, &b.txn);
     if (rc != 0) {
         return rc;
     }
     id = mdb_txn_id(b.txn);
-    rc = batch_absorb(&b, &absorbed);
+    rc = absorbs ? batch_absorb(&b, &absorbed) : 0;
     for (size_t i = 0; i < n && rc == 0 && b.mdb_rc == 0; i += g) {
         g = group_len(ops + i, n - i);
         if (g > 1) {

@@ -7,8 +7,8 @@
  * empties the overlay.  In between, a reader's new LMDB snapshot already
  * holds the keys the overlay still calls fresh (not in LMDB).  The tests
  * stop the checkpoint in that window through the store's sync hook
- * (test_sync, called by the sync of a checkpoint that a meta-table put
- * starts: it runs through LMDB) and, from another thread,
+ * (test_sync, called by the sync of a checkpoint that a conditional
+ * delete starts: it runs through LMDB) and, from another thread,
  * count the keys as a client's DBSIZE (store_get_stats) and SCAN/KEYS
  * (store_scan) would: every key must be counted and visited exactly once.
  */
@@ -76,19 +76,19 @@ static int count_visit(void *ctx, const struct store_item *it)
 }
 
 /*
- * A meta-table put: it runs through LMDB, checkpointing first (as every
- * operation but data writes and handoff-table puts does).
+ * A conditional delete of a key nobody wrote: it runs through LMDB and
+ * reads keys, so it checkpoints first (as every operation but data writes,
+ * handoff-table puts and meta puts alone does).
  */
-static void *table_put_thread(void *arg)
+static void *absorbing_thread(void *arg)
 {
     struct store *s = arg;
     struct store_op op;
     int rc;
 
-    store_op_init(&op, STORE_OP_TABLE_PUT);
-    op.table = STORE_TABLE_META;
-    op.key = (const uint8_t *)"x";
-    op.key_len = 1;
+    store_op_init(&op, STORE_OP_DELETE_IF);
+    op.key = (const uint8_t *)"never-written";
+    op.key_len = strlen("never-written");
     op.value = (const uint8_t *)"y";
     op.value_len = 1;
     rc = store_submit(s, &op);
@@ -126,9 +126,9 @@ START_TEST(test_checkpoint_window_counts_each_key_once)
     ck_assert_uint_eq(st.keys, KEYS);
     ck_assert_uint_eq(st.overlay_keys, KEYS); /* all in the log, none checkpointed yet */
 
-    /* the next sync is the checkpoint's, in the table put's batch */
+    /* the next sync is the checkpoint's, in the conditional delete's batch */
     atomic_store(&armed, true);
-    ck_assert_int_eq(pthread_create(&helper, NULL, table_put_thread, s), 0);
+    ck_assert_int_eq(pthread_create(&helper, NULL, absorbing_thread, s), 0);
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 10;
     ck_assert_msg(sem_timedwait(&called, &ts) == 0, "no checkpoint within 10 s");
