@@ -45,7 +45,13 @@
 #             table keys them (position || key) in key order, 10,000 a
 #             transaction, MDB_NOSYNC with an fsync every 10 ms beside
 #             (sync batch's), into an empty environment on the same disk:
-#             the receiver's physical limit.
+#             the receiver's physical limit.  Then the same records
+#             load-nometasync, 1,023 a transaction, each commit fsyncing
+#             its pages (MDB_NOMETASYNC): how the node's store commits a
+#             handoff batch (its records and checkpoint, one store group,
+#             one LMDB transaction; MDB_NOSYNC is safe against a power loss
+#             only on a file system that keeps the order of writes), so
+#             the limit of a receiver that commits every batch on its own.
 # The goal: n4's keys per second over the join time at least 0.5x raw
 # LMDB's load rate (printed as met or missed).  With BENCH_PERF=FILE, perf
 # record BENCH_PERF_ARGS (default -g; --call-graph dwarf gives whole user
@@ -67,6 +73,8 @@ JOIN_SECONDS=${BENCH_JOIN_SECONDS:-600}
 CONCURRENCY=${BENCH_CONCURRENCY:-4}
 PERF_SECONDS=${BENCH_PERF_SECONDS:-10}
 LMDB_TXN=10000
+# a handoff batch: the store's group of 1,024 operations, its records and the checkpoint
+LMDB_GROUP=1023
 top_builddir=${top_builddir:-$(pwd)}
 HERE="$(cd "$(dirname "$0")" && pwd)"
 FREE_PORT="$HERE/../free_port.py"
@@ -325,10 +333,14 @@ LMDB_KEYS=$((RECV_KEYS > 0 ? RECV_KEYS : KEYS))
 "$LMDB" "$LMDB_KEYS" "$RECORD" "$LMDB_TXN" "$LMDB_KEYS" 120 load-batch10 "$DIR/lmdb" > "$DIR/lmdb.out" 2>&1 ||
     fail "bench_lmdb failed: $(cat "$DIR/lmdb.out")"
 RAW=$(sed -n 's/.*puts_per_s=\([0-9]*\).*/\1/p' "$DIR/lmdb.out")
+"$LMDB" "$LMDB_KEYS" "$RECORD" "$LMDB_GROUP" "$LMDB_KEYS" 120 load-nometasync "$DIR/lmdb-commit" \
+    > "$DIR/lmdb-commit.out" 2>&1 || fail "bench_lmdb failed: $(cat "$DIR/lmdb-commit.out")"
+RAW_COMMIT=$(sed -n 's/.*puts_per_s=\([0-9]*\).*/\1/p' "$DIR/lmdb-commit.out")
 
 echo
 awk -v k="$RECV_KEYS" -v b="$RECV_BYTES" -v t0="$T0" -v tf="$T_FIRST" -v tl="$T_LAST" -v tj="$T_JOINED" \
-    -v tc="$T_CLEAN" -v raw="$RAW" -v rec="$RECORD" -v kl="$KEYLEN" -v n="$KEYS" 'BEGIN {
+    -v tc="$T_CLEAN" -v raw="$RAW" -v rawc="$RAW_COMMIT" -v grp="$LMDB_GROUP" -v rec="$RECORD" \
+    -v kl="$KEYLEN" -v n="$KEYS" 'BEGIN {
     join = (tj - t0) / 1000; stream = (tl - tf) / 1000; clean = (tc - t0) / 1000
     kps = join > 0 ? k / join : 0
     printf "moved to n4: %d keys, %.1f MB (%.1f bytes a key: a %.1f-byte key and a %d-byte record)\n", k, b / 1e6, (k > 0 ? b / k : 0), kl, rec
@@ -339,6 +351,8 @@ awk -v k="$RECV_KEYS" -v b="$RECV_BYTES" -v t0="$T0" -v tf="$T_FIRST" -v tl="$T_
     printf "converged and clean:     %6.1f s from its start (sum of stores = 3 x %d)\n", clean, n
     printf "raw LMDB load:          %9.0f keys/s (the same %d records in key order, %d a transaction)\n", raw, k, 10000
     printf "ratio handoff / raw:     %6.3fx  goal >= 0.5x  %s\n", (raw > 0 ? kps / raw : 0), (raw > 0 && kps / raw >= 0.5) ? "met" : "missed"
+    printf "raw LMDB, a commit a batch: %6.0f keys/s (the same records, %d a transaction, each commit fsyncing its pages as the store does)\n", rawc, grp
+    printf "ratio handoff / that:    %6.3fx  (raw LMDB a commit a batch / raw LMDB load: %.3fx)\n", (rawc > 0 ? kps / rawc : 0), (raw > 0 ? rawc / raw : 0)
 }'
 printf 'client latency, %s commands/s GET/SET on n1 n2 n3:  p50 %s ms, p99 %s ms before;  p50 %s ms, p99 %s ms during the join (max %s ms, %s errors)\n' \
     "$RATE" "$(sfield before p50_ms)" "$(sfield before p99_ms)" "$(sfield during p50_ms)" "$(sfield during p99_ms)" \
@@ -353,6 +367,7 @@ paste "$DIR/cpu.joined" "$DIR/cpu.before" | awk -v ms="$((T_JOINED - T0))" '
     END { printf "processor time during the join (share of one core; 2 cores in all):%s\n", line }'
 echo "DBSIZE after clean-up: ${sizes#* } (sum ${sizes%% *})"
 echo "bench_lmdb: $(cat "$DIR/lmdb.out")"
+echo "bench_lmdb: $(cat "$DIR/lmdb-commit.out")"
 if [ -n "$PERF" ]; then
     perf report -i "$PERF" --no-children --stdio --percent-limit 0.5 > "${BENCH_PERF}" 2> /dev/null || true
     cp "$PERF" "${BENCH_PERF}.data"

@@ -5,7 +5,8 @@
  * receiving arcs in tests/bench/bench_handoff.sh.
  *
  *   bench_lmdb KEYS VALUE_BYTES PUTS_PER_TXN MAX_PUTS MAX_SECONDS MODE DIR
- *   MODE: [load-]sync | [load-]nosync | [load-]batchMS | [load-]writemap-batchMS
+ *   MODE: [load-]sync | [load-]nometasync | [load-]nosync | [load-]batchMS |
+ *         [load-]writemap-batchMS
  *         (batch10: every 10 ms)
  *
  * Loads KEYS keys ("key:" and 12 digits, the keys redis-benchmark -r
@@ -15,7 +16,10 @@
  * comes first (every transaction is completed; the clock is read between
  * transactions).  `sync` opens the environment with LMDB's default flags,
  * so every commit fsyncs once: the physical limit of a B-tree with random
- * keys at that transaction size.  `nosync` adds MDB_NOSYNC: no fsync at
+ * keys at that transaction size.  `nometasync` adds MDB_NOMETASYNC: each
+ * commit fsyncs its pages but not its meta page, as storage/store.c commits
+ * a transaction through LMDB under `sync batch` (a handoff batch: the
+ * receiver's limit when every batch is one commit).  `nosync` adds MDB_NOSYNC: no fsync at
  * all, the ceiling of ringkv's `sync none`.  `batchMS` is MDB_NOSYNC with a
  * second thread that calls mdb_env_sync() every MS milliseconds when a
  * transaction committed since its last one, as ringkv's `sync batch` does
@@ -85,7 +89,7 @@ struct load_key {
 
 struct bench {
     uint64_t keys, value_len, per_txn, max_puts, max_seconds;
-    bool sync, writemap, load;
+    bool sync, nometasync, writemap, load;
     unsigned batch_ms; /* batchMS: the syncer's interval; 0 without a syncer */
     const char *mode;
     atomic_bool dirty, stop;
@@ -151,6 +155,9 @@ static bool parse_args(struct bench *b, int argc, char **argv)
     }
     if (strcmp(mode, "sync") == 0) {
         b->sync = true;
+    } else if (strcmp(mode, "nometasync") == 0) {
+        b->sync = true;
+        b->nometasync = true;
     } else if (strcmp(mode, "nosync") != 0) {
         const char *ms = mode;
         uint64_t v;
@@ -177,7 +184,8 @@ static int lmdb_fail(const char *what, int rc)
 static int env_open(struct bench *b)
 {
     char path[PATH_MAX];
-    unsigned flags = MDB_NOTLS | (b->sync ? 0 : MDB_NOSYNC) | (b->writemap ? MDB_WRITEMAP : 0);
+    unsigned flags = MDB_NOTLS | (b->sync ? 0 : MDB_NOSYNC) | (b->nometasync ? MDB_NOMETASYNC : 0) |
+                     (b->writemap ? MDB_WRITEMAP : 0);
     uint64_t map = BENCH_MAP_FLOOR + 4 * b->keys * (b->value_len + BENCH_KEY_LEN + 16);
     int rc;
 
@@ -476,7 +484,7 @@ int main(int argc, char **argv)
 
     if (!parse_args(&b, argc, argv)) {
         fprintf(stderr, "usage: bench_lmdb KEYS VALUE_BYTES PUTS_PER_TXN MAX_PUTS MAX_SECONDS "
-                        "[load-]sync|nosync|batchMS|writemap-batchMS DIR\n");
+                        "[load-]sync|nometasync|nosync|batchMS|writemap-batchMS DIR\n");
         return 2;
     }
     b.value = malloc(b.value_len);
