@@ -179,7 +179,7 @@ set +e
 status=$?
 set -e
 test "$status" -eq 1 || fail "a size too large exited $status, not 1: $(cat "$tmp/big.err")"
-grep -Eq '^ringkv: gossip sim: 8191 members need about [0-9.]+ GB for their member tables and rings; [0-9.]+ GB is available$' \
+grep -Eq '^ringkv: gossip sim: 8191 members need about [0-9.]+ GB for their member tables, rings and messages in flight; [0-9.]+ GB is available$' \
     "$tmp/big.err" || fail "no refusal with its figures: $(cat "$tmp/big.err")"
 # ... before any size runs and before the trace is opened: the trace of an
 # earlier run stays, and no table row of the smaller size is printed.
@@ -208,6 +208,18 @@ case " ${RINGKV_SAN_CFLAGS:-} " in
     test "$status" -eq 1 || fail "a run under a 60 MB limit exited $status, not 1: $(cat "$tmp/lim.err")"
     grep -Eq "^ringkv: gossip sim: 300 members need about [0-9]+ MB .* is available under this process's memory limit" \
         "$tmp/lim.err" || fail "no refusal under the limit: $(cat "$tmp/lim.err")"
+    # Messages in flight count: a 10 s latency over 10 ms rounds keeps 1000 rounds of
+    # every member's pings in the queue, about 2.6 GB at 100 members.
+    set +e
+    (
+        ulimit -v 1000000
+        exec timeout 60 "$ringkv" gossip sim --nodes 100 --seed 1 --latency 10000 --interval 10
+    ) > "$tmp/lim.out" 2> "$tmp/lim.err"
+    status=$?
+    set -e
+    test "$status" -eq 1 || fail "a run of 1000 rounds in flight exited $status, not 1: $(cat "$tmp/lim.err")"
+    grep -Eq "^ringkv: gossip sim: 100 members need about [0-9.]+ GB for their member tables, rings and messages in flight" \
+        "$tmp/lim.err" || fail "no refusal of the messages in flight: $(cat "$tmp/lim.err")"
     ;;
 esac
 echo "gossip-sim: ok"

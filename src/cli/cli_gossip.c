@@ -18,7 +18,8 @@
  * (GOSSIP_SIM_WARMUP_ROUNDS intervals, 0.6 s by default).  Numbers of
  * members are decimal digits only (num.h).  Sizes go up to 8191 (a ring holds 8192 members,
  * the joiner included), as far as memory allows: a size whose member
- * tables and rings would not fit in the memory available
+ * tables, rings and messages in flight (many when --latency spans many
+ * intervals) would not fit in the memory available
  * (gossip_sim_memory_estimate()) is refused before it starts.
  *
  * --phases runs only the phases named (the warm-up always runs; a
@@ -574,17 +575,19 @@ static int gsim_fits(const struct gsim_cli *c)
     char need_s[32], avail_s[32];
 
     for (size_t i = 0; i < c->n_sizes; i++) {
-        uint64_t need = gossip_sim_memory_estimate(c->sizes[i], c->o.tokens);
-        /* under a limit, room for what the estimate leaves out: events, messages, the heap's slack
-         */
-        uint64_t want = limited ? need + need / 4 + GSIM_LIMIT_SLACK : need;
+        struct gossip_sim_opts o = c->o;
+        uint64_t need, want;
+        o.nodes = c->sizes[i];
+        need = gossip_sim_memory_estimate(&o);
+        /* under a limit, room for what the estimate leaves out: the heap's slack, the trace */
+        want = limited ? need + need / 4 + GSIM_LIMIT_SLACK : need;
         if (avail > 0 && want > avail) {
-            return cli_error(
-                "gossip sim: %zu members need about %s for their member tables and "
-                "rings%s; %s is available%s",
-                c->sizes[i], gsim_bytes(need_s, sizeof(need_s), want),
-                limited ? " and what they send" : "", gsim_bytes(avail_s, sizeof(avail_s), avail),
-                limited ? " under this process's memory limit (ulimit -v, ulimit -d)" : "");
+            return cli_error("gossip sim: %zu members need about %s for their member tables, "
+                             "rings and messages in flight; %s is available%s",
+                             c->sizes[i], gsim_bytes(need_s, sizeof(need_s), want),
+                             gsim_bytes(avail_s, sizeof(avail_s), avail),
+                             limited ? " under this process's memory limit (ulimit -v, ulimit -d)"
+                                     : "");
         }
     }
     return CLI_OK;

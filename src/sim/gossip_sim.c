@@ -36,6 +36,8 @@
 #define SIM_WIRE_OVERHEAD (FRAME_HEADER_BYTES + 16)
 /* Settling time between phases, in rounds. */
 #define SIM_SETTLE_ROUNDS 5
+/* A message in flight: its event and the queue's slack (2 x 40 bytes) and its copied bytes. */
+#define SIM_INFLIGHT_BYTES 128
 /* A phase gives up at this many times its bound. */
 #define SIM_GIVE_UP_FACTOR 3
 
@@ -849,13 +851,20 @@ static uint64_t sim_chunk(size_t len)
  * n entries: a struct member, its search key and one chunk of strings
  * each; the ring in force and, while the joiner is joining, the target
  * ring (ring_heap_bytes()); and its gossip settings.  The simulator adds
- * its link bitmap.  Events and messages in flight are left out: a few
- * megabytes.  Measured against the peak RSS of runs in the README.
+ * its link bitmap and the messages in flight: each member sends about 2n
+ * a round (a ping to every other and the answers to theirs, and an
+ * exchange), each one an event in the queue (whose array doubles) and a
+ * copy of its bytes, SIM_INFLIGHT_BYTES in all, and a message is in flight
+ * for up to latency plus jitter: a few megabytes at the defaults (1.5 ms
+ * of a 200 ms round), but gigabytes when the latency is many rounds long.
+ * Measured against the peak RSS of runs in the README.
  */
-uint64_t gossip_sim_memory_estimate(size_t nodes, uint32_t tokens)
+uint64_t gossip_sim_memory_estimate(const struct gossip_sim_opts *o)
 {
-    uint64_t n = nodes + 1, strings = 0, names = 0, table;
+    uint64_t n = o->nodes + 1, strings = 0, names = 0, table;
     char id[16], peer[32], rack[16], client[32];
+    double rounds_in_flight =
+        (double)(o->latency_us + o->jitter_us) / (double)(o->interval_ms * 1000);
 
     for (uint32_t i = 0; i < n; i++) {
         sim_name(i, id, sizeof(id), peer, sizeof(peer));
@@ -864,8 +873,9 @@ uint64_t gossip_sim_memory_estimate(size_t nodes, uint32_t tokens)
         names += strlen(id) + 1 + (i < 3 ? strlen(rack) + 1 : 0);
     }
     table = n * (sizeof(struct member) + sizeof(uint64_t)) + strings +
-            2 * ring_heap_bytes(n, n < 3 ? n : 3, tokens, names);
-    return n * (table + sizeof(struct gossip_settings)) + n * n / 8;
+            2 * ring_heap_bytes(n, n < 3 ? n : 3, o->tokens, names);
+    return n * (table + sizeof(struct gossip_settings)) + n * n / 8 +
+           (uint64_t)((double)n * (double)(2 * n + 4) * rounds_in_flight * SIM_INFLIGHT_BYTES);
 }
 
 int gossip_sim_run(const struct gossip_sim_opts *o, struct gossip_sim_result *out, char *err,
@@ -882,7 +892,7 @@ int gossip_sim_run(const struct gossip_sim_opts *o, struct gossip_sim_result *ou
     }
     out->nodes = o->nodes;
     out->duration_s = (double)o->duration_ms / 1000.0;
-    out->estimate_bytes = gossip_sim_memory_estimate(o->nodes, o->tokens);
+    out->estimate_bytes = gossip_sim_memory_estimate(o);
     if (o->partition &&
         (o->cut_ms < GOSSIP_SIM_WARMUP_ROUNDS * o->interval_ms || o->heal_ms <= o->cut_ms)) {
         snprintf(

@@ -96,11 +96,12 @@ struct gossip_sim_result {
 void gossip_sim_opts_init(struct gossip_sim_opts *o);
 
 /*
- * Bytes of memory a run of nodes members of tokens tokens each needs at
- * its peak: their member tables and the rings in them (gossip_sim.c says
- * what it counts).
+ * Bytes of memory the run of o (o->nodes members of o->tokens tokens each)
+ * needs at its peak: their member tables and the rings in them, and the
+ * messages in flight, many when the latency spans many intervals
+ * (gossip_sim.c says what it counts).
  */
-uint64_t gossip_sim_memory_estimate(size_t nodes, uint32_t tokens);
+uint64_t gossip_sim_memory_estimate(const struct gossip_sim_opts *o);
 
 /*
  * Run one simulation.  0, with every figure in *out (a failed check is a
