@@ -158,7 +158,7 @@ for bad in "--nodes 2" "--nodes 10,x" "--nodes 8192" "--loss 1.5" "--partition 0
     "--nodes -18446744073709551606" "--nodes +10" \
     "--partition 0--18446744073709551615|5-9 --partition-at 1 --heal-at 2" "--phases $long_phases" \
     "--partition 0-4|5-9 --partition-at 0 --heal-at 2" \
-    "--partition 0-4|5-9 --partition-at 0.8 --heal-at 2 --interval 300"; do
+    "--partition 0-4|5-9 --partition-at 0.8 --heal-at 2 --interval 300" "--help" "--trace"; do
     set +e
     # shellcheck disable=SC2086
     "$ringkv" gossip sim --nodes 10 $bad > "$tmp/bad.out" 2> "$tmp/bad.err"
@@ -166,6 +166,9 @@ for bad in "--nodes 2" "--nodes 10,x" "--nodes 8192" "--loss 1.5" "--partition 0
     set -e
     test "$status" -eq 2 || fail "'$bad' exited $status, not 2"
     grep -q '^ringkv: ' "$tmp/bad.err" || fail "'$bad': no error line: $(cat "$tmp/bad.err")"
+    # one error line and the usage, none of getopt's own
+    grep -Evq '^(ringkv|usage): ' "$tmp/bad.err" && fail "'$bad': a stray line: $(cat "$tmp/bad.err")"
+    test "$(grep -c '^ringkv: ' "$tmp/bad.err")" -eq 1 || fail "'$bad': more than one error line"
 done
 # The largest size is one under the ring's member bound (RING_MEMBERS_MAX 8192), the joiner's room.
 set +e

@@ -295,9 +295,13 @@ static int gsim_parse(struct gsim_cli *c, int argc, char **argv)
     memcpy(c->sizes, defaults, sizeof(defaults));
     c->n_sizes = 3;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "", gsim_long_opts, NULL)) != -1) {
-        if (opt == '?' || opt == ':') {
-            return cli_usage(GSIM_USAGE, "unknown option or missing value");
+    opterr = 0; /* one line of ours, not getopt's as well */
+    while ((opt = getopt_long(argc, argv, ":", gsim_long_opts, NULL)) != -1) {
+        if (opt == ':') {
+            return cli_usage(GSIM_USAGE, "option '%s' needs a value", argv[optind - 1]);
+        }
+        if (opt == '?') {
+            return cli_usage(GSIM_USAGE, "unknown option '%s'", argv[optind - 1]);
         }
         if (!gsim_apply(c, opt, optarg)) {
             return CLI_USAGE;
@@ -404,7 +408,7 @@ static void gsim_replay_line(const struct gsim_cli *c, size_t n, int argc, char 
     fprintf(stderr, "ringkv: replay with: ringkv gossip sim --seed %llu --nodes %zu",
             (unsigned long long)c->o.seed, n);
     optind = 0; /* glibc: start over */
-    while ((opt = getopt_long(argc, argv, "", gsim_long_opts, &idx)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":", gsim_long_opts, &idx)) != -1) {
         if (opt == OPT_SEED || opt == OPT_NODES || opt == '?' || opt == ':') {
             continue;
         }
