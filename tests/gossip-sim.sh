@@ -149,16 +149,18 @@ grep -q "cannot write the trace '/dev/full'" "$tmp/full.err" || fail "no trace e
 tail -n 1 "$tmp/t.out" | awk '$5 == "-" && $6 == "-" && $7 == "-" && $8 == "-" { ok = 1 } END { exit !ok }' ||
     fail "crash and false-suspicion columns of a run of the join alone: $(tail -n 1 "$tmp/t.out")"
 
-# Bad input: one line, exit 2.  Numbers of members are digits only (a
-# "-18446744073709551606" is not 10); a --phases item is read whole, however
-# long the list; a partition starts no sooner than the warm-up ends (0.6 s).
+# Bad input: one line, exit 2.  Counts are digits only (a
+# "-18446744073709551606" is not 10, a --tokens 1.9 not 1); a --phases item
+# is read whole, however long the list; a partition starts no sooner than
+# the warm-up ends (0.6 s).
 long_phases=",,,join,join,join,join,join,join,join,join,join,join,join,crashfoo"
 for bad in "--nodes 2" "--nodes 10,x" "--nodes 8192" "--loss 1.5" "--partition 0-4|3-9 --partition-at 1 --heal-at 2" \
     "--partition 0-4|5-9" "--partition-at 3" "--phases join,dance" "--bogus" \
     "--nodes -18446744073709551606" "--nodes +10" \
     "--partition 0--18446744073709551615|5-9 --partition-at 1 --heal-at 2" "--phases $long_phases" \
     "--partition 0-4|5-9 --partition-at 0 --heal-at 2" \
-    "--partition 0-4|5-9 --partition-at 0.8 --heal-at 2 --interval 300" "--help" "--trace"; do
+    "--partition 0-4|5-9 --partition-at 0.8 --heal-at 2 --interval 300" "--help" "--trace" \
+    "--seed 1.5" "--seed 1e3" "--tokens 1.9" "--interval 10.5"; do
     set +e
     # shellcheck disable=SC2086
     "$ringkv" gossip sim --nodes 10 $bad > "$tmp/bad.out" 2> "$tmp/bad.err"

@@ -15,9 +15,10 @@
  * (200 ms); 1 token per member (tokens only size the ring each member
  * builds).  A and B of --partition are member ranges "LO-HI" (or one index)
  * of the smallest size; --partition-at is no sooner than the warm-up's end
- * (GOSSIP_SIM_WARMUP_ROUNDS intervals, 0.6 s by default).  Numbers of
- * members are decimal digits only (num.h).  Sizes go up to 8191 (a ring holds 8192 members,
- * the joiner included), as far as memory allows: a size whose member
+ * (GOSSIP_SIM_WARMUP_ROUNDS intervals, 0.6 s by default).  Sizes, members,
+ * --seed, --interval and --tokens are whole numbers, decimal digits only
+ * (num.h); --loss, --latency, --jitter, --duration and the times decimals.  Sizes go up to 8191 (a
+ * ring holds 8192 members, the joiner included), as far as memory allows: a size whose member
  * tables, rings and messages in flight (many when --latency spans many
  * intervals) would not fit in the memory available
  * (gossip_sim_memory_estimate()) is refused before it starts.
@@ -70,6 +71,7 @@
     "[--interval MS] [--tokens T] [--duration S] [--partition A|B --partition-at S --heal-at S] "  \
     "[--phases join,crash,steady] [--trace FILE] [--json]"
 #define GSIM_SIZES_MAX 16
+#define GSIM_SEED_MAX 9007199254740992ull /* 2^53: exact in a JSON reader's double */
 #define GSIM_LIMIT_SLACK (8u << 20)
 
 struct gsim_cli {
@@ -123,6 +125,22 @@ static bool gsim_parse_double(const char *opt, const char *s, double lo, double 
 
     if (end == s || *end != '\0' || !(v >= lo && v <= hi)) {
         cli_usage(GSIM_USAGE, "%s must be a number from %g to %g, not '%s'", opt, lo, hi, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* A whole number in [lo, hi] for option opt, decimal digits only (num.h); a usage line and false
+ * otherwise ("1.9" or "1e3" is no count). */
+static bool gsim_parse_count(const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                             uint64_t *out)
+{
+    uint64_t v;
+
+    if (num_parse_u64(s, strlen(s), hi, &v) != 0 || v < lo) {
+        cli_usage(GSIM_USAGE, "%s must be a whole number from %llu to %llu, not '%s'", opt,
+                  (unsigned long long)lo, (unsigned long long)hi, s);
         return false;
     }
     *out = v;
@@ -239,14 +257,13 @@ static bool gsim_apply(struct gsim_cli *c, int opt, const char *arg)
 {
     struct gossip_sim_opts *o = &c->o;
     double v;
+    uint64_t n;
 
     switch (opt) {
     case OPT_NODES:
         return gsim_parse_sizes(c, arg);
     case OPT_SEED:
-        c->seeded = gsim_parse_double("--seed", arg, 1, 9007199254740992.0, &v);
-        o->seed = (uint64_t)v;
-        return c->seeded;
+        return (c->seeded = gsim_parse_count("--seed", arg, 1, GSIM_SEED_MAX, &o->seed));
     case OPT_LOSS:
         return gsim_parse_double("--loss", arg, 0, 0.99, &o->loss);
     case OPT_LATENCY:
@@ -257,11 +274,13 @@ static bool gsim_apply(struct gsim_cli *c, int opt, const char *arg)
         *(opt == OPT_LATENCY ? &o->latency_us : &o->jitter_us) = (uint64_t)llround(v * 1000.0);
         return true;
     case OPT_INTERVAL:
-        o->interval_ms = gsim_parse_double("--interval", arg, 10, 60000, &v) ? (uint64_t)v : 0;
-        return o->interval_ms > 0;
+        return gsim_parse_count("--interval", arg, 10, 60000, &o->interval_ms);
     case OPT_TOKENS:
-        o->tokens = gsim_parse_double("--tokens", arg, 1, 256, &v) ? (uint32_t)v : 0;
-        return o->tokens > 0;
+        if (!gsim_parse_count("--tokens", arg, 1, 256, &n)) {
+            return false;
+        }
+        o->tokens = (uint32_t)n;
+        return true;
     case OPT_DURATION:
         o->duration_ms =
             gsim_parse_double("--duration", arg, 1, 86400, &v) ? (uint64_t)(v * 1000) : 0;
