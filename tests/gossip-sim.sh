@@ -114,9 +114,53 @@ set -e
 test "$status" -eq 3 || fail "the replay exited $status, not 3"
 cmp -s "$tmp/f.err" "$tmp/r.err" || fail "the replay differs: $(cat "$tmp/r.err")"
 
-# Bad input: one line, exit 2.
+# The replay command is the run's options read as getopt read them (an
+# abbreviated --node is --nodes, which the replay's own --nodes must not
+# follow), each value one shell word (a trace path with a quote and a ';').
+set +e
+"$ringkv" gossip sim --node 10,12 --se 5 --loss=0.99 --phases join --trace "$tmp/it's;x" \
+    > /dev/null 2> "$tmp/q.err"
+status=$?
+set -e
+test "$status" -eq 3 || fail "the abbreviated run exited $status, not 3: $(cat "$tmp/q.err")"
+replay=$(sed -n 's/^ringkv: replay with: ringkv //p' "$tmp/q.err" | head -n 1)
+(
+    cd "$tmp"
+    set +e
+    # shellcheck disable=SC2086
+    eval "\"\$ringkv\" $replay" > r.out 2> r.err
+    test $? -eq 3
+) || fail "the replay '$replay' did not exit 3: $(cat "$tmp/r.err")"
+test "$(grep -c 'check failed' "$tmp/r.err")" -eq 1 || fail "the replay of N=10 ran other sizes: $(cat "$tmp/r.err")"
+grep -q 'N=10 seed 5: check failed' "$tmp/r.err" || fail "the replay is not N=10 seed 5: $(cat "$tmp/r.err")"
+test -s "$tmp/it's;x" || fail "the replay did not write the trace it names"
+test ! -e "$tmp/x" || fail "the replay line ran part of the trace path as a command"
+
+# A trace that cannot be written is reported even when a check failed.
+set +e
+"$ringkv" gossip sim --nodes 10 --seed 5 --loss 0.99 --phases join --trace /dev/full > /dev/null 2> "$tmp/full.err"
+status=$?
+set -e
+test "$status" -eq 1 || fail "a failed trace with a failed check exited $status, not 1"
+grep -q "cannot write the trace '/dev/full'" "$tmp/full.err" || fail "no trace error: $(cat "$tmp/full.err")"
+
+# A phase not run shows '-' in the table, as its figures are null in JSON.
+"$ringkv" gossip sim --nodes 10 --seed 3 --phases join > "$tmp/t.out"
+tail -n 1 "$tmp/t.out" | awk '$5 == "-" && $6 == "-" && $7 == "-" && $8 == "-" { ok = 1 } END { exit !ok }' ||
+    fail "crash and false-suspicion columns of a run of the join alone: $(tail -n 1 "$tmp/t.out")"
+
+# Bad input: one line, exit 2.  Counts are digits only (a
+# "-18446744073709551606" is not 10, a --tokens 1.9 not 1); a --phases item
+# is read whole, however long the list; a partition starts no sooner than
+# the warm-up ends (0.6 s).
+long_phases=",,,join,join,join,join,join,join,join,join,join,join,join,crashfoo"
 for bad in "--nodes 2" "--nodes 10,x" "--nodes 8192" "--loss 1.5" "--partition 0-4|3-9 --partition-at 1 --heal-at 2" \
-    "--partition 0-4|5-9" "--partition-at 3" "--phases join,dance" "--bogus"; do
+    "--partition 0-4|5-9" "--partition-at 3" "--phases join,dance" "--bogus" \
+    "--nodes -18446744073709551606" "--nodes +10" \
+    "--partition 0--18446744073709551615|5-9 --partition-at 1 --heal-at 2" "--phases $long_phases" \
+    "--partition 0-4|5-9 --partition-at 0 --heal-at 2" \
+    "--partition 0-4|5-9 --partition-at 0.8 --heal-at 2 --interval 300" "--help" "--trace" \
+    "--seed 1.5" "--seed 1e3" "--tokens 1.9" "--interval 10.5"; do
     set +e
     # shellcheck disable=SC2086
     "$ringkv" gossip sim --nodes 10 $bad > "$tmp/bad.out" 2> "$tmp/bad.err"
@@ -124,6 +168,9 @@ for bad in "--nodes 2" "--nodes 10,x" "--nodes 8192" "--loss 1.5" "--partition 0
     set -e
     test "$status" -eq 2 || fail "'$bad' exited $status, not 2"
     grep -q '^ringkv: ' "$tmp/bad.err" || fail "'$bad': no error line: $(cat "$tmp/bad.err")"
+    # one error line and the usage, none of getopt's own
+    grep -Evq '^(ringkv|usage): ' "$tmp/bad.err" && fail "'$bad': a stray line: $(cat "$tmp/bad.err")"
+    test "$(grep -c '^ringkv: ' "$tmp/bad.err")" -eq 1 || fail "'$bad': more than one error line"
 done
 # The largest size is one under the ring's member bound (RING_MEMBERS_MAX 8192), the joiner's room.
 set +e
@@ -137,6 +184,47 @@ set +e
 status=$?
 set -e
 test "$status" -eq 1 || fail "a size too large exited $status, not 1: $(cat "$tmp/big.err")"
-grep -Eq '^ringkv: gossip sim: 8191 members need about [0-9.]+ GB for their member tables and rings; [0-9.]+ GB is available$' \
+grep -Eq '^ringkv: gossip sim: 8191 members need about [0-9.]+ GB for their member tables, rings and messages in flight; [0-9.]+ GB is available$' \
     "$tmp/big.err" || fail "no refusal with its figures: $(cat "$tmp/big.err")"
+# ... before any size runs and before the trace is opened: the trace of an
+# earlier run stays, and no table row of the smaller size is printed.
+echo "an earlier trace" > "$tmp/keep"
+set +e
+"$ringkv" gossip sim --nodes 10,8191 --tokens 256 --trace "$tmp/keep" > "$tmp/big.out" 2> "$tmp/big.err"
+status=$?
+set -e
+test "$status" -eq 1 || fail "a list with a size too large exited $status, not 1"
+test "$(cat "$tmp/keep")" = "an earlier trace" || fail "a refused run truncated the trace file"
+test ! -s "$tmp/big.out" || fail "a refused list ran its smaller size first: $(cat "$tmp/big.out")"
+# Under a memory limit (ulimit -v) the room left below it counts: 300 members
+# need about 76 MB there, more than a 60 MB limit leaves.  Past the limit
+# the membership code would take failed allocations as lost messages and
+# the run would end in a failed check that a replay would not repeat.
+case " ${RINGKV_SAN_CFLAGS:-} " in
+*-fsanitize=*) ;; # a sanitizer's shadow memory does not fit under such a limit
+*)
+    set +e
+    (
+        ulimit -v 60000
+        exec "$ringkv" gossip sim --nodes 300 --seed 1 --duration 1 --phases join
+    ) > "$tmp/lim.out" 2> "$tmp/lim.err"
+    status=$?
+    set -e
+    test "$status" -eq 1 || fail "a run under a 60 MB limit exited $status, not 1: $(cat "$tmp/lim.err")"
+    grep -Eq "^ringkv: gossip sim: 300 members need about [0-9]+ MB .* is available under this process's memory limit" \
+        "$tmp/lim.err" || fail "no refusal under the limit: $(cat "$tmp/lim.err")"
+    # Messages in flight count: a 10 s latency over 10 ms rounds keeps 1000 rounds of
+    # every member's pings in the queue, about 2.6 GB at 100 members.
+    set +e
+    (
+        ulimit -v 1000000
+        exec timeout 60 "$ringkv" gossip sim --nodes 100 --seed 1 --latency 10000 --interval 10
+    ) > "$tmp/lim.out" 2> "$tmp/lim.err"
+    status=$?
+    set -e
+    test "$status" -eq 1 || fail "a run of 1000 rounds in flight exited $status, not 1: $(cat "$tmp/lim.err")"
+    grep -Eq "^ringkv: gossip sim: 100 members need about [0-9.]+ GB for their member tables, rings and messages in flight" \
+        "$tmp/lim.err" || fail "no refusal of the messages in flight: $(cat "$tmp/lim.err")"
+    ;;
+esac
 echo "gossip-sim: ok"

@@ -14,9 +14,13 @@
  * latency 1 ms plus up to 0.5 ms of jitter; the node's gossip-interval
  * (200 ms); 1 token per member (tokens only size the ring each member
  * builds).  A and B of --partition are member ranges "LO-HI" (or one index)
- * of the smallest size.  Sizes go up to 8191 (a ring holds 8192 members,
- * the joiner included), as far as memory allows: a size whose member
- * tables and rings would not fit in the memory available
+ * of the smallest size; --partition-at is no sooner than the warm-up's end
+ * (GOSSIP_SIM_WARMUP_ROUNDS intervals, 0.6 s by default).  Sizes, members,
+ * --seed, --interval and --tokens are whole numbers, decimal digits only
+ * (num.h); --loss, --latency, --jitter, --duration and the times decimals.  Sizes go up to 8191 (a
+ * ring holds 8192 members, the joiner included), as far as memory allows: a size whose member
+ * tables, rings and messages in flight (many when --latency spans many
+ * intervals) would not fit in the memory available
  * (gossip_sim_memory_estimate()) is refused before it starts.
  *
  * --phases runs only the phases named (the warm-up always runs; a
@@ -40,8 +44,10 @@
  *
  * Exit codes (cli.h): 0; 3 when a check failed (a join, a crash or a
  * healed partition not seen by every member within its bound), after a
- * line with the seed and the command that replays that run; 1 when a run
- * cannot be made; 2 for a bad option.
+ * line with the seed and the command that replays that run (every option
+ * in full, each value one shell word); 1 when a run cannot be made (a size
+ * too large for the memory available is refused before any size runs) or
+ * the trace could not be written; 2 for a bad option.
  */
 #include "cli_gossip.h"
 
@@ -52,17 +58,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 #include "error.h"
 #include "gossip_sim.h"
 #include "log.h"
+#include "num.h"
 
 #define GSIM_USAGE                                                                                 \
     "ringkv gossip sim [--nodes N[,N...]] [--seed S] [--loss P] [--latency MS] [--jitter MS] "     \
     "[--interval MS] [--tokens T] [--duration S] [--partition A|B --partition-at S --heal-at S] "  \
     "[--phases join,crash,steady] [--trace FILE] [--json]"
 #define GSIM_SIZES_MAX 16
+#define GSIM_SEED_MAX 9007199254740992ull /* 2^53: exact in a JSON reader's double */
+#define GSIM_LIMIT_SLACK (8u << 20)
 
 struct gsim_cli {
     struct gossip_sim_opts o;
@@ -121,48 +131,64 @@ static bool gsim_parse_double(const char *opt, const char *s, double lo, double 
     return true;
 }
 
-/* "N[,N...]" into c->sizes. */
+/* A whole number in [lo, hi] for option opt, decimal digits only (num.h); a usage line and false
+ * otherwise ("1.9" or "1e3" is no count). */
+static bool gsim_parse_count(const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                             uint64_t *out)
+{
+    uint64_t v;
+
+    if (num_parse_u64(s, strlen(s), hi, &v) != 0 || v < lo) {
+        cli_usage(GSIM_USAGE, "%s must be a whole number from %llu to %llu, not '%s'", opt,
+                  (unsigned long long)lo, (unsigned long long)hi, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* "N[,N...]" into c->sizes: decimal digits only (num.h), so "-1" or " 10" is no size. */
 static bool gsim_parse_sizes(struct gsim_cli *c, const char *s)
 {
     const char *p = s;
 
     c->n_sizes = 0;
     while (p != NULL) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p || (*end != ',' && *end != '\0') || v < GOSSIP_SIM_NODES_MIN ||
-            v > GOSSIP_SIM_NODES_MAX || c->n_sizes == GSIM_SIZES_MAX) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        uint64_t v;
+        if (num_parse_u64(p, len, GOSSIP_SIM_NODES_MAX, &v) != 0 || v < GOSSIP_SIM_NODES_MIN ||
+            c->n_sizes == GSIM_SIZES_MAX) {
             cli_usage(GSIM_USAGE,
                       "--nodes must be up to %d comma-separated sizes from %d to %d, "
                       "not '%s'",
                       GSIM_SIZES_MAX, GOSSIP_SIM_NODES_MIN, GOSSIP_SIM_NODES_MAX, s);
             return false;
         }
-        c->sizes[c->n_sizes++] = v;
-        p = *end == ',' ? end + 1 : NULL;
+        c->sizes[c->n_sizes++] = (size_t)v;
+        p = comma != NULL ? comma + 1 : NULL;
     }
     return true;
 }
 
-/* "LO-HI" or "I" into [*lo, *hi]. */
+/* "LO-HI" or "I" (decimal digits, num.h) of s[0..stop) into [*lo, *hi]. */
 static bool gsim_parse_range(const char *s, const char *stop, size_t *lo, size_t *hi)
 {
-    char *end;
-    unsigned long a = strtoul(s, &end, 10), b = a;
+    const char *dash = memchr(s, '-', (size_t)(stop - s));
+    const char *a_end = dash != NULL ? dash : stop;
+    uint64_t a, b;
 
-    if (end == s) {
+    if (num_parse_u64(s, (size_t)(a_end - s), GOSSIP_SIM_NODES_MAX, &a) != 0) {
         return false;
     }
-    if (*end == '-') {
-        const char *q = end + 1;
-        b = strtoul(q, &end, 10);
-        if (end == q) {
-            return false;
-        }
+    b = a;
+    if (dash != NULL &&
+        num_parse_u64(dash + 1, (size_t)(stop - dash - 1), GOSSIP_SIM_NODES_MAX, &b) != 0) {
+        return false;
     }
-    *lo = a;
-    *hi = b;
-    return end == stop && a <= b;
+    *lo = (size_t)a;
+    *hi = (size_t)b;
+    return a <= b;
 }
 
 /* --partition A|B against the smallest size: two disjoint ranges of members. */
@@ -188,30 +214,40 @@ static bool gsim_parse_partition(struct gsim_cli *c)
         cli_usage(GSIM_USAGE, "--partition needs --partition-at and a later --heal-at");
         return false;
     }
+    if (c->cut_s * 1000.0 < (double)(GOSSIP_SIM_WARMUP_ROUNDS * o->interval_ms)) {
+        cli_usage(GSIM_USAGE,
+                  "--partition-at %g is within the warm-up: it must be at least %g s (%d rounds "
+                  "of %llu ms)",
+                  c->cut_s, (double)(GOSSIP_SIM_WARMUP_ROUNDS * o->interval_ms) / 1000.0,
+                  GOSSIP_SIM_WARMUP_ROUNDS, (unsigned long long)o->interval_ms);
+        return false;
+    }
     o->partition = true;
     o->cut_ms = (uint64_t)(c->cut_s * 1000.0);
     o->heal_ms = (uint64_t)(c->heal_s * 1000.0);
     return true;
 }
 
-/* "join,crash,steady" (any of them) into the phase switches. */
+/* "join,crash,steady" (any of them, empty items skipped) into the phase switches. */
 static bool gsim_parse_phases(struct gossip_sim_opts *o, const char *s)
 {
-    char list[64];
-    char *save = NULL;
+    static const char *const names[] = {"join", "crash", "steady"};
+    bool *const on[] = {&o->join, &o->crash, &o->steady};
 
     o->join = o->crash = o->steady = false;
-    snprintf(list, sizeof(list), "%s", s);
-    for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        bool *on = strcmp(t, "join") == 0     ? &o->join
-                   : strcmp(t, "crash") == 0  ? &o->crash
-                   : strcmp(t, "steady") == 0 ? &o->steady
-                                              : NULL;
-        if (on == NULL) {
-            cli_usage(GSIM_USAGE, "--phases takes join, crash and steady, not '%s'", t);
+    for (const char *t = s; *t != '\0'; t += *t == ',') {
+        size_t len = strcspn(t, ","), k = 0;
+        while (len > 0 && k < 3 && (strlen(names[k]) != len || strncmp(t, names[k], len) != 0)) {
+            k++;
+        }
+        if (k == 3) {
+            cli_usage(GSIM_USAGE, "--phases takes join, crash and steady, not '%.*s'", (int)len, t);
             return false;
         }
-        *on = true;
+        if (len > 0) {
+            *on[k] = true;
+        }
+        t += len;
     }
     return true;
 }
@@ -221,14 +257,13 @@ static bool gsim_apply(struct gsim_cli *c, int opt, const char *arg)
 {
     struct gossip_sim_opts *o = &c->o;
     double v;
+    uint64_t n;
 
     switch (opt) {
     case OPT_NODES:
         return gsim_parse_sizes(c, arg);
     case OPT_SEED:
-        c->seeded = gsim_parse_double("--seed", arg, 1, 9007199254740992.0, &v);
-        o->seed = (uint64_t)v;
-        return c->seeded;
+        return (c->seeded = gsim_parse_count("--seed", arg, 1, GSIM_SEED_MAX, &o->seed));
     case OPT_LOSS:
         return gsim_parse_double("--loss", arg, 0, 0.99, &o->loss);
     case OPT_LATENCY:
@@ -239,11 +274,13 @@ static bool gsim_apply(struct gsim_cli *c, int opt, const char *arg)
         *(opt == OPT_LATENCY ? &o->latency_us : &o->jitter_us) = (uint64_t)llround(v * 1000.0);
         return true;
     case OPT_INTERVAL:
-        o->interval_ms = gsim_parse_double("--interval", arg, 10, 60000, &v) ? (uint64_t)v : 0;
-        return o->interval_ms > 0;
+        return gsim_parse_count("--interval", arg, 10, 60000, &o->interval_ms);
     case OPT_TOKENS:
-        o->tokens = gsim_parse_double("--tokens", arg, 1, 256, &v) ? (uint32_t)v : 0;
-        return o->tokens > 0;
+        if (!gsim_parse_count("--tokens", arg, 1, 256, &n)) {
+            return false;
+        }
+        o->tokens = (uint32_t)n;
+        return true;
     case OPT_DURATION:
         o->duration_ms =
             gsim_parse_double("--duration", arg, 1, 86400, &v) ? (uint64_t)(v * 1000) : 0;
@@ -277,9 +314,13 @@ static int gsim_parse(struct gsim_cli *c, int argc, char **argv)
     memcpy(c->sizes, defaults, sizeof(defaults));
     c->n_sizes = 3;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "", gsim_long_opts, NULL)) != -1) {
-        if (opt == '?' || opt == ':') {
-            return cli_usage(GSIM_USAGE, "unknown option or missing value");
+    opterr = 0; /* one line of ours, not getopt's as well */
+    while ((opt = getopt_long(argc, argv, ":", gsim_long_opts, NULL)) != -1) {
+        if (opt == ':') {
+            return cli_usage(GSIM_USAGE, "option '%s' needs a value", argv[optind - 1]);
+        }
+        if (opt == '?') {
+            return cli_usage(GSIM_USAGE, "unknown option '%s'", argv[optind - 1]);
         }
         if (!gsim_apply(c, opt, optarg)) {
             return CLI_USAGE;
@@ -299,15 +340,16 @@ static int gsim_parse(struct gsim_cli *c, int argc, char **argv)
     return CLI_OK;
 }
 
-/* MemAvailable of /proc/meminfo in bytes; 0 when unknown. */
-static uint64_t gsim_mem_available(void)
+/* The "<key> <n> kB" line of a /proc file in bytes; 0 when unknown. */
+static uint64_t gsim_proc_kb(const char *path, const char *key)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
+    FILE *f = fopen(path, "r");
     char line[256];
     unsigned long long kb = 0;
+    size_t key_len = strlen(key);
 
     while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+        if (strncmp(line, key, key_len) == 0 && sscanf(line + key_len, " %llu kB", &kb) == 1) {
             break;
         }
     }
@@ -317,18 +359,83 @@ static uint64_t gsim_mem_available(void)
     return (uint64_t)kb * 1024;
 }
 
-/* The command that replays the run of n members: this one's options, with its seed and size. */
-static void gsim_replay_line(const struct gsim_cli *c, size_t n, int argc, char **argv)
+/*
+ * The memory a run may take, in bytes (0 when unknown): MemAvailable of
+ * /proc/meminfo, or less when this process's address-space or data limit
+ * (ulimit -v, ulimit -d) leaves less room above what it maps already.  A
+ * run past a limit would not fail cleanly: the membership code takes a
+ * failed allocation as a message it could not act on, so the run would
+ * end in a failed check that a replay with room would not repeat.
+ * *limited tells whether a limit is the smaller.
+ */
+static uint64_t gsim_mem_available(bool *limited)
 {
-    fprintf(stderr, "ringkv: replay with: ringkv gossip sim --seed %llu --nodes %zu",
-            (unsigned long long)c->o.seed, n);
-    for (int i = 1; i < argc; i++) {
-        bool ours = strncmp(argv[i], "--seed", 6) == 0 || strncmp(argv[i], "--nodes", 7) == 0;
-        if (ours) {
-            i += strchr(argv[i], '=') == NULL; /* and its value */
+    static const struct {
+        int resource;
+        const char *used;
+    } limits[] = {{RLIMIT_AS, "VmSize:"}, {RLIMIT_DATA, "VmData:"}};
+    uint64_t avail = gsim_proc_kb("/proc/meminfo", "MemAvailable:");
+
+    *limited = false;
+    for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+        struct rlimit rl;
+        uint64_t used, room;
+        if (getrlimit(limits[i].resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
             continue;
         }
-        fprintf(stderr, strpbrk(argv[i], " |") != NULL ? " '%s'" : " %s", argv[i]);
+        used = gsim_proc_kb("/proc/self/status", limits[i].used);
+        room = (uint64_t)rl.rlim_cur > used ? (uint64_t)rl.rlim_cur - used : 1;
+        if (avail == 0 || room < avail) {
+            avail = room;
+            *limited = true;
+        }
+    }
+    return avail;
+}
+
+/* s as one shell word: as it is when every byte is safe, else in single quotes. */
+static void gsim_shell_word(FILE *f, const char *s)
+{
+    static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                               "_./,:=@%+-";
+
+    if (*s != '\0' && s[strspn(s, safe)] == '\0') {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *s != '\0'; s++) {
+        if (*s == '\'') {
+            fputs("'\\''", f);
+        } else {
+            fputc(*s, f);
+        }
+    }
+    fputc('\'', f);
+}
+
+/*
+ * The command that replays the run of n members: this one's options, read
+ * again as getopt_long() read them (so "--node 10,20" or "--seed=5" is
+ * still the option it stood for), written out in full with their values
+ * quoted for the shell, the seed and the size this run's.
+ */
+static void gsim_replay_line(const struct gsim_cli *c, size_t n, int argc, char **argv)
+{
+    int opt, idx;
+
+    fprintf(stderr, "ringkv: replay with: ringkv gossip sim --seed %llu --nodes %zu",
+            (unsigned long long)c->o.seed, n);
+    optind = 0; /* glibc: start over */
+    while ((opt = getopt_long(argc, argv, ":", gsim_long_opts, &idx)) != -1) {
+        if (opt == OPT_SEED || opt == OPT_NODES || opt == '?' || opt == ':') {
+            continue;
+        }
+        fprintf(stderr, " --%s", gsim_long_opts[idx].name);
+        if (gsim_long_opts[idx].has_arg != no_argument) {
+            fputc(' ', stderr);
+            gsim_shell_word(stderr, optarg);
+        }
     }
     fputc('\n', stderr);
 }
@@ -391,23 +498,28 @@ static void gsim_table_head(const struct gsim_cli *c)
            "1% loss", "5% loss", "node/rnd", "node/rnd", "log2N", "msgs", "MB", "rounds/s");
 }
 
+/* The row of one size; a phase not run shows "-" in its columns, as its figures are null in JSON.
+ */
 static void gsim_table_row(const struct gossip_sim_result *r)
 {
-    char join[32], crash[32];
+    char join[32] = "-", crash[32] = "-", join_b[16] = "-", crash_b[16] = "-",
+         fs[2][16] = {"-", "-"};
 
-    snprintf(join, sizeof(join), "%.1f (%.2f)%s", r->join.rounds, r->join.seconds,
-             r->join.done ? "" : "!");
-    snprintf(crash, sizeof(crash), "%.1f (%.2f)%s", r->crash.rounds, r->crash.seconds,
-             r->crash.done ? "" : "!");
-    if (!r->join_run) {
-        snprintf(join, sizeof(join), "-");
+    if (r->join_run) {
+        snprintf(join, sizeof(join), "%.1f (%.2f)%s", r->join.rounds, r->join.seconds,
+                 r->join.done ? "" : "!");
+        snprintf(join_b, sizeof(join_b), "%.1f", r->join.bound_rounds);
     }
-    if (!r->crash_run) {
-        snprintf(crash, sizeof(crash), "-");
+    if (r->crash_run) {
+        snprintf(crash, sizeof(crash), "%.1f (%.2f)%s", r->crash.rounds, r->crash.seconds,
+                 r->crash.done ? "" : "!");
+        snprintf(crash_b, sizeof(crash_b), "%.1f", r->crash.bound_rounds);
     }
-    printf("%6zu %17s %6.1f %17s %6.1f %8.2f %8.2f %9.1f %10.0f %6.1f %5d %8.1f %10.0f\n", r->nodes,
-           join, r->join.bound_rounds, crash, r->crash.bound_rounds, r->fs_per_node_hour[0],
-           r->fs_per_node_hour[1], r->msgs_per_node_round, r->bytes_per_node_round,
+    for (size_t k = 0; r->steady_run && k < 2; k++) {
+        snprintf(fs[k], sizeof(fs[k]), "%.2f", r->fs_per_node_hour[k]);
+    }
+    printf("%6zu %17s %6s %17s %6s %8s %8s %9.1f %10.0f %6.1f %5d %8.1f %10.0f\n", r->nodes, join,
+           join_b, crash, crash_b, fs[0], fs[1], r->msgs_per_node_round, r->bytes_per_node_round,
            log2((double)r->nodes), 2, (double)r->maxrss_kb / 1024.0, gsim_speed(r));
     if (r->partition.bound_rounds > 0) {
         printf("%6s partition healed: converged in %.1f rounds (%.2f s), bound %.1f rounds%s\n", "",
@@ -465,17 +577,50 @@ static json_t *gsim_json_run(const struct gossip_sim_result *r)
     return j;
 }
 
-/* Run one size: refused up front when its member tables cannot fit. */
+/*
+ * Whether every size's member tables and rings fit in the memory available:
+ * checked for all sizes before the first starts and before the trace is
+ * opened, so a size too large costs neither the runs before it nor the
+ * trace file a previous run wrote.
+ */
+/* bytes as "1.4 GB" or, under a gigabyte, "55 MB". */
+static const char *gsim_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    snprintf(buf, len, bytes >= 1000000000 ? "%.1f GB" : "%.0f MB",
+             (double)bytes / (bytes >= 1000000000 ? 1e9 : 1e6));
+    return buf;
+}
+
+static int gsim_fits(const struct gsim_cli *c)
+{
+    bool limited;
+    uint64_t avail = gsim_mem_available(&limited);
+    char need_s[32], avail_s[32];
+
+    for (size_t i = 0; i < c->n_sizes; i++) {
+        struct gossip_sim_opts o = c->o;
+        uint64_t need, want;
+        o.nodes = c->sizes[i];
+        need = gossip_sim_memory_estimate(&o);
+        /* under a limit, room for what the estimate leaves out: the heap's slack, the trace */
+        want = limited ? need + need / 4 + GSIM_LIMIT_SLACK : need;
+        if (avail > 0 && want > avail) {
+            return cli_error("gossip sim: %zu members need about %s for their member tables, "
+                             "rings and messages in flight; %s is available%s",
+                             c->sizes[i], gsim_bytes(need_s, sizeof(need_s), want),
+                             gsim_bytes(avail_s, sizeof(avail_s), avail),
+                             limited ? " under this process's memory limit (ulimit -v, ulimit -d)"
+                                     : "");
+        }
+    }
+    return CLI_OK;
+}
+
+/* Run one size. */
 static int gsim_one(struct gsim_cli *c, size_t n, struct gossip_sim_result *r)
 {
-    uint64_t need = gossip_sim_memory_estimate(n, c->o.tokens), avail = gsim_mem_available();
     char err[256] = "";
 
-    if (avail > 0 && need > avail) {
-        return cli_error("gossip sim: %zu members need about %.1f GB for their member tables and "
-                         "rings; %.1f GB is available",
-                         n, (double)need / 1e9, (double)avail / 1e9);
-    }
     c->o.nodes = n;
     if (!c->duration_given) {
         c->o.duration_ms = 3600000 / n < 5000 ? 5000 : 3600000 / n > 60000 ? 60000 : 3600000 / n;
@@ -517,7 +662,7 @@ int cli_gossip_sim(int argc, char **argv)
     json_t *runs;
     int status = gsim_parse(&c, argc, argv);
 
-    if (status != CLI_OK) {
+    if (status != CLI_OK || (status = gsim_fits(&c)) != CLI_OK) {
         return status;
     }
     if (c.trace_path != NULL && (c.o.trace = fopen(c.trace_path, "w")) == NULL) {
@@ -529,7 +674,8 @@ int cli_gossip_sim(int argc, char **argv)
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
     runs = json_array();
     status = gsim_runs(&c, argc, argv, runs);
-    if (c.o.trace != NULL && fclose(c.o.trace) != 0 && status == CLI_OK) {
+    /* a trace cut short is reported whatever the checks said: a replay's trace would differ */
+    if (c.o.trace != NULL && (ferror(c.o.trace) | fclose(c.o.trace)) != 0) {
         status = cli_error("gossip sim: cannot write the trace '%s'", c.trace_path);
     }
     if (c.json && status != CLI_ERROR) {

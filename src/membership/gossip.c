@@ -377,7 +377,10 @@ static int gossip_restore(struct gossip *g, const struct msg_member *self, const
     }
     membership_returning_joins(*m, c->join_by_handoff);
     rc = len > 0 ? membership_restore(*m, blob, len, gossip_now(g)) : 0;
-    if (rc != 0) {
+    if (rc == RK_ENOMEM) { /* the table may be whole: moving the data aside would not help */
+        snprintf(err, err_len, "cannot restore the saved member table of %zu bytes: %s", len,
+                 rk_strerror(rc));
+    } else if (rc != 0) {
         snprintf(err, err_len,
                  "data: the saved member table is damaged (%s); move the data directory aside to "
                  "start this node afresh",

@@ -36,6 +36,8 @@
 #define SIM_WIRE_OVERHEAD (FRAME_HEADER_BYTES + 16)
 /* Settling time between phases, in rounds. */
 #define SIM_SETTLE_ROUNDS 5
+/* A message in flight: its event and the queue's slack (2 x 40 bytes) and its copied bytes. */
+#define SIM_INFLIGHT_BYTES 128
 /* A phase gives up at this many times its bound. */
 #define SIM_GIVE_UP_FACTOR 3
 
@@ -81,6 +83,7 @@ struct sim {
     size_t joiner, victim; /* SIZE_MAX: none yet */
     size_t seen_join;      /* members that added the joiner */
     size_t seen_down;      /* live members holding the crashed one down now: a member counts once */
+    int rc; /* the first failure of the simulator itself (RK_ENOMEM): the run stops */
     struct gossip_sim_result *r;
 };
 
@@ -156,6 +159,7 @@ static int sim_push(struct sim *s, struct sim_ev ev)
     size_t i;
 
     if (grow_array(&s->heap, &s->cap_heap, s->n_heap + 1, sizeof(*s->heap)) != 0) {
+        s->rc = s->rc != 0 ? s->rc : RK_ENOMEM;
         return RK_ENOMEM;
     }
     ev.seq = s->seq++;
@@ -278,6 +282,7 @@ static int sim_transmit(struct sim *s, size_t a, size_t b, const struct msg *m)
     buf_clear(&s->enc);
     rc = msg_encode(m, &s->enc);
     if (rc != 0) {
+        s->rc = s->rc != 0 ? s->rc : rc;
         return rc;
     }
     s->r->messages++;
@@ -291,6 +296,7 @@ static int sim_transmit(struct sim *s, size_t a, size_t b, const struct msg *m)
     ev.len = (uint32_t)s->enc.len;
     ev.bytes = malloc(ev.len);
     if (ev.bytes == NULL) {
+        s->rc = s->rc != 0 ? s->rc : RK_ENOMEM;
         return RK_ENOMEM;
     }
     memcpy(ev.bytes, buf_data(&s->enc), ev.len);
@@ -615,10 +621,10 @@ static void sim_step(struct sim *s)
 /* Run every event before until_us (virtual); the clock ends at until_us. */
 static void sim_run_until(struct sim *s, uint64_t until_us)
 {
-    while (s->n_heap > 0 && s->heap[0].t_us < until_us) {
+    while (s->rc == 0 && s->n_heap > 0 && s->heap[0].t_us < until_us) {
         sim_step(s);
     }
-    s->now_us = until_us;
+    s->now_us = s->rc == 0 ? until_us : s->now_us;
 }
 
 /* Run until *seen reaches want or give_up_us passes; the phase's figures from start_us. */
@@ -628,7 +634,7 @@ static void sim_wait(struct sim *s, const size_t *seen, size_t want, uint64_t st
     uint64_t iv = s->o->interval_ms * 1000;
     uint64_t give_up = start_us + (uint64_t)(bound_rounds * SIM_GIVE_UP_FACTOR * (double)iv);
 
-    while (*seen < want && s->n_heap > 0 && s->heap[0].t_us < give_up) {
+    while (s->rc == 0 && *seen < want && s->n_heap > 0 && s->heap[0].t_us < give_up) {
         sim_step(s);
     }
     ph->done = *seen >= want && (double)(s->now_us - start_us) <= bound_rounds * (double)iv;
@@ -674,7 +680,8 @@ static void sim_partition(struct sim *s)
     sim_trace(s, "heal");
     /* a member seen down is dialled again at most once a second (gossip.c) */
     ph->bound_rounds = 1000.0 / (double)o->interval_ms + sim_log2_bound(s->n);
-    while (!ok && s->now_us - heal < (uint64_t)(ph->bound_rounds * SIM_GIVE_UP_FACTOR * iv)) {
+    while (s->rc == 0 && !ok &&
+           s->now_us - heal < (uint64_t)(ph->bound_rounds * SIM_GIVE_UP_FACTOR * iv)) {
         sim_run_until(s, s->now_us + iv);
         ok = sim_converged(s);
     }
@@ -799,7 +806,7 @@ static int sim_phases(struct sim *s, char *err, size_t err_len)
         sim_settle(s, s->o->partition || s->o->join || s->o->crash);
         sim_steady(s);
     }
-    return 0;
+    return s->rc; /* a failure of the simulator's own makes the run's figures no figures */
 }
 
 static void sim_free(struct sim *s)
@@ -844,13 +851,20 @@ static uint64_t sim_chunk(size_t len)
  * n entries: a struct member, its search key and one chunk of strings
  * each; the ring in force and, while the joiner is joining, the target
  * ring (ring_heap_bytes()); and its gossip settings.  The simulator adds
- * its link bitmap.  Events and messages in flight are left out: a few
- * megabytes.  Measured against the peak RSS of runs in the README.
+ * its link bitmap and the messages in flight: each member sends about 2n
+ * a round (a ping to every other and the answers to theirs, and an
+ * exchange), each one an event in the queue (whose array doubles) and a
+ * copy of its bytes, SIM_INFLIGHT_BYTES in all, and a message is in flight
+ * for up to latency plus jitter: a few megabytes at the defaults (1.5 ms
+ * of a 200 ms round), but gigabytes when the latency is many rounds long.
+ * Measured against the peak RSS of runs in the README.
  */
-uint64_t gossip_sim_memory_estimate(size_t nodes, uint32_t tokens)
+uint64_t gossip_sim_memory_estimate(const struct gossip_sim_opts *o)
 {
-    uint64_t n = nodes + 1, strings = 0, names = 0, table;
+    uint64_t n = o->nodes + 1, strings = 0, names = 0, table;
     char id[16], peer[32], rack[16], client[32];
+    double rounds_in_flight =
+        (double)(o->latency_us + o->jitter_us) / (double)(o->interval_ms * 1000);
 
     for (uint32_t i = 0; i < n; i++) {
         sim_name(i, id, sizeof(id), peer, sizeof(peer));
@@ -859,8 +873,9 @@ uint64_t gossip_sim_memory_estimate(size_t nodes, uint32_t tokens)
         names += strlen(id) + 1 + (i < 3 ? strlen(rack) + 1 : 0);
     }
     table = n * (sizeof(struct member) + sizeof(uint64_t)) + strings +
-            2 * ring_heap_bytes(n, n < 3 ? n : 3, tokens, names);
-    return n * (table + sizeof(struct gossip_settings)) + n * n / 8;
+            2 * ring_heap_bytes(n, n < 3 ? n : 3, o->tokens, names);
+    return n * (table + sizeof(struct gossip_settings)) + n * n / 8 +
+           (uint64_t)((double)n * (double)(2 * n + 4) * rounds_in_flight * SIM_INFLIGHT_BYTES);
 }
 
 int gossip_sim_run(const struct gossip_sim_opts *o, struct gossip_sim_result *out, char *err,
@@ -877,15 +892,24 @@ int gossip_sim_run(const struct gossip_sim_opts *o, struct gossip_sim_result *ou
     }
     out->nodes = o->nodes;
     out->duration_s = (double)o->duration_ms / 1000.0;
-    out->estimate_bytes = gossip_sim_memory_estimate(o->nodes, o->tokens);
+    out->estimate_bytes = gossip_sim_memory_estimate(o);
+    if (o->partition &&
+        (o->cut_ms < GOSSIP_SIM_WARMUP_ROUNDS * o->interval_ms || o->heal_ms <= o->cut_ms)) {
+        snprintf(
+            err, err_len,
+            "the partition must start no sooner than the end of the warm-up (%llu ms), and heal "
+            "after it starts",
+            (unsigned long long)(GOSSIP_SIM_WARMUP_ROUNDS * o->interval_ms));
+        return RK_EINVAL;
+    }
     s.joiner = s.victim = SIZE_MAX;
     s.cap = o->nodes + 1;
     buf_init(&s.enc, 0);
     s.nodes = calloc(s.cap, sizeof(*s.nodes));
     s.links = calloc((s.cap * s.cap + 7) / 8, 1);
     rc = s.nodes == NULL || s.links == NULL ? RK_ENOMEM : sim_phases(&s, err, err_len);
-    if (rc == RK_ENOMEM && err[0] == '\0') {
-        snprintf(err, err_len, "out of memory");
+    if (rc != 0 && err_len > 0 && err[0] == '\0') {
+        snprintf(err, err_len, "%s", rc == RK_ENOMEM ? "out of memory" : rk_strerror(rc));
     }
     out->virtual_seconds = (double)s.now_us / 1e6;
     out->wall_seconds = sim_wall() - t0;

@@ -61,7 +61,7 @@ struct gossip_sim_opts {
     uint64_t duration_ms; /* of each false-suspicion phase */
     bool partition;       /* members [a_lo, a_hi] against [b_lo, b_hi] */
     size_t a_lo, a_hi, b_lo, b_hi;
-    uint64_t cut_ms, heal_ms; /* from the start of the run */
+    uint64_t cut_ms, heal_ms; /* from the start of the run; cut_ms past the warm-up */
     bool join, crash, steady; /* the phases run (the warm-up always runs) */
     FILE *trace;              /* NULL: none */
 };
@@ -96,16 +96,19 @@ struct gossip_sim_result {
 void gossip_sim_opts_init(struct gossip_sim_opts *o);
 
 /*
- * Bytes of memory a run of nodes members of tokens tokens each needs at
- * its peak: their member tables and the rings in them (gossip_sim.c says
- * what it counts).
+ * Bytes of memory the run of o (o->nodes members of o->tokens tokens each)
+ * needs at its peak: their member tables and the rings in them, and the
+ * messages in flight, many when the latency spans many intervals
+ * (gossip_sim.c says what it counts).
  */
-uint64_t gossip_sim_memory_estimate(size_t nodes, uint32_t tokens);
+uint64_t gossip_sim_memory_estimate(const struct gossip_sim_opts *o);
 
 /*
  * Run one simulation.  0, with every figure in *out (a failed check is a
- * phase with done false, not an error); RK_ENOMEM or an error of the
- * membership code (err says which) when the run could not be made.
+ * phase with done false, not an error); RK_EINVAL for a partition cut
+ * before the warm-up's GOSSIP_SIM_WARMUP_ROUNDS intervals have passed (or
+ * healed no later than it is cut), RK_ENOMEM or an error of the membership
+ * code (err says which) when the run could not be made or was cut short.
  */
 int gossip_sim_run(const struct gossip_sim_opts *o, struct gossip_sim_result *out, char *err,
                    size_t err_len);
