@@ -1191,6 +1191,135 @@ out:
 }
 END_TEST
 
+/* Ids of the lookup test: sim-style names and prefixes of one another, short and long. */
+#define T_LOOKUP_MEMBERS 3000
+/* Members a restore adds in the lookup test, between the ids already held. */
+#define T_LOOKUP_RESTORED 500
+
+/*
+ * The i-th id of the lookup test, k = i / 3: n<k>; or a run of k % 56 + 1
+ * 'p's followed by k / 56 unless 0 (runs share their first 8 bytes from 9
+ * on); or k in 60 digits (ids that differ only near their end).
+ */
+static void lookup_id(size_t i, char *id, size_t len)
+{
+    size_t k = i / 3, run = k % 56 + 1;
+
+    switch (i % 3) {
+    case 0:
+        snprintf(id, len, "n%zu", k);
+        break;
+    case 1:
+        memset(id, 'p', run);
+        id[run] = '\0';
+        if (k / 56 > 0) {
+            snprintf(id + run, len - run, "%zu", k / 56);
+        }
+        break;
+    default:
+        snprintf(id, len, "%060zu", k);
+        break;
+    }
+}
+
+/* Every entry is found at its own position, in strictly ascending id order. */
+static void lookup_check_positions(const struct membership *m)
+{
+    for (size_t i = 0; i < membership_count(m); i++) {
+        const struct member *mb = membership_at(m, i);
+
+        ck_assert_ptr_eq(membership_find(m, mb->e.id), mb);
+        if (i > 0) {
+            ck_assert_int_lt(strcmp(membership_at(m, i - 1)->e.id, mb->e.id), 0);
+        }
+    }
+}
+
+/* ids[0..held) are found, ids[held..n) are not. */
+static void lookup_check_ids(const struct membership *m, char (*ids)[RING_NAME_MAX + 1],
+                             size_t held, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct member *mb = membership_find(m, ids[i]);
+
+        if (i < held) {
+            ck_assert_ptr_nonnull(mb);
+            ck_assert_str_eq(mb->e.id, ids[i]);
+        } else {
+            ck_assert_msg(mb == NULL, "%s found before it was added", ids[i]);
+        }
+    }
+}
+
+/*
+ * Lookups by id (the keys' binary search, and the full compare among ids
+ * that share their first 8 bytes) find every member at its position and
+ * no other id: members added in a random order (most of them between
+ * others, moving those behind), ids that share their first 8 bytes or all
+ * but the last, the array growing; then a restore that adds its members
+ * between the others.
+ */
+START_TEST(test_lookups)
+{
+    enum { N = T_LOOKUP_MEMBERS + T_LOOKUP_RESTORED };
+    char(*ids)[RING_NAME_MAX + 1] = calloc(N, sizeof(*ids));
+    struct msg_member *list = calloc(N + 1, sizeof(*list));
+    struct membership *m = table_new("o", MSG_MEMBER_NORMAL);
+    size_t n_list = 0;
+    struct buf out;
+    bool changed;
+
+    ck_assert_ptr_nonnull(ids);
+    ck_assert_ptr_nonnull(list);
+    for (size_t i = 0; i < N; i++) {
+        lookup_id(i, ids[i], sizeof(ids[i]));
+    }
+    for (size_t i = N - 1; i > 0; i--) { /* a random order (Fisher-Yates) */
+        char t[RING_NAME_MAX + 1];
+        size_t j = rng_below_size(i + 1);
+        memcpy(t, ids[i], sizeof(t));
+        memcpy(ids[i], ids[j], sizeof(t));
+        memcpy(ids[j], t, sizeof(t));
+    }
+    membership_defer(m);
+    for (size_t i = 0; i < T_LOOKUP_MEMBERS; i++) {
+        struct msg_member e;
+
+        entry_make(&e, ids[i], "r1", 1, MSG_MEMBER_NORMAL, 1, 1);
+        ck_assert_int_eq(merge(m, &e, T_START, NULL), MEMBERSHIP_ADDED);
+        ck_assert_str_eq(membership_find(m, ids[i])->e.id, ids[i]);
+        ck_assert_ptr_null(membership_find(m, ids[i + 1]));
+        if (i % 500 == 0) {
+            lookup_check_positions(m);
+            lookup_check_ids(m, ids, i + 1, N);
+        }
+    }
+    ck_assert_int_eq(membership_commit(m, &changed), 0);
+    lookup_check_positions(m);
+    lookup_check_ids(m, ids, T_LOOKUP_MEMBERS, N);
+
+    /* A restore adding the rest, between the members held. */
+    list[n_list++] = entry_held(membership_self(m));
+    for (size_t i = T_LOOKUP_MEMBERS; i < N; i++) {
+        entry_make(&list[n_list++], ids[i], "r1", 1, MSG_MEMBER_NORMAL, 1, 1);
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(list, n_list, &out), 0);
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), 0);
+    ck_assert_uint_eq(membership_count(m), N + 1);
+    lookup_check_positions(m);
+    lookup_check_ids(m, ids, N, N);
+    ck_assert_ptr_eq(membership_find(m, "o"), membership_self(m));
+    ck_assert_ptr_null(membership_find(m, "zz"));
+    ck_assert_ptr_null(membership_find(m, "n"));
+    ck_assert_ptr_null(membership_find(m, ""));
+    buf_free(&out);
+    free(list);
+    free(ids);
+    membership_destroy(m);
+}
+END_TEST
+
 START_TEST(test_detect_states)
 {
     const double suspect_at = DETECTOR_SUSPECT_PHI_DEFAULT / M_LOG10E * T_HB;
@@ -1951,6 +2080,7 @@ static Suite *membership_suite(void)
         {"encode_restore", test_encode_restore},
         {"entry_strings", test_entry_strings},
         {"restore_room", test_restore_room},
+        {"lookups", test_lookups},
         {"detect", test_detect_states},
         {"arrivals", test_arrivals},
         {"forgive_flapping", test_forgive_pauses_flapping},
