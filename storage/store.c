@@ -183,7 +183,8 @@
  * The writer
  * ----------
  * One thread at a time holds the writer role.  It takes all queued
- * operations (up to batch_max), executes them as one batch (one log
+ * operations (up to batch_max; handoff batches queued back to back, up to
+ * STORE_HANDOFF_GROUPS of them), executes them as one batch (one log
  * record, or one LMDB transaction) made durable once, then completes
  * them.  While it waits for an fsync new
  * operations queue up and ride the next commit, so the number of fsyncs
@@ -306,6 +307,15 @@
 #define STORE_CKPT_WAL_BYTES (128 * STORE_MIB)
 #define STORE_CKPT_IDLE_MS 100
 /*
+ * Handoff batches (atomic groups led by STORE_OP_APPLY_RECORD, each up to
+ * batch_max operations) one LMDB transaction takes at most when they are
+ * queued back to back: every commit fsyncs its pages, so a receiver pulling
+ * several arcs at once commits them together instead of one after another
+ * (tests/bench/bench_handoff.sh).  Each stays atomic on its own (a nested
+ * transaction, batch_group()).
+ */
+#define STORE_HANDOFF_GROUPS 8
+/*
  * Disk space kept allocated past the log's end (fallocate) for batches of
  * deletions only, so a DEL still finds room on a disk the log filled:
  * other batches leave it untouched (store_log_append()).
@@ -367,7 +377,7 @@ struct store {
     int event_fd;
 
     /* the writer role's own state: touched only by the thread holding it */
-    struct store_op **batch_ops; /* the batch, batch_max entries */
+    struct store_op **batch_ops; /* the batch: STORE_HANDOFF_GROUPS x batch_max entries */
     struct hlc hlc;
     uint64_t hint_seq;
     size_t recent_batch;      /* decaying maximum of recent batch sizes (commit delay) */
@@ -1528,7 +1538,7 @@ static struct store *store_alloc(const struct store_config *cfg)
         return NULL;
     }
     s->path = strdup(cfg->path);
-    s->batch_ops = calloc(cfg->batch_max, sizeof(*s->batch_ops));
+    s->batch_ops = calloc(STORE_HANDOFF_GROUPS * cfg->batch_max, sizeof(*s->batch_ops));
     s->staged = calloc(cfg->batch_max, sizeof(*s->staged));
     s->hstaged = calloc(cfg->batch_max, sizeof(*s->hstaged));
     for (s->staged_mask = 1; s->staged_mask < 2 * cfg->batch_max; s->staged_mask *= 2) {
@@ -4531,15 +4541,25 @@ static void store_delay_commit(struct store *s)
 /*
  * Take queued operations into ops (mu held), up to batch_max and whole
  * atomic groups only: a group never straddles two batches
- * (store_submit_atomic() refuses one larger than batch_max).
+ * (store_submit_atomic() refuses one larger than batch_max).  A run of
+ * handoff groups at the head of the queue is taken up to
+ * STORE_HANDOFF_GROUPS times batch_max; the first other operation ends it.
  */
+/* Does op open a handoff batch's group (records and their checkpoint)? */
+static bool handoff_group(const struct store_op *op)
+{
+    return op->group_ > 1 && op->type == STORE_OP_APPLY_RECORD;
+}
+
 static size_t queue_take(struct store *s, struct store_op **ops)
 {
     size_t n = 0;
+    bool handoff = true;
 
     while (s->queue_head != NULL) {
         size_t g = s->queue_head->group_ > 1 ? s->queue_head->group_ : 1;
-        if (n + g > s->cfg.batch_max) {
+        handoff = handoff && handoff_group(s->queue_head);
+        if (n + g > (handoff ? STORE_HANDOFF_GROUPS * s->cfg.batch_max : s->cfg.batch_max)) {
             break;
         }
         for (size_t i = 0; i < g; i++) {

@@ -72,7 +72,7 @@ struct store_config {
     uint32_t batch_ms;               /* STORE_SYNC_BATCH: the fsync interval */
     size_t map_initial;              /* bytes of LMDB map to start with */
     size_t map_max;                  /* the map grows up to this, then RK_ENOSPC */
-    size_t batch_max;                /* operations in one transaction at most */
+    size_t batch_max;                /* operations in one batch (handoff: in one group) at most */
     size_t max_siblings;             /* sibling cap per key */
     enum record_conflicts conflicts; /* recorded, checked */
     size_t prune_keep;               /* vclock pruning (vclock.h) */
@@ -567,7 +567,10 @@ int store_submit_atomic(struct store *s, struct store_op **ops, size_t n);
  */
 int store_queue(struct store *s, struct store_op **ops, size_t n, bool atomic);
 
-/* Operations in one transaction at most (batch_max): the bound of an atomic group. */
+/*
+ * Operations in one batch at most (batch_max): the bound of an atomic group.
+ * Handoff groups queued back to back may share one transaction (store.c).
+ */
 size_t store_batch_max(const struct store *s);
 
 /*

@@ -22,7 +22,11 @@
  */
 #include <check.h>
 #include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -792,6 +796,141 @@ START_TEST(test_handoff_group_lmdb)
 }
 END_TEST
 
+/*
+ * Handoff groups queued together commit together: while the writer is held
+ * in the fsync of a meta put (the test hook), three handoff batches of a
+ * full store group each (1,023 APPLY_RECORDs and a checkpoint) queue up;
+ * once released they run as one LMDB transaction, one commit for the
+ * three, and each stays atomic on its own: the middle one, holding one
+ * damaged record, fails whole (RK_ESYNTAX, neither records nor checkpoint)
+ * while the other two are stored.  A client write queued after them runs
+ * in a batch of its own, behind them.
+ */
+#define GROUPS 3
+static sem_t gate_entered, gate_release;
+static atomic_bool gate_armed;
+
+static int gate_sync(void *ctx)
+{
+    (void)ctx;
+    if (atomic_exchange(&gate_armed, false)) {
+        sem_post(&gate_entered);
+        sem_wait(&gate_release);
+    }
+    return 0;
+}
+
+static void *meta_put_thread(void *arg)
+{
+    struct store *s = arg;
+    struct store_op op;
+    int rc;
+
+    store_op_init(&op, STORE_OP_TABLE_PUT);
+    op.table = STORE_TABLE_META;
+    op.key = (const uint8_t *)"gate";
+    op.key_len = 4;
+    op.value = (const uint8_t *)"x";
+    op.value_len = 1;
+    rc = store_submit(s, &op);
+    rc = rc ? rc : store_wait(s, &op);
+    return (void *)(intptr_t)rc;
+}
+
+START_TEST(test_handoff_groups_one_commit)
+{
+    static char path[512];
+    struct store_config c;
+    struct store *s;
+    struct store_stats st0, st1;
+    struct three t;
+    size_t per = 1023, n_ops = GROUPS * (per + 1) + 1;
+    struct store_op *ops = calloc(n_ops, sizeof(*ops));
+    struct store_op **list = calloc(n_ops, sizeof(*list));
+    char(*keys)[16] = calloc(GROUPS * per, sizeof(*keys));
+    uint8_t *rec;
+    size_t len;
+    char err[512];
+    pthread_t gate;
+    void *grc;
+    int done = 0;
+
+    ck_assert(ops != NULL && list != NULL && keys != NULL);
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.a}, 1, &len);
+    store_config_in(&c, path, sizeof(path), "groups");
+    c.sync = STORE_SYNC_ALWAYS;
+    c.test_sync = gate_sync;
+    c.test_idle_checkpoint_ms = UINT64_MAX;
+    ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
+    ck_assert_uint_ge(store_batch_max(s), per + 1);
+    ck_assert_int_eq(sem_init(&gate_entered, 0, 0), 0);
+    ck_assert_int_eq(sem_init(&gate_release, 0, 0), 0);
+    atomic_store(&gate_armed, true);
+    ck_assert_int_eq(pthread_create(&gate, NULL, meta_put_thread, s), 0);
+    ck_assert_int_eq(sem_wait(&gate_entered), 0); /* the writer is in the meta put's fsync */
+
+    for (size_t g = 0; g < GROUPS; g++) {
+        struct store_op **grp = list + g * (per + 1);
+        char *ckpt = g == 0 ? "ckpt-0" : g == 1 ? "ckpt-1" : "ckpt-2";
+        for (size_t i = 0; i < per; i++) {
+            char *k = keys[g * per + i];
+            snprintf(k, sizeof(keys[0]), "h%zu-%zu", g, i);
+            grp[i] = &ops[g * (per + 1) + i];
+            apply_record_op(grp[i], k, rec, g == 1 && i == per / 2 ? len - 1 : len);
+        }
+        grp[per] = &ops[g * (per + 1) + per];
+        table_put_op(grp[per], ckpt, "done");
+        for (size_t i = 0; i <= per; i++) {
+            grp[i]->done = count_done;
+            grp[i]->ctx = &done;
+        }
+        ck_assert_int_eq(store_queue(s, grp, per + 1, true), 0);
+    }
+    /* a client write behind them */
+    list[n_ops - 1] = &ops[n_ops - 1];
+    store_op_init(list[n_ops - 1], STORE_OP_WRITE);
+    list[n_ops - 1]->key = (const uint8_t *)"client";
+    list[n_ops - 1]->key_len = 6;
+    list[n_ops - 1]->value = (const uint8_t *)"v";
+    list[n_ops - 1]->value_len = 1;
+    list[n_ops - 1]->done = count_done;
+    list[n_ops - 1]->ctx = &done;
+    ck_assert_int_eq(store_queue(s, list + n_ops - 1, 1, false), 0);
+    store_get_stats(s, &st0);
+    sem_post(&gate_release);
+    ck_assert_int_eq(pthread_join(gate, &grc), 0);
+    ck_assert_int_eq((int)(intptr_t)grc, 0);
+    store_run_ready(s);
+    wait_done(s, &done, (int)n_ops);
+    store_get_stats(s, &st1);
+    /* the meta put's commit (counted once its fsync returns), the groups' one, the write's */
+    ck_assert_uint_eq(st1.commits - st0.commits, 3);
+    ck_assert_uint_eq(st1.logged - st0.logged, 1);
+    for (size_t g = 0; g < GROUPS; g++) {
+        for (size_t i = 0; i <= per; i++) {
+            ck_assert_int_eq(ops[g * (per + 1) + i].result, g == 1 ? RK_ESYNTAX : 0);
+        }
+    }
+    ck_assert_int_eq(ops[n_ops - 1].result, 0);
+    ck_assert(handoff_has(s, "ckpt-0", "done"));
+    ck_assert(!handoff_has(s, "ckpt-1", "done"));
+    ck_assert(handoff_has(s, "ckpt-2", "done"));
+    ck_assert_uint_eq(siblings_of(s, "h0-0"), 1);
+    ck_assert_uint_eq(siblings_of(s, "h1-0"), 0);
+    ck_assert_uint_eq(siblings_of(s, "h2-1022"), 1);
+    ck_assert_uint_eq(siblings_of(s, "client"), 1);
+    store_close(s);
+    sem_destroy(&gate_entered);
+    sem_destroy(&gate_release);
+    free(rec);
+    three_free(&t);
+    free(keys);
+    free(list);
+    free(ops);
+}
+END_TEST
+
 /* A lone STORE_OP_APPLY of v to key. */
 static void apply_op(struct store_op *op, const char *key, const struct sibling *v)
 {
@@ -1489,6 +1628,7 @@ static Suite *store_handoff_suite(void)
         {"handoff_group_lmdb", test_handoff_group_lmdb},
         {"handoff_group_killed", test_handoff_group_killed},
         {"handoff_group_mixed_batch", test_handoff_group_mixed_batch},
+        {"handoff_groups_one_commit", test_handoff_groups_one_commit},
         {"handoff_delete_replayed", test_handoff_delete_replayed},
         {"old_log_opens", test_old_log_opens},
         {"digest_order_free", test_digest_order_free},
