@@ -4351,8 +4351,27 @@ static bool batch_run_deletions(struct store *s, struct store_op **ops, size_t n
 }
 
 /*
+ * A run of handoff groups larger than batch_max (queue_take()) that found
+ * no room (a map at map_max, a full disk): each batch_max worth of whole
+ * groups runs again on its own, as it would have queued alone, so the
+ * groups that fit are stored and only the others fail, instead of every
+ * group failing with the largest.
+ */
+static void batch_run_parts(struct store *s, struct store_op **ops, size_t n)
+{
+    for (size_t at = 0, end; at < n; at = end) {
+        end = at + group_len(ops + at, n - at);
+        while (end < n && end - at + group_len(ops + end, n - end) <= s->cfg.batch_max) {
+            end += group_len(ops + end, n - end);
+        }
+        batch_run(s, ops + at, end - at);
+    }
+}
+
+/*
  * Run a batch to the end: grow the map and retry on MDB_MAP_FULL (a mixed
- * batch's deletions alone when the map cannot grow or the disk is full), split a batch whose
+ * batch's deletions alone when the map cannot grow or the disk is full; a
+ * run of handoff groups part by part), split a batch whose
  * transaction grew too large (between atomic groups), and fail every
  * operation when the batch cannot commit.
  */
@@ -4389,6 +4408,10 @@ static void batch_run(struct store *s, struct store_op **ops, size_t n)
         if (rc == MDB_MAP_FULL && store_grow(s, deletions_only)) {
             atomic_fetch_add(&s->stat.map_full_runs, 1);
             continue;
+        }
+        if (store_err(rc) == RK_ENOSPC && n > s->cfg.batch_max) { /* handoff groups only */
+            batch_run_parts(s, ops, n);
+            break;
         }
         if (store_err(rc) == RK_ENOSPC && !deletions_only && batch_run_deletions(s, ops, n)) {
             break;
