@@ -1248,6 +1248,79 @@ START_TEST(test_handoff_group_killed)
 }
 END_TEST
 
+/* The child of meta_put_killed: writes in the log, a meta put through LMDB, a write after it. */
+static int child_meta(const char *sub, void *arg)
+{
+    struct store *s = open_logged(sub, *(const enum store_sync *)arg);
+    struct store_stats st0, st1;
+    struct store_op op;
+
+    if (store_write(s, "before", 6, "b", 1, false, NULL, NULL) != 0) {
+        return 3;
+    }
+    table_put_op(&op, "ckpt", "logged");
+    if (store_submit(s, &op) != 0 || store_wait(s, &op) != 0) {
+        return 4;
+    }
+    store_get_stats(s, &st0);
+    store_op_init(&op, STORE_OP_TABLE_PUT);
+    op.table = STORE_TABLE_META;
+    op.key = (const uint8_t *)"gate";
+    op.key_len = 4;
+    op.value = (const uint8_t *)"m";
+    op.value_len = 1;
+    if (store_submit(s, &op) != 0 || store_wait(s, &op) != 0) {
+        return 5;
+    }
+    store_get_stats(s, &st1);
+    if (st1.checkpoints != st0.checkpoints || st1.overlay_keys != 1) {
+        return 6; /* the meta put left the log alone */
+    }
+    return store_write(s, "after", 5, "a", 1, false, NULL, NULL) != 0 ? 7 : 0;
+}
+
+/*
+ * Killed between a meta put (through LMDB, the log left alone) and the next
+ * checkpoint, in each sync mode: the next open finds the meta value, and
+ * the log, replayed, still has the writes and the handoff-table put before
+ * the meta put and the write after it; a write after the open is stamped
+ * above the one before the kill.
+ */
+START_TEST(test_meta_put_killed)
+{
+    static const enum store_sync modes[] = {STORE_SYNC_ALWAYS, STORE_SYNC_BATCH, STORE_SYNC_NONE};
+
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        char sub[16], got[8];
+        struct record r = {0};
+        struct sibling v;
+        uint64_t before;
+        struct store *s;
+        size_t len;
+
+        snprintf(sub, sizeof(sub), "meta%zu", m);
+        killed_after(child_meta, sub, (void *)&modes[m]);
+        ck_assert_int_gt(wal_size(sub), WAL_HEADER_LEN);
+        s = open_logged(sub, modes[m]);
+        ck_assert_int_eq(store_table_get(s, STORE_TABLE_META, "gate", 4, got, sizeof(got), &len),
+                         0);
+        ck_assert(len == 1 && got[0] == 'm');
+        ck_assert(handoff_has(s, "ckpt", "logged"));
+        ck_assert_uint_eq(siblings_of(s, "before"), 1);
+        ck_assert_int_eq(store_get(s, "after", 5, &r), 0);
+        ck_assert_uint_eq(r.n, 1);
+        before = r.s[0].hlc;
+        record_deinit(&r);
+        sibling_init(&v);
+        ck_assert_int_eq(store_write(s, "later", 5, "l", 1, false, NULL, &v), 0);
+        ck_assert_uint_gt(v.hlc, before);
+        sibling_deinit(&v);
+        store_close(s);
+        ck_assert_int_eq(wal_size(sub), WAL_HEADER_LEN);
+    }
+}
+END_TEST
+
 /* The child: delete "ckpt" (LMDB has it) in the log, and see it gone. */
 static int child_delete(const char *sub, void *arg)
 {
@@ -1711,6 +1784,7 @@ static Suite *store_handoff_suite(void)
         {"apply_record_reopen", test_apply_record_reopen},
         {"handoff_group_lmdb", test_handoff_group_lmdb},
         {"handoff_group_killed", test_handoff_group_killed},
+        {"meta_put_killed", test_meta_put_killed},
         {"handoff_group_mixed_batch", test_handoff_group_mixed_batch},
         {"handoff_groups_one_commit", test_handoff_groups_one_commit},
         {"handoff_groups_map_full", test_handoff_groups_map_full},
