@@ -213,12 +213,15 @@
  * emptied, by a client too.  When a batch mixing deletions and other
  * writes finds the map at map_max, the other writes fail with RK_ENOSPC
  * and the deletions run again alone, in their order (an atomic group
- * counts as deletions only when all its members are).
+ * counts as deletions only when all its members are).  A run of handoff
+ * groups larger than batch_max runs again batch_max worth of groups at a
+ * time, so those that fit are stored as if each had been queued alone.
  *
  * Full disk: a write LMDB cannot finish for lack of space (ENOSPC, or a
  * write cut short, which LMDB reports as EIO: store_disk_full() tells
  * them apart by the space left) fails its batch with RK_ENOSPC, a mixed
- * batch's deletions run again alone as at map_max, and the previous state
+ * batch's deletions (a run of handoff groups: part by part) run again
+ * alone as at map_max, and the previous state
  * stands (store_commit()); the disk is not failed, and writes succeed
  * again once there is room.  A log append the disk cannot take is cut
  * back to the last whole record and fails its batch the same way; a batch
