@@ -184,7 +184,8 @@
  * ----------
  * One thread at a time holds the writer role.  It takes all queued
  * operations (up to batch_max; handoff batches queued back to back, up to
- * STORE_HANDOFF_GROUPS of them), executes them as one batch (one log
+ * STORE_HANDOFF_GROUPS x batch_max operations: that many full ones, more
+ * small ones), executes them as one batch (one log
  * record, or one LMDB transaction) made durable once, then completes
  * them.  While it waits for an fsync new
  * operations queue up and ride the next commit, so the number of fsyncs
@@ -310,9 +311,11 @@
 #define STORE_CKPT_WAL_BYTES (128 * STORE_MIB)
 #define STORE_CKPT_IDLE_MS 100
 /*
- * Handoff batches (atomic groups led by STORE_OP_APPLY_RECORD, each up to
- * batch_max operations) one LMDB transaction takes at most when they are
- * queued back to back: every commit fsyncs its pages, so a receiver pulling
+ * Full handoff batches (atomic groups led by STORE_OP_APPLY_RECORD, each up
+ * to batch_max operations) one LMDB transaction takes at most when they are
+ * queued back to back; the bound counts operations, STORE_HANDOFF_GROUPS x
+ * batch_max, so more of smaller batches fit (as several small groups always
+ * shared a batch of batch_max).  Every commit fsyncs its pages, so a receiver pulling
  * several arcs at once commits them together instead of one after another
  * (tests/bench/bench_handoff.sh).  Each stays atomic on its own (a nested
  * transaction, batch_group()).
