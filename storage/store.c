@@ -184,7 +184,8 @@
  * ----------
  * One thread at a time holds the writer role.  It takes all queued
  * operations (up to batch_max; handoff batches queued back to back, up to
- * STORE_HANDOFF_GROUPS of them), executes them as one batch (one log
+ * STORE_HANDOFF_GROUPS x batch_max operations: that many full ones, more
+ * small ones), executes them as one batch (one log
  * record, or one LMDB transaction) made durable once, then completes
  * them.  While it waits for an fsync new
  * operations queue up and ride the next commit, so the number of fsyncs
@@ -213,12 +214,15 @@
  * emptied, by a client too.  When a batch mixing deletions and other
  * writes finds the map at map_max, the other writes fail with RK_ENOSPC
  * and the deletions run again alone, in their order (an atomic group
- * counts as deletions only when all its members are).
+ * counts as deletions only when all its members are).  A run of handoff
+ * groups larger than batch_max runs again batch_max worth of groups at a
+ * time, so those that fit are stored as if each had been queued alone.
  *
  * Full disk: a write LMDB cannot finish for lack of space (ENOSPC, or a
  * write cut short, which LMDB reports as EIO: store_disk_full() tells
  * them apart by the space left) fails its batch with RK_ENOSPC, a mixed
- * batch's deletions run again alone as at map_max, and the previous state
+ * batch's deletions (a run of handoff groups: part by part) run again
+ * alone as at map_max, and the previous state
  * stands (store_commit()); the disk is not failed, and writes succeed
  * again once there is room.  A log append the disk cannot take is cut
  * back to the last whole record and fails its batch the same way; a batch
@@ -307,9 +311,11 @@
 #define STORE_CKPT_WAL_BYTES (128 * STORE_MIB)
 #define STORE_CKPT_IDLE_MS 100
 /*
- * Handoff batches (atomic groups led by STORE_OP_APPLY_RECORD, each up to
- * batch_max operations) one LMDB transaction takes at most when they are
- * queued back to back: every commit fsyncs its pages, so a receiver pulling
+ * Full handoff batches (atomic groups led by STORE_OP_APPLY_RECORD, each up
+ * to batch_max operations) one LMDB transaction takes at most when they are
+ * queued back to back; the bound counts operations, STORE_HANDOFF_GROUPS x
+ * batch_max, so more of smaller batches fit (as several small groups always
+ * shared a batch of batch_max).  Every commit fsyncs its pages, so a receiver pulling
  * several arcs at once commits them together instead of one after another
  * (tests/bench/bench_handoff.sh).  Each stays atomic on its own (a nested
  * transaction, batch_group()).
@@ -4351,8 +4357,27 @@ static bool batch_run_deletions(struct store *s, struct store_op **ops, size_t n
 }
 
 /*
+ * A run of handoff groups larger than batch_max (queue_take()) that found
+ * no room (a map at map_max, a full disk): each batch_max worth of whole
+ * groups runs again on its own, as it would have queued alone, so the
+ * groups that fit are stored and only the others fail, instead of every
+ * group failing with the largest.
+ */
+static void batch_run_parts(struct store *s, struct store_op **ops, size_t n)
+{
+    for (size_t at = 0, end; at < n; at = end) {
+        end = at + group_len(ops + at, n - at);
+        while (end < n && end - at + group_len(ops + end, n - end) <= s->cfg.batch_max) {
+            end += group_len(ops + end, n - end);
+        }
+        batch_run(s, ops + at, end - at);
+    }
+}
+
+/*
  * Run a batch to the end: grow the map and retry on MDB_MAP_FULL (a mixed
- * batch's deletions alone when the map cannot grow or the disk is full), split a batch whose
+ * batch's deletions alone when the map cannot grow or the disk is full; a
+ * run of handoff groups part by part), split a batch whose
  * transaction grew too large (between atomic groups), and fail every
  * operation when the batch cannot commit.
  */
@@ -4389,6 +4414,10 @@ static void batch_run(struct store *s, struct store_op **ops, size_t n)
         if (rc == MDB_MAP_FULL && store_grow(s, deletions_only)) {
             atomic_fetch_add(&s->stat.map_full_runs, 1);
             continue;
+        }
+        if (store_err(rc) == RK_ENOSPC && n > s->cfg.batch_max) { /* handoff groups only */
+            batch_run_parts(s, ops, n);
+            break;
         }
         if (store_err(rc) == RK_ENOSPC && !deletions_only && batch_run_deletions(s, ops, n)) {
             break;

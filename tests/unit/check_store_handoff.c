@@ -931,6 +931,90 @@ START_TEST(test_handoff_groups_one_commit)
 }
 END_TEST
 
+/*
+ * Handoff groups queued together at map_max, where the map has room for
+ * some of them and not all: each group of batch_max operations commits
+ * when it fits on its own, as it did in a transaction of its own, and only
+ * those that do not fit fail with RK_ENOSPC (whole: records and
+ * checkpoint).  Eight groups of eight 16 KiB records and a checkpoint
+ * (batch_max 9) behind a meta put held in its fsync, in a 1 MiB map: the
+ * first group alone takes about a fifth of it.
+ */
+#define FULL_GROUPS 8
+#define FULL_PER 8
+START_TEST(test_handoff_groups_map_full)
+{
+    static char path[512], big[16384], keys[FULL_GROUPS * FULL_PER][16], ckpts[FULL_GROUPS][16];
+    struct store_op ops[FULL_GROUPS * (FULL_PER + 1)], *list[FULL_GROUPS * (FULL_PER + 1)];
+    struct store_config c;
+    struct sibling v;
+    struct store *s;
+    uint8_t *rec;
+    size_t len;
+    char err[512];
+    pthread_t gate;
+    void *grc;
+    int done = 0, stored_groups = 0;
+
+    memset(big, 'b', sizeof(big) - 1);
+    sibling_init(&v);
+    version_from("nb", "big", big, &v);
+    rec = encode_of((const struct sibling *[]){&v}, 1, &len);
+    store_config_in(&c, path, sizeof(path), "full");
+    c.sync = STORE_SYNC_ALWAYS;
+    c.test_sync = gate_sync;
+    c.test_idle_checkpoint_ms = UINT64_MAX;
+    c.batch_max = FULL_PER + 1;
+    c.map_initial = c.map_max = 1024 * 1024;
+    ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
+    ck_assert_int_eq(sem_init(&gate_entered, 0, 0), 0);
+    ck_assert_int_eq(sem_init(&gate_release, 0, 0), 0);
+    atomic_store(&gate_armed, true);
+    ck_assert_int_eq(pthread_create(&gate, NULL, meta_put_thread, s), 0);
+    ck_assert_int_eq(sem_wait(&gate_entered), 0); /* the writer is in the meta put's fsync */
+    for (size_t g = 0; g < FULL_GROUPS; g++) {
+        struct store_op **grp = list + g * (FULL_PER + 1);
+        for (size_t i = 0; i < FULL_PER; i++) {
+            snprintf(keys[g * FULL_PER + i], sizeof(keys[0]), "f%zu-%zu", g, i);
+            grp[i] = &ops[g * (FULL_PER + 1) + i];
+            apply_record_op(grp[i], keys[g * FULL_PER + i], rec, len);
+        }
+        snprintf(ckpts[g], sizeof(ckpts[0]), "full-%zu", g);
+        grp[FULL_PER] = &ops[g * (FULL_PER + 1) + FULL_PER];
+        table_put_op(grp[FULL_PER], ckpts[g], "done");
+        for (size_t i = 0; i <= FULL_PER; i++) {
+            grp[i]->done = count_done;
+            grp[i]->ctx = &done;
+        }
+        ck_assert_int_eq(store_queue(s, grp, FULL_PER + 1, true), 0);
+    }
+    sem_post(&gate_release);
+    ck_assert_int_eq(pthread_join(gate, &grc), 0);
+    ck_assert_int_eq((int)(intptr_t)grc, 0);
+    store_run_ready(s);
+    wait_done(s, &done, FULL_GROUPS * (FULL_PER + 1));
+    for (size_t g = 0; g < FULL_GROUPS; g++) {
+        int want = ops[g * (FULL_PER + 1)].result;
+        ck_assert_msg(want == 0 || want == RK_ENOSPC, "group %zu: %d", g, want);
+        for (size_t i = 0; i <= FULL_PER; i++) {
+            ck_assert_int_eq(ops[g * (FULL_PER + 1) + i].result, want);
+        }
+        for (size_t i = 0; i < FULL_PER; i++) {
+            ck_assert_uint_eq(siblings_of(s, keys[g * FULL_PER + i]), want == 0 ? 1 : 0);
+        }
+        ck_assert(handoff_has(s, ckpts[g], "done") == (want == 0));
+        stored_groups += want == 0;
+    }
+    ck_assert_msg(stored_groups >= 2 && stored_groups < FULL_GROUPS,
+                  "%d of %d groups stored in a map with room for some", stored_groups, FULL_GROUPS);
+    store_close(s);
+    sem_destroy(&gate_entered);
+    sem_destroy(&gate_release);
+    free(rec);
+    sibling_deinit(&v);
+}
+END_TEST
+
 /* A lone STORE_OP_APPLY of v to key. */
 static void apply_op(struct store_op *op, const char *key, const struct sibling *v)
 {
@@ -1161,6 +1245,79 @@ START_TEST(test_handoff_group_killed)
     store_close(s);
     free(rec);
     three_free(&t);
+}
+END_TEST
+
+/* The child of meta_put_killed: writes in the log, a meta put through LMDB, a write after it. */
+static int child_meta(const char *sub, void *arg)
+{
+    struct store *s = open_logged(sub, *(const enum store_sync *)arg);
+    struct store_stats st0, st1;
+    struct store_op op;
+
+    if (store_write(s, "before", 6, "b", 1, false, NULL, NULL) != 0) {
+        return 3;
+    }
+    table_put_op(&op, "ckpt", "logged");
+    if (store_submit(s, &op) != 0 || store_wait(s, &op) != 0) {
+        return 4;
+    }
+    store_get_stats(s, &st0);
+    store_op_init(&op, STORE_OP_TABLE_PUT);
+    op.table = STORE_TABLE_META;
+    op.key = (const uint8_t *)"gate";
+    op.key_len = 4;
+    op.value = (const uint8_t *)"m";
+    op.value_len = 1;
+    if (store_submit(s, &op) != 0 || store_wait(s, &op) != 0) {
+        return 5;
+    }
+    store_get_stats(s, &st1);
+    if (st1.checkpoints != st0.checkpoints || st1.overlay_keys != 1) {
+        return 6; /* the meta put left the log alone */
+    }
+    return store_write(s, "after", 5, "a", 1, false, NULL, NULL) != 0 ? 7 : 0;
+}
+
+/*
+ * Killed between a meta put (through LMDB, the log left alone) and the next
+ * checkpoint, in each sync mode: the next open finds the meta value, and
+ * the log, replayed, still has the writes and the handoff-table put before
+ * the meta put and the write after it; a write after the open is stamped
+ * above the one before the kill.
+ */
+START_TEST(test_meta_put_killed)
+{
+    static const enum store_sync modes[] = {STORE_SYNC_ALWAYS, STORE_SYNC_BATCH, STORE_SYNC_NONE};
+
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        char sub[16], got[8];
+        struct record r = {0};
+        struct sibling v;
+        uint64_t before;
+        struct store *s;
+        size_t len;
+
+        snprintf(sub, sizeof(sub), "meta%zu", m);
+        killed_after(child_meta, sub, (void *)&modes[m]);
+        ck_assert_int_gt(wal_size(sub), WAL_HEADER_LEN);
+        s = open_logged(sub, modes[m]);
+        ck_assert_int_eq(store_table_get(s, STORE_TABLE_META, "gate", 4, got, sizeof(got), &len),
+                         0);
+        ck_assert(len == 1 && got[0] == 'm');
+        ck_assert(handoff_has(s, "ckpt", "logged"));
+        ck_assert_uint_eq(siblings_of(s, "before"), 1);
+        ck_assert_int_eq(store_get(s, "after", 5, &r), 0);
+        ck_assert_uint_eq(r.n, 1);
+        before = r.s[0].hlc;
+        record_deinit(&r);
+        sibling_init(&v);
+        ck_assert_int_eq(store_write(s, "later", 5, "l", 1, false, NULL, &v), 0);
+        ck_assert_uint_gt(v.hlc, before);
+        sibling_deinit(&v);
+        store_close(s);
+        ck_assert_int_eq(wal_size(sub), WAL_HEADER_LEN);
+    }
 }
 END_TEST
 
@@ -1627,8 +1784,10 @@ static Suite *store_handoff_suite(void)
         {"apply_record_reopen", test_apply_record_reopen},
         {"handoff_group_lmdb", test_handoff_group_lmdb},
         {"handoff_group_killed", test_handoff_group_killed},
+        {"meta_put_killed", test_meta_put_killed},
         {"handoff_group_mixed_batch", test_handoff_group_mixed_batch},
         {"handoff_groups_one_commit", test_handoff_groups_one_commit},
+        {"handoff_groups_map_full", test_handoff_groups_map_full},
         {"handoff_delete_replayed", test_handoff_delete_replayed},
         {"old_log_opens", test_old_log_opens},
         {"digest_order_free", test_digest_order_free},
