@@ -200,28 +200,29 @@ test ! -s "$tmp/big.out" || fail "a refused list ran its smaller size first: $(c
 # need about 76 MB there, more than a 60 MB limit leaves.  Past the limit
 # the membership code would take failed allocations as lost messages and
 # the run would end in a failed check that a replay would not repeat.
+# under_limit KB COMMAND...: run COMMAND under `ulimit -v KB`, its output in
+# $tmp/lim.out and lim.err; prints its exit status.
+under_limit() {
+    kb=$1
+    shift
+    set +e
+    (
+        ulimit -v "$kb"
+        exec "$@"
+    ) > "$tmp/lim.out" 2> "$tmp/lim.err"
+    echo $?
+    set -e
+}
 case " ${RINGKV_SAN_CFLAGS:-} " in
 *-fsanitize=*) ;; # a sanitizer's shadow memory does not fit under such a limit
 *)
-    set +e
-    (
-        ulimit -v 60000
-        exec "$ringkv" gossip sim --nodes 300 --seed 1 --duration 1 --phases join
-    ) > "$tmp/lim.out" 2> "$tmp/lim.err"
-    status=$?
-    set -e
+    status=$(under_limit 60000 "$ringkv" gossip sim --nodes 300 --seed 1 --duration 1 --phases join)
     test "$status" -eq 1 || fail "a run under a 60 MB limit exited $status, not 1: $(cat "$tmp/lim.err")"
     grep -Eq "^ringkv: gossip sim: 300 members need about [0-9]+ MB .* is available under this process's memory limit" \
         "$tmp/lim.err" || fail "no refusal under the limit: $(cat "$tmp/lim.err")"
     # Messages in flight count: a 10 s latency over 10 ms rounds keeps 1000 rounds of
     # every member's pings in the queue, about 2.6 GB at 100 members.
-    set +e
-    (
-        ulimit -v 1000000
-        exec timeout 60 "$ringkv" gossip sim --nodes 100 --seed 1 --latency 10000 --interval 10
-    ) > "$tmp/lim.out" 2> "$tmp/lim.err"
-    status=$?
-    set -e
+    status=$(under_limit 1000000 timeout 60 "$ringkv" gossip sim --nodes 100 --seed 1 --latency 10000 --interval 10)
     test "$status" -eq 1 || fail "a run of 1000 rounds in flight exited $status, not 1: $(cat "$tmp/lim.err")"
     grep -Eq "^ringkv: gossip sim: 100 members need about [0-9.]+ GB for their member tables, rings and messages in flight" \
         "$tmp/lim.err" || fail "no refusal of the messages in flight: $(cat "$tmp/lim.err")"

@@ -36,15 +36,20 @@ it_log "the log holds $wal bytes"
 [ "$wal" -gt 100000 ] || it_fail "the log holds only $wal bytes: nothing to test"
 it_stop n1 KILL
 
+# all_there WHEN: every acknowledged big:N holds its 40000 bytes.
+all_there() {
+    j=0
+    while [ "$j" -lt "$acked" ]; do
+        n=$(it_cli n1 STRLEN "big:$j")
+        [ "$n" = 40000 ] || it_fail "big:$j $1: STRLEN $n"
+        j=$((j + 1))
+    done
+}
+
 # shellcheck disable=SC2086
 it_node n1 $flags
 it_wait_ping n1 # up on the full disk: recording its generation needs no room for the log
-j=0
-while [ "$j" -lt "$acked" ]; do
-    n=$(it_cli n1 STRLEN "big:$j")
-    [ "$n" = 40000 ] || it_fail "big:$j after the restart on a full disk: STRLEN $n"
-    j=$((j + 1))
-done
+all_there "after the restart on a full disk"
 r=$(it_cli n1 -x SET big:new < "$IT_DIR/value" 2>&1)
 it_log "a SET on the full disk: $r"
 case "$r" in
@@ -62,11 +67,6 @@ it_stop n1
 # shellcheck disable=SC2086
 it_node n1 $flags
 it_wait_ping n1
-j=0
-while [ "$j" -lt "$acked" ]; do
-    n=$(it_cli n1 STRLEN "big:$j")
-    [ "$n" = 40000 ] || it_fail "big:$j after a clean restart: STRLEN $n"
-    j=$((j + 1))
-done
+all_there "after a clean restart"
 [ "$(it_cli n1 STRLEN big:new)" = 40000 ] || it_fail "big:new lost in a clean restart"
 it_pass "$acked writes acknowledged on a disk the log filled came back after kill -9 and a restart on that full disk"

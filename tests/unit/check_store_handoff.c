@@ -837,6 +837,28 @@ static void *meta_put_thread(void *arg)
     return (void *)(intptr_t)rc;
 }
 
+/* Hold s's writer in the fsync of a meta put (gate_sync), from a thread of its own. */
+static void gate_hold(struct store *s, pthread_t *gate)
+{
+    ck_assert_int_eq(sem_init(&gate_entered, 0, 0), 0);
+    ck_assert_int_eq(sem_init(&gate_release, 0, 0), 0);
+    atomic_store(&gate_armed, true);
+    ck_assert_int_eq(pthread_create(gate, NULL, meta_put_thread, s), 0);
+    ck_assert_int_eq(sem_wait(&gate_entered), 0); /* the writer is in the meta put's fsync */
+}
+
+/* Let the writer go on; the meta put must have succeeded. */
+static void gate_open(pthread_t gate)
+{
+    void *rc;
+
+    sem_post(&gate_release);
+    ck_assert_int_eq(pthread_join(gate, &rc), 0);
+    ck_assert_int_eq((int)(intptr_t)rc, 0);
+    sem_destroy(&gate_entered);
+    sem_destroy(&gate_release);
+}
+
 START_TEST(test_handoff_groups_one_commit)
 {
     static char path[512];
@@ -852,7 +874,6 @@ START_TEST(test_handoff_groups_one_commit)
     size_t len;
     char err[512];
     pthread_t gate;
-    void *grc;
     int done = 0;
 
     ck_assert(ops != NULL && list != NULL && keys != NULL);
@@ -864,11 +885,7 @@ START_TEST(test_handoff_groups_one_commit)
     c.test_idle_checkpoint_ms = UINT64_MAX;
     ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
     ck_assert_uint_ge(store_batch_max(s), per + 1);
-    ck_assert_int_eq(sem_init(&gate_entered, 0, 0), 0);
-    ck_assert_int_eq(sem_init(&gate_release, 0, 0), 0);
-    atomic_store(&gate_armed, true);
-    ck_assert_int_eq(pthread_create(&gate, NULL, meta_put_thread, s), 0);
-    ck_assert_int_eq(sem_wait(&gate_entered), 0); /* the writer is in the meta put's fsync */
+    gate_hold(s, &gate);
 
     for (size_t g = 0; g < GROUPS; g++) {
         struct store_op **grp = list + g * (per + 1);
@@ -898,9 +915,7 @@ START_TEST(test_handoff_groups_one_commit)
     list[n_ops - 1]->ctx = &done;
     ck_assert_int_eq(store_queue(s, list + n_ops - 1, 1, false), 0);
     store_get_stats(s, &st0);
-    sem_post(&gate_release);
-    ck_assert_int_eq(pthread_join(gate, &grc), 0);
-    ck_assert_int_eq((int)(intptr_t)grc, 0);
+    gate_open(gate);
     store_run_ready(s);
     wait_done(s, &done, (int)n_ops);
     store_get_stats(s, &st1);
@@ -921,8 +936,6 @@ START_TEST(test_handoff_groups_one_commit)
     ck_assert_uint_eq(siblings_of(s, "h2-1022"), 1);
     ck_assert_uint_eq(siblings_of(s, "client"), 1);
     store_close(s);
-    sem_destroy(&gate_entered);
-    sem_destroy(&gate_release);
     free(rec);
     three_free(&t);
     free(keys);
@@ -953,7 +966,6 @@ START_TEST(test_handoff_groups_map_full)
     size_t len;
     char err[512];
     pthread_t gate;
-    void *grc;
     int done = 0, stored_groups = 0;
 
     memset(big, 'b', sizeof(big) - 1);
@@ -967,11 +979,7 @@ START_TEST(test_handoff_groups_map_full)
     c.batch_max = FULL_PER + 1;
     c.map_initial = c.map_max = 1024 * 1024;
     ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
-    ck_assert_int_eq(sem_init(&gate_entered, 0, 0), 0);
-    ck_assert_int_eq(sem_init(&gate_release, 0, 0), 0);
-    atomic_store(&gate_armed, true);
-    ck_assert_int_eq(pthread_create(&gate, NULL, meta_put_thread, s), 0);
-    ck_assert_int_eq(sem_wait(&gate_entered), 0); /* the writer is in the meta put's fsync */
+    gate_hold(s, &gate);
     for (size_t g = 0; g < FULL_GROUPS; g++) {
         struct store_op **grp = list + g * (FULL_PER + 1);
         for (size_t i = 0; i < FULL_PER; i++) {
@@ -988,9 +996,7 @@ START_TEST(test_handoff_groups_map_full)
         }
         ck_assert_int_eq(store_queue(s, grp, FULL_PER + 1, true), 0);
     }
-    sem_post(&gate_release);
-    ck_assert_int_eq(pthread_join(gate, &grc), 0);
-    ck_assert_int_eq((int)(intptr_t)grc, 0);
+    gate_open(gate);
     store_run_ready(s);
     wait_done(s, &done, FULL_GROUPS * (FULL_PER + 1));
     for (size_t g = 0; g < FULL_GROUPS; g++) {
@@ -1008,8 +1014,6 @@ START_TEST(test_handoff_groups_map_full)
     ck_assert_msg(stored_groups >= 2 && stored_groups < FULL_GROUPS,
                   "%d of %d groups stored in a map with room for some", stored_groups, FULL_GROUPS);
     store_close(s);
-    sem_destroy(&gate_entered);
-    sem_destroy(&gate_release);
     free(rec);
     sibling_deinit(&v);
 }
