@@ -911,6 +911,7 @@ START_TEST(test_handoff_groups_one_commit)
     list[n_ops - 1]->key_len = 6;
     list[n_ops - 1]->value = (const uint8_t *)"v";
     list[n_ops - 1]->value_len = 1;
+    list[n_ops - 1]->skip_written = true;
     list[n_ops - 1]->done = count_done;
     list[n_ops - 1]->ctx = &done;
     ck_assert_int_eq(store_queue(s, list + n_ops - 1, 1, false), 0);
