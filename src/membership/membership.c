@@ -1052,7 +1052,12 @@ static void membership_digest_of(const struct member_entry *e, struct msg_digest
 /*
  * The rotation is a counter over the other entries (by index, ours left
  * out), advanced by as many as each call offers, so successive SYNs walk
- * the whole table whatever its size, deterministically.
+ * the whole table whatever its size, deterministically.  The window starts
+ * at our own index plus the rotation: members that started together (and
+ * so rotate in step) offer different entries in the same round, so a
+ * newcomer that hears from many of them in one round learns as many
+ * different entries (with every window the same, it learned some 255 a
+ * round, and a join took rounds linear in the cluster's size).
  */
 size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete)
 {
@@ -1065,14 +1070,14 @@ size_t membership_digests(struct membership *m, struct msg_digest *out, size_t m
     }
     membership_digest_of(&m->members[m->self].e, &out[0]);
     take = max - 1 < others ? max - 1 : others;
-    start = others > 0 ? m->rotation % others : 0;
+    start = others > 0 ? (m->rotation + m->self) % others : 0;
     for (size_t i = 0; i < take; i++) {
         size_t j = (start + i) % others;
         size_t idx = j < m->self ? j : j + 1;
 
         membership_digest_of(&m->members[idx].e, &out[1 + i]);
     }
-    m->rotation = others > 0 ? (start + take) % others : 0;
+    m->rotation = others > 0 ? (m->rotation + take) % others : 0;
     *complete = take == others;
     return 1 + take;
 }

@@ -352,7 +352,9 @@ uint64_t membership_target_digest(const struct membership *m);
 
 /*
  * The digests for a SYN: our own entry first, then up to max - 1 others,
- * starting at a rotating offset so every entry is offered over rounds.
+ * starting at a rotating offset (from our own place in the table) so every
+ * entry is offered over rounds, and members rotating in step offer
+ * different ones.
  * *complete says whether all entries fit.
  */
 size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete);

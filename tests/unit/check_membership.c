@@ -712,10 +712,10 @@ START_TEST(test_own_entry_versions)
 }
 END_TEST
 
-/* A table of self "a" and `others` members o0, o1, ... (joining: no ring work). */
-static struct membership *table_with_others(size_t others)
+/* A table of self and `others` members o0, o1, ... (left: no ring work). */
+static struct membership *table_of_with_others(const char *self, size_t others)
 {
-    struct membership *m = table_new("a", MSG_MEMBER_NORMAL);
+    struct membership *m = table_new(self, MSG_MEMBER_NORMAL);
 
     for (size_t i = 0; i < others; i++) {
         struct msg_member e;
@@ -727,6 +727,11 @@ static struct membership *table_with_others(size_t others)
         merge(m, &e, T_START, NULL);
     }
     return m;
+}
+
+static struct membership *table_with_others(size_t others)
+{
+    return table_of_with_others("a", others);
 }
 
 START_TEST(test_digests_rotate)
@@ -761,6 +766,38 @@ START_TEST(test_digests_rotate)
     ck_assert_uint_eq(membership_digests(m, d, 1, &complete), 1);
     ck_assert(complete);
     membership_destroy(m);
+}
+END_TEST
+
+/*
+ * Two members holding the same others, rotating in step (one SYN each a
+ * round): their windows start at their own places, so a round's SYNs
+ * offer different entries, and each still walks the whole table.  "o4x"
+ * sorts between o4 and o5.
+ */
+START_TEST(test_digests_offset_by_self)
+{
+    struct membership *a = table_of_with_others("a", 9), *b = table_of_with_others("o4x", 9);
+    struct msg_digest da[4], db[4];
+    int seen[9] = {0};
+    bool complete;
+
+    for (int call = 0; call < 3; call++) {
+        ck_assert_uint_eq(membership_digests(a, da, 4, &complete), 4);
+        ck_assert_uint_eq(membership_digests(b, db, 4, &complete), 4);
+        ck_assert_str_eq(db[0].id, "o4x");
+        for (size_t i = 1; i < 4; i++) {
+            for (size_t j = 1; j < 4; j++) {
+                ck_assert_str_ne(da[i].id, db[j].id);
+            }
+            seen[atoi(db[i].id + 1)]++;
+        }
+    }
+    for (size_t i = 0; i < 9; i++) {
+        ck_assert_int_eq(seen[i], 1);
+    }
+    membership_destroy(a);
+    membership_destroy(b);
 }
 END_TEST
 
@@ -2073,6 +2110,7 @@ static Suite *membership_suite(void)
         {"deferred_list", test_deferred_list},
         {"own_versions", test_own_entry_versions},
         {"digests_rotate", test_digests_rotate},
+        {"digests_offset_by_self", test_digests_offset_by_self},
         {"answer_rules", test_answer_rules},
         {"answer_own_entry", test_answer_own_entry},
         {"gossip_small", test_gossip_converges},
