@@ -1056,8 +1056,8 @@ static void membership_digest_of(const struct member_entry *e, struct msg_digest
  * at our own index plus the rotation: members that started together (and
  * so rotate in step) offer different entries in the same round, so a
  * newcomer that hears from many of them in one round learns as many
- * different entries (with every window the same, it learned some 255 a
- * round, and a join took rounds linear in the cluster's size).
+ * different entries (with every window the same, it learned at most 255
+ * a round, and a join took rounds linear in the cluster's size).
  */
 size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete)
 {
