@@ -56,7 +56,11 @@ for line in open(sys.argv[2]):
         continue
     t, member, event = float(f[0]), f[1], f[2]
     if event == "detector_arrival":
-        last[member] = t
+        # the time the detector took it as: the delivery, or earlier for a
+        # relayed version dated from the member's last PING (membership.h)
+        at = float(f[f.index("at") + 1])
+        assert at <= t + 1e-3, line
+        last[member] = at
         continue
     if state.get(member) == "member_down":
         revived.append(line.strip())

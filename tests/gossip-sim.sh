@@ -36,7 +36,10 @@ for line in open(sys.argv[1]):
         crash, victim = float(f[0]), f[2]
     elif len(f) > 3 and f[2] == "detector_arrival":
         assert f[3] == victim and float(f[0]) >= crash, line
-        last[f[1]] = float(f[0])
+        # dated: at the delivery or before it (membership.h)
+        at = float(f[f.index("at") + 1])
+        assert at <= float(f[0]) + 1e-3, line
+        last[f[1]] = at
     elif len(f) > 3 and f[2] == "member_down" and f[3] == victim and f[1] not in down:
         down[f[1]] = float(f[0])
 assert victim is not None and down, (victim, len(down))

@@ -7,7 +7,7 @@
  * own among them at index `self`; each entry's strings, one allocation an
  * entry (struct member_entry), which a change of the entry's strings
  * replaces and a change of its numbers keeps; a reference to the ring in
- * force, built from them; the ring listeners; and the rotation counter of
+ * force, built from them; the ring listeners; and the rotation and news cursors of
  * membership_digests().
  *
  * Invariants, true whenever a public function returns:
@@ -83,6 +83,7 @@ struct membership {
     const struct ring *ring;   /* in force; one reference held; from the entries in the ring set */
     const struct ring *target; /* the target ring; one reference held (ring itself when equal) */
     size_t rotation;           /* the other entry membership_digests() offers first */
+    size_t news_from;          /* the other entry membership_digests() looks at first for news */
     bool deferring;            /* between membership_defer() and membership_commit() */
     bool ring_stale;           /* an entry changed that the ring does not reflect yet */
     bool installing;           /* ring listeners are being called */
@@ -309,6 +310,24 @@ static bool membership_ring_fields_differ(const struct member_entry *a, const st
     return a->status != b->status || a->tokens != b->tokens ||
            a->target_tokens != b->target_tokens ||
            membership_id_cmp(membership_entry_rack(a), b->rack) != 0;
+}
+
+unsigned membership_news_syns(size_t n)
+{
+    unsigned bits = 0;
+
+    while (bits < 64 && (n >> bits) != 0) {
+        bits++; /* ceil(log2(n + 1)) is the bit length of n */
+    }
+    return 3 * bits;
+}
+
+/* Whether going from a to e is news (membership_digests()): more than a new version. */
+static bool membership_is_news(const struct member_entry *a, const struct msg_member *e)
+{
+    return a->generation != e->generation || a->ring_version != e->ring_version ||
+           membership_ring_fields_differ(a, e) || !membership_strings_same(a, e) ||
+           memcmp(a->instance, e->instance, sizeof(a->instance)) != 0;
 }
 
 /*
@@ -690,7 +709,7 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
                      enum membership_merged *merged, bool *ring_changed)
 {
     struct membership_undo undo;
-    bool found, affects_ring = false, self_changed = false;
+    bool found, news, affects_ring = false, self_changed = false;
     size_t pos;
     int rc;
 
@@ -727,6 +746,7 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
         *merged = MEMBERSHIP_CONFLICT;
         return 0;
     }
+    news = !found || membership_is_news(&m->members[pos].e, e);
     rc = membership_apply(m, e, pos, found, now_ms, &undo, &affects_ring);
     if (rc != 0) {
         return rc;
@@ -743,6 +763,9 @@ int membership_merge(struct membership *m, const struct msg_member *e, uint64_t 
         membership_self_touch(m, self_changed);
     }
     membership_undo_forget(m, &undo);
+    if (news) {
+        m->members[pos].news = (uint8_t)membership_news_syns(m->n);
+    }
     *merged = found ? MEMBERSHIP_UPDATED : MEMBERSHIP_ADDED;
     return 0;
 }
@@ -925,6 +948,7 @@ int membership_remove(struct membership *m, const char *id)
         return rc;
     }
     membership_self_touch(m, self_changed);
+    m->members[pos].news = (uint8_t)membership_news_syns(m->n);
     return 0;
 }
 
@@ -1050,19 +1074,42 @@ static void membership_digest_of(const struct member_entry *e, struct msg_digest
 }
 
 /*
+ * News and the rotation.  Without news, an entry new to the cluster (a
+ * newcomer's) reaches a member only when some SYN's rotating window
+ * covers it: each member offers a given entry in one SYN of every
+ * others / (max - 1), so at 5000 members the last few dozen members
+ * learnt of a join some 40 rounds late.  Offered first for
+ * membership_news_syns() SYNs, it spreads like a rumour, in O(log n)
+ * rounds.  Changes of a member's ring digest and heartbeat are not news:
+ * every member's changes at every ring change and round, and as news they
+ * would crowd out the few entries that are.
+ *
  * The rotation is a counter over the other entries (by index, ours left
- * out), advanced by as many as each call offers, so successive SYNs walk
- * the whole table whatever its size, deterministically.  The window starts
- * at our own index plus the rotation: members that started together (and
- * so rotate in step) offer different entries in the same round, so a
+ * out), advanced past what each call walks, so successive SYNs cover the
+ * whole table whatever its size, deterministically.  The window starts at
+ * our own index plus the rotation: members that started together (and so
+ * rotate in step) offer different entries in the same round, so a
  * newcomer that hears from many of them in one round learns as many
- * different entries (with every window the same, it learned at most 255
- * a round, and a join took rounds linear in the cluster's size).
+ * different entries (with every window the same, it learned at most 255 a
+ * round, and a join took rounds linear in the cluster's size).  News is
+ * picked walking from a cursor of its own, which moves past the last
+ * entry picked, so when there is more news than room each gets its turn.
+ * The news taken is every entry with news from the cursor up to the last
+ * one picked, and the rotation's walk skips exactly those instead of
+ * offering them twice.
  */
+/* The i-th other entry (ours left out) walking from index start of the others. */
+static struct member *membership_other(struct membership *m, size_t start, size_t i)
+{
+    size_t j = (start + i) % (m->n - 1);
+
+    return &m->members[j < m->self ? j : j + 1];
+}
+
 size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete)
 {
     size_t others = m->n - 1;
-    size_t take, start;
+    size_t take, start, n_out = 1, n_news = 0, news_cap, walked, last_news = 0;
 
     if (max == 0) {
         *complete = false;
@@ -1070,16 +1117,36 @@ size_t membership_digests(struct membership *m, struct msg_digest *out, size_t m
     }
     membership_digest_of(&m->members[m->self].e, &out[0]);
     take = max - 1 < others ? max - 1 : others;
-    start = others > 0 ? (m->rotation + m->self) % others : 0;
-    for (size_t i = 0; i < take; i++) {
-        size_t j = (start + i) % others;
-        size_t idx = j < m->self ? j : j + 1;
-
-        membership_digest_of(&m->members[idx].e, &out[1 + i]);
-    }
-    m->rotation = others > 0 ? (m->rotation + take) % others : 0;
     *complete = take == others;
-    return 1 + take;
+    if (others == 0) {
+        return 1;
+    }
+    start = (m->rotation + m->self) % others;
+    news_cap = *complete ? 0 : take / 2;
+    for (size_t i = 0; i < others && n_news < news_cap; i++) {
+        const struct member *mb = membership_other(m, m->news_from, i);
+        if (mb->news > 0) {
+            membership_digest_of(&mb->e, &out[1 + n_news++]);
+            last_news = i;
+        }
+    }
+    n_out += n_news;
+    for (walked = 0; n_out < 1 + take && walked < others; walked++) {
+        struct member *mb = membership_other(m, start, walked);
+        size_t from_news = (start + walked + others - m->news_from % others) % others;
+        if (n_news > 0 && from_news <= last_news && mb->news > 0) {
+            continue; /* offered as news above */
+        }
+        membership_digest_of(&mb->e, &out[n_out++]);
+        mb->news -= mb->news > 0;
+    }
+    for (size_t i = 0; n_news > 0 && i <= last_news; i++) {
+        struct member *mb = membership_other(m, m->news_from, i);
+        mb->news -= mb->news > 0;
+    }
+    m->rotation = (m->rotation + walked) % others;
+    m->news_from = n_news > 0 ? (m->news_from + last_news + 1) % others : m->news_from;
+    return n_out;
 }
 
 static void membership_reply_entry(struct membership_reply *r, const struct member_entry *e)

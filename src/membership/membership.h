@@ -169,6 +169,8 @@ struct member {
     /* the heartbeat the member last told us of directly (membership_told()); 0, 0: none */
     uint64_t told_generation, told_version;
     uint64_t told_ms; /* monotonic ms the PING that told it arrived */
+    /* SYNs left that offer the entry ahead of the rotation (membership_digests()); 0: none */
+    uint8_t news;
 };
 
 struct membership;
@@ -351,13 +353,24 @@ const struct ring *membership_target(const struct membership *m);
 uint64_t membership_target_digest(const struct membership *m);
 
 /*
- * The digests for a SYN: our own entry first, then up to max - 1 others,
- * starting at a rotating offset (from our own place in the table) so every
- * entry is offered over rounds, and members rotating in step offer
- * different ones.
- * *complete says whether all entries fit.
+ * The digests for a SYN: our own entry first, then up to max - 1 others.
+ * News first: entries that changed in more than their version (a new
+ * member, a new life, a new status, rack, tokens or address) in our last
+ * membership_news_syns() SYNs, taking at most half the room; then the
+ * rest, starting at a rotating offset (from our own place in the table) so
+ * every entry is offered over rounds, and members rotating in step offer
+ * different ones.  *complete says whether all entries fit.
  */
 size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete);
+
+/*
+ * How many SYNs offer an entry as news, in a table of n members:
+ * 3 * ceil(log2(n + 1)), SWIM's lambda log n with lambda = 3 (12 at 10
+ * members, 30 at 1000, 39 at 5000).  Each member holding the news offers
+ * it to a random peer that many rounds, so it reaches every member in
+ * O(log n) rounds with high probability, and the rotation catches the rest.
+ */
+unsigned membership_news_syns(size_t n);
 
 /*
  * Answer a SYN's digests: the entries we hold newer than theirs, or that

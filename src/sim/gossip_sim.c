@@ -550,7 +550,9 @@ static struct sim_view sim_victim_view(const struct sim *s, const struct sim_nod
 /*
  * After a crash, each arrival a delivery fed to a member's detector of the
  * crashed member: the version it now holds, how many beats that skipped,
- * and the detector's mean interval afterwards.
+ * the detector's mean interval afterwards, and the time the arrival was
+ * taken as (its delivery, or earlier for a relayed version dated from the
+ * member's last PING: membership.h).
  */
 static void sim_trace_arrival(const struct sim *s, const struct sim_node *to,
                               const struct sim_node *from, const struct sim_view *before)
@@ -562,10 +564,10 @@ static void sim_trace_arrival(const struct sim *s, const struct sim_node *to,
         return;
     }
     mb = membership_find(gossip_members(to->g), s->nodes[s->victim].id);
-    sim_trace(s, "%s detector_arrival %s version %llu (+%llu) via %s mean_ms %.0f", to->id,
+    sim_trace(s, "%s detector_arrival %s version %llu (+%llu) via %s mean_ms %.0f at %.3f", to->id,
               s->nodes[s->victim].id, (unsigned long long)now.version,
               (unsigned long long)(now.version - before->version), from->id,
-              detector_mean(&mb->det));
+              detector_mean(&mb->det), (double)now.heard_ms / 1000.0);
 }
 
 /* A message arrives: the peer layer answers a ping, then gossip takes it. */

@@ -712,19 +712,31 @@ START_TEST(test_own_entry_versions)
 }
 END_TEST
 
-/* A table of self and `others` members o0, o1, ... (left: no ring work). */
+/*
+ * A table of self and `others` members o0, o1, ... (left: no ring work),
+ * restored as a saved table is: none of them is news (membership_digests()).
+ */
 static struct membership *table_of_with_others(const char *self, size_t others)
 {
     struct membership *m = table_new(self, MSG_MEMBER_NORMAL);
+    struct msg_member *list = calloc(others + 1, sizeof(*list));
+    struct buf out;
 
+    ck_assert_ptr_nonnull(list);
     for (size_t i = 0; i < others; i++) {
-        struct msg_member e;
         char id[RING_NAME_MAX + 1];
 
         snprintf(id, sizeof(id), "o%zu", i);
         /* left: outside both rings, so our own entry stays at (1, 1) */
-        entry_make(&e, id, "r1", 4, MSG_MEMBER_LEFT, 1, 1);
-        merge(m, &e, T_START, NULL);
+        entry_make(&list[i], id, "r1", 4, MSG_MEMBER_LEFT, 1, 1);
+    }
+    buf_init(&out, 0);
+    ck_assert_int_eq(msg_members_encode(list, others, &out), 0);
+    ck_assert_int_eq(membership_restore(m, buf_data(&out), out.len, T_START), 0);
+    buf_free(&out);
+    free(list);
+    for (size_t i = 0; i < membership_count(m); i++) {
+        ck_assert_uint_eq(membership_at(m, i)->news, 0);
     }
     return m;
 }
@@ -798,6 +810,120 @@ START_TEST(test_digests_offset_by_self)
     }
     membership_destroy(a);
     membership_destroy(b);
+}
+END_TEST
+
+/* Whether id is among the n digests of d, and no id is there twice. */
+static bool digests_hold(const struct msg_digest *d, size_t n, const char *id)
+{
+    bool held = false;
+
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = i + 1; j < n; j++) {
+            ck_assert_str_ne(d[i].id, d[j].id);
+        }
+        held |= strcmp(d[i].id, id) == 0;
+    }
+    return held;
+}
+
+/*
+ * News goes first.  A member new to us, or one whose status changed, is
+ * offered in the first places of our next membership_news_syns() SYNs
+ * (so it spreads as a rumour does, not only when the rotating window
+ * comes to it); a heartbeat (a new version alone) is not news.  News
+ * takes at most half the window, no entry is offered twice in one SYN,
+ * and the rotation still walks the whole table.
+ */
+START_TEST(test_digests_news_first)
+{
+    struct membership *m = table_with_others(600);
+    struct msg_digest d[MSG_GOSSIP_DIGESTS_MAX];
+    struct msg_member e;
+    unsigned k;
+    bool complete;
+    size_t n;
+
+    ck_assert_uint_eq(membership_news_syns(0), 0);
+    ck_assert_uint_eq(membership_news_syns(1), 3);
+    ck_assert_uint_eq(membership_news_syns(10), 12);
+    ck_assert_uint_eq(membership_news_syns(1000), 30);
+    ck_assert_uint_eq(membership_news_syns(5000), 39);
+
+    entry_make(&e, "o5", "r1", 4, MSG_MEMBER_LEFT, 1, 2); /* a heartbeat */
+    merge(m, &e, T_START, NULL);
+    ck_assert_uint_eq(membership_find(m, "o5")->news, 0);
+    entry_make(&e, "p", "r1", 4, MSG_MEMBER_LEFT, 1, 1); /* a newcomer */
+    merge(m, &e, T_START, NULL);
+    k = membership_news_syns(membership_count(m));
+    ck_assert_uint_eq(k, 30);
+    ck_assert_uint_eq(membership_find(m, "p")->news, k);
+    for (unsigned call = 0; call < k; call++) {
+        n = membership_digests(m, d, MSG_GOSSIP_DIGESTS_MAX, &complete);
+        ck_assert_uint_eq(n, MSG_GOSSIP_DIGESTS_MAX);
+        ck_assert(!complete);
+        ck_assert_str_eq(d[0].id, "a");
+        ck_assert_str_eq(d[1].id, "p");
+        ck_assert(digests_hold(d, n, "p"));
+    }
+    ck_assert_uint_eq(membership_find(m, "p")->news, 0);
+    /* Old news now: offered again only when the rotation comes to it. */
+    n = membership_digests(m, d, MSG_GOSSIP_DIGESTS_MAX, &complete);
+    ck_assert_str_ne(d[1].id, "p");
+
+    /* A new status is news; more news than half the window waits for the next SYN. */
+    entry_make(&e, "o7", "r1", 4, MSG_MEMBER_REMOVED, 1, 5);
+    merge(m, &e, T_START, NULL);
+    ck_assert_uint_eq(membership_find(m, "o7")->news, k);
+    for (size_t i = 0; i < 200; i++) {
+        char id[RING_NAME_MAX + 1];
+        snprintf(id, sizeof(id), "q%03zu", i);
+        entry_make(&e, id, "r1", 4, MSG_MEMBER_LEFT, 1, 1);
+        merge(m, &e, T_START, NULL);
+    }
+    {
+        int news_seen[201] = {0}; /* q000 .. q199, then o7 */
+        size_t others = membership_count(m) - 1, walked = 0;
+        for (int call = 0; call < 2; call++) {
+            size_t news = 0;
+            n = membership_digests(m, d, MSG_GOSSIP_DIGESTS_MAX, &complete);
+            ck_assert(digests_hold(d, n, "a"));
+            for (size_t i = 1; i < n; i++) {
+                if (d[i].id[0] == 'q') {
+                    news_seen[atoi(d[i].id + 1)]++;
+                } else if (strcmp(d[i].id, "o7") == 0) {
+                    news_seen[200]++;
+                }
+                news += i <= (MSG_GOSSIP_DIGESTS_MAX - 1) / 2 &&
+                        (d[i].id[0] == 'q' || strcmp(d[i].id, "o7") == 0);
+            }
+            ck_assert_uint_eq(news, (MSG_GOSSIP_DIGESTS_MAX - 1) / 2);
+        }
+        for (size_t i = 0; i <= 200; i++) {
+            ck_assert_int_ge(news_seen[i], 1);
+        }
+        /* The rotation covers the whole table within its bound of SYNs. */
+        {
+            int *seen = calloc(others + 1, sizeof(*seen));
+            size_t calls = 0;
+            ck_assert_ptr_nonnull(seen);
+            while (walked < others && calls < 2 * others) {
+                n = membership_digests(m, d, MSG_GOSSIP_DIGESTS_MAX, &complete);
+                calls++;
+                for (size_t i = 1; i < n; i++) {
+                    size_t pos;
+                    for (pos = 0; strcmp(membership_at(m, pos)->e.id, d[i].id) != 0; pos++) {
+                    }
+                    walked += seen[pos]++ == 0;
+                }
+            }
+            ck_assert_uint_eq(walked, others);
+            /* every entry but the news ones walked by at least 128 a SYN */
+            ck_assert_uint_le(calls, (others + 127) / 128 + 1);
+            free(seen);
+        }
+    }
+    membership_destroy(m);
 }
 END_TEST
 
@@ -2111,6 +2237,7 @@ static Suite *membership_suite(void)
         {"own_versions", test_own_entry_versions},
         {"digests_rotate", test_digests_rotate},
         {"digests_offset_by_self", test_digests_offset_by_self},
+        {"digests_news_first", test_digests_news_first},
         {"answer_rules", test_answer_rules},
         {"answer_own_entry", test_answer_own_entry},
         {"gossip_small", test_gossip_converges},
