@@ -927,6 +927,149 @@ START_TEST(test_digests_news_first)
 }
 END_TEST
 
+/* Members of the random news test, at most; and the SYNs of each of its runs. */
+#define T_NEWS_IDS 1200
+#define T_NEWS_SYNS 150
+
+/* The number in a random-news id "o<k>" (or our own, "o<k>x"). */
+static size_t news_id_num(const char *id)
+{
+    return (size_t)strtoul(id + 1, NULL, 10);
+}
+
+/*
+ * Whatever the news and however the table grows between SYNs (new
+ * members, new statuses and addresses, removals, heartbeats, from one
+ * peer or many), a SYN holds our own entry first and then min(max - 1,
+ * others) different others; news takes the first places, at most half of
+ * the others' (none when every entry fits: all are listed); every entry offered has
+ * one SYN of news less, and the others none less; and however much news
+ * there is (a peer flooding new ids, statuses flapping), every entry is
+ * offered again within ceil(others / ceil(take / 2)) + 1 SYNs, one more
+ * for every ceil(take / 2) members added meanwhile: news leaves the
+ * rotation at least half the places.
+ */
+START_TEST(test_digests_news_random)
+{
+    static struct msg_digest d[MSG_GOSSIP_DIGESTS_MAX];
+    static uint8_t news_before[T_NEWS_IDS + 1];
+    static long last_offered[T_NEWS_IDS + 1];
+    static size_t added_then[T_NEWS_IDS + 1];
+    static bool offered[T_NEWS_IDS + 1];
+
+    for (int run = 0; run < 12; run++) {
+        size_t start_others = rng_below(run < 6 ? 600 : 80);
+        char self_id[RING_NAME_MAX + 1];
+        struct membership *m;
+        size_t next_id = start_others, added = 0;
+        long syn = 0;
+        int churn = run % 4; /* 0: none, 1: some, 2: a flood of new ids, 3: status flaps */
+
+        snprintf(self_id, sizeof(self_id), "o%zux",
+                 (size_t)(start_others > 0 ? rng_below((uint32_t)start_others) : 0));
+        m = table_of_with_others(self_id, start_others);
+        for (size_t i = 0; i <= T_NEWS_IDS; i++) {
+            last_offered[i] = 0;
+            added_then[i] = 0;
+        }
+        for (; syn < T_NEWS_SYNS; syn++) {
+            size_t n, others, take, max, cap, want, lead = 0, news_total = 0, news_offered = 0;
+            bool complete;
+
+            /* the changes of a round */
+            for (int c = 0; churn > 0 && c < (churn == 2 ? 20 : 4); c++) {
+                struct msg_member e;
+                char id[RING_NAME_MAX + 1];
+                uint32_t what = rng_below(4);
+
+                if ((churn == 2 || what == 0) && next_id < T_NEWS_IDS) {
+                    snprintf(id, sizeof(id), "o%zu", next_id);
+                    entry_make(&e, id, "r1", 4, MSG_MEMBER_LEFT, 1, 1);
+                    merge(m, &e, T_START, NULL);
+                    last_offered[next_id] = syn;
+                    added_then[next_id] = ++added;
+                    next_id++;
+                } else if (next_id > 0 && what < 3) {
+                    size_t k = rng_below((uint32_t)next_id);
+                    const struct member *mb;
+                    snprintf(id, sizeof(id), "o%zu", k);
+                    mb = membership_find(m, id);
+                    e = entry_held(mb);
+                    e.version++;
+                    if (what == 1) {
+                        e.status =
+                            e.status == MSG_MEMBER_LEFT ? MSG_MEMBER_REMOVED : MSG_MEMBER_LEFT;
+                    } else if (churn == 3) {
+                        snprintf(e.peer_addr, sizeof(e.peer_addr), "127.0.0.%u:7371",
+                                 1 + rng_below(9));
+                    }
+                    merge(m, &e, T_START, NULL);
+                } else if (next_id > 0) {
+                    snprintf(id, sizeof(id), "o%u", rng_below((uint32_t)next_id));
+                    (void)membership_remove(m, id);
+                }
+            }
+            others = membership_count(m) - 1;
+            max = run >= 8 ? 1 + rng_below(MSG_GOSSIP_DIGESTS_MAX) : MSG_GOSSIP_DIGESTS_MAX;
+            take = max - 1 < others ? max - 1 : others;
+            for (size_t i = 0; i < membership_count(m); i++) {
+                const struct member *mb = membership_at(m, i);
+                if (mb == membership_self(m)) {
+                    continue; /* o<k>x: its number is o<k>'s */
+                }
+                news_before[news_id_num(mb->e.id)] = mb->news;
+                news_total += mb->news > 0;
+                offered[news_id_num(mb->e.id)] = false;
+            }
+            n = membership_digests(m, d, max, &complete);
+            ck_assert_uint_eq(n, 1 + take);
+            ck_assert(complete == (take == others));
+            ck_assert_str_eq(d[0].id, self_id);
+            for (size_t i = 1; i < n; i++) {
+                size_t k = news_id_num(d[i].id);
+                const struct member *mb = membership_find(m, d[i].id);
+                ck_assert_ptr_nonnull(mb);
+                ck_assert_str_ne(d[i].id, self_id);
+                ck_assert_msg(!offered[k], "%s twice in SYN %ld", d[i].id, syn);
+                offered[k] = true;
+                news_offered += news_before[k] > 0;
+                ck_assert_uint_eq(mb->news, (news_before[k] > 0 ? news_before[k] - 1 : 0));
+                if (news_before[k] > 0 && lead + 1 == i) {
+                    lead++;
+                }
+                last_offered[k] = syn + 1;
+                added_then[k] = added;
+            }
+            /* news first: all of it, or as much as half the others' places hold */
+            cap = complete ? 0 : take / 2;
+            want = news_total < cap ? news_total : cap;
+            ck_assert_uint_ge(lead, want);
+            if (!complete && news_total <= cap) {
+                ck_assert_uint_eq(news_offered, news_total);
+            }
+            for (size_t i = 0; i < membership_count(m); i++) {
+                const struct member *mb = membership_at(m, i);
+                size_t k = news_id_num(mb->e.id);
+                size_t half = (take + 1) / 2;
+                if (strcmp(mb->e.id, self_id) == 0) {
+                    continue;
+                }
+                if (!offered[k]) {
+                    ck_assert_uint_eq(mb->news, news_before[k]);
+                }
+                if (half > 0 && run < 8) {
+                    size_t bound = (others + half - 1) / half + 1 + (added - added_then[k]) / half;
+                    ck_assert_msg((size_t)(syn + 1 - last_offered[k]) <= bound,
+                                  "%s not offered for %ld SYNs (others %zu, bound %zu)", mb->e.id,
+                                  syn + 1 - last_offered[k], others, bound);
+                }
+            }
+        }
+        membership_destroy(m);
+    }
+}
+END_TEST
+
 static struct msg_digest digest_make(const char *id, uint64_t generation, uint64_t version)
 {
     struct msg_digest d;
@@ -2238,6 +2381,7 @@ static Suite *membership_suite(void)
         {"digests_rotate", test_digests_rotate},
         {"digests_offset_by_self", test_digests_offset_by_self},
         {"digests_news_first", test_digests_news_first},
+        {"digests_news_random", test_digests_news_random},
         {"answer_rules", test_answer_rules},
         {"answer_own_entry", test_answer_own_entry},
         {"gossip_small", test_gossip_converges},
