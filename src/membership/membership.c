@@ -119,6 +119,7 @@ struct membership_reply {
     struct msg_digest *requests;
     size_t max_requests, n_requests;
     uint8_t mentioned[(MEMBERSHIP_MAX + CHAR_BIT - 1) / CHAR_BIT]; /* by our index */
+    uint8_t answered[(MEMBERSHIP_MAX + CHAR_BIT - 1) / CHAR_BIT];  /* the same, once answered */
 };
 
 bool membership_in_ring(uint32_t status)
@@ -1185,10 +1186,10 @@ static void membership_answer_one(const struct membership *m, const struct msg_d
         membership_reply_request(r, d->id, NULL);
         return;
     }
-    if (r->mentioned[pos / CHAR_BIT] & (1u << (pos % CHAR_BIT))) {
+    if (r->answered[pos / CHAR_BIT] & (1u << (pos % CHAR_BIT))) {
         return;
     }
-    r->mentioned[pos / CHAR_BIT] |= (uint8_t)(1u << (pos % CHAR_BIT));
+    r->answered[pos / CHAR_BIT] |= (uint8_t)(1u << (pos % CHAR_BIT));
     ours = &m->members[pos].e;
     if (membership_newer(ours->generation, ours->version, d->generation, d->version)) {
         membership_reply_entry(r, ours);
@@ -1204,9 +1205,15 @@ static void membership_answer_one(const struct membership *m, const struct msg_d
 
 /*
  * A digest naming one of our ids twice is answered once (the bitmap).
- * Entries go out in the order of their digests, then, for a complete
- * list, the ones it did not mention in id order; what does not fit waits
- * for a later round, which finds it again because the peer still lacks it.
+ * For a complete list, the entries it did not mention go first, in id
+ * order: the peer lacks them entirely, a member it has never heard of
+ * among them.  Then the entries its digests show it holds older, in their
+ * order.  Every entry changes every round (a heartbeat), so the older
+ * ones alone fill an answer; put first, they kept a member new to the
+ * peer out of answer after answer, and with up to 255 members (where
+ * every list is complete) a join took 11 rounds at 255 members against 2
+ * at 100.  What does not fit waits for a later round, which finds it
+ * again because the peer still lacks it.
  */
 void membership_answer(const struct membership *m, const struct msg_digest *theirs, size_t n,
                        bool complete, struct msg_member *entries, size_t max_entries,
@@ -1221,12 +1228,18 @@ void membership_answer(const struct membership *m, const struct msg_digest *thei
     r.requests = requests;
     r.max_requests = max_requests;
     for (size_t i = 0; i < n; i++) {
-        membership_answer_one(m, &theirs[i], i == 0, &r);
+        size_t pos;
+        if (membership_search(m, theirs[i].id, &pos)) {
+            r.mentioned[pos / CHAR_BIT] |= (uint8_t)(1u << (pos % CHAR_BIT));
+        }
     }
     for (size_t i = 0; complete && i < m->n; i++) {
         if (!(r.mentioned[i / CHAR_BIT] & (1u << (i % CHAR_BIT)))) {
             membership_reply_entry(&r, &m->members[i].e);
         }
+    }
+    for (size_t i = 0; i < n; i++) {
+        membership_answer_one(m, &theirs[i], i == 0, &r);
     }
     /*
      * Our own entry, left out of a list cut at its bound: the initiator

@@ -1135,15 +1135,20 @@ START_TEST(test_answer_rules)
     ck_assert_str_eq(req[0].id, "o1");
     ck_assert_str_eq(req[1].id, "zz");
 
-    /* A complete list: also what it did not mention (a and o3), in id order. */
+    /*
+     * A complete list: also what it did not mention (a and o3), in id
+     * order, and first: the peer lacks them entirely, where it holds o0.
+     */
     membership_answer(m, theirs, 5, true, ent, 8, &ne, req, 8, &nr);
     ck_assert_uint_eq(ne, 3);
-    ck_assert_str_eq(ent[1].id, "a");
-    ck_assert_str_eq(ent[2].id, "o3");
+    ck_assert_str_eq(ent[0].id, "a");
+    ck_assert_str_eq(ent[1].id, "o3");
+    ck_assert_str_eq(ent[2].id, "o0");
 
-    /* Bounds. */
+    /* Bounds: the entry it lacks takes the one place. */
     membership_answer(m, theirs, 5, true, ent, 1, &ne, req, 1, &nr);
     ck_assert_uint_eq(ne, 1);
+    ck_assert_str_eq(ent[0].id, "a");
     ck_assert_uint_eq(nr, 1);
     membership_answer(m, theirs, 5, true, ent, 0, &ne, req, 0, &nr);
     ck_assert_uint_eq(ne, 0);
