@@ -354,9 +354,11 @@ uint64_t membership_target_digest(const struct membership *m);
 
 /*
  * The digests for a SYN: our own entry first, then up to max - 1 others.
- * News first: entries that changed in more than their version (a new
- * member, a new life, a new status, rack, tokens or address) in our last
- * membership_news_syns() SYNs, taking at most half the room; then the
+ * News first: each entry that changed in more than its version (a new
+ * member, a new life, a new status, rack, tokens or address), in the
+ * membership_news_syns() SYNs that follow the change, taking at most half
+ * the room (when there is more news, each waits its turn, so its SYNs come
+ * later); then the
  * rest, starting at a rotating offset (from our own place in the table) so
  * every entry is offered over rounds, and members rotating in step offer
  * different ones.  *complete says whether all entries fit.
