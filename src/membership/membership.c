@@ -1078,10 +1078,10 @@ static void membership_digest_of(const struct member_entry *e, struct msg_digest
  * News and the rotation.  Without news, an entry new to the cluster (a
  * newcomer's) reaches a member only when some SYN's rotating window
  * covers it: each member offers a given entry in one SYN of every
- * others / (max - 1), so at 5000 members the last few dozen members
- * learnt of a join some 40 rounds late.  Offered first for
+ * others / (max - 1), so at 5000 simulated members (seed 1) 59 still
+ * lacked a newcomer after 18.4 rounds.  Offered first for
  * membership_news_syns() SYNs, it spreads like a rumour, in O(log n)
- * rounds.  Changes of a member's ring digest and heartbeat are not news:
+ * rounds: all 5000 held it after 7.0.  Changes of a member's ring digest and heartbeat are not news:
  * every member's changes at every ring change and round, and as news they
  * would crowd out the few entries that are.
  *
