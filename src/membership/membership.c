@@ -1081,9 +1081,10 @@ static void membership_digest_of(const struct member_entry *e, struct msg_digest
  * others / (max - 1), so at 5000 simulated members (seed 1) 59 still
  * lacked a newcomer after 18.4 rounds.  Offered first for
  * membership_news_syns() SYNs, it spreads like a rumour, in O(log n)
- * rounds: all 5000 held it after 7.0.  Changes of a member's ring digest and heartbeat are not news:
- * every member's changes at every ring change and round, and as news they
- * would crowd out the few entries that are.
+ * rounds: all 5000 held it after 7.0.  Changes of a member's ring
+ * digest and heartbeat are not news: every member's changes at every ring
+ * change and round, and as news they would crowd out the few entries that
+ * are.
  *
  * The rotation is a counter over the other entries (by index, ours left
  * out), advanced past what each call walks, so successive SYNs cover the
