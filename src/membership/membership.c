@@ -1206,15 +1206,17 @@ static void membership_answer_one(const struct membership *m, const struct msg_d
 
 /*
  * A digest naming one of our ids twice is answered once (the bitmap).
- * For a complete list, the entries it did not mention go first, in id
- * order: the peer lacks them entirely, a member it has never heard of
- * among them.  Then the entries its digests show it holds older, in their
- * order.  Every entry changes every round (a heartbeat), so the older
- * ones alone fill an answer; put first, they kept a member new to the
- * peer out of answer after answer, and with up to 255 members (where
- * every list is complete) a join took 11 rounds at 255 members against 2
- * at 100.  What does not fit waits for a later round, which finds it
- * again because the peer still lacks it.
+ * The first digest, the sender's own, is answered first: our newer entry
+ * of it (its removal) or its earlier life, which no later answer of ours
+ * carries once we have merged its new one.  Then, for a complete list,
+ * the entries it did not mention, in id order: the peer lacks them
+ * entirely, a member it has never heard of among them.  Then the entries
+ * its digests show it holds older, in their order.  Every entry changes
+ * every round (a heartbeat), so the older ones alone fill an answer; put
+ * first, they kept a member new to the peer out of answer after answer,
+ * and with up to 255 members (where every list is complete) a join took
+ * 11 rounds at 255 members against 2 at 100.  What does not fit waits for
+ * a later round, which finds it again because the peer still lacks it.
  */
 void membership_answer(const struct membership *m, const struct msg_digest *theirs, size_t n,
                        bool complete, struct msg_member *entries, size_t max_entries,
@@ -1234,13 +1236,16 @@ void membership_answer(const struct membership *m, const struct msg_digest *thei
             r.mentioned[pos / CHAR_BIT] |= (uint8_t)(1u << (pos % CHAR_BIT));
         }
     }
+    if (n > 0) {
+        membership_answer_one(m, &theirs[0], true, &r);
+    }
     for (size_t i = 0; complete && i < m->n; i++) {
         if (!(r.mentioned[i / CHAR_BIT] & (1u << (i % CHAR_BIT)))) {
             membership_reply_entry(&r, &m->members[i].e);
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        membership_answer_one(m, &theirs[i], i == 0, &r);
+    for (size_t i = 1; i < n; i++) {
+        membership_answer_one(m, &theirs[i], false, &r);
     }
     /*
      * Our own entry, left out of a list cut at its bound: the initiator

@@ -1122,18 +1122,18 @@ START_TEST(test_answer_rules)
     struct msg_member ent[8];
     size_t ne, nr;
 
-    theirs[0] = digest_make("o0", 1, 0); /* ours newer: send it */
-    theirs[1] = digest_make("o1", 1, 2); /* theirs newer: ask */
-    theirs[2] = digest_make("o2", 1, 1); /* equal: nothing */
-    theirs[3] = digest_make("zz", 1, 1); /* unknown: ask */
+    theirs[0] = digest_make("zz", 1, 1); /* the sender, unknown: ask */
+    theirs[1] = digest_make("o0", 1, 0); /* ours newer: send it */
+    theirs[2] = digest_make("o1", 1, 2); /* theirs newer: ask */
+    theirs[3] = digest_make("o2", 1, 1); /* equal: nothing */
     theirs[4] = digest_make("o0", 1, 0); /* a repeat: answered once */
     membership_answer(m, theirs, 5, false, ent, 8, &ne, req, 8, &nr);
     ck_assert_uint_eq(ne, 2);
     ck_assert_str_eq(ent[0].id, "o0");
     ck_assert_str_eq(ent[1].id, "a"); /* our own, which the cut list left out */
     ck_assert_uint_eq(nr, 2);
-    ck_assert_str_eq(req[0].id, "o1");
-    ck_assert_str_eq(req[1].id, "zz");
+    ck_assert_str_eq(req[0].id, "zz");
+    ck_assert_str_eq(req[1].id, "o1");
 
     /*
      * A complete list: also what it did not mention (a and o3), in id
@@ -1153,6 +1153,59 @@ START_TEST(test_answer_rules)
     membership_answer(m, theirs, 5, true, ent, 0, &ne, req, 0, &nr);
     ck_assert_uint_eq(ne, 0);
     ck_assert_uint_eq(nr, 0);
+    membership_destroy(m);
+}
+END_TEST
+
+/*
+ * The answer to the sender's own digest (the first) goes before the
+ * entries a complete list did not mention: the sender's earlier life (it
+ * raises its ring_version above it; we merge its new life from the ACK2,
+ * so no later answer of ours carries the earlier one), or our newer entry
+ * of it (a removal).  A node back with an empty table sends a complete
+ * list of itself alone, and the entries it lacks would fill the answer.
+ */
+START_TEST(test_answer_senders_own_first)
+{
+    struct membership *m = table_with_others(MSG_GOSSIP_ENTRIES_MAX); /* a, o0..o63 */
+    struct msg_digest theirs[2], req[4];
+    struct msg_member ent[MSG_GOSSIP_ENTRIES_MAX], c;
+    size_t ne, nr;
+
+    entry_make(&c, "c", "r1", 4, MSG_MEMBER_NORMAL, 1, 9);
+    c.ring_version = 7;
+    merge(m, &c, T_START, NULL);
+
+    /* c back in generation 2, holding only itself. */
+    theirs[0] = digest_make("c", 2, 1);
+    membership_answer(m, theirs, 1, true, ent, MSG_GOSSIP_ENTRIES_MAX, &ne, req, 4, &nr);
+    ck_assert_uint_eq(ne, MSG_GOSSIP_ENTRIES_MAX);
+    ck_assert_str_eq(ent[0].id, "c");
+    ck_assert_uint_eq(ent[0].generation, 1);
+    ck_assert_uint_eq(ent[0].ring_version, 7);
+    ck_assert_str_eq(ent[1].id, "a"); /* then what it lacks, in id order */
+    ck_assert_uint_eq(nr, 1);
+    ck_assert_str_eq(req[0].id, "c");
+    /* The one place: the earlier life. */
+    membership_answer(m, theirs, 1, true, ent, 1, &ne, req, 4, &nr);
+    ck_assert_uint_eq(ne, 1);
+    ck_assert_str_eq(ent[0].id, "c");
+    ck_assert_uint_eq(ent[0].generation, 1);
+
+    /* Ours of c newer than c's own digest (its removal, say): first too. */
+    theirs[0] = digest_make("c", 1, 5);
+    membership_answer(m, theirs, 1, true, ent, MSG_GOSSIP_ENTRIES_MAX, &ne, req, 4, &nr);
+    ck_assert_uint_eq(ne, MSG_GOSSIP_ENTRIES_MAX);
+    ck_assert_str_eq(ent[0].id, "c");
+    ck_assert_uint_eq(ent[0].version, 9);
+    ck_assert_uint_eq(nr, 0);
+
+    /* Another node's view of c (not the first digest) gets no such place. */
+    theirs[0] = digest_make("zz", 1, 1);
+    theirs[1] = digest_make("c", 1, 5);
+    membership_answer(m, theirs, 2, true, ent, 1, &ne, req, 4, &nr);
+    ck_assert_uint_eq(ne, 1);
+    ck_assert_str_eq(ent[0].id, "a");
     membership_destroy(m);
 }
 END_TEST
@@ -2388,6 +2441,7 @@ static Suite *membership_suite(void)
         {"digests_news_first", test_digests_news_first},
         {"digests_news_random", test_digests_news_random},
         {"answer_rules", test_answer_rules},
+        {"answer_senders_own_first", test_answer_senders_own_first},
         {"answer_own_entry", test_answer_own_entry},
         {"gossip_small", test_gossip_converges},
         {"gossip_large", test_gossip_converges_large},
