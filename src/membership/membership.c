@@ -122,6 +122,17 @@ struct membership_reply {
     uint8_t answered[(MEMBERSHIP_MAX + CHAR_BIT - 1) / CHAR_BIT];  /* the same, once answered */
 };
 
+/* Bit i of a membership_reply bitmap. */
+static bool membership_bit(const uint8_t *map, size_t i)
+{
+    return (map[i / CHAR_BIT] & (1u << (i % CHAR_BIT))) != 0;
+}
+
+static void membership_bit_set(uint8_t *map, size_t i)
+{
+    map[i / CHAR_BIT] |= (uint8_t)(1u << (i % CHAR_BIT));
+}
+
 bool membership_in_ring(uint32_t status)
 {
     return status == MSG_MEMBER_NORMAL || status == MSG_MEMBER_LEAVING;
@@ -1074,6 +1085,14 @@ static void membership_digest_of(const struct member_entry *e, struct msg_digest
     d->version = e->version;
 }
 
+/* The i-th other entry (ours left out) walking from index start of the others. */
+static struct member *membership_other(struct membership *m, size_t start, size_t i)
+{
+    size_t j = (start + i) % (m->n - 1);
+
+    return &m->members[j < m->self ? j : j + 1];
+}
+
 /*
  * News and the rotation.  Without news, an entry new to the cluster (a
  * newcomer's) reaches a member only when some SYN's rotating window
@@ -1100,18 +1119,10 @@ static void membership_digest_of(const struct member_entry *e, struct msg_digest
  * one picked, and the rotation's walk skips exactly those instead of
  * offering them twice.
  */
-/* The i-th other entry (ours left out) walking from index start of the others. */
-static struct member *membership_other(struct membership *m, size_t start, size_t i)
-{
-    size_t j = (start + i) % (m->n - 1);
-
-    return &m->members[j < m->self ? j : j + 1];
-}
-
 size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete)
 {
     size_t others = m->n - 1;
-    size_t take, start, n_out = 1, n_news = 0, news_cap, walked, last_news = 0;
+    size_t take, start, news_from, n_out = 1, n_news = 0, news_cap, walked, last_news = 0;
 
     if (max == 0) {
         *complete = false;
@@ -1124,9 +1135,10 @@ size_t membership_digests(struct membership *m, struct msg_digest *out, size_t m
         return 1;
     }
     start = (m->rotation + m->self) % others;
+    news_from = m->news_from % others;
     news_cap = *complete ? 0 : take / 2;
     for (size_t i = 0; i < others && n_news < news_cap; i++) {
-        const struct member *mb = membership_other(m, m->news_from, i);
+        const struct member *mb = membership_other(m, news_from, i);
         if (mb->news > 0) {
             membership_digest_of(&mb->e, &out[1 + n_news++]);
             last_news = i;
@@ -1135,7 +1147,7 @@ size_t membership_digests(struct membership *m, struct msg_digest *out, size_t m
     n_out += n_news;
     for (walked = 0; n_out < 1 + take && walked < others; walked++) {
         struct member *mb = membership_other(m, start, walked);
-        size_t from_news = (start + walked + others - m->news_from % others) % others;
+        size_t from_news = (start + walked + others - news_from) % others;
         if (n_news > 0 && from_news <= last_news && mb->news > 0) {
             continue; /* offered as news above */
         }
@@ -1143,11 +1155,11 @@ size_t membership_digests(struct membership *m, struct msg_digest *out, size_t m
         mb->news -= mb->news > 0;
     }
     for (size_t i = 0; n_news > 0 && i <= last_news; i++) {
-        struct member *mb = membership_other(m, m->news_from, i);
+        struct member *mb = membership_other(m, news_from, i);
         mb->news -= mb->news > 0;
     }
     m->rotation = (m->rotation + walked) % others;
-    m->news_from = n_news > 0 ? (m->news_from + last_news + 1) % others : m->news_from;
+    m->news_from = n_news > 0 ? (news_from + last_news + 1) % others : news_from;
     return n_out;
 }
 
@@ -1187,10 +1199,10 @@ static void membership_answer_one(const struct membership *m, const struct msg_d
         membership_reply_request(r, d->id, NULL);
         return;
     }
-    if (r->answered[pos / CHAR_BIT] & (1u << (pos % CHAR_BIT))) {
+    if (membership_bit(r->answered, pos)) {
         return;
     }
-    r->answered[pos / CHAR_BIT] |= (uint8_t)(1u << (pos % CHAR_BIT));
+    membership_bit_set(r->answered, pos);
     ours = &m->members[pos].e;
     if (membership_newer(ours->generation, ours->version, d->generation, d->version)) {
         membership_reply_entry(r, ours);
@@ -1233,14 +1245,14 @@ void membership_answer(const struct membership *m, const struct msg_digest *thei
     for (size_t i = 0; i < n; i++) {
         size_t pos;
         if (membership_search(m, theirs[i].id, &pos)) {
-            r.mentioned[pos / CHAR_BIT] |= (uint8_t)(1u << (pos % CHAR_BIT));
+            membership_bit_set(r.mentioned, pos);
         }
     }
     if (n > 0) {
         membership_answer_one(m, &theirs[0], true, &r);
     }
     for (size_t i = 0; complete && i < m->n; i++) {
-        if (!(r.mentioned[i / CHAR_BIT] & (1u << (i % CHAR_BIT)))) {
+        if (!membership_bit(r.mentioned, i)) {
             membership_reply_entry(&r, &m->members[i].e);
         }
     }
@@ -1256,8 +1268,7 @@ void membership_answer(const struct membership *m, const struct msg_digest *thei
      * place of a full answer: the entry it displaces goes in a later
      * exchange, as the peer still lacks it.
      */
-    if (!complete && !(r.mentioned[m->self / CHAR_BIT] & (1u << (m->self % CHAR_BIT))) &&
-        max_entries > 0) {
+    if (!complete && !membership_bit(r.mentioned, m->self) && max_entries > 0) {
         r.n_entries -= r.n_entries == max_entries;
         membership_reply_entry(&r, &m->members[m->self].e);
     }

@@ -358,10 +358,10 @@ uint64_t membership_target_digest(const struct membership *m);
  * member, a new life, a new status, rack, tokens or address), in the
  * membership_news_syns() SYNs that follow the change, taking at most half
  * the room (when there is more news, each waits its turn, so its SYNs come
- * later); then the
- * rest, starting at a rotating offset (from our own place in the table) so
- * every entry is offered over rounds, and members rotating in step offer
- * different ones.  *complete says whether all entries fit.
+ * later); then the rest, starting at a rotating offset (from our own place
+ * in the table) so every entry is offered over rounds, and members
+ * rotating in step offer different ones.  *complete says whether all
+ * entries fit.
  */
 size_t membership_digests(struct membership *m, struct msg_digest *out, size_t max, bool *complete);
 
