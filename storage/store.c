@@ -183,9 +183,10 @@
  * The writer
  * ----------
  * One thread at a time holds the writer role.  It takes all queued
- * operations (up to batch_max; handoff batches queued back to back, up to
- * STORE_HANDOFF_GROUPS x batch_max operations: that many full ones, more
- * small ones), executes them as one batch (one log
+ * operations (up to batch_max; a batch opening with a handoff group takes
+ * up to STORE_HANDOFF_GROUPS x batch_max operations: the handoff groups
+ * queued behind it, and up to batch_max others between them, queue_take()),
+ * executes them as one batch (one log
  * record, or one LMDB transaction) made durable once, then completes
  * them.  While it waits for an fsync new
  * operations queue up and ride the next commit, so the number of fsyncs
@@ -313,9 +314,10 @@
 /*
  * Full handoff batches (atomic groups led by STORE_OP_APPLY_RECORD, each up
  * to batch_max operations) one LMDB transaction takes at most when they are
- * queued back to back; the bound counts operations, STORE_HANDOFF_GROUPS x
- * batch_max, so more of smaller batches fit (as several small groups always
- * shared a batch of batch_max).  Every commit fsyncs its pages, so a receiver pulling
+ * queued together (with other operations between them: queue_take()); the
+ * bound counts operations, STORE_HANDOFF_GROUPS x batch_max, so more of
+ * smaller batches fit (as several small groups always shared a batch of
+ * batch_max).  Every commit fsyncs its pages, so a receiver pulling
  * several arcs at once commits them together instead of one after another
  * (tests/bench/bench_handoff.sh).  Each stays atomic on its own (a nested
  * transaction, batch_group()).
@@ -4570,9 +4572,16 @@ static void store_delay_commit(struct store *s)
 /*
  * Take queued operations into ops (mu held), up to batch_max and whole
  * atomic groups only: a group never straddles two batches
- * (store_submit_atomic() refuses one larger than batch_max).  A run of
- * handoff groups at the head of the queue is taken up to
- * STORE_HANDOFF_GROUPS times batch_max; the first other operation ends it.
+ * (store_submit_atomic() refuses one larger than batch_max).  A batch
+ * that opens with a handoff group (records and their checkpoint) runs
+ * through LMDB whatever it holds, so it takes up to STORE_HANDOFF_GROUPS
+ * times batch_max operations: every handoff group queued behind it, and
+ * with them the other operations queued between them (client writes,
+ * replica writes: at most batch_max of those), which then ride the same
+ * transaction instead of ending the run.  A client write lands between
+ * two handoff batches every few milliseconds while a node receives arcs
+ * under load; ending the run there kept nearly every handoff transaction
+ * to one group (tests/bench/bench_handoff.sh).
  */
 /* Does op open a handoff batch's group (records and their checkpoint)? */
 static bool handoff_group(const struct store_op *op)
@@ -4582,15 +4591,17 @@ static bool handoff_group(const struct store_op *op)
 
 static size_t queue_take(struct store *s, struct store_op **ops)
 {
-    size_t n = 0;
-    bool handoff = true;
+    size_t n = 0, others = 0;
+    bool handoff = s->queue_head != NULL && handoff_group(s->queue_head);
+    size_t cap = handoff ? STORE_HANDOFF_GROUPS * s->cfg.batch_max : s->cfg.batch_max;
 
     while (s->queue_head != NULL) {
         size_t g = s->queue_head->group_ > 1 ? s->queue_head->group_ : 1;
-        handoff = handoff && handoff_group(s->queue_head);
-        if (n + g > (handoff ? STORE_HANDOFF_GROUPS * s->cfg.batch_max : s->cfg.batch_max)) {
+        bool other = !handoff_group(s->queue_head);
+        if (n + g > cap || (handoff && other && others + g > s->cfg.batch_max)) {
             break;
         }
+        others += other ? g : 0;
         for (size_t i = 0; i < g; i++) {
             ops[n++] = s->queue_head;
             s->queue_head = s->queue_head->next_;

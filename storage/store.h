@@ -569,7 +569,8 @@ int store_queue(struct store *s, struct store_op **ops, size_t n, bool atomic);
 
 /*
  * Operations in one batch at most (batch_max): the bound of an atomic group.
- * Handoff groups queued back to back may share one transaction (store.c).
+ * Handoff groups queued together (with other operations between them)
+ * may share one transaction (store.c).
  */
 size_t store_batch_max(const struct store *s);
 

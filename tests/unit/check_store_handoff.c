@@ -803,8 +803,9 @@ END_TEST
  * once released they run as one LMDB transaction, one commit for the
  * three, and each stays atomic on its own: the middle one, holding one
  * damaged record, fails whole (RK_ESYNTAX, neither records nor checkpoint)
- * while the other two are stored.  A client write queued after them runs
- * in a batch of its own, behind them.
+ * while the other two are stored.  Client writes queued between the first
+ * two groups (`between` of them) and one after the last ride the same
+ * transaction, batch_max of them at most; the next one ends the batch.
  */
 #define GROUPS 3
 static sem_t gate_entered, gate_release;
@@ -859,17 +860,31 @@ static void gate_open(pthread_t gate)
     sem_destroy(&gate_release);
 }
 
-START_TEST(test_handoff_groups_one_commit)
+/* A client write of key k, reporting to done. */
+static void client_write_op(struct store_op *op, const char *k, int *done)
+{
+    store_op_init(op, STORE_OP_WRITE);
+    op->key = (const uint8_t *)k;
+    op->key_len = strlen(k);
+    op->value = (const uint8_t *)"v";
+    op->value_len = 1;
+    op->skip_written = true;
+    op->done = count_done;
+    op->ctx = done;
+}
+
+/* The groups of test_handoff_groups_one_commit, `between` client writes after the first. */
+static void groups_run(size_t between, uint64_t commits, uint64_t logged)
 {
     static char path[512];
     struct store_config c;
     struct store *s;
     struct store_stats st0, st1;
     struct three t;
-    size_t per = 1023, n_ops = GROUPS * (per + 1) + 1;
+    size_t per = 1023, n_groups = GROUPS * (per + 1), n_ops = n_groups + between + 1;
     struct store_op *ops = calloc(n_ops, sizeof(*ops));
     struct store_op **list = calloc(n_ops, sizeof(*list));
-    char(*keys)[16] = calloc(GROUPS * per, sizeof(*keys));
+    char(*keys)[16] = calloc(GROUPS * per + between + 1, sizeof(*keys));
     uint8_t *rec;
     size_t len;
     char err[512];
@@ -903,32 +918,34 @@ START_TEST(test_handoff_groups_one_commit)
             grp[i]->ctx = &done;
         }
         ck_assert_int_eq(store_queue(s, grp, per + 1, true), 0);
+        for (size_t i = 0; g == 0 && i < between; i++) { /* client writes between the groups */
+            char *k = keys[GROUPS * per + i];
+            snprintf(k, sizeof(keys[0]), "between-%zu", i);
+            list[n_groups + i] = &ops[n_groups + i];
+            client_write_op(list[n_groups + i], k, &done);
+            ck_assert_int_eq(store_queue(s, list + n_groups + i, 1, false), 0);
+        }
     }
     /* a client write behind them */
     list[n_ops - 1] = &ops[n_ops - 1];
-    store_op_init(list[n_ops - 1], STORE_OP_WRITE);
-    list[n_ops - 1]->key = (const uint8_t *)"client";
-    list[n_ops - 1]->key_len = 6;
-    list[n_ops - 1]->value = (const uint8_t *)"v";
-    list[n_ops - 1]->value_len = 1;
-    list[n_ops - 1]->skip_written = true;
-    list[n_ops - 1]->done = count_done;
-    list[n_ops - 1]->ctx = &done;
+    client_write_op(list[n_ops - 1], "client", &done);
     ck_assert_int_eq(store_queue(s, list + n_ops - 1, 1, false), 0);
     store_get_stats(s, &st0);
     gate_open(gate);
     store_run_ready(s);
     wait_done(s, &done, (int)n_ops);
     store_get_stats(s, &st1);
-    /* the meta put's commit (counted once its fsync returns), the groups' one, the write's */
-    ck_assert_uint_eq(st1.commits - st0.commits, 3);
-    ck_assert_uint_eq(st1.logged - st0.logged, 1);
+    /* the meta put's commit (counted once its fsync returns), then the batches' */
+    ck_assert_uint_eq(st1.commits - st0.commits, commits);
+    ck_assert_uint_eq(st1.logged - st0.logged, logged);
     for (size_t g = 0; g < GROUPS; g++) {
         for (size_t i = 0; i <= per; i++) {
             ck_assert_int_eq(ops[g * (per + 1) + i].result, g == 1 ? RK_ESYNTAX : 0);
         }
     }
-    ck_assert_int_eq(ops[n_ops - 1].result, 0);
+    for (size_t i = n_groups; i < n_ops; i++) {
+        ck_assert_int_eq(ops[i].result, 0);
+    }
     ck_assert(handoff_has(s, "ckpt-0", "done"));
     ck_assert(!handoff_has(s, "ckpt-1", "done"));
     ck_assert(handoff_has(s, "ckpt-2", "done"));
@@ -936,12 +953,34 @@ START_TEST(test_handoff_groups_one_commit)
     ck_assert_uint_eq(siblings_of(s, "h1-0"), 0);
     ck_assert_uint_eq(siblings_of(s, "h2-1022"), 1);
     ck_assert_uint_eq(siblings_of(s, "client"), 1);
+    if (between > 0) {
+        ck_assert_uint_eq(siblings_of(s, "between-0"), 1);
+    }
     store_close(s);
     free(rec);
     three_free(&t);
     free(keys);
     free(list);
     free(ops);
+}
+
+START_TEST(test_handoff_groups_one_commit)
+{
+    /* the three groups and the write behind them: one transaction */
+    groups_run(0, 2, 0);
+    /* a write between the first two groups rides along too */
+    groups_run(1, 2, 0);
+    /*
+     * batch_max (1,024) writes between them: all ride along, and the one
+     * behind, the 1,025th other operation, goes to the log on its own
+     */
+    groups_run(1024, 3, 1);
+    /*
+     * 1,025 between: group 0 and 1,024 writes; then the last of them
+     * alone, in the log (a batch that opens with a client write takes no
+     * group of 1,024 after it); then groups 1 and 2 and the write behind
+     */
+    groups_run(1025, 4, 1);
 }
 END_TEST
 
