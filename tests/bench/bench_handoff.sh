@@ -26,7 +26,8 @@
 #             (the maximum: no limit), --handoff-concurrency
 #             BENCH_CONCURRENCY (default 4, the node's default); the same
 #             sampler runs against n1 n2 n3 from n4's start until n4 turns
-#             normal.  Polled every 0.2 s (RINGKV STATUS, INFO): the time
+#             normal.  Polled every 0.2 s (RINGKV STATUS, INFO, by
+#             handoff_load.py watch over one connection): the time
 #             until n4 is normal (join time), the first and last time its
 #             ringkv_handoff_keys_received grew (streaming), and the keys
 #             and bytes it received (the bytes are keys and records as
@@ -258,35 +259,27 @@ cpu_ms n1 n2 n3 > "$DIR/cpu.before"
 start_node n4 127.0.0.14 --rack r1 $REPL --seeds "$(var n1 ADDR):$(var n1 PEER)" \
     --handoff-rate 10GB --handoff-concurrency "$CONCURRENCY"
 T0=$(var n4 T0)
-wait_ping "$(var n4 ADDR)" "$(var n4 PORT)"
-T_FIRST=0
-T_LAST=0
-T_JOINED=0
-LAST_KEYS=0
+# one poller, one connection (handoff_load.py watch): a redis-cli a poll cost more than n4
+python3 "$LOADER" watch --nodes "$(var n4 ADDR):$(var n4 PORT)" --seconds "$JOIN_SECONDS" \
+    --first-file "$DIR/first" > "$DIR/watch.out" 2>&1 &
+WATCH=$!
+PIDS="$PIDS $WATCH"
 PERF=""
-while :; do
-    now=$(now_ms)
-    [ $((now - T0)) -lt $((JOIN_SECONDS * 1000)) ] ||
-        fail "n4 did not join in $JOIN_SECONDS s: $(field n4 ringkv_handoff_keys_received) keys received"
-    k=$(field n4 ringkv_handoff_keys_received)
-    if [ "$k" -gt "$LAST_KEYS" ]; then
-        [ "$T_FIRST" -gt 0 ] || T_FIRST=$now
-        T_LAST=$now
-        LAST_KEYS=$k
-        if [ -n "${BENCH_PERF:-}" ] && [ -z "$PERF" ]; then
-            PERF="$DIR/perf.data"
-            # shellcheck disable=SC2086 # one flag a word
-            timeout -s INT $((PERF_SECONDS + 5)) perf record ${BENCH_PERF_ARGS:--g} -o "$PERF" -p "$(var n4 PID)" \
-                -- sleep "$PERF_SECONDS" > "$DIR/perf.out" 2>&1 &
-            PERF_PID=$!
-        fi
+if [ -n "${BENCH_PERF:-}" ]; then
+    until [ -f "$DIR/first" ] || ! kill -0 "$WATCH" 2> /dev/null; do sleep 0.02; done
+    if [ -f "$DIR/first" ]; then
+        PERF="$DIR/perf.data"
+        # shellcheck disable=SC2086 # one flag a word
+        timeout -s INT $((PERF_SECONDS + 5)) perf record ${BENCH_PERF_ARGS:--g} -o "$PERF" -p "$(var n4 PID)" \
+            -- sleep "$PERF_SECONDS" > "$DIR/perf.out" 2>&1 &
+        PERF_PID=$!
     fi
-    if [ "$(status n4 status)" = normal ]; then
-        T_JOINED=$(now_ms)
-        break
-    fi
-    sleep 0.2
-done
+fi
+wait "$WATCH" || fail "n4 did not join in $JOIN_SECONDS s: $(cat "$DIR/watch.out")"
+wfield() { tr ' ' '\n' < "$DIR/watch.out" | awk -F= -v k="$1" '$1 == k { print $2 }'; }
+T_FIRST=$(wfield first_ms)
+T_LAST=$(wfield last_ms)
+T_JOINED=$(wfield joined_ms)
 cpu_ms n1 n2 n3 n4 > "$DIR/cpu.joined"
 touch "$STOP"
 [ -z "$PERF" ] || kill -INT "$PERF_PID" 2> /dev/null || true

@@ -6,6 +6,8 @@ paced latency sampler.
                          [--chunk C] [--window W] [--seconds S]
     handoff_load.py sample --nodes ADDR:PORT[,...] [--keys N] [--value BYTES]
                            [--rate R] [--seconds S] [--stop-file F] [--seed X]
+    handoff_load.py watch --nodes ADDR:PORT [--interval I] [--seconds S]
+                          [--first-file F]
 
 load: writes key:0 .. key:N-1 (default 1,000,000), each once, SET with a
 value of BYTES bytes (default 100) naming its key, split evenly over the
@@ -32,6 +34,18 @@ or S seconds (default 600) passed, then prints
 
 (one line).  An error reply (-TRYAGAIN, -NOREPLICAS ...) counts as an
 error, not as a latency.  Exits 0 when it ran.
+
+watch: polls one node (the joiner) every I s (default 0.2) over one
+connection, INFO all and RINGKV STATUS, until its status is normal or S
+seconds passed; the first and last poll at which
+ringkv_handoff_keys_received grew.  Creates the file F (--first-file) at
+the first of them.  Prints (times in ms since the epoch, as date +%s%3N)
+
+    watch first_ms=T last_ms=T joined_ms=T keys=K polls=P
+
+and exits 1 when the node did not turn normal in time (joined_ms=0).
+One process and one connection for the whole join, where a redis-cli
+per poll cost the machine more than the node being measured.
 """
 import argparse
 import os
@@ -174,6 +188,67 @@ def read_reply(f):
     return True, None
 
 
+def read_resp(f):
+    """Any RESP reply: bytes, int, list, or an Exception for an error."""
+    line = f.readline()
+    if not line:
+        raise ConnectionError("connection closed")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest
+    if kind == b"-":
+        return Exception(rest.decode(errors="replace"))
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2]
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [read_resp(f) for _ in range(n)]
+    raise ConnectionError("not RESP: %r" % line)
+
+
+def watch(args):
+    node = parse_nodes(args.nodes)[0]
+    start = time.monotonic()
+    while True:
+        try:
+            s = connect(node)
+            break
+        except OSError:
+            if time.monotonic() - start > args.seconds:
+                raise
+            time.sleep(0.05)
+    f = s.makefile("rb")
+    first = last = joined = 0
+    keys = polls = 0
+    while time.monotonic() - start <= args.seconds:
+        s.sendall(b"*2\r\n$4\r\nINFO\r\n$3\r\nall\r\n*2\r\n$6\r\nRINGKV\r\n$6\r\nSTATUS\r\n")
+        info, status = read_resp(f), read_resp(f)
+        now = int(time.time() * 1000)
+        polls += 1
+        k = 0
+        for line in (info if isinstance(info, bytes) else b"").split(b"\r\n"):
+            if line.startswith(b"ringkv_handoff_keys_received:"):
+                k = int(line.split(b":", 1)[1])
+        if k > keys:
+            if first == 0:
+                first = now
+                if args.first_file:
+                    open(args.first_file, "w").close()
+            last, keys = now, k
+        if isinstance(status, list):
+            fields = dict(zip(status[0::2], status[1::2]))
+            if fields.get(b"status") == b"normal":
+                joined = now
+                break
+        time.sleep(args.interval)
+    print("watch first_ms=%d last_ms=%d joined_ms=%d keys=%d polls=%d"
+          % (first, last, joined, keys, polls))
+    return 0 if joined else 1
+
+
 def percentile(sorted_ms, p):
     if not sorted_ms:
         return 0.0
@@ -224,7 +299,7 @@ def sample(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["load", "sample"])
+    ap.add_argument("mode", choices=["load", "sample", "watch"])
     ap.add_argument("--nodes", required=True)
     ap.add_argument("--keys", type=int, default=1000000)
     ap.add_argument("--value", type=int, default=100)
@@ -234,8 +309,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=600.0)
     ap.add_argument("--stop-file", default=None)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--interval", type=float, default=0.2)
+    ap.add_argument("--first-file", default=None)
     args = ap.parse_args()
-    sys.exit(load(args) if args.mode == "load" else sample(args))
+    sys.exit({"load": load, "sample": sample, "watch": watch}[args.mode](args))
 
 
 if __name__ == "__main__":
