@@ -985,6 +985,156 @@ START_TEST(test_handoff_groups_one_commit)
 END_TEST
 
 /*
+ * Handoff groups with other operations queued between them, at random
+ * (client SETs and DELs over few keys, handoff-table sets and deletes,
+ * lone APPLY_RECORDs), while the writer is held: every operation succeeds,
+ * each client write says it found the key exactly when an applied write
+ * before it left a value, and each key ends with the last write in
+ * submission order; so does each handoff-table key; after a reopen too.
+ */
+#define RND_OPS 600
+#define RND_KEYS 6
+START_TEST(test_handoff_groups_random_against_model)
+{
+    static const size_t batch_maxes[] = {3, 4, 8, 16};
+    static struct store_op ops[RND_OPS + 64], *list[RND_OPS + 64];
+    static char keys[RND_OPS + 64][24];
+    static char ck[RND_KEYS][8], tk[RND_KEYS][8];
+    struct three t;
+    uint8_t *rec;
+    size_t len;
+
+    three_make(&t);
+    rec = encode_of((const struct sibling *[]){&t.a}, 1, &len);
+    for (int k = 0; k < RND_KEYS; k++) {
+        snprintf(ck[k], sizeof(ck[k]), "c%d", k);
+        snprintf(tk[k], sizeof(tk[k]), "t%d", k);
+    }
+    for (unsigned round = 0; round < 8; round++) {
+        static char path[512];
+        char err[512], sub[16];
+        struct store_config c;
+        struct store *s;
+        pthread_t gate;
+        int done = 0, n = 0, last_c[RND_KEYS], last_t[RND_KEYS];
+        bool existed[RND_OPS + 64];
+        uint64_t rs = 0x9E3779B97F4A7C15ull * (round + 1);
+
+        snprintf(sub, sizeof(sub), "rnd%u", round);
+        store_config_in(&c, path, sizeof(path), sub);
+        c.sync = STORE_SYNC_ALWAYS;
+        c.test_sync = gate_sync;
+        c.test_idle_checkpoint_ms = UINT64_MAX;
+        c.batch_max = batch_maxes[round % 4];
+        ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
+        for (int k = 0; k < RND_KEYS; k++) {
+            last_c[k] = last_t[k] = -1;
+        }
+        gate_hold(s, &gate);
+        while (n < RND_OPS) {
+            int first = n;
+            size_t g = 1;
+            rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+            int kind = first == 0 ? 0 : (int)(rs % 5);
+            int k = (int)((rs >> 8) % RND_KEYS);
+            if (kind == 0) { /* a handoff group: records and a checkpoint */
+                g = 2 + (rs >> 16) % (c.batch_max - 1);
+                for (size_t i = 0; i + 1 < g; i++, n++) {
+                    snprintf(keys[n], sizeof(keys[n]), "h%d", n);
+                    apply_record_op(&ops[n], keys[n], rec, len);
+                }
+                snprintf(keys[n], sizeof(keys[n]), "ck%d", first);
+                table_put_op(&ops[n], keys[n], "done");
+                n++;
+            } else if (kind == 1 || kind == 2) { /* a client SET or DEL */
+                bool del = kind == 2;
+                snprintf(keys[n], sizeof(keys[n]), "v%d", n);
+                store_op_init(&ops[n], STORE_OP_WRITE);
+                ops[n].key = (const uint8_t *)ck[k];
+                ops[n].key_len = strlen(ck[k]);
+                ops[n].value = del ? NULL : (const uint8_t *)keys[n];
+                ops[n].value_len = del ? 0 : strlen(keys[n]);
+                ops[n].tombstone = del;
+                ops[n].skip_written = true;
+                existed[n] = last_c[k] >= 0 && !ops[last_c[k]].tombstone;
+                last_c[k] = n;
+                n++;
+            } else if (kind == 3) { /* a handoff-table set or delete */
+                snprintf(keys[n], sizeof(keys[n]), "w%d", n);
+                table_put_op(&ops[n], tk[k], keys[n]);
+                if ((rs >> 20) % 3 == 0) {
+                    ops[n].value = NULL;
+                    ops[n].value_len = 0;
+                }
+                last_t[k] = n;
+                n++;
+            } else { /* a lone record */
+                snprintf(keys[n], sizeof(keys[n]), "l%d", n);
+                apply_record_op(&ops[n], keys[n], rec, len);
+                n++;
+            }
+            for (int i = first; i < n; i++) {
+                list[i] = &ops[i];
+                ops[i].done = count_done;
+                ops[i].ctx = &done;
+            }
+            ck_assert_int_eq(store_queue(s, list + first, (size_t)(n - first), g > 1), 0);
+        }
+        gate_open(gate);
+        store_run_ready(s);
+        wait_done(s, &done, n);
+        for (int pass = 0; pass < 2; pass++) {
+            for (int i = 0; pass == 0 && i < n; i++) {
+                ck_assert_msg(ops[i].result == 0, "round %u op %d: %d", round, i, ops[i].result);
+                if (ops[i].type == STORE_OP_WRITE) {
+                    ck_assert_msg(ops[i].existed == existed[i], "round %u op %d existed %d", round,
+                                  i, ops[i].existed);
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                if (ops[i].type == STORE_OP_APPLY_RECORD) {
+                    ck_assert_uint_eq(siblings_of(s, (const char *)ops[i].key), 1);
+                }
+            }
+            for (int k = 0; k < RND_KEYS; k++) {
+                struct record r;
+                int l = last_c[k], rc;
+                record_init(&r);
+                rc = store_get(s, ck[k], strlen(ck[k]), &r);
+                if (l < 0 || (ops[l].tombstone && rc == RK_ENOTFOUND)) {
+                    ck_assert(l >= 0 || rc == RK_ENOTFOUND);
+                } else {
+                    ck_assert_int_eq(rc, 0);
+                    ck_assert_uint_eq(r.n, 1);
+                    ck_assert_int_eq(r.s[0].tombstone, ops[l].tombstone);
+                    ck_assert_uint_eq(r.s[0].value_len, ops[l].value_len);
+                    ck_assert(ops[l].value_len == 0 ||
+                              memcmp(r.s[0].value, ops[l].value, ops[l].value_len) == 0);
+                }
+                record_deinit(&r);
+                l = last_t[k];
+                if (l >= 0 && ops[l].value != NULL) {
+                    ck_assert(handoff_has(s, tk[k], (const char *)ops[l].value));
+                } else {
+                    char buf[64];
+                    size_t got;
+                    ck_assert_int_eq(store_table_get(s, STORE_TABLE_HANDOFF, tk[k], strlen(tk[k]),
+                                                     buf, sizeof(buf), &got),
+                                     RK_ENOTFOUND);
+                }
+            }
+            store_close(s);
+            c.test_sync = NULL;
+            ck_assert_msg(store_open(&s, &c, err, sizeof(err)) == 0, "open: %s", err);
+        }
+        store_close(s);
+    }
+    free(rec);
+    three_free(&t);
+}
+END_TEST
+
+/*
  * Handoff groups queued together at map_max, where the map has room for
  * some of them and not all: each group of batch_max operations commits
  * when it fits on its own, as it did in a transaction of its own, and only
@@ -1842,6 +1992,7 @@ static Suite *store_handoff_suite(void)
         {"handoff_group_mixed_batch", test_handoff_group_mixed_batch},
         {"handoff_groups_one_commit", test_handoff_groups_one_commit},
         {"handoff_groups_map_full", test_handoff_groups_map_full},
+        {"handoff_groups_random_against_model", test_handoff_groups_random_against_model},
         {"handoff_delete_replayed", test_handoff_delete_replayed},
         {"old_log_opens", test_old_log_opens},
         {"digest_order_free", test_digest_order_free},
