@@ -178,9 +178,10 @@ int msg_handoff_digest_encode(const struct msg_handoff_digest *m, struct buf *ou
     }
     msgpack_packer_init(&pk, &s, msg_handoff_write);
     return msg_handoff_finish(&s, start,
-                              msgpack_pack_array(&pk, MSG_HANDOFF_DIGEST_FIELDS) ||
+                              msgpack_pack_array(&pk, MSG_HANDOFF_DIGEST_FIELDS + m->count_only) ||
                                   msg_handoff_pack_arc(&pk, m->target, m->start, m->end) ||
-                                  msgpack_pack_uint32(&pk, m->parts));
+                                  msgpack_pack_uint32(&pk, m->parts) ||
+                                  (m->count_only && msgpack_pack_true(&pk)));
 }
 
 /* A digest answer's fields agree: 1 .. 64 digests with status ok, else nothing. */
@@ -428,7 +429,10 @@ int msg_handoff_digest_decode(const uint8_t *in, size_t len, struct msg_handoff_
     if (msg_handoff_head(&r, in, len, MSG_HANDOFF_DIGEST_FIELDS, &n) == 0) {
         msg_handoff_read_arc(&r, &m->target, &m->start, &m->end);
         msg_handoff_read_u32(&r, 1, MSG_HANDOFF_PARTS_MAX, &m->parts);
-        msg_handoff_end(&r, n, MSG_HANDOFF_DIGEST_FIELDS);
+        if (n > MSG_HANDOFF_DIGEST_FIELDS && r.err == 0) { /* count_only, optional */
+            mp_read_bool(&r, &m->count_only);
+        }
+        msg_handoff_end(&r, n, MSG_HANDOFF_DIGEST_FIELDS + (n > MSG_HANDOFF_DIGEST_FIELDS));
     }
     if (r.err != 0) {
         memset(m, 0, sizeof(*m));

@@ -92,10 +92,17 @@ struct msg_handoff_pull_answer {
     bool has_next;
 };
 
-/* HANDOFF_DIGEST (op 8): the arc (start, end] of the target ring, cut in parts sub-arcs. */
+/*
+ * HANDOFF_DIGEST (op 8): the arc (start, end] of the target ring, cut in
+ * parts sub-arcs.  count_only (optional element 4, sent only when true):
+ * the asker wants the arc's key count alone, and the holder may answer
+ * every digest as 32 zero bytes instead of hashing the arc; a holder that
+ * predates the element skips it and hashes, which the asker ignores.
+ */
 struct msg_handoff_digest {
     uint64_t target, start, end;
     uint32_t parts; /* 1 .. MSG_HANDOFF_PARTS_MAX */
+    bool count_only;
 };
 
 /*

@@ -65,6 +65,7 @@ struct handoff_in {
     uint64_t mask;     /* sub-arcs to stream */
     struct store_cursor cur;
     unsigned rounds; /* verifications that differed */
+    bool counting;   /* the check outstanding asks for the source's key count alone */
     uint64_t keys, bytes, keys_total;
     uint64_t started_ms, done_ms;
     uint64_t told_ms; /* when its sources were last told it is done */
@@ -738,8 +739,23 @@ static void digest_answer(void *dctx, int result, const uint8_t *body, size_t le
         return;
     }
     rc = msg_handoff_digest_answer_decode(body, len, &a);
-    if (rc == 0 && (a.status != MSG_KV_OK || a.parts != HANDOFF_DIGEST_PARTS)) {
+    if (rc == 0 &&
+        (a.status != MSG_KV_OK || a.parts != (t->counting ? 1u : HANDOFF_DIGEST_PARTS))) {
         rc = a.status != MSG_KV_OK ? msg_kv_status_to_rk(a.status) : RK_ESYNTAX;
+    }
+    if (rc == 0 && t->counting) { /* none here: all of the arc moves, or nothing */
+        t->keys_total = a.keys;
+        if (a.keys == 0) {
+            h->stats.arcs_same++;
+            in_done(h, t);
+            kick(h);
+            return;
+        }
+        t->mask = ((uint64_t)1 << HANDOFF_DIGEST_PARTS) - 1; /* every sub-arc */
+        store_cursor_init(&t->cur);
+        t->state = IN_QUEUED;
+        kick(h);
+        return;
     }
     if (rc == 0) {
         rc = store_arc_digest(h->store, t->start, t->end, HANDOFF_DIGEST_PARTS, mine, &keys);
@@ -784,6 +800,14 @@ static void digest_answer(void *dctx, int result, const uint8_t *body, size_t le
     kick(h);
 }
 
+/* A scan's visitor that stops at the first key: is there any? */
+static int any_visit(void *ctx, const struct store_item *it)
+{
+    (void)it;
+    *(bool *)ctx = true;
+    return 1;
+}
+
 /* Ask t's source for its digests of t (checking or verifying). */
 static void in_ask_digest(struct handoff *h, struct handoff_in *t)
 {
@@ -792,6 +816,8 @@ static void in_ask_digest(struct handoff *h, struct handoff_in *t)
                                    .end = t->end,
                                    .parts = HANDOFF_DIGEST_PARTS};
     const char *src = in_source(h, t);
+    struct store_cursor cur;
+    bool any = false;
     struct buf body;
     int rc;
 
@@ -800,6 +826,18 @@ static void in_ask_digest(struct handoff *h, struct handoff_in *t)
         return;
     }
     snprintf(t->source, sizeof(t->source), "%s", src);
+    /*
+     * A first check of an arc this node holds no key of (a joiner's arcs)
+     * can only find that the arc differs, or that both sides are empty:
+     * the source's key count tells which, without hashing the arc.
+     */
+    store_cursor_init(&cur);
+    t->counting = t->state == IN_CHECKING &&
+                  store_scan(h->store, t->start, t->end, &cur, 1, 0, any_visit, &any) >= 0 && !any;
+    if (t->counting) {
+        m.parts = 1;
+        m.count_only = true;
+    }
     buf_init(&body, 0);
     rc = msg_handoff_digest_encode(&m, &body);
     if (rc == 0) {
@@ -1407,7 +1445,12 @@ static int serve_digest(struct handoff *h, const uint8_t *body, size_t len, stru
         return RK_ESYNTAX;
     }
     a.parts = m.parts;
-    rc = store_arc_digest(h->store, m.start, m.end, m.parts, a.digests, &a.keys);
+    if (m.count_only) { /* the key count alone: the digests stay zero */
+        uint64_t bytes;
+        rc = store_arc_stats(h->store, m.start, m.end, &a.keys, &bytes);
+    } else {
+        rc = store_arc_digest(h->store, m.start, m.end, m.parts, a.digests, &a.keys);
+    }
     if (rc != 0) {
         a = (struct msg_handoff_digest_answer){.status = msg_kv_status_from_rk(rc), .parts = 1};
     }

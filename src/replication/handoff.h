@@ -40,7 +40,10 @@
  *   1. checking: the source's digests of the arc (HANDOFF_DIGEST, 16
  *      sub-arcs, store_arc_digest()) are compared with the receiver's own;
  *      when they match, nothing moves (an arc with no keys, a node that
- *      already holds it);
+ *      already holds it).  When the receiver holds no key of the arc (a
+ *      joiner), it asks for the source's key count alone (count_only):
+ *      0 moves nothing, any other count streams the whole arc, and the
+ *      source saves hashing it;
  *   2. streaming: HANDOFF_PULL asks for the records after the last key
  *      received, at most `batch_bytes` (and one frame) a batch, one batch
  *      outstanding per arc, at most `concurrency` arcs at once, and at most

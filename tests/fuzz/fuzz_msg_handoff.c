@@ -95,7 +95,7 @@ static void fuzz_digest(const uint8_t *in, size_t len, size_t cap)
     if (msg_handoff_digest_encode(&m, &out) != 0 ||
         msg_handoff_digest_decode(buf_data(&out), out.len, &again) != 0 ||
         m.target != again.target || m.start != again.start || m.end != again.end ||
-        m.parts != again.parts) {
+        m.parts != again.parts || m.count_only != again.count_only) {
         abort();
     }
     buf_free(&out);

@@ -129,7 +129,9 @@ struct net {
     unsigned evil_mask; /* the sources that misbehave */
     int evil_key;       /* EVIL_OUTSIDE: the key added, one n4 does not replicate */
     size_t evil_pulls;  /* PULL requests the misbehaving sources answered */
-    bool old_holders;   /* PULLs reach holders without max_items, as one that predates it reads */
+    bool old_holders;   /* PULLs reach holders without max_items, DIGESTs without count_only,
+                           as one that predates them reads */
+    size_t digests_counted, digests_hashed; /* DIGEST requests asking for the count alone, or not */
 };
 
 static const char *const node_ids[NODES] = {"n1", "n2", "n3", "n4"};
@@ -463,6 +465,18 @@ static int fake_ask(void *ctx, const char *id, uint32_t op, const uint8_t *body,
         body = buf_data(&old);
         len = old.len;
     }
+    if (op == MSG_OP_HANDOFF_DIGEST) {
+        struct msg_handoff_digest q;
+        ck_assert_int_eq(msg_handoff_digest_decode(body, len, &q), 0);
+        net.digests_counted += q.count_only;
+        net.digests_hashed += !q.count_only;
+        if (net.old_holders && q.count_only) {
+            q.count_only = false;
+            ck_assert_int_eq(msg_handoff_digest_encode(&q, &old), 0);
+            body = buf_data(&old);
+            len = old.len;
+        }
+    }
     rc = handoff_serve(to->h, from->id, op, body, len, 0, &out);
     if (rc == 0) {
         observe(from, to, op, body, len, &out);
@@ -668,6 +682,12 @@ START_TEST(test_join)
     }
     ck_assert_uint_eq(sent, held);
     ck_assert_uint_eq(handoff_active(net.nodes[N4].h), 0);
+    /*
+     * n4 held none of its arcs: each first check asked for the source's
+     * key count alone, and only the verifications hashed the arc
+     */
+    ck_assert_uint_eq(net.digests_counted, st.arcs_planned);
+    ck_assert_uint_eq(net.digests_hashed, st.arcs_planned - st.arcs_same);
     net_teardown();
 }
 END_TEST
@@ -732,12 +752,15 @@ END_TEST
 
 /*
  * Holders that predate max_items skip it and answer batches larger than
- * n4's group of 16: n4 applies each in two steps.
+ * n4's group of 16: n4 applies each in two steps.  They skip count_only
+ * too, and answer a count's request with a digest of one part.
  */
 START_TEST(test_join_old_holders)
 {
     join_group(16, true);
     ck_assert_uint_gt(net.pull_items_max, 16);
+    /* they hashed the arcs n4 asked to count: n4 took the count, and the join completed */
+    ck_assert_uint_gt(net.digests_counted, 0);
 }
 END_TEST
 
@@ -760,6 +783,9 @@ START_TEST(test_join_nothing_to_move)
     ck_assert_uint_eq(st.arcs_done, st.arcs_planned);
     ck_assert_uint_eq(st.keys_received, 0);
     ck_assert_uint_eq(st.batches_received, 0);
+    /* n4 held every arc: its checks compared digests, none asked for a count alone */
+    ck_assert_uint_eq(net.digests_counted, 0);
+    ck_assert_uint_eq(net.digests_hashed, st.arcs_planned);
     net_teardown();
 }
 END_TEST

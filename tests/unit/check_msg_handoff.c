@@ -36,6 +36,8 @@ static const uint8_t skey_b[9] = {0x50, 0, 0, 0, 0, 0, 0, 2, 'b'};
     "94 00 92 92 c4 01 61 c4 02 01 00 92 c4 01 62 c4 02 01 01 c2 c4 09 50 00 00 00 00 00 00 02 62"
 /* HANDOFF_DIGEST in 2 parts (29 bytes). */
 #define DIGEST_HEX "94 " ARC_HEX " 02"
+/* HANDOFF_DIGEST of the key count alone, in 1 part (30 bytes). */
+#define COUNT_HEX "95 " ARC_HEX " 01 c3"
 /* HANDOFF_DONE of 1000 keys, 65536 bytes (36 bytes). */
 #define DONE_HEX "95 " ARC_HEX " cd 03 e8 ce 00 01 00 00"
 
@@ -228,6 +230,17 @@ START_TEST(test_digest_golden)
     unhex(&b, DIGEST_HEX);
     ck_assert_int_eq(msg_handoff_digest_decode(b.p, b.len, &back), 0);
     ck_assert(back.target == TARGET && back.start == START && back.end == END && back.parts == 2);
+    ck_assert(!back.count_only);
+    /* the key count alone: count_only, a fifth element, sent only when true */
+    m.parts = 1;
+    m.count_only = true;
+    buf_clear(&out);
+    ck_assert_int_eq(msg_handoff_digest_encode(&m, &out), 0);
+    assert_hex(&out, COUNT_HEX);
+    ck_assert_uint_eq(out.len, 30);
+    unhex(&b, COUNT_HEX);
+    ck_assert_int_eq(msg_handoff_digest_decode(b.p, b.len, &back), 0);
+    ck_assert(back.parts == 1 && back.count_only);
     memset(&a, 0, sizeof(a));
     a.keys = 1000;
     a.parts = 2;
@@ -285,7 +298,7 @@ START_TEST(test_future_fields_skipped)
     struct bytes b;
 
     ck_assert_int_eq(decode_hex(PULL, "97 " ARC_HEX " c0 01 01 a3 6e 65 77"), 0);
-    ck_assert_int_eq(decode_hex(DIGEST, "95 " ARC_HEX " 01 92 01 c0"), 0);
+    ck_assert_int_eq(decode_hex(DIGEST, "96 " ARC_HEX " 01 c2 92 01 c0"), 0); /* after count_only */
     ck_assert_int_eq(decode_hex(DONE, "97 " ARC_HEX " 00 00 c0 81 a1 61 02"), 0);
     ck_assert_int_eq(decode_hex(DONE_ANSWER, "92 00 c3"), 0);
     ck_assert_int_eq(decode_hex(DIGESTS, "94 0a 00 90 c0"), 0);
@@ -345,6 +358,11 @@ START_TEST(test_bad_bodies_refused)
         {DIGEST, "94 " ARC_HEX " 40", 0},                           /* 64 parts */
         {DIGEST, "94 " ARC_HEX " 41", RK_ETOOBIG},                  /* 65 parts */
         {DIGEST, "93 " ARC_HEX, RK_ESYNTAX},                        /* no parts */
+        {DIGEST, "95 " ARC_HEX " 01 c2", 0},                        /* count_only false */
+        {DIGEST, "95 " ARC_HEX " 01 01", RK_ESYNTAX},               /* count_only as a uint */
+        {DIGEST, "95 " ARC_HEX " 01 c0", RK_ESYNTAX},               /* count_only nil */
+        {DIGEST, "96 " ARC_HEX " 01 c3 00", 0},                     /* a later field */
+        {DIGEST, "95 " ARC_HEX " 01", RK_ESYNTAX},                  /* five told, four */
         {DIGESTS, "93 00 00 90", RK_ESYNTAX},                       /* ok without digests */
         {DIGESTS, "93 00 00 91 c4 1f", RK_ESYNTAX},                 /* cut in a digest */
         {DIGESTS, "93 0a 01 90", RK_ESYNTAX},                       /* a refusal with keys */
