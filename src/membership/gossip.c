@@ -47,6 +47,8 @@
 #define GOSSIP_RECONNECT_DOWN_MS 1000
 /* The first read of the saved table: a guess; a larger table is read again at its size. */
 #define GOSSIP_TABLE_READ_FIRST 128
+/* Joining members a change of our target ring is pushed to at most (gossip_push_target()). */
+#define GOSSIP_PUSH_MAX 8
 
 struct gossip {
     struct gossip_settings cfg;
@@ -1006,9 +1008,37 @@ static void gossip_merge(struct gossip *g, const struct msg_member *e)
     }
 }
 
+/*
+ * Our target ring moved to a new change: our entry now names it, and a
+ * joining member starts receiving its arcs only once every live member's
+ * entry does (gossip_agreed()).  So it hears ours at once, by a SYN of
+ * ours (it asks for our newer entry in its ACK), instead of at the next
+ * round that happens to pick it: at most GOSSIP_PUSH_MAX joining members,
+ * once per change of our target, whatever the table's size.
+ */
+static void gossip_push_target(struct gossip *g)
+{
+    size_t pushed = 0;
+
+    for (size_t i = 0; i < membership_count(g->m) && pushed < GOSSIP_PUSH_MAX; i++) {
+        const struct member *e = membership_at(g->m, i);
+        struct peer *p;
+        if (e == membership_self(g->m) || e->e.status != MSG_MEMBER_JOINING ||
+            e->state == DETECTOR_DOWN) {
+            continue;
+        }
+        p = g->hooks.find(g->hooks.ctx, e->e.id, membership_entry_peer_addr(&e->e));
+        if (p != NULL) {
+            gossip_send_syn(g, p);
+            pushed++;
+        }
+    }
+}
+
 /* The entries of an ACK or ACK2, then the ring rebuilt once if they changed it. */
 static void gossip_merge_list(struct gossip *g, const struct msg_member *list, size_t n)
 {
+    uint64_t target = membership_target_digest(g->m);
     bool ring_changed;
     int rc;
 
@@ -1023,6 +1053,10 @@ static void gossip_merge_list(struct gossip *g, const struct msg_member *list, s
     }
     /* the ring listeners have heard of a new ring; the table is saved next round */
     g->dirty |= ring_changed;
+    if (membership_target_digest(g->m) != target &&
+        membership_target_digest(g->m) != membership_digest(g->m)) {
+        gossip_push_target(g);
+    }
 }
 
 /*
