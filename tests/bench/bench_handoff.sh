@@ -26,7 +26,7 @@
 #             (the maximum: no limit), --handoff-concurrency
 #             BENCH_CONCURRENCY (default 4, the node's default); the same
 #             sampler runs against n1 n2 n3 from n4's start until n4 turns
-#             normal.  Polled every 0.2 s (RINGKV STATUS, INFO, by
+#             normal.  Polled every 0.05 s (RINGKV STATUS, INFO, by
 #             handoff_load.py watch over one connection): the time
 #             until n4 is normal (join time), the first and last time its
 #             ringkv_handoff_keys_received grew (streaming), and the keys
@@ -260,7 +260,7 @@ start_node n4 127.0.0.14 --rack r1 $REPL --seeds "$(var n1 ADDR):$(var n1 PEER)"
     --handoff-rate 10GB --handoff-concurrency "$CONCURRENCY"
 T0=$(var n4 T0)
 # one poller, one connection (handoff_load.py watch): a redis-cli a poll cost more than n4
-python3 "$LOADER" watch --nodes "$(var n4 ADDR):$(var n4 PORT)" --seconds "$JOIN_SECONDS" \
+python3 "$LOADER" watch --nodes "$(var n4 ADDR):$(var n4 PORT)" --seconds "$JOIN_SECONDS" --interval 0.05 \
     --first-file "$DIR/first" > "$DIR/watch.out" 2>&1 &
 WATCH=$!
 PIDS="$PIDS $WATCH"
@@ -339,7 +339,7 @@ awk -v k="$RECV_KEYS" -v b="$RECV_BYTES" -v t0="$T0" -v tf="$T_FIRST" -v tl="$T_
     printf "moved to n4: %d keys, %.1f MB (%.1f bytes a key: a %.1f-byte key and a %d-byte record)\n", k, b / 1e6, (k > 0 ? b / k : 0), kl, rec
     printf "  over the join time:   %9.0f keys/s  %6.1f MB/s\n", kps, (join > 0 ? b / 1e6 / join : 0)
     if (stream > 0)
-        printf "  while streaming:      %9.0f keys/s  %6.1f MB/s (first to last key seen, %.1f s, 0.2 s polls)\n", k / stream, b / 1e6 / stream, stream
+        printf "  while streaming:      %9.0f keys/s  %6.1f MB/s (first to last key seen, %.2f s, 0.05 s polls)\n", k / stream, b / 1e6 / stream, stream
     printf "joined (n4 normal):      %6.1f s from its start (first key received at %.1f s)\n", join, (tf - t0) / 1000
     printf "converged and clean:     %6.1f s from its start (sum of stores = 3 x %d)\n", clean, n
     printf "raw LMDB load:          %9.0f keys/s (the same %d records in key order, %d a transaction)\n", raw, k, 10000
