@@ -27,7 +27,9 @@
 #             BENCH_CONCURRENCY (default 4, the node's default); the same
 #             sampler runs against n1 n2 n3 from n4's start until n4 turns
 #             normal.  Polled every 0.05 s (RINGKV STATUS, INFO, by
-#             handoff_load.py watch over one connection): the time
+#             handoff_load.py watch over one connection, its process
+#             started a second before n4 so that its own start of half a
+#             second here does not delay the first poll): the time
 #             until n4 is normal (join time), the first and last time its
 #             ringkv_handoff_keys_received grew (streaming), and the keys
 #             and bytes it received (the bytes are keys and records as
@@ -255,15 +257,18 @@ sample during "$JOIN_SECONDS" "$STOP" &
 SAMPLER=$!
 PIDS="$PIDS $SAMPLER"
 cpu_ms n1 n2 n3 > "$DIR/cpu.before"
+# one poller, one connection (handoff_load.py watch): a redis-cli a poll cost more than n4;
+# started first, told n4's address once n4 runs: its own start takes half a second
+python3 "$LOADER" watch --nodes-file "$DIR/n4.addr" --seconds "$JOIN_SECONDS" --interval 0.05 \
+    --first-file "$DIR/first" > "$DIR/watch.out" 2>&1 &
+WATCH=$!
+PIDS="$PIDS $WATCH"
+sleep 1
 # shellcheck disable=SC2086 # one flag a word
 start_node n4 127.0.0.14 --rack r1 $REPL --seeds "$(var n1 ADDR):$(var n1 PEER)" \
     --handoff-rate 10GB --handoff-concurrency "$CONCURRENCY"
 T0=$(var n4 T0)
-# one poller, one connection (handoff_load.py watch): a redis-cli a poll cost more than n4
-python3 "$LOADER" watch --nodes "$(var n4 ADDR):$(var n4 PORT)" --seconds "$JOIN_SECONDS" --interval 0.05 \
-    --first-file "$DIR/first" > "$DIR/watch.out" 2>&1 &
-WATCH=$!
-PIDS="$PIDS $WATCH"
+echo "$(var n4 ADDR):$(var n4 PORT)" > "$DIR/n4.addr.tmp" && mv "$DIR/n4.addr.tmp" "$DIR/n4.addr"
 PERF=""
 if [ -n "${BENCH_PERF:-}" ]; then
     until [ -f "$DIR/first" ] || ! kill -0 "$WATCH" 2> /dev/null; do sleep 0.02; done

@@ -6,8 +6,8 @@ paced latency sampler.
                          [--chunk C] [--window W] [--seconds S]
     handoff_load.py sample --nodes ADDR:PORT[,...] [--keys N] [--value BYTES]
                            [--rate R] [--seconds S] [--stop-file F] [--seed X]
-    handoff_load.py watch --nodes ADDR:PORT [--interval I] [--seconds S]
-                          [--first-file F]
+    handoff_load.py watch (--nodes ADDR:PORT | --nodes-file F) [--interval I]
+                          [--seconds S] [--first-file F]
 
 load: writes key:0 .. key:N-1 (default 1,000,000), each once, SET with a
 value of BYTES bytes (default 100) naming its key, split evenly over the
@@ -37,7 +37,10 @@ error, not as a latency.  Exits 0 when it ran.
 
 watch: polls one node (the joiner) every I s (default 0.2) over one
 connection, INFO all and RINGKV STATUS, until its status is normal or S
-seconds passed; the first and last poll at which
+seconds passed; with --nodes-file, it first waits for that file and reads
+the node's ADDR:PORT from it, so the process can start (a python3 start
+takes half a second here) before the node does.  The first and last poll
+at which
 ringkv_handoff_keys_received grew.  Creates the file F (--first-file) at
 the first of them.  Prints (times in ms since the epoch, as date +%s%3N)
 
@@ -210,8 +213,16 @@ def read_resp(f):
 
 
 def watch(args):
-    node = parse_nodes(args.nodes)[0]
     start = time.monotonic()
+    while args.nodes_file and not os.path.exists(args.nodes_file):
+        if time.monotonic() - start > args.seconds:
+            raise TimeoutError("no %s" % args.nodes_file)
+        time.sleep(0.002)
+    if args.nodes_file:
+        time.sleep(0.002)  # the writer's one line
+        with open(args.nodes_file) as f:
+            args.nodes = f.read().strip()
+    node = parse_nodes(args.nodes)[0]
     while True:
         try:
             s = connect(node)
@@ -300,7 +311,8 @@ def sample(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("mode", choices=["load", "sample", "watch"])
-    ap.add_argument("--nodes", required=True)
+    ap.add_argument("--nodes")
+    ap.add_argument("--nodes-file", default=None)
     ap.add_argument("--keys", type=int, default=1000000)
     ap.add_argument("--value", type=int, default=100)
     ap.add_argument("--chunk", type=int, default=1000)
@@ -312,6 +324,8 @@ def main():
     ap.add_argument("--interval", type=float, default=0.2)
     ap.add_argument("--first-file", default=None)
     args = ap.parse_args()
+    if args.nodes is None and not (args.mode == "watch" and args.nodes_file):
+        ap.error("--nodes is required")
     sys.exit({"load": load, "sample": sample, "watch": watch}[args.mode](args))
 
 
