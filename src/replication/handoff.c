@@ -743,31 +743,19 @@ static void digest_answer(void *dctx, int result, const uint8_t *body, size_t le
         (a.status != MSG_KV_OK || a.parts != (t->counting ? 1u : HANDOFF_DIGEST_PARTS))) {
         rc = a.status != MSG_KV_OK ? msg_kv_status_to_rk(a.status) : RK_ESYNTAX;
     }
-    if (rc == 0 && t->counting) { /* none here: all of the arc moves, or nothing */
-        t->keys_total = a.keys;
-        if (a.keys == 0) {
-            h->stats.arcs_same++;
-            in_done(h, t);
-            kick(h);
-            return;
-        }
-        t->mask = ((uint64_t)1 << HANDOFF_DIGEST_PARTS) - 1; /* every sub-arc */
-        store_cursor_init(&t->cur);
-        t->state = IN_QUEUED;
-        kick(h);
-        return;
-    }
-    if (rc == 0) {
+    if (rc == 0 && t->counting) { /* none here: every sub-arc differs, or none */
+        diff = a.keys == 0 ? 0 : ((uint64_t)1 << HANDOFF_DIGEST_PARTS) - 1;
+    } else if (rc == 0) {
         rc = store_arc_digest(h->store, t->start, t->end, HANDOFF_DIGEST_PARTS, mine, &keys);
+        for (unsigned i = 0; rc == 0 && i < HANDOFF_DIGEST_PARTS; i++) {
+            if (memcmp(mine[i], a.digests[i], 32) != 0) {
+                diff |= 1ull << i;
+            }
+        }
     }
     if (rc != 0) {
         in_failed(t, "digest", rc);
         return;
-    }
-    for (unsigned i = 0; i < HANDOFF_DIGEST_PARTS; i++) {
-        if (memcmp(mine[i], a.digests[i], 32) != 0) {
-            diff |= 1ull << i;
-        }
     }
     if (t->state == IN_CHECKING) {
         t->keys_total = a.keys;
