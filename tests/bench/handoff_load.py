@@ -178,16 +178,9 @@ def load(args):
 
 def read_reply(f):
     """One RESP reply of a GET or SET: (ok, text of an error)."""
-    line = f.readline()
-    if not line:
-        raise ConnectionError("connection closed")
-    if line[:1] == b"$":
-        n = int(line[1:-2])
-        if n >= 0:
-            f.read(n + 2)
-        return True, None
-    if line[:1] == b"-":
-        return False, line[:-2].decode(errors="replace")
+    r = read_resp(f)
+    if isinstance(r, Exception):
+        return False, "-" + str(r)
     return True, None
 
 
@@ -218,8 +211,7 @@ def watch(args):
         if time.monotonic() - start > args.seconds:
             raise TimeoutError("no %s" % args.nodes_file)
         time.sleep(0.002)
-    if args.nodes_file:
-        time.sleep(0.002)  # the writer's one line
+    if args.nodes_file:  # written whole: the bench renames it into place
         with open(args.nodes_file) as f:
             args.nodes = f.read().strip()
     node = parse_nodes(args.nodes)[0]
