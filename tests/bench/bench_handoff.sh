@@ -55,6 +55,14 @@
 #             one LMDB transaction; MDB_NOSYNC is safe against a power loss
 #             only on a file system that keeps the order of writes), so
 #             the limit of a receiver that commits every batch on its own.
+#   floor     tests/bench/bench_handoff_floor, the same records: the least
+#             work the handoff contract asks for each key moved (scan and
+#             encode a HANDOFF_PULL answer, seal, loopback TCP, open and
+#             decode, a put into an empty LMDB in large transactions, the
+#             arc's digest on both sides), done by one thread with nothing
+#             else; twice its rate is the most any handoff could move with
+#             both cores of this machine on it, printed against raw LMDB;
+#             and the same with a keyed SipHash digest instead of BLAKE2b.
 # The goal: n4's keys per second over the join time at least 0.5x raw
 # LMDB's load rate (printed as met or missed).  With BENCH_PERF=FILE, perf
 # record BENCH_PERF_ARGS (default -g; --call-graph dwarf gives whole user
@@ -85,10 +93,11 @@ LOADER="$HERE/handoff_load.py"
 RINGKVD="$top_builddir/src/ringkvd"
 RINGKV="$top_builddir/src/ringkv"
 LMDB="$top_builddir/tests/bench/bench_lmdb"
+FLOOR="$top_builddir/tests/bench/bench_handoff_floor"
 for tool in redis-cli python3 timeout; do
     command -v "$tool" > /dev/null || { echo "bench_handoff: $tool not found: run cluster-scripts/install-deps"; exit 1; }
 done
-for bin in "$RINGKVD" "$RINGKV" "$LMDB"; do
+for bin in "$RINGKVD" "$RINGKV" "$LMDB" "$FLOOR"; do
     [ -x "$bin" ] || { echo "bench_handoff: build $bin first (make bench-build)"; exit 1; }
 done
 
@@ -274,8 +283,10 @@ if [ -n "${BENCH_PERF:-}" ]; then
     until [ -f "$DIR/first" ] || ! kill -0 "$WATCH" 2> /dev/null; do sleep 0.02; done
     if [ -f "$DIR/first" ]; then
         PERF="$DIR/perf.data"
+        PERF_WHAT="-p $(var n4 PID)"
+        [ -z "${BENCH_PERF_ALL:-}" ] || PERF_WHAT=-a
         # shellcheck disable=SC2086 # one flag a word
-        timeout -s INT $((PERF_SECONDS + 5)) perf record ${BENCH_PERF_ARGS:--g} -o "$PERF" -p "$(var n4 PID)" \
+        timeout -s INT $((PERF_SECONDS + 5)) perf record ${BENCH_PERF_ARGS:--g} -o "$PERF" $PERF_WHAT \
             -- sleep "$PERF_SECONDS" > "$DIR/perf.out" 2>&1 &
         PERF_PID=$!
     fi
@@ -334,11 +345,17 @@ RAW=$(sed -n 's/.*puts_per_s=\([0-9]*\).*/\1/p' "$DIR/lmdb.out")
 "$LMDB" "$LMDB_KEYS" "$RECORD" "$LMDB_GROUP" "$LMDB_KEYS" 120 load-nometasync "$DIR/lmdb-commit" \
     > "$DIR/lmdb-commit.out" 2>&1 || fail "bench_lmdb failed: $(cat "$DIR/lmdb-commit.out")"
 RAW_COMMIT=$(sed -n 's/.*puts_per_s=\([0-9]*\).*/\1/p' "$DIR/lmdb-commit.out")
+# The least work of a moved key, one thread, nothing else: the most any handoff could do here.
+"$FLOOR" "$LMDB_KEYS" "$RECORD" "$DIR/floor" > "$DIR/floor.out" 2>&1 ||
+    fail "bench_handoff_floor failed: $(cat "$DIR/floor.out")"
+ffield() { tr ' ' '\n' < "$DIR/floor.out" | awk -F= -v k="$1" '$1 == k { print $2 }'; }
 
 echo
 awk -v k="$RECV_KEYS" -v b="$RECV_BYTES" -v t0="$T0" -v tf="$T_FIRST" -v tl="$T_LAST" -v tj="$T_JOINED" \
     -v tc="$T_CLEAN" -v raw="$RAW" -v rawc="$RAW_COMMIT" -v grp="$LMDB_GROUP" -v rec="$RECORD" \
-    -v kl="$KEYLEN" -v n="$KEYS" 'BEGIN {
+    -v kl="$KEYLEN" -v n="$KEYS" -v ft="$(ffield total_us)" -v fs="$(ffield scan_us)" \
+    -v fse="$(ffield seal_us)" -v ftcp="$(ffield tcp_us)" -v fo="$(ffield open_us)" -v fa="$(ffield apply_us)" \
+    -v fd="$(ffield digest_us)" -v fst="$(ffield siphash_total_us)" -v fsd="$(ffield siphash_digest_us)" 'BEGIN {
     join = (tj - t0) / 1000; stream = (tl - tf) / 1000; clean = (tc - t0) / 1000
     kps = join > 0 ? k / join : 0
     printf "moved to n4: %d keys, %.1f MB (%.1f bytes a key: a %.1f-byte key and a %d-byte record)\n", k, b / 1e6, (k > 0 ? b / k : 0), kl, rec
@@ -351,6 +368,8 @@ awk -v k="$RECV_KEYS" -v b="$RECV_BYTES" -v t0="$T0" -v tf="$T_FIRST" -v tl="$T_
     printf "ratio handoff / raw:     %6.3fx  goal >= 0.5x  %s\n", (raw > 0 ? kps / raw : 0), (raw > 0 && kps / raw >= 0.5) ? "met" : "missed"
     printf "raw LMDB, a commit a batch: %6.0f keys/s (the same records, %d a transaction, each commit fsyncing its pages as the store does)\n", rawc, grp
     printf "ratio handoff / that:    %6.3fx  (raw LMDB a commit a batch / raw LMDB load: %.3fx)\n", (rawc > 0 ? kps / rawc : 0), (raw > 0 ? rawc / raw : 0)
+    printf "least work a key, one thread (bench_handoff_floor): %.2f us: scan and encode %.2f, seal %.2f, loopback TCP %.2f, open and decode %.2f, apply %.2f, a digest on each side %.2f\n", ft, fs, fse, ftcp, fo, fa, fd
+    printf "  the most any handoff moves here, both cores on it and nothing else: %.0f keys/s = %.3fx raw LMDB (%.0f with a keyed SipHash digest at %.2f us both sides: %.3fx)\n", 2e6 / ft, (raw > 0 ? 2e6 / ft / raw : 0), 2e6 / fst, fsd, (raw > 0 ? 2e6 / fst / raw : 0)
 }'
 printf 'client latency, %s commands/s GET/SET on n1 n2 n3:  p50 %s ms, p99 %s ms before;  p50 %s ms, p99 %s ms during the join (max %s ms, %s errors)\n' \
     "$RATE" "$(sfield before p50_ms)" "$(sfield before p99_ms)" "$(sfield during p50_ms)" "$(sfield during p99_ms)" \
@@ -366,8 +385,10 @@ paste "$DIR/cpu.joined" "$DIR/cpu.before" | awk -v ms="$((T_JOINED - T0))" '
 echo "DBSIZE after clean-up: ${sizes#* } (sum ${sizes%% *})"
 echo "bench_lmdb: $(cat "$DIR/lmdb.out")"
 echo "bench_lmdb: $(cat "$DIR/lmdb-commit.out")"
+echo "$(cat "$DIR/floor.out")"
 if [ -n "$PERF" ]; then
-    perf report -i "$PERF" --no-children --stdio --percent-limit 0.5 > "${BENCH_PERF}" 2> /dev/null || true
+    perf report -i "$PERF" --no-children --stdio --percent-limit 0.5 ${BENCH_PERF_ALL:+--sort comm,dso,sym} \
+        > "${BENCH_PERF}" 2> /dev/null || true
     cp "$PERF" "${BENCH_PERF}.data"
     echo "perf profile of n4 (at most ${PERF_SECONDS} s from its first key): ${BENCH_PERF} (data: ${BENCH_PERF}.data)"
 fi
