@@ -68,7 +68,9 @@
 # record BENCH_PERF_ARGS (default -g; --call-graph dwarf gives whole user
 # stacks) -p (n4's pid) runs for BENCH_PERF_SECONDS (default 10) from the
 # first key received or until n4 is normal, whichever comes first, and
-# `perf report --no-children` of it goes to FILE (the data to FILE.data).
+# `perf report --no-children` of it goes to FILE (the data to FILE.data);
+# with BENCH_PERF_ALL=1 as well, the whole machine is recorded (perf record
+# -a) and the report is by command, object and symbol.
 # The data of every server lives in the build tree (a real disk), fresh per
 # run and removed at the end; servers are started by this script and
 # stopped by their PIDs.  The script reports, it does not assert: it exits
