@@ -1,0 +1,231 @@
+# lib.sh - what every lesson of cluster-scripts/lessons/ shares: its own
+# testbed, its narration, its claims.  Sourced by a lesson (bash), never
+# run; cluster-scripts/lesson runs the lessons.
+#
+# A lesson is NN-name.sh with three header lines that `lesson list` reads:
+#   # lesson: NAME            (the short name `lesson run NAME` takes)
+#   # title: ONE LINE          (what it shows)
+#   # length: quick | long     (quick: under a minute; make check runs those)
+# It sources this file, calls lesson_begin, then tells its story with:
+#   step TEXT...      a new step: what is about to happen (a pause before
+#                     it, see below)
+#   run CMD ARGS...   shows `$ CMD ARGS` and runs it, its output indented;
+#                     its exit status is CMD's (a failure the lesson does
+#                     not expect ends it, as set -e does)
+#   keep VAR CMD ARGS...  the same, and VAR holds the output
+#   quiet CMD ARGS... runs it without showing it (bookkeeping)
+#   notice TEXT...    what to look at in the output just shown
+#   figure NAME VALUE one measured figure, printed and kept for the claim
+#   claim TEXT -- CMD ARGS...
+#                     the lesson's claim with its figures: holds when CMD
+#                     exits 0; printed as holding or failing, and a
+#                     failing claim makes the lesson exit 1
+# and ends with lesson_end.  Inside, `tb VERB ...` is the lesson's own
+# testbed (cluster-scripts/testbed), whose folder is the working directory
+# ($lesson_here is cluster-scripts/lessons, for helper programs there)
+# ($lesson_dir, for the lesson's own files too), `cli ID ARGS...` is `ringkv` talking
+# to node ID, `addr ID` is node ID's client address, `rcli ID ARGS...` is
+# redis-cli talking to node ID (one command per line on stdin when no ARGS),
+# `send ID FILE` sends FILE's commands to node ID and counts the replies.
+#
+# The testbed lives in a fresh folder ($RINGKV_LESSON_DIR, default /tmp,
+# ringkv-lesson-NAME.XXXXXX) on loopback addresses of the lesson's own:
+# 127.61.NN.(10+i) for node i of lesson NN ($RINGKV_LESSON_NET overrides),
+# so lessons never meet a testbed of yours, nor each other.  lesson_up
+# starts it with the lesson's settings followed by $RINGKV_LESSON_SETTINGS
+# (`--name value` pairs; a later setting wins): that is how a test runs a
+# lesson against a deliberately wrong setting, which must make its claim
+# fail.  On exit, Ctrl-C included, the testbed is cleaned (its nodes
+# stopped by their PIDs, its fault rules removed, its folder deleted); a
+# lesson that failed keeps the folder and says where, with the nodes' last
+# log lines.
+#
+# Pauses: on a terminal, each step waits for Enter; with --pace SECONDS
+# (cluster-scripts/lesson run NAME --pace S, or $RINGKV_LESSON_PACE) it
+# waits that long instead; otherwise (a pipe, a test) it does not wait.
+
+set -euo pipefail
+
+lesson_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+lesson_here=$lesson_top/cluster-scripts/lessons
+lesson_file=$(basename "$0")
+lesson_num=${lesson_file%%-*}
+lesson_name=$(sed -n 's/^# lesson: *//p' "$lesson_here/$lesson_file" | head -n 1)
+lesson_title=$(sed -n 's/^# title: *//p' "$lesson_here/$lesson_file" | head -n 1)
+lesson_steps=0
+lesson_claims=0
+lesson_failed=0
+lesson_status=1
+lesson_started=$(date +%s)
+
+# Binaries: $RINGKV_BIN (as the testbed), else this checkout's build, else $PATH.
+lesson_ringkv() {
+    if [ -n "${RINGKV_BIN:-}" ] && [ -x "$RINGKV_BIN/ringkv" ]; then
+        printf '%s' "$RINGKV_BIN/ringkv"
+    elif [ -x "$lesson_top/build/default/src/ringkv" ]; then
+        printf '%s' "$lesson_top/build/default/src/ringkv"
+    else
+        command -v ringkv || { echo "lesson: ringkv not found: build it (cluster-scripts/quickstart)" >&2; exit 1; }
+    fi
+}
+
+lesson_pause() {
+    if [ -n "${RINGKV_LESSON_PACE:-}" ]; then
+        [ "$RINGKV_LESSON_PACE" = 0 ] || sleep "$RINGKV_LESSON_PACE"
+    elif [ -t 0 ] && [ -t 1 ]; then
+        printf '   (Enter for the next step) '
+        read -r _ || true
+    fi
+}
+
+lesson_cleanup() {
+    local rc=$? f
+    set +e
+    trap - EXIT INT TERM
+    if [ "$lesson_status" -ne 0 ] && [ "$rc" -eq 0 ]; then rc=1; fi
+    if [ -n "${lesson_dir:-}" ] && [ -d "$lesson_dir" ]; then
+        if [ "$rc" -ne 0 ] && [ -z "${lesson_interrupted:-}" ]; then
+            for f in "$RINGKV_TESTBED"/n*/ringkvd.log; do
+                [ -f "$f" ] || continue
+                echo "==== $f (last 10 lines)"
+                tail -n 10 "$f"
+            done
+            bash "$lesson_top/cluster-scripts/testbed" down > /dev/null 2>&1
+            grep -o " $RINGKV_TESTBED/[^ ]*" /proc/mounts 2> /dev/null | while read -r m; do umount "$m"; done
+            echo "lesson $lesson_name: kept $lesson_dir (its nodes are stopped)"
+        else
+            bash "$lesson_top/cluster-scripts/testbed" clean > /dev/null 2>&1
+            grep -o " $RINGKV_TESTBED/[^ ]*" /proc/mounts 2> /dev/null | while read -r m; do umount "$m"; done
+            rm -rf "$lesson_dir"
+        fi
+    fi
+    exit "$rc"
+}
+
+lesson_interrupt() {
+    lesson_interrupted=1
+    echo
+    echo "lesson $lesson_name: interrupted; cleaning up"
+    exit 130
+}
+
+lesson_begin() {
+    local base=${RINGKV_LESSON_DIR:-${TMPDIR:-/tmp}}
+    RINGKV=$(lesson_ringkv)
+    lesson_dir=$(mktemp -d "$base/ringkv-lesson-$lesson_name.XXXXXX")
+    RINGKV_TESTBED=$lesson_dir/tb
+    RINGKV_TESTBED_NET=${RINGKV_LESSON_NET:-127.61.$((10#$lesson_num))}
+    RINGKV_TESTBED_TIMEOUT=${RINGKV_TESTBED_TIMEOUT:-60}
+    [ -n "${RINGKV_BIN:-}" ] || RINGKV_BIN=$(dirname "$RINGKV")
+    export RINGKV RINGKV_TESTBED RINGKV_TESTBED_NET RINGKV_TESTBED_TIMEOUT RINGKV_BIN
+    trap lesson_cleanup EXIT
+    trap lesson_interrupt INT TERM
+    echo "==== lesson $lesson_num $lesson_name: $lesson_title"
+    echo "     (testbed in $lesson_dir, nodes on $RINGKV_TESTBED_NET.11 and up)"
+    cd "$lesson_dir"
+}
+
+step() {
+    lesson_steps=$((lesson_steps + 1))
+    [ "$lesson_steps" -eq 1 ] || lesson_pause
+    echo
+    echo "-- step $lesson_steps: $*"
+}
+
+run() {
+    echo "   \$ $*"
+    "$@" 2>&1 | sed 's/^/     /'
+    return "${PIPESTATUS[0]}"
+}
+
+# keep VAR CMD ARGS...: as run, and VAR holds the output (stdout and stderr).
+keep() {
+    local var=$1 out rc=0
+    shift
+    echo "   \$ $*"
+    out=$("$@" 2>&1) || rc=$?
+    [ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/     /'
+    printf -v "$var" '%s' "$out"
+    return "$rc"
+}
+
+quiet() { "$@"; }
+
+notice() { echo "   notice: $*"; }
+
+figure() {
+    printf '   figure: %s = %s\n' "$1" "$2"
+    printf -v "fig_$1" '%s' "$2"
+}
+
+claim() {
+    local text=$1
+    shift
+    [ "${1:-}" = -- ] && shift
+    lesson_claims=$((lesson_claims + 1))
+    if "$@"; then
+        echo "   CLAIM HOLDS: $text"
+    else
+        echo "   CLAIM FAILS: $text"
+        lesson_failed=$((lesson_failed + 1))
+    fi
+}
+
+lesson_end() {
+    local secs=$(($(date +%s) - lesson_started))
+    echo
+    if [ "$lesson_claims" -eq 0 ]; then
+        echo "lesson $lesson_name: FAILED: it checked no claim"
+        lesson_status=1
+        exit 1
+    elif [ "$lesson_failed" -gt 0 ]; then
+        echo "lesson $lesson_name: FAILED: $lesson_failed of $lesson_claims claims did not hold (${secs} s)"
+        lesson_status=1
+        exit 1
+    fi
+    echo "lesson $lesson_name: passed: $lesson_claims claims held (${secs} s)"
+    lesson_status=0
+    exit 0
+}
+
+# The lesson's testbed, and ringkv or redis-cli at one of its nodes.
+tb() { bash "$lesson_top/cluster-scripts/testbed" "$@"; }
+addr() { printf '%s.%d:7370' "$RINGKV_TESTBED_NET" "$((10 + ${1#n}))"; }
+cli() {
+    local id=$1
+    shift
+    "$RINGKV" -H "$(addr "$id")" "$@"
+}
+rcli() {
+    local id=$1 a
+    shift
+    a=$(addr "$id")
+    redis-cli -h "${a%:*}" -p "${a##*:}" "$@"
+}
+
+# send ID FILE: FILE's commands (one a line) to node ID through redis-cli,
+# shown as such; prints each distinct reply with its count.
+send() {
+    local a
+    a=$(addr "$1")
+    echo "   \$ redis-cli -h ${a%:*} -p ${a##*:} < $(basename "$2") | sort | uniq -c"
+    redis-cli -h "${a%:*}" -p "${a##*:}" < "$2" | sort | uniq -c | sed 's/^/     /'
+}
+
+# lesson_up ARGS...: testbed up with the lesson's settings, then $RINGKV_LESSON_SETTINGS.
+lesson_up() {
+    # shellcheck disable=SC2086 # settings are words: --name value
+    run tb up "$@" ${RINGKV_LESSON_SETTINGS:-}
+}
+
+# A number from the first `name:value` line of a node's INFO.
+info_field() { rcli "$1" INFO | tr -d '\r' | awk -F: -v k="$2" '$1 == k { print $2; exit }'; }
+
+# Arithmetic for claims: `holds 'a < b' a=1 b=2` (awk; exit 0 when true).
+holds() {
+    local expr=$1
+    shift
+    local args=()
+    for kv in "$@"; do args+=(-v "$kv"); done
+    awk "${args[@]}" "BEGIN { exit !($expr) }"
+}
