@@ -20,13 +20,20 @@
 #                     the lesson's claim with its figures: holds when CMD
 #                     exits 0; printed as holding or failing, and a
 #                     failing claim makes the lesson exit 1
-# and ends with lesson_end.  Inside, `tb VERB ...` is the lesson's own
+# and ends with lesson_end.  Shared checks (below): `within [-p POLL]
+# SECONDS CMD` polls until CMD holds ($waited: how long it took), `show CMD
+# '|' FILTER` runs a command with a long output through a filter, shown; `ask ID FILE WANT`
+# sends FILE's commands and compares each reply with WANT's line, and
+# `matched FILE WANT` counts the replies that were; `seen ID up|down NODE...`
+# and `until_seen` (20 s at most) ask node ID's failure detector.  Inside, `tb VERB ...` is the lesson's own
 # testbed (cluster-scripts/testbed), whose folder is the working directory
 # ($lesson_here is cluster-scripts/lessons, for helper programs there)
 # ($lesson_dir, for the lesson's own files too), `cli ID ARGS...` is `ringkv` talking
 # to node ID, `addr ID` is node ID's client address, `rcli ID ARGS...` is
-# redis-cli talking to node ID (one command per line on stdin when no ARGS),
-# `send ID FILE` sends FILE's commands to node ID and counts the replies.
+# redis-cli talking to node ID (one command per line on stdin when no ARGS;
+# given up after 30 s, so a paused node cannot hang a lesson), `send ID
+# FILE` sends FILE's commands to node ID and counts the replies (one line
+# each, as --no-raw prints them).
 #
 # The testbed lives in a fresh folder ($RINGKV_LESSON_DIR, default /tmp,
 # ringkv-lesson-NAME.XXXXXX) on loopback addresses of the lesson's own:
@@ -200,7 +207,7 @@ rcli() {
     local id=$1 a
     shift
     a=$(addr "$id")
-    redis-cli -h "${a%:*}" -p "${a##*:}" "$@"
+    timeout 30 redis-cli -h "${a%:*}" -p "${a##*:}" "$@"
 }
 
 # send ID FILE: FILE's commands (one a line) to node ID through redis-cli,
@@ -208,8 +215,8 @@ rcli() {
 send() {
     local a
     a=$(addr "$1")
-    echo "   \$ redis-cli -h ${a%:*} -p ${a##*:} < $(basename "$2") | sort | uniq -c"
-    redis-cli -h "${a%:*}" -p "${a##*:}" < "$2" | sort | uniq -c | sed 's/^/     /'
+    echo "   \$ redis-cli --no-raw -h ${a%:*} -p ${a##*:} < $(basename "$2") | sort | uniq -c"
+    timeout 120 redis-cli --no-raw -h "${a%:*}" -p "${a##*:}" < "$2" | sort | uniq -c | sed 's/^/     /'
 }
 
 # lesson_up ARGS...: testbed up with the lesson's settings, then $RINGKV_LESSON_SETTINGS.
@@ -219,7 +226,8 @@ lesson_up() {
 }
 
 # A number from the first `name:value` line of a node's INFO.
-info_field() { rcli "$1" INFO | tr -d '\r' | awk -F: -v k="$2" '$1 == k { print $2; exit }'; }
+# (awk reads the whole reply: a redis-cli cut short by SIGPIPE would fail the pipeline)
+info_field() { rcli "$1" INFO | tr -d '\r' | awk -F: -v k="$2" '$1 == k && v == "" { v = $2 } END { print v }'; }
 
 # Arithmetic for claims: `holds 'a < b' a=1 b=2` (awk; exit 0 when true).
 holds() {
@@ -228,4 +236,80 @@ holds() {
     local args=()
     for kv in "$@"; do args+=(-v "$kv"); done
     awk "${args[@]}" "BEGIN { exit !($expr) }"
+}
+
+# within [-p POLL] SECONDS CMD...: poll CMD every POLL seconds (default 0.2)
+# until it holds, at most SECONDS; $waited is the time it took, in seconds.
+within() {
+    local poll=0.2 limit t0
+    if [ "$1" = -p ]; then
+        poll=$2
+        shift 2
+    fi
+    limit=$1
+    shift
+    t0=$(date +%s%N)
+    until "$@"; do
+        if [ $((($(date +%s%N) - t0) / 1000000)) -ge $((limit * 1000)) ]; then
+            waited=$limit
+            return 1
+        fi
+        sleep "$poll"
+    done
+    # shellcheck disable=SC2034 # read by the lessons
+    waited=$(awk -v ns=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+}
+
+# show CMD ARGS... '|' FILTER...: as run, for a command whose output is long: shows
+# `$ CMD ARGS | FILTER` and the filtered output.
+show() {
+    local i
+    for ((i = 1; i <= $#; i++)); do [ "${!i}" != '|' ] || break; done
+    echo "   \$ ${*:1:i-1} | ${*:i+1}"
+    "${@:1:i-1}" 2>&1 | "${@:i+1}" | sed 's/^/     /' || true
+}
+
+# ask ID FILE WANT: FILE's commands (one a line) to node ID through redis-cli,
+# one reply a line (--no-raw); prints how many replies are the ones WANT
+# expects (line by line), and what the others were, counted.
+ask() {
+    local a
+    a=$(addr "$1")
+    echo "   \$ redis-cli -h ${a%:*} -p ${a##*:} --no-raw < $2   (replies compared with $3)"
+    timeout 120 redis-cli --no-raw -h "${a%:*}" -p "${a##*:}" < "$2" > "$2.replies" || true
+    awk 'NR == FNR { want[FNR] = $0; n = FNR; next }
+        { got = FNR; if ($0 == want[FNR]) ok++; else other[$0 ~ /^\(error\)|^\(nil\)$/ ? $0 : "another value"]++ }
+        END {
+            printf "%d of %d replies as expected\n", ok, n
+            for (k in other) printf "%d replies: %s\n", other[k], k
+            if (got < n) printf "%d commands got no reply\n", n - got
+        }' "$3" "$2.replies" | sed 's/^/     /'
+}
+# matched FILE WANT: how many of the last replies to FILE's commands are the expected ones.
+matched() { awk 'NR == FNR { want[FNR] = $0; next } $0 == want[FNR] { ok++ } END { print ok + 0 }' "$2" "$1.replies"; }
+
+# Polls and checks several lessons share.
+
+# seen ID up|down NODE...: whether node ID sees every NODE up (or down).
+seen() {
+    local id=$1 want=$2
+    shift 2
+    { cli "$id" -t 1 status --json 2> /dev/null || true; } | python3 -c '
+import json, sys
+try:
+    up = {m["id"]: m["up"] for m in json.load(sys.stdin)["members"]}
+except ValueError:
+    sys.exit(1)
+sys.exit(0 if all(up.get(n) == (sys.argv[1] == "up") for n in sys.argv[2:]) else 1)' "$want" "$@"
+}
+# until_seen ID up|down NODE...: wait until seen, 20 s at most.
+until_seen() {
+    local deadline=$((SECONDS + 20))
+    until seen "$@"; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "   $1 does not see ${*:3} $2 after 20 s"
+            return 1
+        fi
+        sleep 0.2
+    done
 }
