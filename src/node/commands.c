@@ -2294,6 +2294,38 @@ static void put_clock_text(struct buf *out, const struct record *rec)
     vclock_deinit(&ctx);
 }
 
+static int digest8_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, 8);
+}
+
+/*
+ * What a replica's live values are, whatever order it stores its siblings
+ * in (arrival order, which differs between replicas that took the same
+ * two writes in turn): their sizes added, and BLAKE2b-64 of the one value,
+ * or with several, of their BLAKE2b-64s sorted.  Zeros when none is live.
+ */
+static void replica_values_digest(const struct record *rec, uint8_t digest[8], size_t *vsize)
+{
+    static uint8_t each[RECORD_SIBLINGS_MAX][8]; /* the event loop's thread alone calls this */
+    size_t live = 0;
+
+    *vsize = 0;
+    memset(digest, 0, 8);
+    for (size_t i = 0; i < rec->n && live < RECORD_SIBLINGS_MAX; i++) {
+        if (!rec->s[i].tombstone) {
+            *vsize += rec->s[i].value_len;
+            crypto_generichash(each[live++], 8, rec->s[i].value, rec->s[i].value_len, NULL, 0);
+        }
+    }
+    if (live == 1) {
+        memcpy(digest, each[0], 8);
+    } else if (live > 1) {
+        qsort(each, live, 8, digest8_cmp);
+        crypto_generichash(digest, 8, each[0], live * 8, NULL, 0);
+    }
+}
+
 /* One replica's row: node, rack, role, up, present, tombstone, siblings, vclock, value size,
  * digest. */
 static void replica_put_row(struct client *c, struct buf *out, const struct coord_view *v)
@@ -2309,13 +2341,7 @@ static void replica_put_row(struct client *c, struct buf *out, const struct coor
     if (v->status == 0 && record_decode(v->record, v->record_len, &rec) != 0) {
         answered = false;
     }
-    for (size_t i = 0; i < rec.n; i++) {
-        if (!rec.s[i].tombstone) {
-            vsize = rec.s[i].value_len;
-            crypto_generichash(digest, sizeof(digest), rec.s[i].value, rec.s[i].value_len, NULL, 0);
-            break;
-        }
-    }
+    replica_values_digest(&rec, digest, &vsize);
     resp_put_map(out, 11, c->proto);
     resp_put_bulk_str(out, "node");
     resp_put_bulk_str(out, v->id);

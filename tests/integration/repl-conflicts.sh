@@ -4,7 +4,9 @@
 #
 #   - siblings: the same key written on both sides of a partition (KSET W 1,
 #     each side's coordinator keeping hints for the others) holds both
-#     values once healed, on every replica; GET answers -CONFLICT, KGET
+#     values once healed, on every replica, with one digest on every
+#     replica and `ringkv replicas` saying they agree, though n1 stores
+#     them in the other order; GET answers -CONFLICT, KGET
 #     returns both with a context, and a KSET with that context collapses
 #     them to one value everywhere;
 #   - lww (a second cluster, conflicts lww): the same writes leave exactly
@@ -52,6 +54,11 @@ it_wait it_ask converged 3 $(it_ports 3) || it_fail "3 nodes did not converge"
 split_write s1
 sib=$(siblings_of s1)
 [ "$sib" = "2 " ] || it_fail "s1 after healing: siblings per replica '$sib', want 2 on each: $(it_cli n1 RINGKV REPLICAS s1 | tr '\n' ' ')"
+# n1 took 'left' first and n2, n3 'right': the same two values, stored in another order
+[ "$(digests s1 | sort -u | wc -l)" -eq 1 ] ||
+    it_fail "s1's replicas hold the same two values but their digests differ: $(digests s1 | tr '\n' ' ')"
+out=$("$RINGKV" -H "$(it_client_addr n2)" replicas s1) || it_fail "ringkv replicas s1 exited $?: $out"
+printf '%s\n' "$out" | grep -q '^all 3 replicas agree' || it_fail "ringkv replicas s1 does not say they agree: $out"
 out=$(it_cli n3 GET s1 2>&1)
 case $out in CONFLICT*) ;; *) it_fail "GET of a key with siblings: '$out'" ;; esac
 kget=$(it_cli n3 KGET s1 | tr -d '\r')
