@@ -95,10 +95,13 @@ if [ "$set_" = long ]; then
     done
 else
     # shellcheck disable=SC2086 # one flag or none
-    bash "$lesson" all $all < /dev/null > "$tmp/all.out" 2>&1 || {
+    rc=0
+    bash "$lesson" all $all < /dev/null > "$tmp/all.out" 2>&1 || rc=$?
+    # without root the lessons that cut the network are skipped (77), the others must pass
+    if [ "$rc" -ne 0 ] && { [ "$rc" -ne 77 ] || [ "$(id -u)" -eq 0 ]; }; then
         cat "$tmp/all.out"
-        fail "lesson all $all failed"
-    }
+        fail "lesson all $all exited $rc"
+    fi
     grep "CLAIM HOLDS\|^lesson [a-z0-9-]*: passed" "$tmp/all.out"
     sed -n '/^==== lessons$/,$p' "$tmp/all.out"
     nothing_left "lesson all $all"

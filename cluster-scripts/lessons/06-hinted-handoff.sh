@@ -14,6 +14,7 @@
 # replicates, its copy equal to the other two (`ringkv replicas`).
 . "$(dirname "$0")/lib.sh"
 KEYS=100
+lesson_needs_root "it cuts the network with iptables"
 lesson_begin
 
 # down_on ID: does node ID's failure detector see n4 down?

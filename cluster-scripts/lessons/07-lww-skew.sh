@@ -20,6 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 KEYS=8
 WRITES=48
+lesson_needs_root "it cuts the network with iptables and skews a clock"
 lesson_begin
 
 # n3's wall clock minus ours, in seconds (TIME answers the node's wall clock).

@@ -116,6 +116,16 @@ lesson_interrupt() {
     exit 130
 }
 
+# lesson_needs_root WHY: before lesson_begin, in a lesson whose faults need
+# root (iptables, a clock offset under libfaketime): without it, says so in
+# one line and exits 77, which `lesson all` counts as skipped, not failed.
+lesson_needs_root() {
+    [ "$(id -u)" -eq 0 ] && return 0
+    echo "lesson $lesson_name: needs root ($*): run it as root, e.g. sudo cluster-scripts/lesson run $lesson_name"
+    lesson_status=0
+    exit 77
+}
+
 lesson_begin() {
     local base=${RINGKV_LESSON_DIR:-${TMPDIR:-/tmp}}
     RINGKV=$(lesson_ringkv)
