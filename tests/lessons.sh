@@ -10,8 +10,9 @@
 #     whose claim is that writes at w 2 survive a whole rack stopped) run
 #     with --w 3 in RINGKV_LESSON_SETTINGS must exit non-zero saying its
 #     claim fails: a lesson whose claim is false does not pass;
-#   - Ctrl-C (SIGINT) during lesson 01 leaves no node running (judged by
-#     the PIDs its PID files named) and no folder behind;
+#   - Ctrl-C (SIGINT to the process group) during lesson 01 of `lesson all`,
+#     and again while it cleans up, leaves no node running (judged by the
+#     PIDs its PID files named) and no folder behind, and stops `lesson all`;
 #   - no lesson leaves a node running or a folder behind when it passes.
 # Lessons run in a temporary folder (RINGKV_LESSON_DIR), on their own
 # addresses (127.61.NN.x); the wrong-setting and Ctrl-C runs use a random
@@ -47,6 +48,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+
+# SIGINT to process group PGID, as Ctrl-C on a terminal sends it.
+killpg() { python3 -c 'import os, signal, sys; os.killpg(int(sys.argv[1]), signal.SIGINT)' "$1"; }
 
 # Whether PID is a live process (a zombie, stopped but not yet reaped, is not).
 alive() {
@@ -120,12 +124,15 @@ if [ "$set_" != long ]; then
     ! pgrep -f "ringkvd $tmp/" > /dev/null || fail "the failed lesson left a ringkvd running"
     rm -rf "$tmp"/ringkv-lesson-*
 
-    # Ctrl-C in the middle of lesson 01: nodes stopped, folder removed.
-    # (started from python3: a shell's background job would ignore SIGINT for good)
+    # Ctrl-C in the middle of lesson 01 of `lesson all`, as a terminal sends it (to the whole
+    # process group), and again while the lesson cleans up: nodes stopped, folder removed,
+    # and no other lesson started.  (Started from python3 in a process group of its own: a
+    # shell's background job would ignore SIGINT for good.)
     RINGKV_LESSON_NET="127.$((seed % 200 + 20)).$(((seed / 200 + 1) % 250))" python3 -c '
 import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execvp("bash", ["bash"] + sys.argv[1:])' "$lesson" run hash-vs-ring < /dev/null > "$tmp/int.out" 2>&1 &
+os.setpgrp()
+os.execvp("bash", ["bash"] + sys.argv[1:])' "$lesson" all --quick < /dev/null > "$tmp/int.out" 2>&1 &
     runner=$!
     deadline=$(($(date +%s) + 60))
     until grep -q '^-- step 2' "$tmp/int.out"; do
@@ -133,16 +140,22 @@ os.execvp("bash", ["bash"] + sys.argv[1:])' "$lesson" run hash-vs-ring < /dev/nu
         sleep 0.1
     done
     pids=$(cat "$tmp"/ringkv-lesson-*/tb/n*/ringkvd.pid)
-    kill -INT "$runner"
+    killpg "$runner"
+    until grep -q 'cleaning up' "$tmp/int.out"; do
+        [ "$(date +%s)" -lt "$deadline" ] || fail "no word of the interruption: $(cat "$tmp/int.out")"
+        sleep 0.05
+    done
+    sleep 0.2
+    killpg "$runner" 2> /dev/null || true
     rc=0
     wait "$runner" || rc=$?
-    [ "$rc" -ne 0 ] || fail "an interrupted lesson exited 0"
-    grep -q "interrupted; cleaning up" "$tmp/int.out" || fail "no word of the interruption: $(cat "$tmp/int.out")"
+    [ "$rc" -ne 0 ] || fail "an interrupted lesson all exited 0"
+    [ "$(grep -c '^==== lesson ' "$tmp/int.out")" -eq 1 ] || fail "lesson all went on after Ctrl-C: $(cat "$tmp/int.out")"
     for pid in $pids; do
-        ! alive "$pid" || fail "node pid $pid outlived Ctrl-C"
+        ! alive "$pid" || fail "node pid $pid outlived a double Ctrl-C"
     done
     nothing_left "an interrupted lesson"
-    log "Ctrl-C: exit $rc, $(echo "$pids" | wc -w) nodes stopped, folder removed"
+    log "Ctrl-C twice in lesson all: exit $rc, $(echo "$pids" | wc -w) nodes stopped, folder removed, no other lesson run"
 fi
 passed=1
 log "PASS"

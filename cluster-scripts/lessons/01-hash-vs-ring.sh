@@ -30,7 +30,7 @@ figure modn_moved "$(printf '%s' "$modn" | awk '{ print $(NF - 2) }')"
 notice "a key stays put only when h % 3 == h % 4: about a quarter of them."
 
 step "Add n4: it joins, copies the arcs its tokens take from their owners, then turns normal."
-run tb add n4 --rf 1 --r 1 --w 1
+run tb add n4
 run cli n1 status
 notice "n4 owns about a quarter of the ring; the others gave up what it took."
 figure ring_moved "$(rcli n4 DBSIZE)"

@@ -86,9 +86,12 @@ lesson_pause() {
 }
 
 lesson_cleanup() {
-    local rc=$? f
+    local rc=$? f j clean=0
     set +e
-    trap - EXIT INT TERM
+    # a second Ctrl-C must not cut the cleanup short
+    trap '' INT TERM HUP
+    trap - EXIT
+    for j in $(jobs -p); do kill "$j" 2> /dev/null; done
     if [ "$lesson_status" -ne 0 ] && [ "$rc" -eq 0 ]; then rc=1; fi
     if [ -n "${lesson_dir:-}" ] && [ -d "$lesson_dir" ]; then
         if [ "$rc" -ne 0 ] && [ -z "${lesson_interrupted:-}" ]; then
@@ -101,19 +104,29 @@ lesson_cleanup() {
             grep -o " $RINGKV_TESTBED/[^ ]*" /proc/mounts 2> /dev/null | while read -r m; do umount "$m"; done
             echo "lesson $lesson_name: kept $lesson_dir (its nodes are stopped)"
         else
-            bash "$lesson_top/cluster-scripts/testbed" clean > /dev/null 2>&1
+            bash "$lesson_top/cluster-scripts/testbed" clean > /dev/null 2>&1 || clean=$?
             grep -o " $RINGKV_TESTBED/[^ ]*" /proc/mounts 2> /dev/null | while read -r m; do umount "$m"; done
-            rm -rf "$lesson_dir"
+            if [ "$clean" -eq 0 ]; then
+                rm -rf "$lesson_dir"
+            else
+                echo "lesson $lesson_name: the testbed would not stop cleanly: kept $lesson_dir"
+            fi
         fi
+    fi
+    if [ -n "${lesson_interrupted:-}" ]; then
+        trap - "$lesson_interrupted"
+        kill "-$lesson_interrupted" $$
     fi
     exit "$rc"
 }
 
+# Ctrl-C, SIGTERM or a closed terminal: clean up, then die of the same
+# signal, so that whatever ran the lesson (lesson all, a shell loop) stops too.
 lesson_interrupt() {
-    lesson_interrupted=1
+    lesson_interrupted=$1
     echo
-    echo "lesson $lesson_name: interrupted; cleaning up"
-    exit 130
+    echo "lesson $lesson_name: interrupted ($1); cleaning up"
+    lesson_cleanup
 }
 
 # lesson_needs_root WHY: before lesson_begin, in a lesson whose faults need
@@ -128,15 +141,24 @@ lesson_needs_root() {
 
 lesson_begin() {
     local base=${RINGKV_LESSON_DIR:-${TMPDIR:-/tmp}}
+    if [ -n "${RINGKV_LESSON_PACE:-}" ] && ! [[ $RINGKV_LESSON_PACE =~ ^[0-9]*\.?[0-9]+$ ]]; then
+        echo "lesson: RINGKV_LESSON_PACE='$RINGKV_LESSON_PACE' is not a number of seconds" >&2
+        exit 2
+    fi
+    # the user's own client settings are not the lesson's testbed's
+    unset RINGKV_PASSWORD RINGKV_TIMEOUT RINGKV_ADDR REDISCLI_AUTH
     RINGKV=$(lesson_ringkv)
     lesson_dir=$(mktemp -d "$base/ringkv-lesson-$lesson_name.XXXXXX")
+    lesson_dir=$(cd "$lesson_dir" && pwd)
     RINGKV_TESTBED=$lesson_dir/tb
     RINGKV_TESTBED_NET=${RINGKV_LESSON_NET:-127.61.$((10#$lesson_num))}
     RINGKV_TESTBED_TIMEOUT=${RINGKV_TESTBED_TIMEOUT:-60}
     [ -n "${RINGKV_BIN:-}" ] || RINGKV_BIN=$(dirname "$RINGKV")
     export RINGKV RINGKV_TESTBED RINGKV_TESTBED_NET RINGKV_TESTBED_TIMEOUT RINGKV_BIN
     trap lesson_cleanup EXIT
-    trap lesson_interrupt INT TERM
+    trap 'lesson_interrupt INT' INT
+    trap 'lesson_interrupt TERM' TERM
+    trap 'lesson_interrupt HUP' HUP
     echo "==== lesson $lesson_num $lesson_name: $lesson_title"
     echo "     (testbed in $lesson_dir, nodes on $RINGKV_TESTBED_NET.11 and up)"
     cd "$lesson_dir"
