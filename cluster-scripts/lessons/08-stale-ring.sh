@@ -125,10 +125,7 @@ for id in n1 n2 n3; do figure "keys_$id" "$(rcli "$id" DBSIZE)"; done
 notice "n2 holds all $fig_keys_n2; n1 ($fig_keys_n1) and n3 ($fig_keys_n3) share rack-a's copies."
 
 step "Ask n2 what a join of n4 in rack-b would move (RINGKV PLAN JOIN: a dry run, nothing changes)."
-a=$(addr n2)
-echo "   \$ redis-cli -h ${a%:*} -p ${a##*:} RINGKV PLAN JOIN n4 rack-b 256 | paste -d ' ' - - | head -n 8"
-rcli n2 RINGKV PLAN JOIN n4 rack-b 256 | paste -d ' ' - - | head -n 8 | sed 's/^/     /'
-figure plan_keys "$(rcli n2 RINGKV PLAN JOIN n4 rack-b 256 | awk 'prev == "keys" { print; exit } { prev = $0 }')"
+plan_join n2 n4 rack-b 256 8
 notice "n4 would take the rack-b copy of $fig_plan_keys keys from n2; rack-a (n1, n3) keeps its copies."
 
 step "Start n4 in rack-b; near the end of its join, pause n3 with two pipelines waiting for it, then resume it."

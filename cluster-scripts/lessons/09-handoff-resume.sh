@@ -71,10 +71,7 @@ figure keys_n1 "$(rcli n1 DBSIZE)"
 notice "every node holds all $fig_keys_n1 keys: three racks, three copies."
 
 step "Ask n1 what a join of n4 in rack-a with 4 tokens would move (RINGKV PLAN JOIN: a dry run)."
-a=$(addr n1)
-echo "   \$ redis-cli -h ${a%:*} -p ${a##*:} RINGKV PLAN JOIN n4 rack-a 4 | paste -d ' ' - - | head -n 9"
-rcli n1 RINGKV PLAN JOIN n4 rack-a 4 | paste -d ' ' - - | head -n 9 | sed 's/^/     /'
-figure plan_keys "$(rcli n1 RINGKV PLAN JOIN n4 rack-a 4 | awk 'prev == "keys" { print; exit } { prev = $0 }')"
+plan_join n1 n4 rack-a 4 9
 notice "n4 shares rack-a with n1: it takes the rack-a copy of $fig_plan_keys keys, all from n1."
 notice "n1 holds every key, so its count is exact, not an estimate."
 

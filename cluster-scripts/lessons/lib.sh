@@ -25,7 +25,9 @@
 # '|' FILTER` runs a command with a long output through a filter, shown; `ask ID FILE WANT`
 # sends FILE's commands and compares each reply with WANT's line, and
 # `matched FILE WANT` counts the replies that were; `seen ID up|down NODE...`
-# and `until_seen` (20 s at most) ask node ID's failure detector.  Inside, `tb VERB ...` is the lesson's own
+# and `until_seen` (20 s at most) ask node ID's failure detector;
+# `plan_join ID NODE RACK TOKENS LINES` shows a join's dry run and keeps
+# the keys it would move (figure plan_keys).  Inside, `tb VERB ...` is the lesson's own
 # testbed (cluster-scripts/testbed), whose folder is the working directory
 # ($lesson_here is cluster-scripts/lessons, for helper programs there)
 # ($lesson_dir, for the lesson's own files too), `cli ID ARGS...` is `ringkv` talking
@@ -260,6 +262,18 @@ lesson_up() {
 # A number from the first `name:value` line of a node's INFO.
 # (awk reads the whole reply: a redis-cli cut short by SIGPIPE would fail the pipeline)
 info_field() { rcli "$1" INFO | tr -d '\r' | awk -F: -v k="$2" '$1 == k && v == "" { v = $2 } END { print v }'; }
+
+# plan_join ID NODE RACK TOKENS LINES: node ID's dry run of NODE joining in
+# RACK with TOKENS tokens (RINGKV PLAN JOIN: nothing changes), shown (its
+# first LINES fields), and the keys it would move kept as figure plan_keys.
+plan_join() {
+    local a out
+    a=$(addr "$1")
+    echo "   \$ redis-cli -h ${a%:*} -p ${a##*:} RINGKV PLAN JOIN $2 $3 $4 | paste -d ' ' - - | head -n $5"
+    out=$(rcli "$1" RINGKV PLAN JOIN "$2" "$3" "$4")
+    printf '%s\n' "$out" | paste -d ' ' - - | awk -v n="$5" 'NR <= n { print "     " $0 }'
+    figure plan_keys "$(printf '%s\n' "$out" | awk 'prev == "keys" && v == "" { v = $0 } { prev = $0 } END { print v }')"
+}
 
 # Arithmetic for claims: `holds 'a < b' a=1 b=2` (awk; exit 0 when true).
 holds() {
